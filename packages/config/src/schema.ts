@@ -1,0 +1,238 @@
+import { z } from "zod";
+
+/**
+ * The one configuration schema of the CE, shared by the gateway, the JEM and the admin tool.
+ * Every key has a default so an empty file gives the embedded development setup; the README's
+ * configuration reference is generated from these descriptions (`pnpm config:doc`).
+ */
+
+const duration = z.number().int().nonnegative();
+const bytes = z.number().int().positive();
+
+const queueSchema = z.object({
+  name: z.string().regex(/^[A-Za-z0-9_.-]+$/, "queue names are letters, digits, _ . -"),
+  /** Slurm partition for this queue (default: same as name). Ignored by the fork back end. */
+  partition: z.string().optional(),
+  maxWallTimeSeconds: duration.optional(),
+  maxCpuTimeSeconds: duration.optional(),
+  maxMainMemoryMB: z.number().int().positive().optional(),
+  maxSlotsPerJob: z.number().int().positive().optional(),
+  defaultWallTimeSeconds: duration.optional(),
+  defaultMemoryMB: z.number().int().positive().optional(),
+  /** Who may submit to this queue; empty = everyone allowed to use the CE. Same rule syntax as auth.allow. */
+  allow: z.array(z.string()).default([]),
+});
+export type QueueConfig = z.infer<typeof queueSchema>;
+
+const tokenIssuerSchema = z.object({
+  /** Exact `iss` value. */
+  issuer: z.string().url(),
+  /** Override of the JWKS URL; default: discovered through /.well-known/openid-configuration. */
+  jwksUri: z.string().url().optional(),
+  /** Extra CA bundle (PEM file) trusted for this issuer's HTTPS endpoints (tests, private CAs). */
+  caFile: z.string().optional(),
+});
+
+export const configSchema = z.object({
+  endpoint: z
+    .object({
+      /** Public URL of the service endpoint, without `/rest` (published in /info as ComputingEndpoint URL). */
+      url: z.string().url().default("https://localhost:8443/arex"),
+      /** Name of the admin domain published in GLUE2. */
+      adminDomain: z.string().default("DEV"),
+    })
+    .default({}),
+
+  paths: z
+    .object({
+      /** Root of everything the dev setup generates (certificates, redis data, control, sessions). */
+      stateDir: z.string().default(".ce"),
+      /** Control directory (shared between gateways and JEMs). Default: <stateDir>/control */
+      controlDir: z.string().optional(),
+      /** Session directory root (shared between gateways, JEMs and worker nodes). Default: <stateDir>/session */
+      sessionRoot: z.string().optional(),
+      /** Runtime environment scripts: <rteDir>/<NAME> (names may contain `/`). Default: <stateDir>/rte */
+      rteDir: z.string().optional(),
+    })
+    .default({}),
+
+  redis: z
+    .object({
+      url: z.string().default("redis://127.0.0.1:6379"),
+      /** Key prefix; the `{...}` hash tag keeps every key in one slot so Lua scripts work on Redis Cluster. */
+      prefix: z.string().regex(/^\{[A-Za-z0-9_.-]+\}$/, "prefix must be a Redis hash tag such as {ce}").default("{ce}"),
+      /** `embedded`: `pnpm start` starts a local redis-server under <stateDir>/redis when nothing answers. */
+      embedded: z.boolean().default(false),
+    })
+    .default({}),
+
+  gateway: z
+    .object({
+      host: z.string().default("127.0.0.1"),
+      port: z.number().int().min(0).max(65535).default(8443),
+      tls: z
+        .object({
+          certFile: z.string().optional(),
+          keyFile: z.string().optional(),
+        })
+        .default({}),
+      /** Plain HTTP behind a TLS-terminating proxy. Off unless explicitly enabled. */
+      plainHttp: z
+        .object({
+          enabled: z.boolean().default(false),
+          /** Only these peer addresses may forward a client certificate. */
+          trustedProxies: z.array(z.string()).default([]),
+          /** Header carrying the URL-encoded PEM client chain (nginx `$ssl_client_escaped_cert`). */
+          clientCertHeader: z.string().default("x-ssl-client-cert"),
+        })
+        .default({}),
+      limits: z
+        .object({
+          descriptionBytes: bytes.default(5 * 1024 * 1024),
+          idListBytes: bytes.default(1024 * 1024),
+          delegationBytes: bytes.default(1024 * 1024),
+          uploadBytes: bytes.default(16 * 1024 * 1024 * 1024),
+          idsPerRequest: z.number().int().positive().default(10_000),
+          jobsPerSubmission: z.number().int().positive().default(1_000),
+          /** Requests per second per identity (token bucket refill) and burst. 0 disables. */
+          requestsPerSecond: z.number().nonnegative().default(200),
+          requestBurst: z.number().int().positive().default(2_000),
+        })
+        .default({}),
+    })
+    .default({}),
+
+  auth: z
+    .object({
+      /** CA directory in OpenSSL hashed layout (X509_CERT_DIR). Default: <stateDir>/pki/ca */
+      caDir: z.string().optional(),
+      /**
+       * Who may use the CE at all. Rules: `dn:<glob>`, `ca:<issuer DN glob>`, `iss:<issuer URL>`,
+       * `group:<wlcg.groups entry>`, `*`. Empty = every authenticated identity.
+       */
+      allow: z.array(z.string()).default([]),
+      deny: z.array(z.string()).default([]),
+      /** Serve /info and /rest (versions) without authentication. */
+      infoPublic: z.boolean().default(false),
+      tokens: z
+        .object({
+          enabled: z.boolean().default(true),
+          issuers: z.array(tokenIssuerSchema).default([]),
+          /** Accepted `aud` values; default: the endpoint origin (scheme://host[:port]). */
+          audiences: z.array(z.string()).default([]),
+          /** Also accept the WLCG "any" audience https://wlcg.cern.ch/jwt/v1/any. */
+          allowAnyAudience: z.boolean().default(false),
+          algorithms: z.array(z.enum(["RS256", "ES256", "EdDSA"])).default(["RS256", "ES256"]),
+          leewaySeconds: duration.default(60),
+          jwksCacheSeconds: duration.default(3600),
+          /** Require WLCG compute.* scopes per operation. */
+          requireScopes: z.boolean().default(true),
+        })
+        .default({}),
+    })
+    .default({}),
+
+  delegations: z
+    .object({
+      /** 32 bytes, base64, AES-256-GCM key for private keys and tokens at rest. Dev default generated on first start. */
+      encryptionKey: z.string().optional(),
+      encryptionKeyFile: z.string().optional(),
+      /** RSA key pairs generated ahead of time for `POST /delegations?action=new`. */
+      keyPoolSize: z.number().int().min(0).default(8),
+      /** Unused (never PUT) delegation slots expire after this. */
+      pendingLifetimeSeconds: duration.default(24 * 3600),
+    })
+    .default({}),
+
+  jobs: z
+    .object({
+      queues: z.array(queueSchema).default([{ name: "main", allow: [] }]),
+      /** Queue for descriptions that name none (and without the 1.1 `queue` parameter). Default: first queue. */
+      defaultQueue: z.string().optional(),
+      /** Refuse new jobs (drain). */
+      allowNew: z.boolean().default(true),
+      maxTotal: z.number().int().positive().default(100_000),
+      maxActivePerOwner: z.number().int().positive().default(10_000),
+      maxInLrms: z.number().int().positive().default(5_000),
+      maxStaging: z.number().int().positive().default(100),
+      maxRerun: z.number().int().min(0).default(5),
+      /** Session dir lifetime after the job ended (description `lifetime` may only shorten it). */
+      sessionLifetimeSeconds: duration.default(7 * 24 * 3600),
+      /** How long the minimal WIPED record stays after that. */
+      wipedRecordSeconds: duration.default(30 * 24 * 3600),
+      uploadTimeoutSeconds: duration.default(600),
+      /** Runtime environments published and accepted (must exist in rteDir). */
+      runtimeEnvironments: z.array(z.string()).default([]),
+      /** Runtime environments added to every job. */
+      defaultRuntimeEnvironments: z.array(z.string()).default([]),
+    })
+    .default({}),
+
+  lrms: z
+    .object({
+      backend: z.enum(["fork", "slurm"]).or(z.string().regex(/^[a-z0-9_-]+$/)).default("fork"),
+      /** Directory holding <backend>/{submit,cancel,poll} scripts. Default: the shipped apps/jem/backends. */
+      scriptsDir: z.string().optional(),
+      pollIntervalMs: z.number().int().positive().default(2_000),
+      /** Token bucket on calls into the batch system, per back end. */
+      callsPerSecond: z.number().positive().default(20),
+      scriptTimeoutMs: z.number().int().positive().default(60_000),
+      slurm: z
+        .object({
+          binPath: z.string().default("/usr/bin"),
+          /** Extra `#SBATCH` lines added to every job. */
+          extraDirectives: z.array(z.string()).default([]),
+        })
+        .default({}),
+    })
+    .default({}),
+
+  staging: z
+    .object({
+      maxConcurrentTransfers: z.number().int().positive().default(10),
+      maxRetries: z.number().int().min(0).default(5),
+      retryBaseMs: z.number().int().positive().default(2_000),
+      timeoutMs: z.number().int().positive().default(300_000),
+      /** Extra CA bundle (PEM) trusted for remote storage endpoints (tests, private CAs). */
+      caFile: z.string().optional(),
+    })
+    .default({}),
+
+  jem: z
+    .object({
+      /** Concurrency of the job-advancing worker. */
+      concurrency: z.number().int().positive().default(50),
+      /** Fallback scan of the control directory when file events are unreliable (shared FS). */
+      scanIntervalMs: z.number().int().positive().default(5_000),
+      /** How often expiry (WIPED, record removal) is checked. */
+      expiryIntervalMs: z.number().int().positive().default(60_000),
+    })
+    .default({}),
+
+  admin: z
+    .object({
+      enabled: z.boolean().default(true),
+      host: z.string().default("127.0.0.1"),
+      port: z.number().int().min(0).max(65535).default(8444),
+      /** Bearer token for the admin listener. Dev default generated on first start. */
+      token: z.string().optional(),
+      tokenFile: z.string().optional(),
+    })
+    .default({}),
+
+  compat: z
+    .object({
+      /** Answer the literal codes of the interface text where deployed clients need others (decisions.md). */
+      strictSpecCodes: z.boolean().default(false),
+    })
+    .default({}),
+
+  logging: z
+    .object({
+      level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    })
+    .default({}),
+});
+
+export type ConfigInput = z.input<typeof configSchema>;
+export type Config = z.infer<typeof configSchema>;

@@ -1,0 +1,124 @@
+import { constants } from "node:fs";
+import { appendFile, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+/**
+ * The control directory: one sub-directory per job, split by id (`jobs/3f2/a9c/41d/<rest>/`)
+ * so no directory ever holds millions of entries (arex-jem.md §1.2). Redis replaces A-REX's
+ * accepting/processing/finished state directories and request marks as the index of jobs.
+ */
+
+/** The files the diagnose endpoint may serve (spec E7), in spec order. */
+export const DIAGNOSE_FILES = [
+  "failed", "local", "errors", "description", "diag", "comment", "status", "acl",
+  "xml", "input", "output", "input_status", "output_status", "statistics",
+] as const;
+export type DiagnoseFile = (typeof DIAGNOSE_FILES)[number];
+
+/** Every per-job control file (diagnose files plus private ones never served). */
+export type ControlFile = DiagnoseFile | "proxy" | "grami" | "lrms_done" | "lrms_job" | "script";
+
+export function isDiagnoseFile(s: string): s is DiagnoseFile {
+  return (DIAGNOSE_FILES as readonly string[]).includes(s);
+}
+
+/** Job ids are UUIDs; only `[0-9a-f-]` ever reaches a path. */
+export const JOB_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export class ControlDir {
+  constructor(readonly root: string, readonly sessionRoot: string) {}
+
+  jobDir(id: string): string {
+    if (!JOB_ID_RE.test(id)) throw new Error(`not a job id: ${JSON.stringify(id).slice(0, 80)}`);
+    const hex = id.replace(/-/g, "");
+    return join(this.root, "jobs", hex.slice(0, 3), hex.slice(3, 6), hex.slice(6, 9), hex.slice(9));
+  }
+
+  file(id: string, name: ControlFile): string {
+    return join(this.jobDir(id), name);
+  }
+
+  sessionDir(id: string): string {
+    if (!JOB_ID_RE.test(id)) throw new Error(`not a job id: ${JSON.stringify(id).slice(0, 80)}`);
+    return join(this.sessionRoot, id);
+  }
+
+  async ensureRoots(): Promise<void> {
+    await mkdir(join(this.root, "jobs"), { recursive: true });
+    await mkdir(this.sessionRoot, { recursive: true });
+  }
+
+  async createJobDirs(id: string): Promise<void> {
+    await mkdir(this.jobDir(id), { recursive: true, mode: 0o700 });
+    await mkdir(this.sessionDir(id), { recursive: true, mode: 0o755 });
+  }
+
+  /** Whole-file replace via rename, so readers never see a half-written file. */
+  async write(id: string, name: ControlFile, content: string, mode = 0o600): Promise<void> {
+    const path = this.file(id, name);
+    const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    await writeFile(tmp, content, { mode });
+    await rename(tmp, path);
+  }
+
+  /** Appends whole lines; O_APPEND keeps concurrent small appends from interleaving. */
+  async append(id: string, name: ControlFile, text: string): Promise<void> {
+    await appendFile(this.file(id, name), text.endsWith("\n") ? text : `${text}\n`, { mode: 0o600 });
+  }
+
+  async read(id: string, name: ControlFile): Promise<string | undefined> {
+    try {
+      return await readFile(this.file(id, name), "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw e;
+    }
+  }
+
+  async remove(id: string, name: ControlFile): Promise<void> {
+    await rm(this.file(id, name), { force: true });
+  }
+
+  /** Appends a state-change line to `errors` the way A-REX does, for users reading diagnose/errors. */
+  async logState(id: string, from: string, to: string, reason: string): Promise<void> {
+    await this.append(id, "errors", `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} Job state change ${from} -> ${to}   Reason: ${reason}`);
+  }
+
+  async removeSession(id: string): Promise<void> {
+    await rm(this.sessionDir(id), { recursive: true, force: true });
+  }
+
+  async removeAll(id: string): Promise<void> {
+    await this.removeSession(id);
+    await rm(this.jobDir(id), { recursive: true, force: true });
+  }
+
+  /** Opens a control file for reading without following a symlink (the job can't plant one here, but be safe). */
+  async openForRead(id: string, name: ControlFile) {
+    return open(this.file(id, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+  }
+}
+
+/** `.local`-style `key=value` lines. Values are single-line; newlines are escaped. */
+export function formatKeyValues(entries: Array<[string, string | number | boolean | undefined]>): string {
+  return entries
+    .filter(([, v]) => v !== undefined && v !== "")
+    .map(([k, v]) => `${k}=${typeof v === "boolean" ? (v ? "yes" : "no") : String(v).replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}`)
+    .join("\n")
+    .concat("\n");
+}
+
+export function parseKeyValues(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const i = line.indexOf("=");
+    if (i <= 0) continue;
+    out[line.slice(0, i).trim()] = line.slice(i + 1).replace(/\\n/g, "\n").replace(/\\\\/g, "\\");
+  }
+  return out;
+}
+
+/** MDS time `YYYYMMDDHHMMSSZ` used in `.local`. */
+export function mdsTime(d: Date): string {
+  return d.toISOString().replace(/[-:T]/g, "").replace(/\.\d+Z$/, "Z");
+}

@@ -1,0 +1,247 @@
+import { readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+import {
+  toRestState,
+  type InternalState,
+  type LrmsState,
+  type Outcome,
+  type RestState,
+  isInternalState,
+  isRestState,
+} from "@ce/model";
+import { Keys, ownerKey } from "./keys.js";
+
+/**
+ * The job record: Redis is the source of truth for everything the REST interface reports.
+ * Stored as a flat hash of strings; `JobRecord` is its typed view.
+ */
+export interface JobRecord {
+  id: string;
+  owner: string;
+  ownerKey: string;
+  state: InternalState;
+  pending: boolean;
+  outcome?: Outcome | undefined;
+  lrms?: LrmsState | undefined;
+  /** Derived from the fields above with `toRestState`, stored so the indexes match it. */
+  rest: RestState;
+  queue: string;
+  backend: string;
+  language: string;
+  jobName?: string | undefined;
+  created: number;
+  updated: number;
+  /** When the current state was entered (ms). */
+  stateSince: number;
+  localId?: string | undefined;
+  exitCode?: number | undefined;
+  /** Failure text (also in the `failed` control file). */
+  failure?: string | undefined;
+  failedState?: InternalState | undefined;
+  failedCause?: "internal" | "client" | undefined;
+  /** Every delegation the job uses (main and per-file). */
+  delegations: string[];
+  mainDelegation?: string | undefined;
+  /** Restarts left. */
+  rerun: number;
+  /** Session lifetime after the job ended, seconds. */
+  lifetime: number;
+  /** When the session directory is removed (ms); set when the job ends. */
+  cleanupAt?: number | undefined;
+  /** When the WIPED record itself is removed (ms). */
+  removeAt?: number | undefined;
+  /** A kill/clean request arrived while the job could not act on it yet. */
+  killRequested?: boolean | undefined;
+  cleanRequested?: boolean | undefined;
+  /** Request id of the submission, carried into JEM logs. */
+  requestId?: string | undefined;
+  clientHost?: string | undefined;
+  /** Credential expiry of the main delegation (ms), for GLUE2 ProxyExpirationTime. */
+  delegationExpires?: number | undefined;
+  /** JSON summary of description fields the activity document shows. */
+  summary?: JobSummary | undefined;
+  startedAt?: number | undefined;
+  endedAt?: number | undefined;
+  /** Execution node(s), comma separated. */
+  nodes?: string | undefined;
+  usedWallSeconds?: number | undefined;
+  usedCpuSeconds?: number | undefined;
+  usedMemoryMB?: number | undefined;
+}
+
+export interface JobSummary {
+  stdin?: string | undefined;
+  stdout?: string | undefined;
+  stderr?: string | undefined;
+  logDir?: string | undefined;
+  wallTime?: number | undefined;
+  cpuTime?: number | undefined;
+  slots?: number | undefined;
+  rtes?: string[] | undefined;
+}
+
+const NUM = new Set([
+  "created", "updated", "stateSince", "exitCode", "rerun", "lifetime", "cleanupAt", "removeAt",
+  "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB",
+]);
+const BOOL = new Set(["pending", "killRequested", "cleanRequested"]);
+
+export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(r)) {
+    if (v === undefined || v === null) continue;
+    if (k === "delegations") out[k] = (v as string[]).join(",");
+    else if (k === "summary") out[k] = JSON.stringify(v);
+    else if (BOOL.has(k)) out[k] = v ? "1" : "0";
+    else out[k] = String(v);
+  }
+  return out;
+}
+
+export function decodeRecord(h: Record<string, string>): JobRecord | undefined {
+  if (!h.id || !h.owner || !isInternalState(h.state ?? "") || !isRestState(h.rest ?? "")) return undefined;
+  const r: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (NUM.has(k)) r[k] = Number(v);
+    else if (BOOL.has(k)) r[k] = v === "1";
+    else if (k === "delegations") r[k] = v ? v.split(",") : [];
+    else if (k === "summary") r[k] = safeJson(v);
+    else r[k] = v === "" ? undefined : v;
+  }
+  r.delegations ??= [];
+  return r as unknown as JobRecord;
+}
+
+function safeJson(v: string): unknown {
+  try {
+    return JSON.parse(v);
+  } catch {
+    return undefined;
+  }
+}
+
+const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
+
+/** Fields a state change may set; `rest` is always recomputed from them. */
+export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created">>;
+
+export class JobStore {
+  readonly keys: Keys;
+
+  constructor(readonly redis: Redis, prefix: string) {
+    this.keys = new Keys(prefix);
+    redis.defineCommand("ceCreateJobs", { numberOfKeys: 0, lua: script("create") });
+    redis.defineCommand("ceUpdateJob", { numberOfKeys: 0, lua: script("update") });
+    redis.defineCommand("ceRemoveJob", { numberOfKeys: 0, lua: script("remove") });
+  }
+
+  /** Builds a new record in ACCEPTED (REST ACCEPTING). */
+  static newRecord(init: Omit<JobRecord, "ownerKey" | "state" | "pending" | "rest" | "created" | "updated" | "stateSince">, now = Date.now()): JobRecord {
+    return { ...init, ownerKey: ownerKey(init.owner), state: "ACCEPTED", pending: false, rest: "ACCEPTING", created: now, updated: now, stateSince: now };
+  }
+
+  /** Current free capacity under `maxTotal`. */
+  async headroom(maxTotal: number): Promise<number> {
+    return maxTotal - (await this.redis.zcard(this.keys.all()));
+  }
+
+  /**
+   * Creates the records atomically (with indexes). Returns how many of them (a prefix of the list)
+   * were created: all up to the limit, or none if fewer than `minRequired` fit.
+   */
+  async create(records: JobRecord[], maxTotal: number, minRequired = records.length): Promise<number> {
+    if (records.length === 0) return 0;
+    const payload = records.map((r) => JSON.stringify(encodeRecord(r)));
+    const n = await (this.redis as unknown as CeCommands).ceCreateJobs(this.keys.prefix, maxTotal, minRequired, Date.now(), ...payload);
+    return Number(n);
+  }
+
+  async get(id: string): Promise<JobRecord | undefined> {
+    return decodeRecord(await this.redis.hgetall(this.keys.job(id)));
+  }
+
+  /** One round trip for any number of ids; missing ids give `undefined` in their position. */
+  async getMany(ids: readonly string[]): Promise<(JobRecord | undefined)[]> {
+    if (ids.length === 0) return [];
+    const pipe = this.redis.pipeline();
+    for (const id of ids) pipe.hgetall(this.keys.job(id));
+    const res = (await pipe.exec()) ?? [];
+    return res.map(([err, h]) => (err ? undefined : decodeRecord(h as Record<string, string>)));
+  }
+
+  /** Owner-scoped lookup: another owner's job is indistinguishable from a missing one. */
+  async getOwned(id: string, owner: string): Promise<JobRecord | undefined> {
+    const r = await this.get(id);
+    return r && r.owner === owner ? r : undefined;
+  }
+
+  /** Ids of an owner's jobs (oldest first), optionally only those in the given REST states. */
+  async list(owner: string, states?: readonly RestState[]): Promise<{ id: string; state?: RestState }[]> {
+    const ok = ownerKey(owner);
+    if (!states) return (await this.redis.zrange(this.keys.owner(ok), 0, -1)).map((id) => ({ id }));
+    const pipe = this.redis.pipeline();
+    for (const s of states) pipe.smembers(this.keys.ownerRest(ok, s));
+    const res = (await pipe.exec()) ?? [];
+    const out: { id: string; state: RestState }[] = [];
+    res.forEach(([, ids], i) => {
+      for (const id of (ids as string[]) ?? []) out.push({ id, state: states[i]! });
+    });
+    return out;
+  }
+
+  /**
+   * Compare-and-set change. `expect` holds encoded field values that must match (e.g. `{state:"INLRMS"}`);
+   * the REST state and every index follow automatically. Returns false when the expectation failed
+   * or the job is gone, so two JEMs can never advance the same job twice.
+   */
+  async update(current: JobRecord, change: JobChange, expect: Partial<Record<keyof JobRecord, string>> = {}): Promise<JobRecord | undefined> {
+    const next = { ...current, ...change, updated: Date.now() } as JobRecord;
+    if (change.state && change.state !== current.state) next.stateSince = next.updated;
+    next.rest = toRestState(next);
+    const set: Record<string, string | null> = encodeRecord({ ...change, updated: next.updated, stateSince: next.stateSince, rest: next.rest });
+    // Explicitly cleared fields (undefined in `change`) are removed from the hash.
+    for (const [k, v] of Object.entries(change)) if (v === undefined) set[k] = null;
+    const res = await (this.redis as unknown as CeCommands).ceUpdateJob(this.keys.prefix, current.id, JSON.stringify(expect), JSON.stringify(set));
+    return Number(res) === 1 ? next : undefined;
+  }
+
+  async remove(id: string): Promise<boolean> {
+    return Number(await (this.redis as unknown as CeCommands).ceRemoveJob(this.keys.prefix, id)) === 1;
+  }
+
+  async countByInternal(states: readonly InternalState[]): Promise<Record<string, number>> {
+    const pipe = this.redis.pipeline();
+    for (const s of states) pipe.scard(this.keys.internal(s));
+    const res = (await pipe.exec()) ?? [];
+    return Object.fromEntries(states.map((s, i) => [s, Number(res[i]?.[1] ?? 0)]));
+  }
+
+  async countByRest(states: readonly RestState[]): Promise<Record<string, number>> {
+    const pipe = this.redis.pipeline();
+    for (const s of states) pipe.scard(this.keys.rest(s));
+    const res = (await pipe.exec()) ?? [];
+    return Object.fromEntries(states.map((s, i) => [s, Number(res[i]?.[1] ?? 0)]));
+  }
+
+  async idsInState(state: InternalState): Promise<string[]> {
+    return this.redis.smembers(this.keys.internal(state));
+  }
+
+  async total(): Promise<number> {
+    return this.redis.zcard(this.keys.all());
+  }
+
+  async scheduleExpiry(id: string, at: number): Promise<void> {
+    await this.redis.zadd(this.keys.expiry(), at, id);
+  }
+
+  async dueExpiries(now = Date.now(), limit = 500): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.expiry(), 0, now, "LIMIT", 0, limit);
+  }
+}
+
+interface CeCommands {
+  ceCreateJobs(...args: (string | number)[]): Promise<number>;
+  ceUpdateJob(...args: (string | number)[]): Promise<number>;
+  ceRemoveJob(...args: (string | number)[]): Promise<number>;
+}

@@ -1,0 +1,32 @@
+-- Compare-and-set update of one job record, moving its index memberships when state/rest change.
+-- ARGV[1] prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}), ARGV[4] JSON {field: new value}
+-- Returns 1 updated, 0 expectation failed, -1 no such job.
+local prefix, id = ARGV[1], ARGV[2]
+local key = prefix .. ':job:' .. id
+if redis.call('EXISTS', key) == 0 then return -1 end
+local expect = cjson.decode(ARGV[3])
+for k, v in pairs(expect) do
+  local cur = redis.call('HGET', key, k) or ''
+  if cur ~= tostring(v) then return 0 end
+end
+local set = cjson.decode(ARGV[4])
+local cur = redis.call('HMGET', key, 'state', 'rest', 'ownerKey')
+local oldState, oldRest, ok = cur[1], cur[2], cur[3]
+local flat, del = {}, {}
+for k, v in pairs(set) do
+  if v == cjson.null or v == '' then del[#del + 1] = k else flat[#flat + 1] = k; flat[#flat + 1] = tostring(v) end
+end
+if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
+if #del > 0 then redis.call('HDEL', key, unpack(del)) end
+local newState, newRest = set.state, set.rest
+if newState and newState ~= oldState then
+  redis.call('SREM', prefix .. ':i:' .. oldState, id)
+  redis.call('SADD', prefix .. ':i:' .. newState, id)
+end
+if newRest and newRest ~= oldRest then
+  redis.call('SREM', prefix .. ':r:' .. oldRest, id)
+  redis.call('SADD', prefix .. ':r:' .. newRest, id)
+  redis.call('SREM', prefix .. ':o:' .. ok .. ':s:' .. oldRest, id)
+  redis.call('SADD', prefix .. ':o:' .. ok .. ':s:' .. newRest, id)
+end
+return 1

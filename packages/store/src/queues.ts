@@ -1,0 +1,42 @@
+import type { ConnectionOptions, JobsOptions } from "bullmq";
+
+/**
+ * Typed catalog of the BullMQ queues between gateways and JEMs. A payload type mismatch is a
+ * compile error at both ends. Queue names live under the CE hash-tag prefix (Redis Cluster safe).
+ */
+export interface QueueCatalog {
+  /** kill / clean / restart requests from the REST interface (answered 202). */
+  commands: { action: "kill" | "clean" | "restart"; jobId: string; requestId?: string | undefined };
+  /** "look at this job now": new submissions, completed uploads, batch completions, timers. */
+  advance: { jobId: string; reason: string; requestId?: string | undefined };
+  /** Data transfers of one job in PREPARING (downloads) or FINISHING (uploads). */
+  staging: { jobId: string; direction: "in" | "out"; requestId?: string | undefined };
+}
+export type QueueName = keyof QueueCatalog;
+export const QUEUE_NAMES: readonly QueueName[] = ["commands", "advance", "staging"];
+
+export const QUEUE_DEFAULTS: Record<QueueName, JobsOptions> = {
+  commands: { attempts: 5, backoff: { type: "exponential", delay: 500 }, removeOnComplete: 1000, removeOnFail: 5000 },
+  advance: { attempts: 10, backoff: { type: "exponential", delay: 500 }, removeOnComplete: true, removeOnFail: 5000 },
+  staging: { attempts: 1, removeOnComplete: 1000, removeOnFail: 5000 },
+};
+
+/**
+ * BullMQ job ids for `advance`: at most one waiting "advance" per CE job; while one is active a
+ * new request must still be queued (the state may have changed), so ids carry a coarse time slot.
+ */
+export function advanceJobId(jobId: string, reason: string): string {
+  return `${jobId}:${reason}:${Date.now()}`;
+}
+
+export function bullConnection(url: string): ConnectionOptions {
+  const u = new URL(url);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.pathname.length > 1 ? { db: Number(u.pathname.slice(1)) } : {}),
+    maxRetriesPerRequest: null,
+  };
+}
