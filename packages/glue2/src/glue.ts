@@ -1,0 +1,58 @@
+/** Shared GLUE2 constants and identifier/time helpers for the info and activity documents. */
+
+export const GLUE2_NS = "http://schemas.ogf.org/glue/2009/03/spec_2.0_r1";
+
+/** The REST interface name ARC clients select the endpoint by. */
+export const ARCREST_INTERFACE = "org.nordugrid.arcrest";
+
+/**
+ * GLUE2 time, exactly `YYYY-MM-DDTHH:MM:SSZ` (UTC, no fraction): pyarcrest strptime()s it with that
+ * pattern and one bad timestamp breaks a whole bulk call (decisions #17).
+ */
+export function glueTime(d: Date): string {
+  const t = d.getTime();
+  if (!Number.isFinite(t)) throw new RangeError("glueTime: invalid Date");
+  const y = d.getUTCFullYear();
+  if (y < 0 || y > 9999) throw new RangeError(`glueTime: year ${y} out of range`);
+  return d.toISOString().slice(0, 19) + "Z";
+}
+
+/** glueTime, or undefined for an absent/invalid date (the element is then omitted). */
+export function glueTimeOpt(d: Date | null | undefined): string | undefined {
+  if (!d) return undefined;
+  const t = d.getTime();
+  if (!Number.isFinite(t)) return undefined;
+  const y = d.getUTCFullYear();
+  return y < 0 || y > 9999 ? undefined : glueTime(d);
+}
+
+export const glueIds = {
+  adminDomain: (name: string) => `urn:ad:${name}`,
+  service: (host: string) => `urn:ogf:ComputingService:${host}:arex`,
+  endpoint: (host: string, url: string) => `urn:ogf:ComputingEndpoint:${host}:rest:${url}`,
+  share: (host: string, queue: string) => `urn:ogf:ComputingShare:${host}:${queue}`,
+  manager: (host: string, lrms: string) => `urn:ogf:ComputingManager:${host}:${lrms}`,
+  executionEnvironment: (host: string, name: string) => `urn:ogf:ExecutionEnvironment:${host}:${name}`,
+  applicationEnvironment: (host: string, i: number) => `urn:ogf:ApplicationEnvironment:${host}:rte:${i}`,
+  accessPolicy: (host: string) => `urn:ogf:AccessPolicy:${host}:rest`,
+  mappingPolicy: (host: string, queue: string) => `urn:ogf:MappingPolicy:${host}:${queue}`,
+  activity: (host: string, id: string, iface: string = ARCREST_INTERFACE) => `urn:caid:${host}:${iface}:${id}`,
+  idFromEndpoint: (id: string) => `urn:idfe:${id}`,
+};
+
+/**
+ * Split a runtime-environment name into AppName/AppVersion at the first `-` followed by a digit
+ * (the rule of A-REX RTEInfo.pm and Arc::Software): `APPS/X-1.2-a` → `APPS/X` + `1.2-a`.
+ */
+export function splitRteName(rte: string): { appName: string; appVersion?: string } {
+  const m = /-(?=\d)/.exec(rte);
+  if (!m || m.index === 0) return { appName: rte };
+  return { appName: rte.slice(0, m.index), appVersion: rte.slice(m.index + 1) };
+}
+
+/** Service endpoint URL as published (no trailing slash, no `/rest[/<version>]` suffix). */
+export function publishedEndpointUrl(url: string): string {
+  let u = url.replace(/\/+$/, "");
+  u = u.replace(/\/rest(?:\/\d+\.\d+)?$/, "");
+  return u.replace(/\/+$/, "");
+}
