@@ -16,7 +16,8 @@ export const DIAGNOSE_FILES = [
 export type DiagnoseFile = (typeof DIAGNOSE_FILES)[number];
 
 /** Every per-job control file (diagnose files plus private ones never served). */
-export type ControlFile = DiagnoseFile | "proxy" | "grami" | "lrms_done" | "lrms_job" | "script";
+/** `spec`: the normalized JobDescription as JSON (gateway writes, JEM reads); never served. */
+export type ControlFile = DiagnoseFile | "spec" | "proxy" | "grami" | "lrms_done" | "lrms_job" | "script";
 
 export function isDiagnoseFile(s: string): s is DiagnoseFile {
   return (DIAGNOSE_FILES as readonly string[]).includes(s);

@@ -1,0 +1,66 @@
+import { Hono } from "hono";
+import type { AppEnv, Services } from "./context.js";
+import { CeError, NotFound } from "./errors.js";
+import { requestContext } from "./middleware/request-context/index.js";
+import { identity } from "./middleware/identity/index.js";
+import { renderError } from "./render.js";
+import { versionRoutes } from "./routes/versions.js";
+import { infoRoutes } from "./routes/info.js";
+import { jobRoutes } from "./routes/jobs.js";
+import { sessionRoutes } from "./routes/session.js";
+import { diagnoseRoutes } from "./routes/diagnose.js";
+import { delegationRoutes } from "./routes/delegations.js";
+
+export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
+
+/**
+ * Where a request goes: <mount>/rest → versions (E1); <mount>/rest/<ver>/info (E2);
+ * /jobs (E3–E5); /jobs/<id>/session (E6); /jobs/<id>/diagnose (E7); /delegations (E8–E9).
+ */
+export function createApp(services: Services): Hono<AppEnv> {
+  // Runs of slashes are one slash and a trailing slash is ignored, as A-REX does (arex-rest.md §1.3).
+  const app = new Hono<AppEnv>({
+    strict: false,
+    getPath: (req) => {
+      const url = req.url;
+      const start = url.indexOf("/", url.indexOf("://") + 3);
+      const q = url.indexOf("?", start);
+      const path = url.slice(start, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
+      return path.length > 1 ? path.replace(/\/$/, "") : path;
+    },
+  });
+  const rest = `${services.config.mountPath}/rest`;
+
+  app.use("*", requestContext(services));
+  app.use(rest, identity());
+  app.use(`${rest}/*`, identity());
+
+  const r = new Hono<AppEnv>({ strict: false });
+  versionRoutes(r);
+  r.use("/:version/*", async (c, next) => {
+    const v = c.req.param("version");
+    if (v !== "1.0" && v !== "1.1") throw new NotFound("Version Not Supported", "VERSION_NOT_SUPPORTED");
+    c.set("version", v);
+    await next();
+  });
+  r.all("/:version", () => {
+    throw new NotFound("Not Found: no functionality given");
+  });
+  infoRoutes(r);
+  jobRoutes(r);
+  sessionRoutes(r);
+  diagnoseRoutes(r);
+  delegationRoutes(r);
+  r.all("/:version/*", () => {
+    throw new NotFound("Functionality Not Supported", "FUNCTIONALITY_NOT_SUPPORTED");
+  });
+  app.route(rest, r);
+
+  app.notFound((c) => renderError(c, new NotFound(`No resource at ${new URL(c.req.url).pathname}`)));
+  app.onError((err, c) => {
+    if (err instanceof CeError) return renderError(c, err);
+    c.get("log")?.error({ err }, "unhandled error");
+    return renderError(c, new CeError(500, "INTERNAL", "Internal server error"));
+  });
+  return app;
+}

@@ -1,0 +1,52 @@
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { CompiledConfig } from "@ce/config";
+import type { ControlDir, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
+import type { KeyPool, TrustStore } from "@ce/x509";
+/** Negotiated response format of structured responses. */
+export type Format = "json" | "xml" | "html";
+
+/** Who is calling: derived only from the verified TLS chain or a verified token, never from a header. */
+export interface Identity {
+  /** Owner string: end-entity DN (`/DC=org/.../CN=Jane`) or `<iss>/<sub>` for tokens. */
+  subject: string;
+  kind: "x509" | "token";
+  /** Issuer CA DN (x509) or token issuer URL. */
+  issuer: string;
+  /** Token scopes (`compute.read` ...); undefined for x509 callers, who are not scope-limited. */
+  scopes?: ReadonlySet<string> | undefined;
+  /** wlcg.groups of a token. */
+  groups?: readonly string[] | undefined;
+  /** Earliest notAfter of the chain / token exp (ms). */
+  expires?: number | undefined;
+}
+
+export interface Services {
+  config: CompiledConfig;
+  redis: Redis;
+  jobs: JobStore;
+  delegations: DelegationStore;
+  control: ControlDir;
+  queues: { [K in "commands" | "advance"]: Queue<QueueCatalog[K]> };
+  trust: TrustStore;
+  keyPool: KeyPool;
+  logger: Logger;
+}
+
+export type ApiVersion = "1.0" | "1.1";
+
+export interface AppEnv {
+  Bindings: { incoming?: import("node:http").IncomingMessage; outgoing?: import("node:http").ServerResponse };
+  Variables: {
+    services: Services;
+    requestId: string;
+    log: Logger;
+    /** Set by the identity middleware on every /rest request that passed authentication. */
+    identity: Identity;
+    /** Set by the version router. */
+    version: ApiVersion;
+    /** Negotiated response format of structured responses. */
+    format: Format;
+  };
+}
