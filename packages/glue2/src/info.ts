@@ -154,7 +154,7 @@ export function buildInfoDocument(input: InfoInput): El {
       el("Staging", "staginginout"),
       leaves("JobDescription", ["nordugrid:xrsl", "emies:adl"]),
       counters(input.counts),
-      el("Associations", leaves("ComputingShareID", shareIds)),
+      shareIds.length > 0 ? el("Associations", leaves("ComputingShareID", shareIds)) : undefined,
     ],
     base("Endpoint"),
   );
@@ -264,7 +264,7 @@ function buildManager(input: InfoInput, base: BaseAttrs, eeId: string, shareIds:
       leaf("OSVersion", ee.osVersion),
       el("ConnectivityIn", bool(ee.connectivityIn, false)),
       el("ConnectivityOut", bool(ee.connectivityOut, true)),
-      el("Associations", leaves("ComputingShareID", shareIds)),
+      shareIds.length > 0 ? el("Associations", leaves("ComputingShareID", shareIds)) : undefined,
     ],
     base("Resource"),
   );
