@@ -1,2 +1,35 @@
 export * from "./states.js";
+export * from "./errors.js";
 export * from "./description/types.js";
+export { parseDuration, parseTimestamp, splitUrlOptions, type UrlWithOptions } from "./description/values.js";
+export { normalizeSessionPath } from "./description/paths.js";
+export { validateDescription, type ValidateOptions } from "./description/validate.js";
+export {
+  parseRsl,
+  parseXrsl,
+  parseXrslSettled,
+  evaluateJob,
+  splitJobs,
+  normalizeAttributeName,
+  type XrslItem,
+  type EvaluatedRelation,
+  type XValue,
+  type RelationOperator,
+  type RslNode,
+  type RslBoolean,
+  type RslRelation,
+  type RslValue,
+  type RslLiteral,
+  type RslVariable,
+  type RslConcat,
+  type RslSequence,
+} from "./description/xrsl/index.js";
+export { parseAdl, parseAdlSettled, DEFAULT_MAX_DESCRIPTION_BYTES, type AdlOptions, type AdlItem } from "./description/adl/index.js";
+export {
+  detectFormat,
+  parseDescriptions,
+  parseDescriptionsSettled,
+  type DescriptionFormat,
+  type ParseOptions,
+  type SettledDescription,
+} from "./description/index.js";

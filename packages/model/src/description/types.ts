@@ -20,6 +20,8 @@ export interface InputFile {
   delegationId?: string | undefined;
   /** URL options (`cache=no`, `threads=2`, ...). */
   options: Record<string, string>;
+  /** Replica locations for index-service URLs (xRSL `location=` option, ADL Option `location`). */
+  locations?: string[] | undefined;
 }
 
 export interface OutputFile {
@@ -29,6 +31,8 @@ export interface OutputFile {
   target?: string | undefined;
   delegationId?: string | undefined;
   options: Record<string, string>;
+  /** Replica locations for index-service URLs (xRSL `location=` option, ADL Option `location`). */
+  locations?: string[] | undefined;
   /** Which outcomes this output is delivered for (ADL UseIf*, xRSL `preserve=yes`). */
   useIfSuccess: boolean;
   useIfFailure: boolean;

@@ -1,0 +1,194 @@
+/**
+ * Safe XML reading for ADL: size limit, no DOCTYPE/entities, well-formedness via fast-xml-parser,
+ * and a namespace-prefix–agnostic element tree that remembers each element's character span
+ * (so a description can be stored as the exact text the client sent).
+ */
+import { XMLParser, XMLValidator } from "fast-xml-parser";
+import { AdlSyntaxError, DescriptionTooLargeError, positionAt } from "../../errors.js";
+
+export const DEFAULT_MAX_DESCRIPTION_BYTES = 5 * 1024 * 1024;
+
+export interface XNode {
+  /** Qualified name as written, e.g. `adl:Name`. */
+  qname: string;
+  /** Name without prefix, e.g. `Name`: elements are matched by this only. */
+  local: string;
+  /** Attribute values, entity references decoded; keys as written (`xmlns:adl`, `useNumberOfSlots`). */
+  attrs: Record<string, string>;
+  children: XNode[];
+  /** Direct text content (including CDATA), entity references decoded, not trimmed. */
+  text: string;
+  start: number;
+  end: number;
+  innerStart: number;
+  innerEnd: number;
+}
+
+interface Span {
+  qname: string;
+  start: number;
+  end: number;
+  innerStart: number;
+  innerEnd: number;
+  children: Span[];
+}
+
+type FxpNode = Record<string, unknown>;
+
+const PARSER = new XMLParser({
+  preserveOrder: true,
+  ignoreAttributes: false,
+  attributeNamePrefix: "",
+  // Never expand entities (billion-laughs / external entities); predefined ones are decoded below.
+  processEntities: false,
+  htmlEntities: false,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  cdataPropName: "#cdata",
+});
+
+/** Checks size and forbidden constructs, then parses. Throws AdlSyntaxError / DescriptionTooLargeError. */
+export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION_BYTES): XNode {
+  const size = Buffer.byteLength(text, "utf8");
+  if (size > maxBytes) throw new DescriptionTooLargeError(size, maxBytes);
+  for (const forbidden of [/<!DOCTYPE/i, /<!ENTITY/i]) {
+    const m = forbidden.exec(text);
+    if (m) {
+      throw new AdlSyntaxError(
+        `${m[0].slice(2).toUpperCase()} declarations are not allowed in job descriptions`,
+        positionAt(text, m.index),
+      );
+    }
+  }
+  const valid = XMLValidator.validate(text);
+  if (valid !== true) {
+    const { msg, line, col } = valid.err;
+    throw new AdlSyntaxError(msg.replace(/\.$/, ""), positionAt(text, offsetOf(text, line, col)));
+  }
+  const parsed = PARSER.parse(text) as FxpNode[];
+  const elements = parsed.filter(isElement);
+  const spans = scanSpans(text);
+  if (elements.length !== 1 || spans.length !== 1) throw new AdlSyntaxError("the document must have exactly one root element");
+  return build(elements[0] as FxpNode, spans[0] as Span);
+}
+
+function isElement(n: FxpNode): boolean {
+  return elementName(n) !== undefined;
+}
+
+function elementName(n: FxpNode): string | undefined {
+  return Object.keys(n).find((k) => k !== ":@" && k !== "#text" && k !== "#cdata");
+}
+
+function build(n: FxpNode, span: Span): XNode {
+  const qname = elementName(n) as string;
+  if (qname !== span.qname) throw new AdlSyntaxError(`internal mismatch reading element <${qname}>`);
+  const rawAttrs = (n[":@"] ?? {}) as Record<string, unknown>;
+  const attrs: Record<string, string> = {};
+  for (const [k, v] of Object.entries(rawAttrs)) attrs[k] = decodeEntities(String(v));
+  const content = (n[qname] ?? []) as FxpNode[];
+  const children: XNode[] = [];
+  let text = "";
+  let spanIndex = 0;
+  for (const c of content) {
+    if ("#text" in c) text += decodeEntities(String(c["#text"]));
+    else if ("#cdata" in c) text += ((c["#cdata"] ?? []) as FxpNode[]).map((t) => String(t["#text"] ?? "")).join("");
+    else if (isElement(c)) {
+      const childSpan = span.children[spanIndex++];
+      if (!childSpan) throw new AdlSyntaxError(`internal mismatch reading children of <${qname}>`);
+      children.push(build(c, childSpan));
+    }
+  }
+  const colon = qname.indexOf(":");
+  return {
+    qname,
+    local: colon >= 0 ? qname.slice(colon + 1) : qname,
+    attrs,
+    children,
+    text,
+    start: span.start,
+    end: span.end,
+    innerStart: span.innerStart,
+    innerEnd: span.innerEnd,
+  };
+}
+
+const PREDEFINED: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" };
+
+/** Decodes the five predefined entities and character references; nothing else is expanded. */
+export function decodeEntities(s: string): string {
+  if (!s.includes("&")) return s;
+  return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[a-zA-Z]+);/g, (all, ref: string) => {
+    if (ref.startsWith("#")) {
+      const cp = ref[1] === "x" || ref[1] === "X" ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
+      return cp > 0 && cp <= 0x10ffff ? String.fromCodePoint(cp) : all;
+    }
+    return PREDEFINED[ref] ?? all;
+  });
+}
+
+function offsetOf(text: string, line: number, col: number): number {
+  let offset = 0;
+  for (let l = 1; l < line; l++) {
+    const nl = text.indexOf("\n", offset);
+    if (nl < 0) return text.length;
+    offset = nl + 1;
+  }
+  return Math.min(text.length, offset + Math.max(0, col - 1));
+}
+
+/** Element spans of an already well-formed document (comments, CDATA, PIs and quotes skipped). */
+function scanSpans(text: string): Span[] {
+  const roots: Span[] = [];
+  const stack: Span[] = [];
+  let i = 0;
+  const skipTo = (marker: string, from: number): number => {
+    const at = text.indexOf(marker, from);
+    return at < 0 ? text.length : at + marker.length;
+  };
+  while (i < text.length) {
+    const lt = text.indexOf("<", i);
+    if (lt < 0) break;
+    if (text.startsWith("<!--", lt)) i = skipTo("-->", lt + 4);
+    else if (text.startsWith("<![CDATA[", lt)) i = skipTo("]]>", lt + 9);
+    else if (text.startsWith("<?", lt)) i = skipTo("?>", lt + 2);
+    else if (text.startsWith("<!", lt)) i = skipTo(">", lt + 2);
+    else if (text.startsWith("</", lt)) {
+      const gt = skipTo(">", lt);
+      const node = stack.pop();
+      if (node) {
+        node.innerEnd = lt;
+        node.end = gt;
+      }
+      i = gt;
+    } else {
+      let j = lt + 1;
+      let quote: string | undefined;
+      for (; j < text.length; j++) {
+        const c = text[j];
+        if (quote) {
+          if (c === quote) quote = undefined;
+        } else if (c === '"' || c === "'") quote = c;
+        else if (c === ">") break;
+      }
+      const qname = /^[^\s/>]+/.exec(text.slice(lt + 1, lt + 200))?.[0] ?? "";
+      const node: Span = { qname, start: lt, end: j + 1, innerStart: j + 1, innerEnd: j + 1, children: [] };
+      (stack[stack.length - 1]?.children ?? roots).push(node);
+      if (text[j - 1] !== "/") stack.push(node);
+      i = j + 1;
+    }
+  }
+  return roots;
+}
+
+/** Child elements with the given local name (namespace prefix ignored). */
+export function children(node: XNode, local: string): XNode[] {
+  return node.children.filter((c) => c.local === local);
+}
+
+export function child(node: XNode, local: string): XNode | undefined {
+  return node.children.find((c) => c.local === local);
+}

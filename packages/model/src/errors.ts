@@ -1,0 +1,110 @@
+/**
+ * Errors raised while reading job descriptions. The `code` is stable (the gateway maps it to an
+ * HTTP status and tests match on it); the message is meant for the grid user who wrote the text.
+ */
+
+export type DescriptionErrorCode =
+  | "XRSL_SYNTAX"
+  | "ADL_SYNTAX"
+  | "INVALID_DESCRIPTION"
+  | "TOO_LARGE"
+  | "UNSUPPORTED_FORMAT";
+
+/** Where in the submitted text the problem is; line and column are 1-based. */
+export interface SourcePosition {
+  offset: number;
+  line: number;
+  column: number;
+}
+
+export class DescriptionError extends Error {
+  readonly code: DescriptionErrorCode;
+  readonly position?: SourcePosition | undefined;
+
+  constructor(code: DescriptionErrorCode, message: string, position?: SourcePosition) {
+    super(message);
+    this.name = "DescriptionError";
+    this.code = code;
+    this.position = position;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** Malformed xRSL text: the whole body is rejected. */
+export class XrslSyntaxError extends DescriptionError {
+  /** `detail` is the bare reason, without the position prefix. */
+  readonly detail: string;
+  constructor(detail: string, position: SourcePosition) {
+    super("XRSL_SYNTAX", `xRSL syntax error at line ${position.line}, column ${position.column}: ${detail}`, position);
+    this.name = "XrslSyntaxError";
+    this.detail = detail;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** Malformed or forbidden XML (bad nesting, DOCTYPE, entities): the whole body is rejected. */
+export class AdlSyntaxError extends DescriptionError {
+  readonly detail: string;
+  constructor(detail: string, position?: SourcePosition) {
+    super(
+      "ADL_SYNTAX",
+      position
+        ? `ADL syntax error at line ${position.line}, column ${position.column}: ${detail}`
+        : `ADL syntax error: ${detail}`,
+      position,
+    );
+    this.name = "AdlSyntaxError";
+    this.detail = detail;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** Well-formed text whose content is not an acceptable job (bad value, unsafe path, ...). */
+export class InvalidDescriptionError extends DescriptionError {
+  /** The attribute / element / normalized field the problem is about, e.g. `cputime`, `inputFiles[1].name`. */
+  readonly field?: string | undefined;
+  constructor(message: string, field?: string, position?: SourcePosition) {
+    super("INVALID_DESCRIPTION", message, position);
+    this.name = "InvalidDescriptionError";
+    this.field = field;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+export class DescriptionTooLargeError extends DescriptionError {
+  readonly limit: number;
+  readonly size: number;
+  constructor(size: number, limit: number) {
+    super("TOO_LARGE", `job description is too large: ${size} bytes, the limit is ${limit} bytes`);
+    this.name = "DescriptionTooLargeError";
+    this.size = size;
+    this.limit = limit;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+export class UnsupportedFormatError extends DescriptionError {
+  constructor(message: string) {
+    super("UNSUPPORTED_FORMAT", message);
+    this.name = "UnsupportedFormatError";
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+export function isDescriptionError(e: unknown): e is DescriptionError {
+  return e instanceof DescriptionError;
+}
+
+/** Converts a character offset into a 1-based line/column position. */
+export function positionAt(text: string, offset: number): SourcePosition {
+  const o = Math.max(0, Math.min(offset, text.length));
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < o; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { offset: o, line, column: o - lineStart + 1 };
+}
