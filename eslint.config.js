@@ -1,0 +1,18 @@
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["**/node_modules/**", "**/dist/**", ".ce/**", "tests/artifacts/**"] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-explicit-any": "error",
+      "no-console": ["error", { allow: ["error", "warn"] }],
+    },
+  },
+  {
+    // CLIs, benchmarks and the dev front door print to the terminal on purpose.
+    files: ["**/bench/**", "**/cli.ts", "scripts/**", "apps/*/src/dev/**", "tests/**"],
+    rules: { "no-console": "off" },
+  },
+);

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the CE and its tests run for real (idempotent; only what is missing).
+# Redis and the ARC client are always needed for tests; Slurm/munge for the Slurm back end;
+# chromium for the browser checks. Pass package groups: base slurm arc browser (default: all).
+set -euo pipefail
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base slurm arc browser)
+want=()
+for g in "${groups[@]}"; do
+  case "$g" in
+    base) want+=(redis-server redis-tools openssl time procps python3) ;;
+    slurm) want+=(slurm-wlm munge) ;;
+    arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed) ;;
+    browser) want+=(chromium) ;;
+    *) echo "unknown group $g" >&2; exit 2 ;;
+  esac
+done
+missing=()
+for p in "${want[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >&2
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
