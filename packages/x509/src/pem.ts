@@ -1,0 +1,93 @@
+/**
+ * PEM handling: split bundles (proxy files = cert + key + chain), DER<->PEM, and the lenient CSR
+ * armour normalisation the ARC client applies (bare base64 is accepted).
+ */
+import { X509Certificate } from "node:crypto";
+
+export interface PemBlock {
+  label: string;
+  /** Normalised PEM text (LF line endings, 64-column body, trailing newline). */
+  pem: string;
+  der: Buffer;
+}
+
+export interface PemBundle {
+  certificates: string[];
+  privateKeys: string[];
+  other: PemBlock[];
+}
+
+const BLOCK_RE = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+const CERT_LABELS = new Set(["CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE"]);
+const KEY_LABELS = new Set(["RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"]);
+
+/** All PEM blocks in `text`, ignoring junk around them and CRLF line endings. */
+export function pemBlocks(text: string): PemBlock[] {
+  const out: PemBlock[] = [];
+  const src = text.replace(/\r\n?/g, "\n");
+  for (const m of src.matchAll(BLOCK_RE)) {
+    const label = m[1] ?? "";
+    let body = m[2] ?? "";
+    // Legacy encrypted keys carry RFC 1421 headers ("Proc-Type: ..."): keep them verbatim.
+    const headerEnd = body.indexOf("\n\n");
+    const hasHeaders = /^\s*[A-Za-z-]+:/.test(body) && headerEnd >= 0;
+    const headers = hasHeaders ? body.slice(0, headerEnd).trim() + "\n\n" : "";
+    if (hasHeaders) body = body.slice(headerEnd + 2);
+    const b64 = body.replace(/[^A-Za-z0-9+/=]/g, "");
+    const der = Buffer.from(b64, "base64");
+    out.push({ label, der, pem: armour(label, b64, headers) });
+  }
+  return out;
+}
+
+function armour(label: string, b64: string, headers = ""): string {
+  const lines = b64.match(/.{1,64}/g) ?? [];
+  return `-----BEGIN ${label}-----\n${headers}${lines.join("\n")}\n-----END ${label}-----\n`;
+}
+
+/** Split a PEM bundle into certificates and private keys (in file order); other blocks kept aside. */
+export function splitPem(text: string): PemBundle {
+  const bundle: PemBundle = { certificates: [], privateKeys: [], other: [] };
+  for (const b of pemBlocks(text)) {
+    if (CERT_LABELS.has(b.label)) bundle.certificates.push(b.label === "CERTIFICATE" ? b.pem : derToPem(b.der));
+    else if (KEY_LABELS.has(b.label)) bundle.privateKeys.push(b.pem);
+    else bundle.other.push(b);
+  }
+  return bundle;
+}
+
+/** Parse every certificate of a PEM bundle. Throws (without echoing input) on an unparsable block. */
+export function parseCertificates(text: string): X509Certificate[] {
+  return splitPem(text).certificates.map((pem, i) => {
+    try {
+      return new X509Certificate(pem);
+    } catch {
+      throw new Error(`certificate #${i + 1} in PEM bundle is not a valid X.509 certificate`);
+    }
+  });
+}
+
+export function derToPem(der: Buffer | Uint8Array, label = "CERTIFICATE"): string {
+  return armour(label, Buffer.from(der).toString("base64"));
+}
+
+/** DER of the first PEM block (optionally with a given label), or of bare base64 text. */
+export function pemToDer(text: string, label?: string): Buffer {
+  const blocks = pemBlocks(text).filter((b) => label === undefined || b.label === label);
+  if (blocks[0]) return blocks[0].der;
+  if (/-----BEGIN/.test(text)) throw new Error(`no PEM block${label ? ` labelled ${label}` : ""} found`);
+  const b64 = text.replace(/\s+/g, "");
+  if (!/^[A-Za-z0-9+/]+=*$/.test(b64)) throw new Error("input is neither PEM nor base64");
+  return Buffer.from(b64, "base64");
+}
+
+/** Normalise CSR armour: PEM (either CSR label) or bare base64 -> `CERTIFICATE REQUEST` PEM. */
+export function normalizeCsrPem(text: string): string {
+  const block = pemBlocks(text).find((b) => b.label === "CERTIFICATE REQUEST" || b.label === "NEW CERTIFICATE REQUEST");
+  const der = block ? block.der : pemToDer(text);
+  return derToPem(der, "CERTIFICATE REQUEST");
+}
+
+export function toX509(c: X509Certificate | string | Buffer): X509Certificate {
+  return c instanceof X509Certificate ? c : new X509Certificate(c);
+}
