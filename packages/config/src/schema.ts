@@ -213,7 +213,10 @@ export const configSchema = z.object({
     .object({
       enabled: z.boolean().default(true),
       host: z.string().default("127.0.0.1"),
+      /** Admin listener of a gateway (metrics, health). */
       port: z.number().int().min(0).max(65535).default(8444),
+      /** Admin listener of the JEM (metrics, health, BullMQ queue view at /queues). */
+      jemPort: z.number().int().min(0).max(65535).default(8445),
       /** Bearer token for the admin listener. Dev default generated on first start. */
       token: z.string().optional(),
       tokenFile: z.string().optional(),

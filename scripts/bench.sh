@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `pnpm bench`: speed and memory figures (not tests). Each benchmark prints a final JSON line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/ensure-system-deps.sh base
+for b in apps/gateway/bench/*.bench.ts packages/x509/bench/*.bench.ts apps/jem/bench/*.bench.ts; do
+  [ -f "$b" ] || continue
+  echo "== $b"
+  node --import tsx "$b"
+done
