@@ -226,7 +226,10 @@ class RslParser {
       if (isSpace(ch) || SPECIAL.has(ch)) break;
       this.pos++;
     }
-    if (this.pos === start) this.fail(`expected a value, found ${describe(c)}`);
+    if (this.pos === start) {
+      const hint = c === "=" || c === "<" || c === ">" || c === "!" ? " (is a ')' missing before it, or should the value be quoted?)" : "";
+      this.fail(`expected a value, found ${describe(c)}${hint}`);
+    }
     return { kind: "literal", value: this.text.slice(start, this.pos), start, end: this.pos };
   }
 
