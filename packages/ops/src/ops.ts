@@ -1,0 +1,140 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { CompiledConfig } from "@ce/config";
+import { isRestState, REST_STATES, type RestState } from "@ce/model";
+import { bullConnection, JobStore, QUEUE_DEFAULTS, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+
+/**
+ * Operations shared by the admin HTTP API and `ceadm`: both talk to Redis directly, so the CLI
+ * works when no gateway or JEM is up.
+ */
+
+/** Field of the flags hash the gateway checks before accepting new jobs. */
+export const DRAIN_FLAG = "drain";
+const DRAIN_SINCE = "drainSince";
+export const QUEUE_COUNT_STATES = ["waiting", "active", "delayed", "failed", "completed", "paused"] as const;
+
+export type JobCommand = Extract<QueueCatalog["commands"]["action"], "kill" | "clean">;
+
+export interface JobRow {
+  id: string;
+  owner: string;
+  rest: RestState;
+  state: string;
+  queue: string;
+  created: number;
+  updated: number;
+}
+
+export interface DrainStatus {
+  draining: boolean;
+  since?: number | undefined;
+}
+
+export class OpsError extends Error {
+  constructor(
+    readonly code: "NOT_FOUND" | "BAD_REQUEST",
+    message: string,
+  ) {
+    super(message);
+    this.name = "OpsError";
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** Opens one BullMQ Queue per catalog name under the CE prefix (same options as the producers). */
+export function openQueues(config: Pick<CompiledConfig, "redis">, names: readonly QueueName[] = QUEUE_NAMES): Queue[] {
+  const connection = bullConnection(config.redis.url);
+  return names.map((name) => new Queue(name, { connection, prefix: config.redis.prefix, defaultJobOptions: QUEUE_DEFAULTS[name] }));
+}
+
+export class AdminOps {
+  readonly store: JobStore;
+
+  constructor(
+    readonly redis: Redis,
+    readonly prefix: string,
+    /** Needed for kill/clean and queue counts; the commands queue must be among them. */
+    readonly queues: readonly Queue[] = [],
+  ) {
+    this.store = new JobStore(redis, prefix);
+  }
+
+  parseStates(raw: string | undefined): RestState[] | undefined {
+    if (!raw) return undefined;
+    const states = raw.split(",").map((s) => s.trim().toUpperCase()).filter(Boolean);
+    const bad = states.filter((s) => !isRestState(s));
+    if (bad.length) throw new OpsError("BAD_REQUEST", `unknown state ${bad.join(",")}; one of ${REST_STATES.join(" ")}`);
+    return states as RestState[];
+  }
+
+  /**
+   * Jobs of one owner and/or in some REST states, newest first without filters. Uses the store's
+   * indexes only; `limit` bounds the record reads (one pipeline).
+   */
+  async listJobs(opts: { owner?: string | undefined; states?: RestState[] | undefined; limit?: number | undefined } = {}): Promise<{ total: number; jobs: JobRow[] }> {
+    const limit = Math.max(1, Math.min(opts.limit ?? 100, 10_000));
+    let ids: string[];
+    if (opts.owner) {
+      ids = (await this.store.list(opts.owner, opts.states)).map((j) => j.id);
+    } else if (opts.states) {
+      const pipe = this.redis.pipeline();
+      for (const s of opts.states) pipe.smembers(this.store.keys.rest(s));
+      ids = ((await pipe.exec()) ?? []).flatMap(([, v]) => (v as string[] | null) ?? []);
+    } else {
+      ids = await this.redis.zrevrange(this.store.keys.all(), 0, limit - 1);
+      return { total: await this.store.total(), jobs: await this.rows(ids) };
+    }
+    return { total: ids.length, jobs: await this.rows(ids.slice(0, limit)) };
+  }
+
+  private async rows(ids: string[]): Promise<JobRow[]> {
+    const recs = await this.store.getMany(ids);
+    return recs.filter((r): r is JobRecord => r !== undefined).map((r) => ({
+      id: r.id, owner: r.owner, rest: r.rest, state: r.pending ? `PENDING:${r.state}` : r.state, queue: r.queue, created: r.created, updated: r.updated,
+    }));
+  }
+
+  async getJob(id: string): Promise<JobRecord> {
+    const r = await this.store.get(id);
+    if (!r) throw new OpsError("NOT_FOUND", `job ${id} not found`);
+    return r;
+  }
+
+  /** Enqueues a kill/clean on the `commands` queue, exactly what the REST interface does. */
+  async command(action: JobCommand, jobId: string, requestId?: string): Promise<{ jobId: string; action: JobCommand; queued: string }> {
+    await this.getJob(jobId);
+    const q = this.queues.find((x) => x.name === "commands");
+    if (!q) throw new Error("the commands queue is not open");
+    const payload: QueueCatalog["commands"] = { action, jobId, requestId };
+    const job = await q.add(action, payload);
+    return { jobId, action, queued: job.id ?? "" };
+  }
+
+  async drainStatus(): Promise<DrainStatus> {
+    const [flag, since] = await this.redis.hmget(this.store.keys.flags(), DRAIN_FLAG, DRAIN_SINCE);
+    return { draining: flag === "1", since: since ? Number(since) : undefined };
+  }
+
+  async setDrain(on: boolean): Promise<DrainStatus> {
+    const key = this.store.keys.flags();
+    if (on) {
+      // HSETNX keeps the original start time when drain is switched on twice.
+      await this.redis.multi().hset(key, DRAIN_FLAG, "1").hsetnx(key, DRAIN_SINCE, String(Date.now())).exec();
+    } else {
+      await this.redis.hdel(key, DRAIN_FLAG, DRAIN_SINCE);
+    }
+    return this.drainStatus();
+  }
+
+  async queueCounts(): Promise<Record<string, Record<string, number>>> {
+    const counts = await Promise.all(this.queues.map((q) => q.getJobCounts(...QUEUE_COUNT_STATES)));
+    return Object.fromEntries(this.queues.map((q, i) => [q.name, counts[i] ?? {}]));
+  }
+
+  /** Jobs per REST state plus the total. */
+  async stats(): Promise<{ total: number; states: Record<string, number> }> {
+    const [states, total] = await Promise.all([this.store.countByRest(REST_STATES), this.store.total()]);
+    return { total, states };
+  }
+}
