@@ -123,7 +123,10 @@ export const ext = {
   subjectKeyId: (pub: KeyObject): Ext => ({ oid: "2.5.29.14", value: octets(keyId(pub)) }),
   authorityKeyId: (pub: KeyObject): Ext => ({ oid: "2.5.29.35", value: seq([ctx(0, false, keyId(pub).toString("binary"))]) }),
 };
-const keyId = (pub: KeyObject) => createHash("sha1").update(createPublicKey(pub).export({ type: "spki", format: "der" })).digest();
+const keyId = (pub: KeyObject) => createHash("sha1").update(publicOf(pub).export({ type: "spki", format: "der" })).digest();
+
+/** Public half of a key (KeyObject private or public). */
+export const publicOf = (k: KeyObject): KeyObject => (k.type === "public" ? k : createPublicKey(k));
 
 export function sigAlg(key: KeyObject): { alg: Node; hash: string | null } {
   switch (key.asymmetricKeyType) {
@@ -157,7 +160,7 @@ export interface CertSpec {
 
 export function buildCertificate(spec: CertSpec): X509Certificate {
   const { alg } = sigAlg(spec.signKey);
-  const spki = createPublicKey(spec.publicKey).export({ type: "spki", format: "der" });
+  const spki = publicOf(spec.publicKey).export({ type: "spki", format: "der" });
   const tbs = seq([
     ctx(0, true, [int(2)]),
     int(spec.serial ?? randomSerial()),
