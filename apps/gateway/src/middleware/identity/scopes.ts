@@ -1,10 +1,20 @@
 import type { Context } from "hono";
-import type { AppEnv } from "../../context.js";
+import type { CompiledConfig } from "@ce/config";
+import type { AppEnv, Identity } from "../../context.js";
 import { Forbidden } from "../../errors.js";
 
 /**
- * Operation classes of the REST interface (arex-rest.md §3.3) and the WLCG compute scope each
- * needs from a token caller. X.509 callers are not scope-limited.
+ * Operation classes of the REST interface (arex-rest.md §3.3, arc.conf `tokenscopes`) and the WLCG
+ * compute scope a token caller needs for each. X.509 callers are not scope-limited. `/info` and the
+ * versions list need no scope.
+ *
+ *   jobinfo    GET/HEAD /jobs; bulk info, status, delegations; GET /delegations; delegation get; diagnose
+ *   jobcreate  job submission; bulk restart; delegation new, PUT, renew
+ *   jobcancel  bulk kill
+ *   jobdelete  bulk clean; delegation delete
+ *   datainfo   session directory listing, PROPFIND
+ *   dataread   session file GET/HEAD
+ *   datawrite  session PUT, DELETE
  */
 export const OPERATION_SCOPES = {
   jobinfo: "compute.read",
@@ -17,14 +27,18 @@ export const OPERATION_SCOPES = {
 } as const;
 export type OperationClass = keyof typeof OPERATION_SCOPES;
 
-/** Throws 403 naming the missing scope when a token caller lacks it. */
-export function requireScope(c: Context<AppEnv>, op: OperationClass): void {
-  const id = c.get("identity");
-  const { config } = c.get("services");
-  if (!id || id.kind !== "token" || !config.auth.tokens.requireScopes) return;
+/** The scope the identity lacks for `op`, or undefined when it may proceed. */
+export function missingScope(config: CompiledConfig, id: Identity | undefined, op: OperationClass): string | undefined {
+  if (!id || id.kind !== "token" || !config.auth.tokens.requireScopes) return undefined;
   const needed = OPERATION_SCOPES[op];
-  if (!id.scopes?.has(needed)) {
-    throw new Forbidden(`Operation is not allowed: token scope ${needed} missing`, "SCOPE_MISSING", {
+  return id.scopes?.has(needed) ? undefined : needed;
+}
+
+/** Throws 403 naming the missing scope (RFC 6750 `insufficient_scope`) when a token caller lacks it. */
+export function requireScope(c: Context<AppEnv>, op: OperationClass): void {
+  const needed = missingScope(c.get("services").config, c.get("identity"), op);
+  if (needed) {
+    throw new Forbidden(`Operation is not allowed: ${op} needs token scope ${needed}`, "SCOPE_MISSING", {
       "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${needed}"`,
     });
   }
