@@ -1,0 +1,135 @@
+import { randomBytes } from "node:crypto";
+import type { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { JobStore, Keys } from "@ce/store";
+import { createAdminApp, startAdminServer } from "./admin-app.js";
+import { ADMIN_COOKIE } from "./auth.js";
+import { createMetrics } from "./metrics.js";
+import { openQueues } from "./ops.js";
+
+const prefix = `{ops-a-${randomBytes(4).toString("hex")}}`;
+const token = randomBytes(24).toString("base64url");
+const auth = { authorization: `Bearer ${token}` };
+let redis: Redis;
+let queues: Queue[];
+let app: ReturnType<typeof createAdminApp>;
+
+beforeAll(async () => {
+  const url = inject("redisUrl");
+  redis = new Redis(url);
+  const config = { admin: { enabled: true, host: "127.0.0.1", port: 0, token }, redis: { url, prefix, embedded: false } };
+  queues = openQueues(config);
+  const metrics = createMetrics({ role: "jem", redis, prefix, queues, defaultMetrics: false });
+  app = createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true });
+  const store = new JobStore(redis, prefix);
+  const rec = (id: string, owner: string) => JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+  await store.create([rec("a1", "/CN=alice"), rec("a2", "/CN=alice"), rec("b1", "/CN=bob")], 100);
+});
+afterAll(async () => {
+  await Promise.all(queues.map((q) => q.close()));
+  await redis.quit();
+});
+
+describe("admin app", () => {
+  it("answers /healthz without a token and everything else only with it", async () => {
+    expect((await app.request("/healthz")).status).toBe(200);
+    for (const path of ["/readyz", "/metrics", "/api/jobs", "/api/queues", "/queues"]) {
+      const res = await app.request(path);
+      expect(res.status, path).toBe(401);
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    }
+    expect((await app.request("/metrics", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+    expect((await app.request("/readyz", { headers: auth })).status).toBe(200);
+  });
+
+  it("serves Prometheus text with the CE metrics", async () => {
+    const res = await app.request("/metrics", { headers: auth });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const text = await res.text();
+    expect(text).toContain('ce_jobs{state="ACCEPTING",queue="*",role="jem"} 3');
+    expect(text).toContain("# TYPE ce_queue_depth gauge");
+  });
+
+  it("reports not ready when the role check fails", async () => {
+    const config = { admin: { enabled: true, host: "127.0.0.1", port: 0, token }, redis: { url: inject("redisUrl"), prefix, embedded: false } };
+    const notReady = createAdminApp({ config, redis, registry: createMetrics({ defaultMetrics: false }).registry, role: "gateway", ready: async () => false });
+    const res = await notReady.request("/readyz", { headers: auth });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ redis: true, gateway: false });
+    // The gateway role has no board.
+    expect((await notReady.request("/queues", { headers: auth })).status).toBe(404);
+  });
+
+  it("lists jobs by owner and state and shows one", async () => {
+    const byOwner = (await (await app.request("/api/jobs?owner=/CN=alice", { headers: auth })).json()) as { total: number; jobs: { id: string }[] };
+    expect(byOwner.jobs.map((j) => j.id).sort()).toEqual(["a1", "a2"]);
+    const all = (await (await app.request("/api/jobs?state=accepting", { headers: auth })).json()) as { total: number };
+    expect(all.total).toBe(3);
+    expect((await app.request("/api/jobs?state=BOGUS", { headers: auth })).status).toBe(400);
+    const one = await app.request("/api/jobs/b1", { headers: auth });
+    expect(await one.json()).toMatchObject({ id: "b1", owner: "/CN=bob", rest: "ACCEPTING" });
+    expect((await app.request("/api/jobs/nope", { headers: auth })).status).toBe(404);
+  });
+
+  it("queues kill and clean on the commands queue", async () => {
+    const res = await app.request("/api/jobs/a1/kill", { method: "POST", headers: auth });
+    expect(res.status).toBe(202);
+    await app.request("/api/jobs/a2/clean", { method: "POST", headers: auth });
+    const commands = queues.find((q) => q.name === "commands")!;
+    const waiting = await commands.getWaiting();
+    expect(waiting.map((j) => j.data).sort((a, b) => a.jobId.localeCompare(b.jobId))).toMatchObject([
+      { action: "kill", jobId: "a1" },
+      { action: "clean", jobId: "a2" },
+    ]);
+    expect((await app.request("/api/jobs/nope/kill", { method: "POST", headers: auth })).status).toBe(404);
+    const counts = (await (await app.request("/api/queues", { headers: auth })).json()) as Record<string, Record<string, number>>;
+    expect(counts.commands).toMatchObject({ waiting: 2, active: 0, failed: 0 });
+    expect(Object.keys(counts).sort()).toEqual(["advance", "commands", "staging"]);
+  });
+
+  it("sets and clears the drain flag", async () => {
+    const on = await app.request("/api/drain", { method: "POST", headers: auth });
+    expect(await on.json()).toMatchObject({ draining: true });
+    expect(await redis.hget(new Keys(prefix).flags(), "drain")).toBe("1");
+    const off = await app.request("/api/drain", { method: "DELETE", headers: auth });
+    expect(await off.json()).toEqual({ draining: false });
+    expect(await redis.hget(new Keys(prefix).flags(), "drain")).toBeNull();
+  });
+
+  it("serves bull-board with the token, then through the HttpOnly cookie", async () => {
+    expect((await app.request("/queues", { headers: auth })).status).toBe(200);
+    const first = await app.request(`/queues?token=${encodeURIComponent(token)}`);
+    expect(first.status).toBe(303);
+    expect(first.headers.get("location")).toBe("/queues");
+    const setCookie = first.headers.get("set-cookie") ?? "";
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/SameSite=Strict/);
+    expect(setCookie).not.toContain(token);
+    const cookie = setCookie.split(";")[0]!;
+    expect(cookie.startsWith(`${ADMIN_COOKIE}=`)).toBe(true);
+    const page = await app.request("/queues", { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("<html");
+    // The UI's own assets are served too (relative to the installed @bull-board/ui).
+    const asset = /src="(static\/js\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(asset).toBeDefined();
+    expect((await app.request(`/queues/${asset}`, { headers: { cookie } })).status).toBe(200);
+    const api = await app.request("/queues/api/queues", { headers: { cookie } });
+    expect(api.status).toBe(200);
+    expect((await app.request(`/queues?token=wrong`)).status).toBe(401);
+  });
+
+  it("listens on loopback and closes", async () => {
+    const server = await startAdminServer(app, { port: 0 });
+    try {
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${server.url}/api/stats`, { headers: auth })).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+});
