@@ -18,7 +18,7 @@ let app: ReturnType<typeof createAdminApp>;
 beforeAll(async () => {
   const url = inject("redisUrl");
   redis = new Redis(url);
-  const config = { admin: { enabled: true, host: "127.0.0.1", port: 0, token }, redis: { url, prefix, embedded: false } };
+  const config = { admin: { token }, redis: { url, prefix } };
   queues = openQueues(config);
   const metrics = createMetrics({ role: "jem", redis, prefix, queues, defaultMetrics: false });
   app = createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true });
@@ -53,7 +53,7 @@ describe("admin app", () => {
   });
 
   it("reports not ready when the role check fails", async () => {
-    const config = { admin: { enabled: true, host: "127.0.0.1", port: 0, token }, redis: { url: inject("redisUrl"), prefix, embedded: false } };
+    const config = { admin: { token }, redis: { url: inject("redisUrl"), prefix } };
     const notReady = createAdminApp({ config, redis, registry: createMetrics({ defaultMetrics: false }).registry, role: "gateway", ready: async () => false });
     const res = await notReady.request("/readyz", { headers: auth });
     expect(res.status).toBe(503);

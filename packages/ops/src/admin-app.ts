@@ -16,7 +16,8 @@ import { AdminOps, OpsError } from "./ops.js";
 import type { Role } from "./metrics.js";
 
 export interface AdminAppOptions {
-  config: Pick<CompiledConfig, "admin" | "redis">;
+  /** Only the token and the key prefix are read (structural, so tests need no full config). */
+  config: { admin: Pick<CompiledConfig["admin"], "token" | "tokenFile">; redis: Pick<CompiledConfig["redis"], "prefix"> };
   redis: Redis;
   /** BullMQ queues: shown in /queues (JEM), counted in /api/queues; `commands` is used by kill/clean. */
   queues?: readonly Queue[] | undefined;

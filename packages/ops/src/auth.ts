@@ -11,7 +11,7 @@ export const ADMIN_COOKIE = "ce_admin";
  * The admin token: `admin.token`, else the trimmed content of `admin.tokenFile`. Undefined when
  * neither is set: the admin listener then refuses everything but /healthz.
  */
-export function resolveAdminToken(config: Pick<CompiledConfig, "admin">): string | undefined {
+export function resolveAdminToken(config: { admin: Pick<CompiledConfig["admin"], "token" | "tokenFile"> }): string | undefined {
   if (config.admin.token) return config.admin.token;
   if (config.admin.tokenFile) {
     const t = readFileSync(config.admin.tokenFile, "utf8").trim();

@@ -50,7 +50,7 @@ describe("metrics", () => {
   });
 
   it("reports BullMQ queue depth", async () => {
-    const queues = openQueues({ redis: { url: inject("redisUrl"), prefix, embedded: false } });
+    const queues = openQueues({ redis: { url: inject("redisUrl"), prefix } });
     try {
       await queues.find((q) => q.name === "advance")!.add("advance", { jobId: "m1", reason: "test" });
       const m = createMetrics({ queues, defaultMetrics: false });

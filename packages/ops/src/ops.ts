@@ -43,7 +43,7 @@ export class OpsError extends Error {
 }
 
 /** Opens one BullMQ Queue per catalog name under the CE prefix (same options as the producers). */
-export function openQueues(config: Pick<CompiledConfig, "redis">, names: readonly QueueName[] = QUEUE_NAMES): Queue[] {
+export function openQueues(config: { redis: Pick<CompiledConfig["redis"], "url" | "prefix"> }, names: readonly QueueName[] = QUEUE_NAMES): Queue[] {
   const connection = bullConnection(config.redis.url);
   return names.map((name) => new Queue(name, { connection, prefix: config.redis.prefix, defaultJobOptions: QUEUE_DEFAULTS[name] }));
 }
