@@ -364,6 +364,10 @@ describe("ADL documents", () => {
     expect(d.jobName).toBe("aAB&unknown;");
   });
 
+  it("decodes predefined entities exactly once", () => {
+    expect(one(adl("<ActivityIdentification><Name>a&amp;lt;b&gt;</Name></ActivityIdentification>")).jobName).toBe("a&lt;b>");
+  });
+
   it("enforces the size limit in bytes", () => {
     const text = adl(`<ActivityIdentification><Name>${"é".repeat(600)}</Name></ActivityIdentification>`);
     const e = error(text, { maxBytes: 1000 });
