@@ -35,6 +35,16 @@ export class DelegationStore {
     return randomBytes(8).toString("hex");
   }
 
+  /** ZSET id → time a CSR was issued and not yet answered by a PUT (abandoned-slot sweep). */
+  pendingIndex() {
+    return `${this.keys.prefix}:dpend`;
+  }
+
+  /** ZSET id → credential end time (expired-delegation sweep). */
+  expiryIndex() {
+    return `${this.keys.prefix}:dexp`;
+  }
+
   private aad(id: string, owner: string, what: string) {
     return `${id}\n${owner}\n${what}`;
   }
@@ -57,7 +67,10 @@ export class DelegationStore {
         if (id) throw new Error("delegation id already exists");
         continue;
       }
-      await this.redis.multi().hset(this.keys.deleg(did), fields).sadd(this.keys.ownerDelegs(ownerKey(owner)), did).exec();
+      const m = this.redis.multi().hset(this.keys.deleg(did), fields).sadd(this.keys.ownerDelegs(ownerKey(owner)), did);
+      if ("privateKeyPem" in secret) m.zadd(this.pendingIndex(), now, did);
+      else if (secret.expires) m.zadd(this.expiryIndex(), secret.expires, did);
+      await m.exec();
       return did;
     }
     throw new Error("could not allocate a delegation id");
@@ -82,24 +95,53 @@ export class DelegationStore {
 
   /** Renewal of an x509 delegation: a fresh key, awaiting a new signed chain; the old proxy stays usable until then. */
   async replaceKey(id: string, owner: string, privateKeyPem: string): Promise<void> {
-    await this.redis.hset(this.keys.deleg(id), { key: this.box.seal(privateKeyPem, this.aad(id, owner, "key")), awaiting: "1", updated: String(Date.now()) });
+    const now = Date.now();
+    await this.redis
+      .multi()
+      .hset(this.keys.deleg(id), { key: this.box.seal(privateKeyPem, this.aad(id, owner, "key")), awaiting: "1", updated: String(now) })
+      .zadd(this.pendingIndex(), now, id)
+      .exec();
   }
 
   /** Stores the complete proxy (cert + key + chain) after a verified PUT. */
   async storeProxy(id: string, owner: string, proxyPem: string, expires: number, publicChainPem: string): Promise<void> {
-    await this.redis.hset(this.keys.deleg(id), {
-      proxy: this.box.seal(proxyPem, this.aad(id, owner, "proxy")),
-      public: publicChainPem,
-      expires: String(expires),
-      awaiting: "0",
-      updated: String(Date.now()),
-    });
+    await this.redis
+      .multi()
+      .hset(this.keys.deleg(id), {
+        proxy: this.box.seal(proxyPem, this.aad(id, owner, "proxy")),
+        public: publicChainPem,
+        expires: String(expires),
+        awaiting: "0",
+        updated: String(Date.now()),
+      })
+      .zrem(this.pendingIndex(), id)
+      .zadd(this.expiryIndex(), expires, id)
+      .exec();
+    await this.propagateExpiry(id, expires);
   }
 
+  /** Replaces a jwt delegation's token (renewal); `expires` undefined = unknown (not a JWT). */
   async storeToken(id: string, owner: string, token: string, expires?: number): Promise<void> {
     const fields: Record<string, string> = { token: this.box.seal(token, this.aad(id, owner, "token")), updated: String(Date.now()) };
-    if (expires) fields.expires = String(expires);
-    await this.redis.hset(this.keys.deleg(id), fields);
+    const m = this.redis.multi();
+    if (expires) {
+      fields.expires = String(expires);
+      m.zadd(this.expiryIndex(), expires, id);
+    } else {
+      m.hdel(this.keys.deleg(id), "expires").zrem(this.expiryIndex(), id);
+    }
+    await m.hset(this.keys.deleg(id), fields).exec();
+    if (expires) await this.propagateExpiry(id, expires);
+  }
+
+  /**
+   * GLUE2 ProxyExpirationTime of the jobs whose main delegation this is follows a renewal.
+   * Only existing job records are touched (a removed job is not re-created as a stub).
+   */
+  private async propagateExpiry(id: string, expires: number): Promise<void> {
+    const jobs = await this.jobsOf(id);
+    if (jobs.length === 0) return;
+    await this.redis.eval(PROPAGATE_EXPIRY, jobs.length, ...jobs.map((j) => this.keys.job(j)), id, String(expires));
   }
 
   /** x509: the public chain (no key); jwt: the token. */
@@ -113,11 +155,23 @@ export class DelegationStore {
     return (await this.redis.hget(this.keys.deleg(id), "public")) ?? "";
   }
 
+  /** Removes the delegation and every secret of it. Jobs bound to it find no credential afterwards. */
   async delete(id: string, owner: string): Promise<boolean> {
     const rec = await this.get(id, owner);
     if (!rec) return false;
-    await this.redis.multi().del(this.keys.deleg(id)).srem(this.keys.ownerDelegs(ownerKey(owner)), id).exec();
+    await this.redis
+      .multi()
+      .del(this.keys.deleg(id), this.keys.delegJobs(id))
+      .srem(this.keys.ownerDelegs(ownerKey(owner)), id)
+      .zrem(this.pendingIndex(), id)
+      .zrem(this.expiryIndex(), id)
+      .exec();
     return true;
+  }
+
+  /** Forgets a pending renewal key (abandoned renew); the stored proxy stays in use. */
+  async dropPendingKey(id: string): Promise<void> {
+    await this.redis.multi().hdel(this.keys.deleg(id), "key").hset(this.keys.deleg(id), "awaiting", "0").zrem(this.pendingIndex(), id).exec();
   }
 
   /** Records that jobs use these delegations (listed by the bulk `delegations` action). */
@@ -148,4 +202,63 @@ export class DelegationStore {
     if (!sealed) return undefined;
     return { type: "x509", delegationId, proxyPem: this.box.open(sealed, this.aad(delegationId, owner, "proxy")), expires: rec.expires };
   }
+}
+
+const PROPAGATE_EXPIRY = `
+for i, key in ipairs(KEYS) do
+  if redis.call('HGET', key, 'mainDelegation') == ARGV[1] then redis.call('HSET', key, 'delegationExpires', ARGV[2]) end
+end
+return 0`;
+
+export interface SweepOptions {
+  /** CSR slots never answered by a PUT are removed after this (config.delegations.pendingLifetimeSeconds). */
+  pendingLifetimeSeconds: number;
+  /**
+   * Expired delegations are kept this long so `arcrenew` can still revive the jobs bound to them
+   * (default: the pending lifetime).
+   */
+  expiredGraceSeconds?: number;
+}
+
+export interface SweepResult {
+  /** Removed: expired delegations and never-completed slots. */
+  removed: string[];
+  /** Renewals abandoned after the CSR: the pending key is dropped, the delegation stays. */
+  abandonedRenewals: string[];
+}
+
+/**
+ * Expiry of delegations (called from the JEM's expiry loop): removes delegations whose credential
+ * ended more than the grace period ago, and CSR slots that never received their certificate.
+ */
+export async function sweepDelegations(store: DelegationStore, now: number, opts: SweepOptions): Promise<SweepResult> {
+  const out: SweepResult = { removed: [], abandonedRenewals: [] };
+  const grace = (opts.expiredGraceSeconds ?? opts.pendingLifetimeSeconds) * 1000;
+  const owners = async (ids: string[]) => (ids.length ? await store.redis.pipeline(ids.map((id) => ["hmget", store.keys.deleg(id), "owner", "proxy", "token"])).exec() : []) ?? [];
+
+  const expired = await store.redis.zrangebyscore(store.expiryIndex(), "-inf", now - grace, "LIMIT", 0, 1000);
+  const expiredInfo = await owners(expired);
+  for (const [i, id] of expired.entries()) {
+    const [owner] = (expiredInfo[i]?.[1] as (string | null)[] | undefined) ?? [];
+    // Re-check the score: a renewal between the range query and now moves it into the future.
+    const score = await store.redis.zscore(store.expiryIndex(), id);
+    if (score !== null && Number(score) > now - grace) continue;
+    if (owner && (await store.delete(id, owner))) out.removed.push(id);
+    else await store.redis.zrem(store.expiryIndex(), id);
+  }
+
+  const pending = await store.redis.zrangebyscore(store.pendingIndex(), "-inf", now - opts.pendingLifetimeSeconds * 1000, "LIMIT", 0, 1000);
+  const pendingInfo = await owners(pending);
+  for (const [i, id] of pending.entries()) {
+    const [owner, proxy, token] = (pendingInfo[i]?.[1] as (string | null)[] | undefined) ?? [];
+    if (!owner) {
+      await store.redis.zrem(store.pendingIndex(), id);
+    } else if (proxy || token) {
+      await store.dropPendingKey(id);
+      out.abandonedRenewals.push(id);
+    } else if (await store.delete(id, owner)) {
+      out.removed.push(id);
+    }
+  }
+  return out;
 }
