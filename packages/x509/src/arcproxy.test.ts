@@ -57,7 +57,7 @@ describe.skipIf(!present)("arcproxy interoperability", () => {
     expect(verifyChain(pem, store, { now: new Date(Date.now() + 2 * 3600_000) })).toMatchObject({ ok: false, code: "EXPIRED" });
   });
 
-  it("arcproxy reads our RFC 3820 and legacy proxies as we classify them", () => {
+  it("arcproxy reads our RFC 3820, limited and legacy proxies as we classify them", () => {
     const check = (file: string, pem: string) => {
       writeFileSync(join(work, file), pem, { mode: 0o600 });
       return arcproxy(["-P", join(work, file), "-T", cadir, "-I"]);
@@ -67,6 +67,7 @@ describe.skipIf(!present)("arcproxy interoperability", () => {
     expect(rfc).toContain(`Identity: ${USER}`);
     const limited = check("limited.pem", createProxy(user, undefined, { type: "limited" }).filePem);
     expect(limited).toMatch(/limited/i);
+    expect(check("legacy.pem", createProxy(user, undefined, { type: "legacy" }).filePem)).toMatch(/Legacy Globus impersonation proxy/);
     expect(execFileSync("openssl", ["version"]).toString()).toMatch(/OpenSSL/);
   });
 });

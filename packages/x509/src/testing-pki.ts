@@ -118,7 +118,11 @@ export const ext = {
   proxyCertInfo: (policyLanguage: string = OID.inheritAll, pathLen?: number, extOid: string = OID.proxyCertInfo): Ext => ({
     oid: extOid,
     critical: true,
-    value: seq([...(pathLen !== undefined ? [int(pathLen)] : []), seq([oid(policyLanguage)])]),
+    // The pre-RFC GT3 layout is { proxyPolicy, [1] EXPLICIT pathLen }; RFC 3820 puts pathLen first.
+    value:
+      extOid === OID.proxyCertInfo
+        ? seq([...(pathLen !== undefined ? [int(pathLen)] : []), seq([oid(policyLanguage)])])
+        : seq([seq([oid(policyLanguage)]), ...(pathLen !== undefined ? [ctx(1, true, [int(pathLen)])] : [])]),
   }),
   subjectKeyId: (pub: KeyObject): Ext => ({ oid: "2.5.29.14", value: octets(keyId(pub)) }),
   authorityKeyId: (pub: KeyObject): Ext => ({ oid: "2.5.29.35", value: seq([ctx(0, false, keyId(pub).toString("binary"))]) }),

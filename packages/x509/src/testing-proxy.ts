@@ -5,7 +5,6 @@ import { execFileSync } from "node:child_process";
 import { createPrivateKey, createPublicKey, verify, X509Certificate, type KeyObject } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import forge from "node-forge";
 import { OID, type KeyUsage } from "./cert.js";
 import { children, signedParts, SIG_HASH, slice } from "./der.js";
 import { normalizeCsrPem, pemToDer, splitPem, derToPem } from "./pem.js";
@@ -15,8 +14,6 @@ import {
   type Ext, type Node, type TestCredential,
 } from "./testing-pki.js";
 
-const A = forge.asn1;
-const U = A.Class.UNIVERSAL;
 
 export type ProxyKind = "rfc3820" | "limited" | "independent" | "legacy" | "legacy-limited" | "draft";
 

@@ -1,4 +1,4 @@
-import { X509Certificate } from "node:crypto";
+import { generateKeyPairSync, X509Certificate } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +15,6 @@ const USER_DN = "/DC=org/DC=nordugrid/DC=ARC/O=TestCA/CN=Harness Test User";
 const ca = createCA({ dn: CA_DN });
 const user = issueUserCert(ca, { dn: USER_DN });
 const store = TrustStore.fromPem(ca.certPem);
-const chainOf = (...pems: string[]) => pems.join("");
 
 function fail(r: VerifyResult, code: string, re?: RegExp) {
   expect(r.ok, JSON.stringify(r)).toBe(false);
@@ -78,6 +77,13 @@ describe("verifyChain: accepted chains", () => {
     fail(verifyChain(createProxy(capped).chainPem, store), "PROXY_RULES", /pathLenConstraint 0/);
   });
 
+  it("EC keys (P-256) for the user and the proxy", () => {
+    const ec = () => generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey;
+    const u = issueUserCert(ca, { dn: "/O=Grid/CN=EC User", key: ec() });
+    const p = createProxy(u, undefined, { key: ec() });
+    expect(verifyChain(p.chainPem, store)).toMatchObject({ ok: true, identity: "/O=Grid/CN=EC User", proxies: 1 });
+  });
+
   it("several CAs with the same DN: the one whose key verifies is used", () => {
     const twin = createCA({ dn: CA_DN });
     const u2 = issueUserCert(twin, { dn: "/O=Grid/CN=Twin User" });
@@ -95,6 +101,17 @@ describe("verifyChain: rejected chains", () => {
     fail(verifyChain([], store), "EMPTY");
     fail(verifyChain("", store), "EMPTY");
     fail(verifyChain("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", store), "MALFORMED");
+  });
+
+  it("oversized bundles and random garbage fail closed", () => {
+    fail(verifyChain(Array(40).fill(user.cert), store), "MALFORMED", /too many/);
+    for (let i = 0; i < 50; i++) {
+      const junk = Buffer.from(user.cert.raw);
+      const at = Math.floor(Math.random() * junk.length);
+      junk[at] = junk[at]! ^ 0xff;
+      const pem = `-----BEGIN CERTIFICATE-----\n${junk.toString("base64")}\n-----END CERTIFICATE-----\n`;
+      expect(verifyChain(pem, store).ok).toBe(false);
+    }
   });
 
   it("expired proxy", () => {

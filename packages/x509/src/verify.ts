@@ -46,6 +46,8 @@ export interface VerifyOptions {
   now?: Date;
   /** Maximum path length (safety bound against crafted bundles). Default 16. */
   maxDepth?: number;
+  /** Maximum number of presented certificates; bounds the pairwise issuer search. Default 32. */
+  maxCerts?: number;
 }
 
 class Fail extends Error {
@@ -78,6 +80,7 @@ function run(input: X509Certificate[] | string, store: TrustStore, opts: VerifyO
   const now = opts.now ?? new Date();
   const certs = typeof input === "string" ? parseCertificates(input) : input;
   if (certs.length === 0) throw new Fail("EMPTY", "no certificate presented");
+  if (certs.length > (opts.maxCerts ?? 32)) throw new Fail("MALFORMED", `too many certificates presented (${certs.length})`);
   const seen = new Set<string>();
   const bundle = certs.filter((c) => !seen.has(c.fingerprint256) && seen.add(c.fingerprint256)).map(certInfo);
 
