@@ -1,0 +1,53 @@
+import type { Context, Hono } from "hono";
+import { isDiagnoseFile } from "@ce/store";
+import type { AppEnv } from "../context.js";
+import { MethodNotAllowed, NotFound } from "../errors.js";
+import { requireScope } from "../middleware/identity/scopes.js";
+import { ownedJob } from "../services/session-job.js";
+import { fileResponse } from "../services/session-range.js";
+
+/**
+ * E7 — `<base>/jobs/<id>/diagnose/<type>`: one of the 14 allowed control files (arex-jem.md §1.6),
+ * never `proxy`, `spec` or any other private control file. Unknown type → 404 before the method
+ * check, as A-REX; then scope `jobinfo`, job lookup, file (404 "Not found" when absent).
+ */
+export const DIAGNOSE_METHODS = ["GET", "HEAD"] as const;
+
+export function diagnoseRoutes(r: Hono<AppEnv>): void {
+  r.all("/:version/jobs/:id/diagnose", unknownItem);
+  r.all("/:version/jobs/:id/diagnose/:type", handle);
+  r.all("/:version/jobs/:id/diagnose/:type/*", unknownItem);
+}
+
+function unknownItem(): never {
+  throw new NotFound("Diagnostic item not found", "DIAGNOSE_ITEM_NOT_FOUND");
+}
+
+async function handle(c: Context<AppEnv>): Promise<Response> {
+  const type = c.req.param("type") ?? "";
+  // Exact match against the allow-list: no decoding tricks, no prefixes, no other control file.
+  if (!isDiagnoseFile(type)) unknownItem();
+  const method = c.req.method.toUpperCase();
+  if (method !== "GET" && method !== "HEAD") throw new MethodNotAllowed(DIAGNOSE_METHODS);
+  requireScope(c, "jobinfo");
+  const job = await ownedJob(c, c.req.param("id") ?? "");
+  const { control } = c.get("services");
+  let handle;
+  try {
+    handle = await control.openForRead(job.id, type);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ELOOP" || code === "ENOTDIR") throw new NotFound("Not found");
+    throw e;
+  }
+  const stat = await handle.stat();
+  if (!stat.isFile()) {
+    await handle.close();
+    throw new NotFound("Not found");
+  }
+  return fileResponse(handle, stat, {
+    contentType: type === "xml" ? "application/xml" : "text/plain; charset=utf-8",
+    head: method === "HEAD",
+    range: c.req.header("range"),
+  });
+}

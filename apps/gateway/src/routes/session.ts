@@ -1,0 +1,197 @@
+import type { Context, Hono } from "hono";
+import { sessionListingDoc } from "@ce/glue2";
+import type { AppEnv } from "../context.js";
+import { BadRequest, CeError, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
+import { requireScope } from "../middleware/identity/scopes.js";
+import { respond } from "../render.js";
+import { checkDeclaredLength, drainBody, writeBody } from "../services/session-body.js";
+import { listEntries, openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
+import { jobWithSession, ownedJob } from "../services/session-job.js";
+import { hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
+import { type DavEntry, multistatusXml, parseDepth } from "../services/session-propfind.js";
+import { fileResponse } from "../services/session-range.js";
+import { parseContentRange, UploadTracker } from "../services/session-uploads.js";
+
+/**
+ * E6 — `<base>/jobs/<id>/session[/<path>]`: files of the job's session directory (arex-rest.md E6,
+ * decisions #13–#15). Every filesystem access goes through services/session-fs.ts, which never
+ * follows a symlink; the path comes from the raw request target (services/session-path.ts).
+ */
+export const SESSION_METHODS = ["GET", "HEAD", "PUT", "DELETE", "PROPFIND"] as const;
+
+/** PROPFIND bodies are ignored, but read (bounded) so the connection stays usable. */
+const PROPFIND_BODY_LIMIT = 64 * 1024;
+
+export function sessionRoutes(r: Hono<AppEnv>): void {
+  r.all("/:version/jobs/:id/session", handle);
+  r.all("/:version/jobs/:id/session/*", handle);
+}
+
+async function handle(c: Context<AppEnv>): Promise<Response> {
+  const method = c.req.method.toUpperCase();
+  const id = c.req.param("id") ?? "";
+  switch (method) {
+    case "GET":
+    case "HEAD":
+      return read(c, id, method === "HEAD");
+    case "PUT":
+      return put(c, id);
+    case "DELETE":
+      return del(c, id);
+    case "PROPFIND":
+      return propfind(c, id);
+    default:
+      // Job lookup first, as A-REX: a missing job is 404 whatever the method.
+      await ownedJob(c, id);
+      throw new MethodNotAllowed(SESSION_METHODS);
+  }
+}
+
+function sessionPath(c: Context<AppEnv>, id: string): SessionPath {
+  const { config } = c.get("services");
+  const version = c.get("version") ?? c.req.param("version");
+  return parseSessionPath(rawTargetPath(c), `${config.mountPath}/rest/${version}/jobs/${id}/session`);
+}
+
+class Conflict extends CeError {
+  constructor(message: string) { super(409, "CONFLICT", message); }
+}
+
+/** Filesystem refusals → HTTP. Reading: everything that is not a plain file/dir is simply not found. */
+function fsError(e: unknown, op: "read" | "write" | "delete"): never {
+  if (!(e instanceof SessionFsError)) throw e;
+  if (e.kind === "too-long") throw new BadRequest("Invalid session path: path too long", "BAD_PATH");
+  if (e.kind === "missing" || op !== "write") throw new NotFound("Not found");
+  switch (e.kind) {
+    case "symlink":
+      throw new Conflict(`Cannot write ${e.at}: it is or passes through a symbolic link, which is never followed`);
+    case "not-dir":
+      throw new Conflict(`Cannot write: ${e.at} exists and is not a directory`);
+    case "is-dir":
+      throw new Conflict(`Cannot write ${e.at}: it is a directory; PUT stores files only`);
+    default:
+      throw new Conflict(`Cannot write ${e.at}: not a regular file`);
+  }
+}
+
+async function close(t: Target): Promise<void> {
+  if (t.kind === "file") await t.handle.close().catch(() => undefined);
+  else await t.dir.close();
+}
+
+/** GET/HEAD: a file is streamed (Range aware), a directory is listed (decisions #13). */
+async function read(c: Context<AppEnv>, id: string, head: boolean): Promise<Response> {
+  const job = await jobWithSession(c, id);
+  const p = sessionPath(c, id);
+  const target = await openTarget(c.get("services").control.sessionDir(job.id), p.segments).catch((e: unknown) => fsError(e, "read"));
+  try {
+    requireScope(c, target.kind === "file" ? "dataread" : "datainfo");
+  } catch (e) {
+    await close(target);
+    throw e;
+  }
+  if (target.kind === "file") {
+    return fileResponse(target.handle, target.stat, { contentType: "application/octet-stream", head, range: c.req.header("range") });
+  }
+  let listing;
+  try {
+    listing = await listEntries(target.dir);
+  } finally {
+    await target.dir.close();
+  }
+  const doc = sessionListingDoc({
+    files: listing.files.map((f) => ({ name: f.name, size: f.stat.size })),
+    dirs: listing.dirs.map((d) => d.name),
+  });
+  return respond(c, doc, {
+    title: `Session directory ${p.normalized} of job ${job.id}`,
+    // Browsable HTML: every entry links to its own URL (directories with a trailing slash).
+    links: (path, text) => {
+      const kind = path[path.length - 1];
+      return kind === "file" || kind === "dir" ? hrefFor(p.rootHref, [...p.segments, text], kind === "dir") : undefined;
+    },
+  });
+}
+
+/**
+ * PUT (decisions #14): streams the body to disk, creating parent directories; truncates unless a
+ * `Content-Range` gives the offset; `If-None-Match: *` is ignored on purpose (ARC clients send it
+ * and would fail on 412). Answers exactly 200, as the Python client requires.
+ */
+async function put(c: Context<AppEnv>, id: string): Promise<Response> {
+  requireScope(c, "datawrite");
+  const services = c.get("services");
+  const job = await jobWithSession(c, id);
+  const p = sessionPath(c, id);
+  if (p.segments.length === 0) throw new Conflict("Cannot write the session directory itself: PUT stores files only");
+  const limit = services.config.gateway.limits.uploadBytes;
+  checkDeclaredLength(c.req.header("content-length"), limit, "Upload");
+  const range = parseContentRange(c.req.header("content-range"));
+  const offset = range?.start ?? 0;
+  if (offset >= limit) throw new PayloadTooLarge("Upload", limit);
+
+  const handle = await openForWrite(services.control.sessionDir(job.id), p.segments).catch((e: unknown) => fsError(e, "write"));
+  let received: number;
+  try {
+    if (!range) await handle.truncate(0);
+    received = await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload");
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+
+  const uploads = new UploadTracker(services.redis, services.jobs.keys.prefix);
+  const complete = await uploads.record(job.id, p.normalized, range, received);
+  // Only a job still waiting for its inputs is told; A-REX accepts PUTs at any time.
+  if (complete && (job.state === "ACCEPTED" || job.state === "PREPARING")) {
+    await services.control.append(job.id, "input_status", p.normalized);
+    await services.queues.advance.add("advance", { jobId: job.id, reason: "upload", requestId: c.get("requestId") });
+  }
+  c.get("log")?.debug({ jobId: job.id, path: p.normalized, bytes: received, complete }, "session upload");
+  return c.body(null, 200);
+}
+
+/** DELETE (decisions #15): file or whole directory (the session root too); 202 as A-REX. */
+async function del(c: Context<AppEnv>, id: string): Promise<Response> {
+  requireScope(c, "datawrite");
+  const services = c.get("services");
+  const job = await jobWithSession(c, id);
+  const p = sessionPath(c, id);
+  await removePath(services.control.sessionDir(job.id), p.segments).catch((e: unknown) => fsError(e, "delete"));
+  await new UploadTracker(services.redis, services.jobs.keys.prefix).forget(job.id, p.normalized);
+  return c.body(null, 202);
+}
+
+/**
+ * PROPFIND (decisions #13): Depth 0/1 (absent or infinity → 1), 207 `DAV:multistatus`, the
+ * collection itself first. A missing path is 404 for the whole request.
+ */
+async function propfind(c: Context<AppEnv>, id: string): Promise<Response> {
+  requireScope(c, "datainfo");
+  const services = c.get("services");
+  const job = await jobWithSession(c, id);
+  const p = sessionPath(c, id);
+  const depth = parseDepth(c.req.header("depth"));
+  checkDeclaredLength(c.req.header("content-length"), PROPFIND_BODY_LIMIT, "PROPFIND body");
+  await drainBody(c.req.raw.body, PROPFIND_BODY_LIMIT, "PROPFIND body");
+
+  const target = await openTarget(services.control.sessionDir(job.id), p.segments).catch((e: unknown) => fsError(e, "read"));
+  const name = p.segments[p.segments.length - 1] ?? job.id;
+  const entries: DavEntry[] = [];
+  if (target.kind === "file") {
+    await target.handle.close().catch(() => undefined);
+    entries.push({ href: p.requestHref, displayName: name, stat: target.stat, dir: false });
+  } else {
+    try {
+      entries.push({ href: `${p.requestHref}/`, displayName: name, stat: target.stat, dir: true });
+      if (depth === 1) {
+        const { files, dirs } = await listEntries(target.dir);
+        for (const d of dirs) entries.push({ href: hrefFor(p.requestHref, [d.name], true), displayName: d.name, stat: d.stat, dir: true });
+        for (const f of files) entries.push({ href: hrefFor(p.requestHref, [f.name], false), displayName: f.name, stat: f.stat, dir: false });
+      }
+    } finally {
+      await target.dir.close();
+    }
+  }
+  const body = multistatusXml(entries);
+  return c.body(body, 207, { "Content-Type": "application/xml; charset=utf-8", "Content-Length": String(Buffer.byteLength(body)) });
+}

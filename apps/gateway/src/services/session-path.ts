@@ -1,0 +1,102 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../context.js";
+import { BadRequest } from "../errors.js";
+
+/**
+ * The `<path>` of `…/jobs/<id>/session/<path>`, taken from the RAW request target, not from the
+ * parsed URL: the WHATWG URL parser silently resolves `..`, `%2e%2e` and friends, which would hide
+ * an attack instead of refusing it (anchors.md §4.1, CVE-2023-41914 lessons).
+ */
+export interface SessionPath {
+  /** Decoded, lexically resolved segments below the session root ([] = the root itself). */
+  segments: string[];
+  /** `/a/b` form, used for input_status and the upload bookkeeping ("/" for the root). */
+  normalized: string;
+  /** Absolute URL path of the session root as routed (`/arex/rest/1.0/jobs/<id>/session`). */
+  rootHref: string;
+  /**
+   * The request path as the client sent it (runs of `/` collapsed, no trailing `/`) when it had no
+   * dot segments, else the canonical form. PROPFIND hrefs start with it: the ARC client strips
+   * exactly "<its request URL>/" from each href to get an entry name.
+   */
+  requestHref: string;
+}
+
+/** Raw request-target path: `incoming.url` on the Node server (absolute-form stripped), else the Request URL. */
+export function rawTargetPath(c: Context<AppEnv>): string {
+  const raw = c.env?.incoming?.url ?? c.req.url;
+  let path = raw;
+  const scheme = raw.indexOf("://");
+  if (scheme !== -1 && scheme < raw.indexOf("/")) {
+    const slash = raw.indexOf("/", scheme + 3);
+    path = slash === -1 ? "/" : raw.slice(slash);
+  }
+  const q = path.search(/[?#]/);
+  return q === -1 ? path : path.slice(0, q);
+}
+
+const ENCODED_SEPARATOR = /%(2f|5c)/i;
+const ENCODED_NUL = /%00/;
+const ENCODED_DOT = /%2e/i;
+
+/**
+ * Parses and validates the session path. `rootHref` is where the session root is routed; the raw
+ * path must start with it literally (anything else means dot segments or encodings were used to
+ * reach this route, which no client needs). Throws 400 naming the problem.
+ */
+export function parseSessionPath(rawPath: string, rootHref: string): SessionPath {
+  const path = rawPath.replace(/\/{2,}/g, "/");
+  if (path.includes("\\")) throw new BadRequest("Invalid session path: backslash in path", "BAD_PATH");
+  if (ENCODED_SEPARATOR.test(path)) throw new BadRequest("Invalid session path: encoded slash or backslash (%2F, %5C) in path", "BAD_PATH");
+  if (ENCODED_NUL.test(path)) throw new BadRequest("Invalid session path: NUL byte in path", "BAD_PATH");
+  if (path !== rootHref && !path.startsWith(`${rootHref}/`)) {
+    throw new BadRequest("Invalid session path: dot segments or percent-encoding before the session path", "BAD_PATH");
+  }
+  const rest = path.slice(rootHref.length);
+  const segments: string[] = [];
+  let dotted = false;
+  for (const rawSeg of rest.split("/")) {
+    if (rawSeg === "") continue;
+    let seg: string;
+    try {
+      seg = decodeURIComponent(rawSeg);
+    } catch {
+      throw new BadRequest("Invalid session path: malformed percent-encoding", "BAD_PATH");
+    }
+    if (seg.includes("\0")) throw new BadRequest("Invalid session path: NUL byte in path", "BAD_PATH");
+    if ((seg === "." || seg === "..") && ENCODED_DOT.test(rawSeg)) {
+      throw new BadRequest("Invalid session path: percent-encoded dot segment", "BAD_PATH");
+    }
+    if (seg === "." || seg === "..") dotted = true;
+    if (seg === ".") continue;
+    if (seg === "..") {
+      if (segments.length === 0) throw new BadRequest("Invalid session path: '..' climbs above the session directory", "BAD_PATH");
+      segments.pop();
+      continue;
+    }
+    if (Buffer.byteLength(seg) > 255) throw new BadRequest("Invalid session path: a path component is longer than 255 bytes", "BAD_PATH");
+    segments.push(seg);
+  }
+  return {
+    segments,
+    normalized: `/${segments.join("/")}`,
+    rootHref,
+    requestHref: dotted ? hrefFor(rootHref, segments, false) : path.replace(/\/$/, ""),
+  };
+}
+
+/**
+ * Percent-encodes one path segment for an href: only what a URL path cannot carry literally
+ * (space, controls, `%`, `?`, `#`, non-ASCII, quotes, `<>` and the like). Unreserved characters
+ * and sub-delims stay as they are, so hrefs look like what the ARC client would build itself.
+ */
+export function encodeSegment(name: string): string {
+  return encodeURIComponent(name).replace(/%(2[146-9ABC]|3[ABD]|40|24)/gi, (m) => decodeURIComponent(m));
+}
+
+/** URL path of an entry below the session root. */
+export function hrefFor(rootHref: string, segments: readonly string[], dir: boolean): string {
+  const rel = segments.map(encodeSegment).join("/");
+  const base = rel ? `${rootHref}/${rel}` : rootHref;
+  return dir ? `${base}/` : base;
+}
