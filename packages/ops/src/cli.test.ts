@@ -1,0 +1,101 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { bullConnection, JobStore, Keys } from "@ce/store";
+import { table } from "./cli.js";
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL("../../..", import.meta.url));
+const prefix = `{ops-c-${randomBytes(4).toString("hex")}}`;
+let redis: Redis;
+
+/** Spawns `ceadm` exactly as `pnpm ceadm` does (node --import tsx), configured through CE__* only. */
+async function ceadm(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, CE__REDIS__URL: inject("redisUrl"), CE__REDIS__PREFIX: prefix, CE_CONFIG: "" };
+  try {
+    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "packages/ops/src/cli.ts", ...args], { cwd: root, env });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+beforeAll(async () => {
+  redis = new Redis(inject("redisUrl"));
+  const store = new JobStore(redis, prefix);
+  const rec = (id: string, owner: string) => JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+  await store.create([rec("c1", "/DC=org/CN=alice"), rec("c2", "/DC=org/CN=bob")], 100);
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+describe("ceadm", () => {
+  it("aligns table columns", () => {
+    expect(table(["A", "BB"], [["xxx", 1], [undefined, 22]])).toBe("A    BB\nxxx  1\n-    22");
+  });
+
+  it("lists jobs as a table and as JSON, filtered by owner and state", async () => {
+    const human = await ceadm("jobs", "list");
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^ID\s+STATE\s+INTERNAL\s+QUEUE\s+CREATED\s+OWNER/);
+    expect(human.stdout).toContain("/DC=org/CN=alice");
+    expect(human.stdout).toContain("2 of 2 job(s)");
+    const json = JSON.parse((await ceadm("--json", "jobs", "list", "--owner", "/DC=org/CN=bob", "--state", "ACCEPTING")).stdout);
+    expect(json).toMatchObject({ total: 1, jobs: [{ id: "c2", rest: "ACCEPTING" }] });
+    const bad = await ceadm("jobs", "list", "--state", "NOPE");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("unknown state NOPE");
+  });
+
+  it("shows one job, and fails cleanly for a missing one", async () => {
+    const shown = JSON.parse((await ceadm("jobs", "show", "c1", "--json")).stdout);
+    expect(shown).toMatchObject({ id: "c1", owner: "/DC=org/CN=alice", state: "ACCEPTED" });
+    const missing = await ceadm("jobs", "show", "zz");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("job zz not found");
+  });
+
+  it("queues kill and clean commands and counts the queues", async () => {
+    expect((await ceadm("jobs", "kill", "c1")).stdout).toContain("kill of job c1 queued");
+    expect((await ceadm("jobs", "clean", "c2")).code).toBe(0);
+    const counts = JSON.parse((await ceadm("queues", "--json")).stdout);
+    expect(counts.commands).toMatchObject({ waiting: 2 });
+    const human = (await ceadm("queues")).stdout;
+    expect(human).toMatch(/^QUEUE\s+WAITING\s+ACTIVE\s+DELAYED\s+FAILED\s+COMPLETED\s+PAUSED/);
+    expect(human).toMatch(/commands\s+2\s+0/);
+    const q = new Queue("commands", { connection: bullConnection(inject("redisUrl")), prefix });
+    try {
+      expect((await q.getWaiting()).map((j) => j.data.action).sort()).toEqual(["clean", "kill"]);
+    } finally {
+      await q.close();
+    }
+  });
+
+  it("switches drain on and off", async () => {
+    expect((await ceadm("drain", "on")).stdout).toContain("new jobs are refused");
+    expect(await redis.hget(new Keys(prefix).flags(), "drain")).toBe("1");
+    expect(JSON.parse((await ceadm("drain", "status", "--json")).stdout)).toMatchObject({ draining: true });
+    expect((await ceadm("drain", "off")).stdout).toContain("not draining");
+    expect(await redis.hget(new Keys(prefix).flags(), "drain")).toBeNull();
+    expect((await ceadm("drain", "maybe")).code).toBe(2);
+  });
+
+  it("prints jobs per state", async () => {
+    const out = (await ceadm("stats")).stdout;
+    expect(out).toMatch(/ACCEPTING\s+2/);
+    expect(out).toMatch(/TOTAL\s+2/);
+    expect(JSON.parse((await ceadm("stats", "--json")).stdout)).toMatchObject({ total: 2, states: { ACCEPTING: 2, RUNNING: 0 } });
+  });
+
+  it("exits 2 with usage on an unknown command", async () => {
+    const res = await ceadm("frobnicate");
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain("usage: ceadm");
+  });
+});
