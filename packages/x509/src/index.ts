@@ -21,3 +21,4 @@ export {
   type KeyPair,
   type KeyPoolOptions,
 } from "./delegation.js";
+export { peerCertificateChain } from "./tls.js";

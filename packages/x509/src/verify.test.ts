@@ -182,6 +182,14 @@ describe("verifyChain: rejected chains", () => {
     fail(verifyChain(createProxy(ll, undefined, { type: "legacy" }).chainPem, store), "PROXY_RULES", /limited/);
   });
 
+  it("CA pathLenConstraint", () => {
+    const root = createCA({ dn: "/O=Grid/CN=Root PL0", pathLen: 0 });
+    const sub = createCA({ dn: "/O=Grid/CN=Sub PL", issuer: root });
+    const u = issueUserCert(sub, { dn: "/O=Grid/CN=PL User" });
+    fail(verifyChain(u.chainPem, TrustStore.fromPem(root.certPem)), "UNTRUSTED_ISSUER", /pathLenConstraint 0/);
+    expect(verifyChain(issueUserCert(root, { dn: "/O=Grid/CN=Direct" }).chainPem, TrustStore.fromPem(root.certPem))).toMatchObject({ ok: true });
+  });
+
   it("end-entity certificate that is a CA, and a CA without basicConstraints", () => {
     const u = issueUserCert(ca, { dn: "/O=Grid/CN=Sneaky", ca: true });
     fail(verifyChain(createProxy(u).chainPem, store), "PROXY_RULES", /is a CA/);
