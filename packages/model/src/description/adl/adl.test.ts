@@ -376,6 +376,11 @@ describe("ADL documents", () => {
     expect(parseAdl(text, { maxBytes: 5000 })).toHaveLength(1);
   });
 
+  it("refuses absurdly deep element nesting", () => {
+    const deep = adl("<x>".repeat(5000) + "</x>".repeat(5000));
+    expect(error(deep).message).toMatch(/nested more than 64 levels/);
+  });
+
   it("CDATA content is taken literally", () => {
     expect(one(adl("<Application><Executable><Path>/bin/sh</Path><Argument><![CDATA[a &amp; <b>]]></Argument></Executable></Application>")).arguments).toEqual([
       "a &amp; <b>",

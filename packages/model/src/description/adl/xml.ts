@@ -7,6 +7,8 @@ import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { AdlSyntaxError, DescriptionTooLargeError, positionAt } from "../../errors.js";
 
 export const DEFAULT_MAX_DESCRIPTION_BYTES = 5 * 1024 * 1024;
+/** ADL is a few levels deep; much deeper nesting is an attack on the (recursive) tree builder. */
+export const MAX_XML_DEPTH = 64;
 
 export interface XNode {
   /** Qualified name as written, e.g. `adl:Name`. */
@@ -63,6 +65,8 @@ export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION
       );
     }
   }
+  const spans = scanSpans(text);
+  if (spanDepth(spans) > MAX_XML_DEPTH) throw new AdlSyntaxError(`elements are nested more than ${MAX_XML_DEPTH} levels deep`);
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     const { msg, line, col } = valid.err;
@@ -70,7 +74,6 @@ export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION
   }
   const parsed = PARSER.parse(text) as FxpNode[];
   const elements = parsed.filter(isElement);
-  const spans = scanSpans(text);
   if (elements.length !== 1 || spans.length !== 1) throw new AdlSyntaxError("the document must have exactly one root element");
   return build(elements[0] as FxpNode, spans[0] as Span);
 }
@@ -138,6 +141,18 @@ function offsetOf(text: string, line: number, col: number): number {
     offset = nl + 1;
   }
   return Math.min(text.length, offset + Math.max(0, col - 1));
+}
+
+function spanDepth(spans: Span[]): number {
+  // Iterative on purpose: the point is to refuse deep documents before recursing over them.
+  let max = 0;
+  const todo: Array<[Span, number]> = spans.map((s) => [s, 1]);
+  for (let item = todo.pop(); item; item = todo.pop()) {
+    const [s, d] = item;
+    max = Math.max(max, d);
+    for (const c of s.children) todo.push([c, d + 1]);
+  }
+  return max;
 }
 
 /** Element spans of an already well-formed document (comments, CDATA, PIs and quotes skipped). */

@@ -180,6 +180,12 @@ describe("RSL syntax errors", () => {
     );
   });
 
+  it("refuses absurdly deep nesting instead of exhausting the stack", () => {
+    expect(syntaxError("&" + "(&".repeat(10000) + "(a=1)" + ")".repeat(10000)).detail).toMatch(/nested more than 64 levels/);
+    expect(syntaxError("&(a=" + "(".repeat(10000) + ")".repeat(10000) + ")").detail).toMatch(/nested more than 64 levels/);
+    expect(() => parseRsl("&" + "(&".repeat(30) + "(a=1)" + ")".repeat(30))).not.toThrow();
+  });
+
   it("reports junk after a closed + body", () => {
     expect(syntaxError("+(&(a=1)) &(b=2)").detail).toMatch(/Junk at end of RSL: unexpected '&'/);
   });

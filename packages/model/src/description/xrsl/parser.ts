@@ -19,6 +19,8 @@ import {
 /** Characters that end a bare word (besides whitespace). */
 const SPECIAL = new Set(["+", "&", "|", "(", ")", "=", "<", ">", "!", '"', "'", "^", "#", "$"]);
 const OPERATORS: RelationOperator[] = ["!=", "<=", ">=", "=", "<", ">"];
+/** Deeper nesting is certainly not a real job and would only exhaust the stack. */
+export const MAX_RSL_DEPTH = 64;
 
 function isSpace(c: string): boolean {
   return c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f" || c === "\v";
@@ -30,6 +32,7 @@ function describe(c: string | undefined): string {
 
 class RslParser {
   private pos = 0;
+  private depth = 0;
   constructor(private readonly text: string) {}
 
   parseDocument(): RslNode {
@@ -101,6 +104,7 @@ class RslParser {
   /** `( boolean )` or `( relation )`. */
   private parseGroup(): RslNode {
     const open = this.pos;
+    this.enter();
     this.pos++;
     this.skipSpace();
     const c = this.peek();
@@ -115,7 +119,12 @@ class RslParser {
     }
     this.pos++;
     if (node.kind === "relation") node.end = this.pos;
+    this.depth--;
     return node;
+  }
+
+  private enter(): void {
+    if (++this.depth > MAX_RSL_DEPTH) this.fail(`the description is nested more than ${MAX_RSL_DEPTH} levels deep`);
   }
 
   private parseRelation(open: number): RslRelation {
@@ -152,10 +161,12 @@ class RslParser {
   private parseItem(): RslValue {
     if (this.peek() === "(") {
       const start = this.pos;
+      this.enter();
       this.pos++;
       const items = this.parseValueList();
       if (this.peek() !== ")") this.fail(`expected ')' to close the value list, found ${describe(this.peek())}`);
       this.pos++;
+      this.depth--;
       const seq: RslSequence = { kind: "sequence", items, start, end: this.pos };
       const save = this.pos;
       this.skipSpace();
