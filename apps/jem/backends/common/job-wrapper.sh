@@ -1,0 +1,168 @@
+#!/bin/bash
+# Job wrapper body. The JEM writes <jobdir>/job.sh = a header of single-quoted settings
+# (JEM_JOB_ID, JEM_SESSION_DIR, JEM_JOB_DIR, JEM_DIAG_FILE, JEM_DONE_FILE, JEM_EXECUTABLE,
+# JEM_ARGS=(), JEM_STDIN/STDOUT/STDERR, JEM_ENV=(NAME=value ...), JEM_RTE_NAMES=(),
+# JEM_RTE_PATHS=(), JEM_RTE_OPTS_<i>=(), JEM_EXEC_INPUTS=(), JEM_CREDENTIAL_FILE) followed by
+# this file. Back ends run it as is (fork) or inline it after their directives (slurm).
+#
+# It runs the executable in the session dir with the user's environment and RTE stages 1/2,
+# measures it, and writes <jobdir>/diag and, last, <jobdir>/lrms_done = "<exitcode> <message>".
+# Values are never eval'ed: arrays are expanded as "${X[@]}", variables exported as "NAME=value".
+# No `set -e`/`-u`: RTE scripts are sourced into this shell and may rely on lax defaults.
+
+__jem_now() { date -u +%Y%m%d%H%M%SZ; }
+__jem_start_s=$(date +%s)
+__jem_start=$(__jem_now)
+__jem_node=$(hostname -f 2>/dev/null || hostname 2>/dev/null || echo unknown)
+__jem_rtes=""
+for __jem_n in "${JEM_RTE_NAMES[@]}"; do __jem_rtes+="$__jem_n;"; done
+__jem_timefile="$JEM_JOB_DIR/.time.$$"
+__jem_done=""
+__jem_signal=""
+__jem_pending=""
+__jem_pid=""
+
+__jem_log() { printf 'jem-wrapper: %s\n' "$*" >&2; }
+
+# Atomic replace: readers (the poll scripts) never see a half-written file.
+__jem_write() { # FILE CONTENT
+  local tmp="$1.tmp.$$"
+  printf '%s' "$2" >"$tmp" && mv -f -- "$tmp" "$1"
+}
+
+__jem_secs() { # 1m2.500s -> 62.50
+  local t=$1 m s
+  m=${t%%m*}; s=${t#*m}; s=${s%s}
+  awk -v m="$m" -v s="$s" 'BEGIN { printf "%.2f", m * 60 + s }'
+}
+
+__jem_diag() { # [extra lines]
+  local d
+  d="runtimeenvironments=$__jem_rtes"$'\n'"nodename=$__jem_node"$'\n'"LRMSStartTime=$__jem_start"$'\n'
+  [[ -n $SLURM_JOB_ID ]] && d+="Processors=${SLURM_NPROCS:-${SLURM_CPUS_ON_NODE:-1}}"$'\n'
+  __jem_write "$JEM_DIAG_FILE" "$d$1"
+}
+
+__jem_finish() { # CODE MESSAGE
+  local code=$1 msg=$2 end_s extra user kernel line
+  __jem_done=1
+  end_s=$(date +%s)
+  extra="WallTime=$((end_s - __jem_start_s))s"$'\n'
+  if [[ -s $__jem_timefile ]]; then
+    while IFS= read -r line; do
+      [[ $line == *=* ]] && extra+="$line"$'\n' # skips GNU time's "Command exited with ..." lines
+    done <"$__jem_timefile"
+  else
+    # No /usr/bin/time (or it was killed): children's CPU times from the `times` builtin.
+    # `times` must run in this shell (a subshell has no children of its own), so via a file.
+    times >"$__jem_timefile.t"
+    { read -r _ _; read -r user kernel; } <"$__jem_timefile.t"
+    rm -f -- "$__jem_timefile.t"
+    [[ -n $user ]] && extra+="UserTime=$(__jem_secs "$user")s"$'\n'"KernelTime=$(__jem_secs "$kernel")s"$'\n'
+  fi
+  rm -f -- "$__jem_timefile"
+  extra+="LRMSEndTime=$(__jem_now)"$'\n'"exitcode=$code"$'\n'
+  __jem_diag "$extra"
+  __jem_write "$JEM_DONE_FILE" "$code $msg"$'\n'
+  exit "$code"
+}
+
+# An RTE that calls `exit` must not leave the job without lrms_done.
+trap 'rc=$?; [[ -z $__jem_done ]] && __jem_finish "$rc" "Job wrapper exited early"' EXIT
+__jem_on_signal() {
+  __jem_signal=$1
+  __jem_pending=1
+  [[ -n $__jem_pid ]] && kill "-$1" "$__jem_pid" 2>/dev/null
+}
+trap '__jem_on_signal TERM' TERM
+trap '__jem_on_signal INT' INT
+
+__jem_diag ""
+cd -- "$JEM_SESSION_DIR" || __jem_finish 1 "Cannot enter session directory"
+: "${PATH:=/usr/local/bin:/usr/bin:/bin}"
+export PATH
+
+for __jem_kv in "${JEM_ENV[@]}"; do export "$__jem_kv"; done
+export RUNTIME_JOB_DIR="$JEM_SESSION_DIR"
+export RUNTIME_JOB_DIAG="$JEM_DIAG_FILE"
+export RUNTIME_JOB_STDIN="${JEM_STDIN:-/dev/null}"
+export RUNTIME_JOB_STDOUT="${JEM_STDOUT:-/dev/null}"
+export RUNTIME_JOB_STDERR="${JEM_STDERR:-/dev/null}"
+if [[ -n $JEM_CREDENTIAL_FILE && -r $JEM_CREDENTIAL_FILE ]]; then export X509_USER_PROXY="$JEM_CREDENTIAL_FILE"; fi
+
+for __jem_f in "${JEM_EXEC_INPUTS[@]}"; do chmod +x -- "$__jem_f" 2>/dev/null; done
+
+# RTE stage 1: sourced, so RTEs can export variables for the executable.
+for __jem_i in "${!JEM_RTE_PATHS[@]}"; do
+  declare -n __jem_opts="JEM_RTE_OPTS_$__jem_i"
+  if ! source "${JEM_RTE_PATHS[$__jem_i]}" 1 "${__jem_opts[@]}"; then
+    __jem_finish 1 "Runtime environment ${JEM_RTE_NAMES[$__jem_i]} failed in stage 1"
+  fi
+  unset -n __jem_opts
+done
+
+if [[ -z $JEM_EXECUTABLE ]]; then
+  __jem_log "no executable; nothing to run"
+  __jem_finish 0 ""
+fi
+
+# `$VAR/rest` executables (e.g. set by an RTE) are expanded by name, never eval'ed.
+__jem_exe=$JEM_EXECUTABLE
+if [[ $__jem_exe =~ ^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(/.*)?$ ]]; then
+  __jem_var=${BASH_REMATCH[1]}
+  __jem_exe="${!__jem_var}${BASH_REMATCH[2]}"
+fi
+[[ $__jem_exe == ./* && -f $__jem_exe && ! -x $__jem_exe ]] && chmod +x -- "$__jem_exe" 2>/dev/null
+if [[ $__jem_exe == */* && ! -e $__jem_exe ]]; then
+  __jem_finish 127 "Executable $JEM_EXECUTABLE not found"
+fi
+
+__jem_in=${JEM_STDIN:-/dev/null}
+__jem_out=${JEM_STDOUT:-/dev/null}
+__jem_err=${JEM_STDERR:-/dev/null}
+[[ -r $__jem_in ]] || __jem_finish 1 "Standard input file $JEM_STDIN not found"
+for __jem_f in "$__jem_out" "$__jem_err"; do
+  [[ $__jem_f == */* && $__jem_f != /dev/null ]] && mkdir -p -- "${__jem_f%/*}"
+done
+
+# exec: the background subshell becomes the command, so $! is the process we signal and wait for.
+__jem_run() {
+  if [[ $__jem_err == "$__jem_out" && $__jem_out != /dev/null ]]; then
+    exec "$@" <"$__jem_in" >"$__jem_out" 2>&1
+  else
+    exec "$@" <"$__jem_in" >"$__jem_out" 2>"$__jem_err"
+  fi
+}
+
+# Background + wait so a TERM (cancel, time limit) runs the trap at once instead of after the child.
+if [[ -x /usr/bin/time ]]; then
+  __jem_run /usr/bin/time -o "$__jem_timefile" \
+    -f $'UserTime=%Us\nKernelTime=%Ss\nMaxResidentMemory=%MkB\nCPUUsage=%P\nMajorPageFaults=%F\nMinorPageFaults=%R\nForcedSwitches=%c\nWaitSwitches=%w\nInputs=%I\nOutputs=%O' \
+    -- "$__jem_exe" "${JEM_ARGS[@]}" &
+else
+  __jem_run "$__jem_exe" "${JEM_ARGS[@]}" &
+fi
+__jem_pid=$!
+while :; do
+  wait "$__jem_pid"
+  __jem_code=$?
+  [[ -n $__jem_pending ]] || break
+  __jem_pending="" # a signal interrupted wait(); wait again for the child's real status
+done
+__jem_pid=""
+
+if [[ -n $__jem_signal ]]; then
+  __jem_finish "$__jem_code" "Job was terminated by SIG$__jem_signal"
+fi
+
+# RTE stage 2 runs after the executable whatever its exit code.
+for __jem_i in "${!JEM_RTE_PATHS[@]}"; do
+  declare -n __jem_opts="JEM_RTE_OPTS_$__jem_i"
+  if ! source "${JEM_RTE_PATHS[$__jem_i]}" 2 "${__jem_opts[@]}"; then
+    (( __jem_code == 0 )) && __jem_finish 1 "Runtime environment ${JEM_RTE_NAMES[$__jem_i]} failed in stage 2"
+    __jem_log "runtime environment ${JEM_RTE_NAMES[$__jem_i]} failed in stage 2"
+  fi
+  unset -n __jem_opts
+done
+
+__jem_finish "$__jem_code" ""

@@ -1,0 +1,28 @@
+# Shared helpers for the shipped back ends (sourced, not executed).
+
+# proc_state PID -> prints "<state> <starttime>" from /proc/PID/stat, fails when the pid is gone.
+# The comm field may contain spaces and ')', so split after the last ')'.
+proc_state() {
+  local stat rest
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  rest=${stat##*) }
+  read -r -a f <<<"$rest"
+  # fields after comm start at field 3 (state); starttime is field 22
+  printf '%s %s\n' "${f[0]}" "${f[19]}"
+}
+
+# done_line JOBDIR -> "<code> <message>" from the wrapper's lrms_done (empty file = 0), fails if absent.
+done_line() {
+  local f=$1/lrms_done line code msg
+  [[ -f $f ]] || return 1
+  IFS= read -r line <"$f" || true
+  line=${line//$'\r'/}
+  code=${line%% *}
+  msg=${line#"$code"}; msg=${msg# }
+  [[ -z $code ]] && code=0
+  [[ $code =~ ^-?[0-9]+$ ]] || { code=-1; msg=$line; }
+  printf '%s %s\n' "$code" "$msg"
+}
+
+# one_line TEXT -> TEXT with newlines and tabs replaced by blanks (poll output is line based).
+one_line() { local s=${1//$'\n'/ }; printf '%s' "${s//$'\t'/ }"; }

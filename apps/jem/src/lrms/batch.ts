@@ -1,0 +1,247 @@
+import { readFileSync, statSync } from "node:fs";
+import { isAbsolute, join, normalize, resolve, sep } from "node:path";
+import type { CompiledConfig } from "@ce/config";
+import { BackendError, type BatchJobSpec } from "./types.js";
+
+/**
+ * Everything a back end needs, computed once on the TS side and written to `<jobDir>/batch.json`
+ * (for any language) and `<jobDir>/batch.env` (the same values, shell-quoted, for `source` in
+ * bash scripts). Format version 1 is documented in apps/jem/backends/README.md.
+ */
+export interface BatchFile {
+  version: 1;
+  jobId: string;
+  owner: string;
+  requestId: string | null;
+  /** Raw description name; back ends sanitize it for their batch system. */
+  jobName: string | null;
+  sessionDir: string;
+  jobDir: string;
+  wrapper: string;
+  commentFile: string;
+  diagFile: string;
+  doneFile: string;
+  queue: string;
+  partition: string;
+  credentialFile: string | null;
+  resources: {
+    wallTimeSeconds: number | null;
+    cpuTimeSeconds: number | null;
+    memoryMB: number | null;
+    virtualMemoryMB: number | null;
+    diskMB: number | null;
+    count: number;
+    countPerNode: number | null;
+    exclusive: boolean;
+    priority: number;
+    /** Do not start before (epoch seconds). */
+    startTime: number | null;
+  };
+  project: string | null;
+  runtimeEnvironments: Array<{ name: string; path: string; options: string[] }>;
+  executable: string | null;
+  arguments: string[];
+  /** Session-relative (or /dev/null); null = /dev/null for stdin, discarded for stdout/stderr. */
+  stdin: string | null;
+  stdout: string | null;
+  stderr: string | null;
+  /** Session-relative input files the wrapper makes executable. */
+  executableInputs: string[];
+  environment: Array<{ name: string; value: string }>;
+  slurm: { extraDirectives: string[] };
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Single-quote for bash; the only safe way to hand a description value to a shell. */
+export function shq(value: string): string {
+  if (value.includes("\0")) throw new BackendError("SUBMIT_FAILED", "value contains a NUL byte");
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function shArray(values: readonly string[]): string {
+  return `(${values.map(shq).join(" ")})`;
+}
+
+function fail(msg: string): never {
+  throw new BackendError("SUBMIT_FAILED", msg);
+}
+
+/** A session-relative path that cannot leave the session dir, or /dev/null. */
+function sessionPath(what: string, p: string | undefined): string | null {
+  if (p === undefined || p === "") return null;
+  if (p === "/dev/null") return p;
+  const n = normalize(p);
+  if (isAbsolute(n) || n === ".." || n.startsWith(`..${sep}`)) fail(`${what} must be relative to the session directory: ${JSON.stringify(p)}`);
+  return n;
+}
+
+/** `<rteDir>/<NAME>`; names may contain `/` but never `..` or a leading `/`. */
+export function rtePath(rteDir: string, name: string): string {
+  if (!name || name.startsWith("/") || name.split("/").some((s) => s === ".." || s === "." || s === "")) {
+    fail(`invalid runtime environment name ${JSON.stringify(name)}`);
+  }
+  const p = resolve(rteDir, name);
+  if (!p.startsWith(resolve(rteDir) + sep)) fail(`invalid runtime environment name ${JSON.stringify(name)}`);
+  return p;
+}
+
+/** Requested RTEs + configured defaults, each resolved to an existing file (missing → submit fails). */
+export function resolveRtes(spec: BatchJobSpec, config: CompiledConfig): BatchFile["runtimeEnvironments"] {
+  const names = [...spec.runtimeEnvironments];
+  for (const d of config.jobs.defaultRuntimeEnvironments) if (!names.includes(d)) names.push(d);
+  return names.map((name) => {
+    const path = rtePath(spec.rteDir, name);
+    let ok = false;
+    try {
+      ok = statSync(path).isFile();
+    } catch {
+      ok = false;
+    }
+    if (!ok) fail(`Requested runtime environment ${name} is missing, broken or not enabled`);
+    const req = spec.description.runtimeEnvironments.find(
+      (r) => r.name === name || (r.version !== undefined && `${r.name}-${r.version}` === name),
+    );
+    return { name, path, options: req?.options ?? [] };
+  });
+}
+
+/** Executable as the wrapper runs it: relative → `./x`, absolute and `$VAR/...` kept. */
+export function wrapperExecutable(exe: string | undefined): string | null {
+  if (exe === undefined || exe === "") return null;
+  if (exe.startsWith("/") || exe.startsWith("$") || exe.startsWith("./")) return exe;
+  return `./${exe}`;
+}
+
+export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): BatchFile {
+  const d = spec.description;
+  const queueCfg = config.jobs.queues.find((q) => q.name === spec.queue);
+  const env: Array<{ name: string; value: string }> = [];
+  for (const e of d.environment) {
+    if (!ENV_NAME.test(e.name)) fail(`invalid environment variable name ${JSON.stringify(e.name)}`);
+    env.push({ name: e.name, value: e.value });
+  }
+  const base = config.endpoint.url.replace(/\/+$/, "");
+  env.push(
+    { name: "GRID_GLOBAL_JOBID", value: spec.jobId },
+    { name: "GRID_GLOBAL_JOBURL", value: `${base}/${spec.jobId}` },
+    { name: "GRID_GLOBAL_JOBINTERFACE", value: "org.nordugrid.arcrest" },
+    { name: "GRID_GLOBAL_JOBHOST", value: new URL(base).hostname },
+  );
+  const count = d.count ?? 1;
+  if (!Number.isInteger(count) || count < 1) fail(`invalid slot count ${count}`);
+  return {
+    version: 1,
+    jobId: spec.jobId,
+    owner: spec.owner,
+    requestId: spec.requestId ?? null,
+    jobName: d.jobName ?? null,
+    sessionDir: spec.sessionDir,
+    jobDir: spec.jobDir,
+    wrapper: join(spec.jobDir, "job.sh"),
+    // The diagnose "comment" file; the wrapper writes diag/lrms_done next to it, so the job dir
+    // must be reachable from the worker nodes anyway.
+    commentFile: join(spec.jobDir, "comment"),
+    diagFile: join(spec.jobDir, "diag"),
+    doneFile: join(spec.jobDir, "lrms_done"),
+    queue: spec.queue,
+    partition: spec.partition ?? queueCfg?.partition ?? spec.queue,
+    credentialFile: spec.credentialFile ?? null,
+    resources: {
+      wallTimeSeconds: d.wallTimeSeconds ?? queueCfg?.defaultWallTimeSeconds ?? null,
+      cpuTimeSeconds: d.cpuTimeSeconds ?? null,
+      memoryMB: d.memoryMB ?? queueCfg?.defaultMemoryMB ?? null,
+      virtualMemoryMB: d.virtualMemoryMB ?? null,
+      diskMB: d.diskMB ?? null,
+      count,
+      countPerNode: d.countPerNode ?? null,
+      exclusive: d.exclusive ?? false,
+      priority: Math.min(100, Math.max(1, Math.round(d.priority ?? 50))),
+      startTime: d.startTime ? Math.floor(d.startTime.getTime() / 1000) : null,
+    },
+    project: d.projectName ?? null,
+    runtimeEnvironments: resolveRtes(spec, config),
+    executable: wrapperExecutable(d.executable),
+    arguments: [...d.arguments],
+    stdin: sessionPath("stdin", d.stdin),
+    stdout: sessionPath("stdout", d.stdout),
+    stderr: sessionPath("stderr", d.stderr),
+    executableInputs: d.inputFiles.filter((f) => f.executable).map((f) => sessionPath("input file", f.name)!),
+    environment: env,
+    slurm: { extraDirectives: [...config.lrms.slurm.extraDirectives] },
+  };
+}
+
+const num = (v: number | null) => (v === null ? "''" : String(Math.ceil(v)));
+const str = (v: string | null) => (v === null ? "''" : shq(v));
+
+/** `batch.env`: the batch file as bash assignments (arrays for lists). */
+export function renderBatchEnv(b: BatchFile): string {
+  const r = b.resources;
+  const lines = [
+    "# Generated by the JEM from batch.json; source it from bash. Values are single-quoted.",
+    `JOB_ID=${shq(b.jobId)}`,
+    `JOB_OWNER=${shq(b.owner)}`,
+    `JOB_NAME=${str(b.jobName)}`,
+    `JOB_SESSION_DIR=${shq(b.sessionDir)}`,
+    `JOB_DIR=${shq(b.jobDir)}`,
+    `JOB_WRAPPER=${shq(b.wrapper)}`,
+    `JOB_COMMENT_FILE=${shq(b.commentFile)}`,
+    `JOB_DIAG_FILE=${shq(b.diagFile)}`,
+    `JOB_DONE_FILE=${shq(b.doneFile)}`,
+    `JOB_QUEUE=${shq(b.queue)}`,
+    `JOB_PARTITION=${shq(b.partition)}`,
+    `JOB_CREDENTIAL_FILE=${str(b.credentialFile)}`,
+    `JOB_WALLTIME=${num(r.wallTimeSeconds)}`,
+    `JOB_CPUTIME=${num(r.cpuTimeSeconds)}`,
+    `JOB_MEMORY=${num(r.memoryMB)}`,
+    `JOB_VIRTUALMEMORY=${num(r.virtualMemoryMB)}`,
+    `JOB_DISK=${num(r.diskMB)}`,
+    `JOB_COUNT=${num(r.count)}`,
+    `JOB_COUNTPERNODE=${num(r.countPerNode)}`,
+    `JOB_EXCLUSIVE=${r.exclusive ? "yes" : "''"}`,
+    `JOB_PRIORITY=${num(r.priority)}`,
+    `JOB_STARTTIME=${num(r.startTime)}`,
+    `JOB_PROJECT=${str(b.project)}`,
+    `JOB_RTES=${shArray(b.runtimeEnvironments.map((x) => x.name))}`,
+    `JOB_SLURM_EXTRA=${shArray(b.slurm.extraDirectives)}`,
+  ];
+  return `${lines.join("\n")}\n`;
+}
+
+const wrapperBodies = new Map<string, string>();
+
+/** The static wrapper body shipped in <scriptsDir>/common/job-wrapper.sh (read once per dir). */
+export function loadWrapperBody(scriptsDir: string): string {
+  let body = wrapperBodies.get(scriptsDir);
+  if (body === undefined) {
+    body = readFileSync(join(scriptsDir, "common", "job-wrapper.sh"), "utf8");
+    wrapperBodies.set(scriptsDir, body);
+  }
+  return body;
+}
+
+/** `job.sh`: shell-quoted settings of this job followed by the static wrapper body. */
+export function renderJobScript(b: BatchFile, body: string): string {
+  const header = [
+    "#!/bin/bash",
+    `# Job wrapper for ${b.jobId}, generated by the JEM. Settings (all values single-quoted):`,
+    `JEM_JOB_ID=${shq(b.jobId)}`,
+    `JEM_SESSION_DIR=${shq(b.sessionDir)}`,
+    `JEM_JOB_DIR=${shq(b.jobDir)}`,
+    `JEM_DIAG_FILE=${shq(b.diagFile)}`,
+    `JEM_DONE_FILE=${shq(b.doneFile)}`,
+    `JEM_CREDENTIAL_FILE=${str(b.credentialFile)}`,
+    `JEM_EXECUTABLE=${str(b.executable)}`,
+    `JEM_ARGS=${shArray(b.arguments)}`,
+    `JEM_STDIN=${str(b.stdin)}`,
+    `JEM_STDOUT=${str(b.stdout)}`,
+    `JEM_STDERR=${str(b.stderr)}`,
+    `JEM_ENV=${shArray(b.environment.map((e) => `${e.name}=${e.value}`))}`,
+    `JEM_RTE_NAMES=${shArray(b.runtimeEnvironments.map((r) => r.name))}`,
+    `JEM_RTE_PATHS=${shArray(b.runtimeEnvironments.map((r) => r.path))}`,
+    ...b.runtimeEnvironments.map((r, i) => `JEM_RTE_OPTS_${i}=${shArray(r.options)}`),
+    `JEM_EXEC_INPUTS=${shArray(b.executableInputs)}`,
+  ];
+  return `${header.join("\n")}\n${body.replace(/^#!.*\n/, "")}`;
+}

@@ -1,0 +1,37 @@
+import { accessSync, constants } from "node:fs";
+import { join, resolve } from "node:path";
+import type { CompiledConfig } from "@ce/config";
+import type { Logger } from "pino";
+import { ScriptBackend } from "./script-backend.js";
+import type { Backend } from "./types.js";
+
+export * from "./types.js";
+export { ScriptBackend, parsePollOutput, parseSubmitOutput } from "./script-backend.js";
+export { TokenBucket } from "./rate-limit.js";
+
+/** The shipped scripts (fork, slurm, common/job-wrapper.sh). */
+export const SHIPPED_SCRIPTS_DIR = resolve(import.meta.dirname, "../../backends");
+
+/**
+ * The configured back end: `<lrms.scriptsDir>/<lrms.backend>/{submit,cancel,poll}`. Any directory
+ * with those three executables is a back end. The job wrapper comes from `<scriptsDir>/common`
+ * when present there, else from the shipped one. Fails at boot when a script is missing.
+ */
+export function createBackend(config: CompiledConfig, log: Logger): Backend {
+  const name = config.lrms.backend;
+  const dir = join(config.lrms.scriptsDir, name);
+  for (const op of ["submit", "cancel", "poll"]) {
+    try {
+      accessSync(join(dir, op), constants.X_OK);
+    } catch {
+      throw new Error(`lrms back end "${name}": ${join(dir, op)} is missing or not executable`);
+    }
+  }
+  let wrapperDir = config.lrms.scriptsDir;
+  try {
+    accessSync(join(wrapperDir, "common", "job-wrapper.sh"), constants.R_OK);
+  } catch {
+    wrapperDir = SHIPPED_SCRIPTS_DIR;
+  }
+  return new ScriptBackend(name, { dir, wrapperDir, config, log });
+}

@@ -1,0 +1,191 @@
+import { chmod, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { CompiledConfig } from "@ce/config";
+import { LRMS_STATES, type LrmsState } from "@ce/model";
+import type { Logger } from "pino";
+import { buildBatchFile, loadWrapperBody, renderBatchEnv, renderJobScript, type BatchFile } from "./batch.js";
+import { TokenBucket } from "./rate-limit.js";
+import { runScript, type ScriptResult } from "./run-script.js";
+import { BackendError, type Backend, type BatchJobSpec, type PollState } from "./types.js";
+
+/** Local ids travel as one argv word and one token of a poll line. */
+const LOCAL_ID = /^[A-Za-z0-9._:@+-]{1,128}$/;
+const TOKEN = /^\S{1,256}$/;
+
+export interface ScriptBackendOptions {
+  /** `<scriptsDir>/<name>` holding submit, cancel, poll. */
+  dir: string;
+  /** Where common/job-wrapper.sh lives (the shipped scripts dir). */
+  wrapperDir: string;
+  config: CompiledConfig;
+  log: Logger;
+}
+
+/** Last non-empty stderr lines, bounded: the failure reason a user or admin gets to see. */
+function reason(r: ScriptResult): string {
+  const lines = r.stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  const text = lines.slice(-5).join("; ").slice(0, 1000);
+  return text || `exit code ${r.exitCode ?? r.signal ?? "?"}`;
+}
+
+async function writeAtomic(file: string, content: string, mode: number): Promise<void> {
+  const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  await writeFile(tmp, content, { mode });
+  await chmod(tmp, mode);
+  await rename(tmp, file);
+}
+
+/**
+ * Parses poll output against the jobs asked for. Unparseable lines are skipped (and reported in
+ * `bad`); a job without a usable line is `unknown`, never finished.
+ */
+export function parsePollOutput(stdout: string, jobIds: readonly string[]): { states: Map<string, PollState>; bad: string[] } {
+  const wanted = new Set(jobIds);
+  const states = new Map<string, PollState>();
+  const bad: string[] = [];
+  for (const raw of stdout.split("\n")) {
+    const line = raw.replace(/\r$/, "");
+    if (line.trim() === "") continue;
+    const m = /^(\S+)[ \t]+([A-Z]+)(?:[ \t]+(.*))?$/.exec(line);
+    const jobId = m?.[1];
+    const state = m?.[2];
+    const rest = m?.[3]?.trim() ?? "";
+    if (!m || !jobId || !state || !wanted.has(jobId)) {
+      bad.push(line.slice(0, 200));
+      continue;
+    }
+    if (state === "DONE") {
+      const d = /^(-?\d+)(?:[ \t]+(.*))?$/.exec(rest);
+      const code = d ? Number(d[1]) : NaN;
+      if (!d || !Number.isSafeInteger(code)) {
+        bad.push(line.slice(0, 200));
+        continue;
+      }
+      states.set(jobId, { kind: "done", exitCode: code, message: (d[2] ?? "").trim() });
+    } else if (state === "UNKNOWN") {
+      states.set(jobId, { kind: "unknown", reason: rest || "batch system does not know the job" });
+    } else if ((LRMS_STATES as readonly string[]).includes(state)) {
+      states.set(jobId, { kind: "active", lrms: state as LrmsState });
+    } else {
+      bad.push(line.slice(0, 200));
+    }
+  }
+  for (const id of jobIds) {
+    if (!states.has(id)) states.set(id, { kind: "unknown", reason: "BAD_OUTPUT: poll reported nothing for this job" });
+  }
+  return { states, bad };
+}
+
+/** Parses submit output: the last `localid=<id>` line. */
+export function parseSubmitOutput(stdout: string): string {
+  const ids = stdout
+    .split("\n")
+    .map((l) => /^localid=(.*)$/.exec(l.trim())?.[1])
+    .filter((v): v is string => v !== undefined);
+  const id = ids[ids.length - 1];
+  if (id === undefined || !LOCAL_ID.test(id)) {
+    throw new BackendError("BAD_OUTPUT", `submit printed no valid localid=<id> line: ${JSON.stringify(stdout.slice(0, 200))}`);
+  }
+  return id;
+}
+
+/** The `Backend` on top of the script contract (apps/jem/backends/README.md). */
+export class ScriptBackend implements Backend {
+  private readonly limiter: TokenBucket;
+  private readonly log: Logger;
+  private readonly env: Record<string, string>;
+
+  constructor(
+    readonly name: string,
+    private readonly opts: ScriptBackendOptions,
+  ) {
+    this.limiter = new TokenBucket(opts.config.lrms.callsPerSecond);
+    this.log = opts.log.child({ component: "lrms", backend: name });
+    this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath };
+  }
+
+  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string): Promise<ScriptResult> {
+    const waited = performance.now();
+    await this.limiter.take();
+    const queuedMs = Math.round(performance.now() - waited);
+    const r = await runScript(join(this.opts.dir, op), args, {
+      input,
+      timeoutMs: this.opts.config.lrms.scriptTimeoutMs,
+      env: this.env,
+    });
+    const fields = { op, exitCode: r.exitCode, signal: r.signal, ms: r.durationMs, queuedMs, timedOut: r.timedOut };
+    if (r.timedOut || r.exitCode !== 0) this.log.warn({ ...fields, stderr: r.stderr.slice(-2000) }, `lrms ${op} failed`);
+    else this.log.debug(fields, `lrms ${op}`);
+    return r;
+  }
+
+  private failure(code: "SUBMIT_FAILED" | "CANCEL_FAILED" | "POLL_FAILED", op: string, r: ScriptResult): BackendError {
+    if (r.timedOut) return new BackendError("TIMEOUT", `${op} timed out after ${this.opts.config.lrms.scriptTimeoutMs} ms`, { stderr: r.stderr });
+    if (r.spawnError) return new BackendError(code, `${op} could not run: ${r.spawnError}`);
+    return new BackendError(code, reason(r), { stderr: r.stderr.slice(-4096), ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }) });
+  }
+
+  /** Stage 0 of each RTE on the front end, before submission (arex-jem §8). */
+  private async stage0(batch: BatchFile): Promise<void> {
+    for (const rte of batch.runtimeEnvironments) {
+      const r = await runScript(
+        "/bin/bash",
+        ["-c", 'source "$1" || exit 1; rte=$2; shift 2; source "$rte" 0 "$@"', "rte-stage0", join(batch.jobDir, "batch.env"), rte.path, ...rte.options],
+        { timeoutMs: this.opts.config.lrms.scriptTimeoutMs, cwd: batch.sessionDir, env: this.env },
+      );
+      if (r.timedOut || r.exitCode !== 0) {
+        throw new BackendError("SUBMIT_FAILED", `Runtime environment ${rte.name} failed in stage 0: ${r.timedOut ? "timed out" : reason(r)}`, {
+          stderr: r.stderr.slice(-4096),
+        });
+      }
+    }
+  }
+
+  async submit(spec: BatchJobSpec): Promise<{ localId: string }> {
+    const log = this.log.child({ jobId: spec.jobId, ...(spec.requestId ? { requestId: spec.requestId } : {}) });
+    const batch = buildBatchFile(spec, this.opts.config);
+    const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
+    await writeAtomic(join(spec.jobDir, "batch.json"), `${JSON.stringify(batch, null, 2)}\n`, 0o600);
+    await writeAtomic(join(spec.jobDir, "batch.env"), renderBatchEnv(batch), 0o600);
+    await writeAtomic(batch.wrapper, script, 0o700);
+    await this.stage0(batch);
+    const r = await this.call("submit", [spec.jobDir]);
+    if (r.timedOut || r.exitCode !== 0) throw this.failure("SUBMIT_FAILED", "submit", r);
+    const localId = parseSubmitOutput(r.stdout);
+    log.info({ localId, queue: spec.queue, partition: batch.partition }, "job submitted to the batch system");
+    return { localId };
+  }
+
+  async cancel(localId: string, spec: { jobId: string; jobDir: string }): Promise<void> {
+    if (!LOCAL_ID.test(localId)) throw new BackendError("CANCEL_FAILED", `invalid local id ${JSON.stringify(localId.slice(0, 80))}`);
+    const r = await this.call("cancel", [localId, spec.jobDir]);
+    if (r.timedOut || r.exitCode !== 0) throw this.failure("CANCEL_FAILED", "cancel", r);
+    this.log.info({ jobId: spec.jobId, localId }, "job cancelled in the batch system");
+  }
+
+  async poll(jobs: Array<{ jobId: string; localId: string; jobDir: string }>): Promise<Map<string, PollState>> {
+    const result = new Map<string, PollState>();
+    const asked = jobs.filter((j) => {
+      const ok = TOKEN.test(j.jobId) && LOCAL_ID.test(j.localId) && !/[\n\r]/.test(j.jobDir);
+      if (!ok) result.set(j.jobId, { kind: "unknown", reason: "invalid job id, local id or job dir" });
+      return ok;
+    });
+    if (asked.length === 0) return result;
+    const input = asked.map((j) => `${j.jobId} ${j.localId} ${j.jobDir}\n`).join("");
+    let r: ScriptResult;
+    try {
+      r = await this.call("poll", [], input);
+    } catch (e) {
+      r = { exitCode: undefined, signal: undefined, stdout: "", stderr: String(e), timedOut: false, durationMs: 0, spawnError: String(e) };
+    }
+    if (r.timedOut || r.exitCode !== 0) {
+      const err = this.failure("POLL_FAILED", "poll", r);
+      for (const j of asked) result.set(j.jobId, { kind: "unknown", reason: `${err.code}: ${err.message}` });
+      return result;
+    }
+    const { states, bad } = parsePollOutput(r.stdout, asked.map((j) => j.jobId));
+    if (bad.length > 0) this.log.warn({ lines: bad.slice(0, 5), count: bad.length }, "poll printed unparseable lines");
+    for (const [id, s] of states) result.set(id, s);
+    return result;
+  }
+}

@@ -1,0 +1,63 @@
+import type { JobDescription, LrmsState } from "@ce/model";
+
+/**
+ * The batch-system ("LRMS") boundary of the JEM. One `Backend` per daemon; the shipped
+ * implementation drives the script contract of apps/jem/backends/README.md.
+ */
+
+export interface BatchJobSpec {
+  jobId: string;
+  owner: string;
+  sessionDir: string;
+  /** Per-job control directory: batch.json, job.sh, diag, lrms_done and comment live here. */
+  jobDir: string;
+  description: JobDescription;
+  queue: string;
+  /** Overrides the queue's configured partition (default: queue name). */
+  partition?: string;
+  rteDir: string;
+  /** RTE names for this job (requested); configured defaults are appended when missing. */
+  runtimeEnvironments: string[];
+  credentialFile?: string;
+  requestId?: string;
+}
+
+/**
+ * Result of one poll for one job. `unknown` is never a final answer: the caller keeps the job
+ * INLRMS and asks again (a failed batch query must never look like "finished").
+ */
+export type PollState =
+  | { kind: "active"; lrms: LrmsState }
+  | { kind: "done"; exitCode: number; message: string }
+  | { kind: "unknown"; reason: string };
+
+export interface Backend {
+  readonly name: string;
+  /** Writes batch.json + job.sh into spec.jobDir, runs RTE stage 0, then the back end's submit. */
+  submit(spec: BatchJobSpec): Promise<{ localId: string }>;
+  /** Succeeds also when the job is already gone. */
+  cancel(localId: string, spec: { jobId: string; jobDir: string }): Promise<void>;
+  /**
+   * One batch-system query for all jobs. Never throws: a failed or garbled query yields
+   * `unknown` for the affected jobs (reason starts with the BackendError code).
+   */
+  poll(jobs: Array<{ jobId: string; localId: string; jobDir: string }>): Promise<Map<string, PollState>>;
+}
+
+export type BackendErrorCode = "SUBMIT_FAILED" | "CANCEL_FAILED" | "POLL_FAILED" | "TIMEOUT" | "BAD_OUTPUT";
+
+export class BackendError extends Error {
+  readonly code: BackendErrorCode;
+  /** Script stderr (trimmed, ≤ 4 KiB) when a script failed. */
+  readonly stderr: string | undefined;
+  readonly exitCode: number | undefined;
+
+  constructor(code: BackendErrorCode, message: string, opts: { stderr?: string; exitCode?: number; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "BackendError";
+    this.code = code;
+    this.stderr = opts.stderr;
+    this.exitCode = opts.exitCode;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
