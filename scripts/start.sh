@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `pnpm start`: the embedded development CE — local Redis (started if nothing answers, data under
+# .ce/redis), the JEM with the fork back end, one gateway on https://localhost:8443/arex.
+# Development certificates and .ce/ce.yaml are generated on first start. Ctrl-C stops what it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STATE="${CE_STATE_DIR:-$PWD/.ce}"
+bash scripts/ensure-system-deps.sh base
+node --import tsx scripts/dev/setup.ts "$STATE" >/dev/null
+export CE_CONFIG="${CE_CONFIG:-$STATE/ce.yaml}"
+REDIS_PORT=$(node --import tsx -e 'import("@ce/config").then(m=>console.log(new URL(m.loadConfig().redis.url).port||6379))')
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ -f "$STATE/redis/redis.pid" ] && [ "${STARTED_REDIS:-0}" = 1 ]; then kill "$(cat "$STATE/redis/redis.pid")" 2>/dev/null || true; fi
+}
+trap cleanup INT TERM EXIT
+
+if redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+  echo "ce: reusing the Redis already answering on 127.0.0.1:$REDIS_PORT"
+else
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$STATE/redis" --appendonly yes \
+    --daemonize yes --pidfile "$STATE/redis/redis.pid" --logfile "$STATE/logs/redis.log"
+  STARTED_REDIS=1
+  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  echo "ce: started redis-server on 127.0.0.1:$REDIS_PORT (data in $STATE/redis)"
+fi
+
+node --import tsx apps/jem/src/main.ts >>"$STATE/logs/jem.log" 2>&1 & pids+=($!)
+node --import tsx apps/gateway/src/main.ts >>"$STATE/logs/gateway.log" 2>&1 & pids+=($!)
+
+PKI="$STATE/pki"
+for _ in $(seq 100); do
+  curl -s -o /dev/null --cacert "$PKI/ca/ca.pem" https://localhost:8443/arex/rest && break
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || { echo "ce: a component exited; see $STATE/logs/" >&2; tail -20 "$STATE/logs/"*.log >&2; exit 1; }; done
+  sleep 0.2
+done
+cat <<MSG
+
+  CE running: https://localhost:8443/arex   (logs: $STATE/logs/, config: $CE_CONFIG)
+  Admin: http://127.0.0.1:8444 (gateway), http://127.0.0.1:8445/queues (JEM queues)
+         token: $(cat "$STATE/secrets/admin.token")
+
+  ARC client:
+    export X509_USER_CERT=$PKI/user/cert.pem X509_USER_KEY=$PKI/user/key.pem
+    export X509_CERT_DIR=$PKI/ca X509_USER_PROXY=$PKI/user/proxy.pem
+    arcinfo -C https://localhost:8443/arex -T arcrest
+    arcsub -C https://localhost:8443/arex -T arcrest myjob.xrsl ; arcstat -a ; arcget -a
+
+  curl:
+    curl --cacert $PKI/ca/ca.pem --cert $PKI/user/cert.pem --key $PKI/user/key.pem \\
+         -H 'Accept: application/json' https://localhost:8443/arex/rest/1.1/jobs
+
+  Browser: import $PKI/user/user.p12 (password: ce-dev) and trust $PKI/ca/ca.pem,
+           then open https://localhost:8443/arex/rest/1.1/jobs
+
+  Ctrl-C stops the CE.
+MSG
+wait -n "${pids[@]}"
