@@ -160,7 +160,10 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
     newJob,
     raw,
     async close() {
-      await new Promise<void>((res) => server.close(() => res()));
+      await new Promise<void>((res) => {
+        server.close(() => res());
+        (server as import("node:http").Server).closeAllConnections?.();
+      });
       await services.queues.advance.obliterate({ force: true }).catch(() => undefined);
       await services.queues.commands.close();
       await services.queues.advance.close();

@@ -108,7 +108,7 @@ export async function openParent(root: string, segments: readonly string[], crea
       try {
         next = await dir.child(seg);
       } catch (e) {
-        if (!create || errno(e) !== "ENOENT") classify(e, at);
+        if (!create || errno(e) !== "ENOENT") await refine(dir, seg, e, at);
         await mkdir(dir.at(seg), { mode: 0o755 }).catch((err: unknown) => { if (errno(err) !== "EEXIST") throw err; });
         next = await dir.child(seg).catch((err: unknown) => classify(err, at));
       }
@@ -120,6 +120,14 @@ export async function openParent(root: string, segments: readonly string[], crea
     throw e;
   }
   return { dir, name: segments[segments.length - 1] };
+}
+
+/** O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR on Linux; name the symlink for the reason. */
+async function refine(dir: Dir, name: string, e: unknown, at: string): Promise<never> {
+  if (errno(e) === "ENOTDIR" && (await dir.lstat(name).catch(() => undefined))?.isSymbolicLink()) {
+    throw new SessionFsError("symlink", at);
+  }
+  return classify(e, at);
 }
 
 export type Target =

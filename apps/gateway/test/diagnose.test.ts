@@ -1,0 +1,109 @@
+import { symlink, writeFile } from "node:fs/promises";
+import { DIAGNOSE_FILES } from "@ce/store";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type Harness, OTHER, startHarness } from "./session-harness.js";
+
+let h: Harness;
+let id: string;
+beforeAll(async () => {
+  h = await startHarness(inject("redisUrl"));
+  id = await h.newJob();
+  await h.services.control.write(id, "errors", "2026-01-01T00:00:00Z Job state change UNDEFINED -> ACCEPTED   Reason: new\n");
+  await h.services.control.write(id, "xml", "<ComputingActivity/>");
+  await h.services.control.write(id, "description", "&(executable=/bin/true)");
+  await h.services.control.write(id, "proxy", "-----BEGIN PRIVATE KEY-----\nsecret\n");
+  await h.services.control.write(id, "spec", '{"secret":true}');
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const diag = (type: string, job = id) => `${h.base}/${job}/diagnose/${type}`;
+
+describe("E7 diagnose files", () => {
+  it("serves an allowed file as text/plain with its length", async () => {
+    const res = await h.raw("GET", diag("errors"));
+    expect(res.status).toBe(200);
+    expect(res.headers["content-type"]).toBe("text/plain; charset=utf-8");
+    expect(res.text).toMatch(/Job state change UNDEFINED -> ACCEPTED/);
+    expect(res.headers["content-length"]).toBe(String(res.body.length));
+    expect(res.headers["last-modified"]).toBeDefined();
+  });
+
+  it("xml is application/xml", async () => {
+    const res = await h.raw("GET", diag("xml"));
+    expect(res.headers["content-type"]).toBe("application/xml");
+    expect(res.text).toBe("<ComputingActivity/>");
+  });
+
+  it("HEAD gives the length without a body; ranges as for session files", async () => {
+    const head = await h.raw("HEAD", diag("description"));
+    expect(head.status).toBe(200);
+    expect(head.headers["content-length"]).toBe("23");
+    expect(head.body.length).toBe(0);
+    const part = await h.raw("GET", diag("description"), { headers: { range: "bytes=2-11" } });
+    expect(part.status).toBe(206);
+    expect(part.headers["content-range"]).toBe("bytes 2-11/23");
+    expect(part.text).toBe("executable");
+    expect((await h.raw("GET", diag("description"), { headers: { range: "bytes=-4" } })).text).toBe("rue)");
+    const bad = await h.raw("GET", diag("description"), { headers: { range: "bytes=23-" } });
+    expect(bad.status).toBe(416);
+    expect(bad.headers["content-range"]).toBe("bytes */23");
+  });
+
+  it("every allowed type that is absent is 404 Not found", async () => {
+    const present = new Set(["errors", "xml", "description"]);
+    for (const t of DIAGNOSE_FILES) {
+      const res = await h.raw("GET", diag(t), { headers: { accept: "application/json" } });
+      if (present.has(t)) expect(res.status, t).toBe(200);
+      else {
+        expect(res.status, t).toBe(404);
+        expect(JSON.parse(res.text).reason).toBe("Not found");
+      }
+    }
+  });
+
+  it("private control files and unknown names are 'Diagnostic item not found'", async () => {
+    for (const t of ["proxy", "spec", "grami", "status.tmp", "..", "%2e%2e", "ERRORS", "errors/x", "errors%2Fx", ""]) {
+      const res = await h.raw("GET", diag(t), { headers: { accept: "application/json" } });
+      expect(res.status, t).toBe(404);
+      expect(res.text).not.toContain("PRIVATE KEY");
+      expect(res.text).not.toContain("secret");
+      if (t !== ".." && t !== "%2e%2e") expect(JSON.parse(res.text).reason, t).toBe("Diagnostic item not found");
+    }
+  });
+
+  it("a symlink in the control directory is not followed", async () => {
+    const j = await h.newJob();
+    await symlink("/etc/passwd", h.services.control.file(j, "comment"));
+    const res = await h.raw("GET", diag("comment", j));
+    expect(res.status).toBe(404);
+    expect(res.text).not.toContain("root:");
+  });
+
+  it("other methods are 405 with Allow (unknown types stay 404 first)", async () => {
+    for (const m of ["POST", "PUT", "DELETE", "PROPFIND"]) {
+      const res = await h.raw(m, diag("errors"), { body: "" });
+      expect(res.status, m).toBe(405);
+      expect(res.headers.allow).toBe("GET, HEAD");
+    }
+    expect((await h.raw("PUT", diag("proxy"), { body: "" })).status).toBe(404);
+  });
+
+  it("another owner's job and a missing job are 404 alike; scope compute.read is required", async () => {
+    const other = await h.newJob({}, OTHER);
+    await h.services.control.write(other, "errors", "theirs");
+    const a = await h.raw("GET", diag("errors", other), { headers: { accept: "application/json" } });
+    const b = await h.raw("GET", diag("errors", "00000000-0000-4000-8000-000000000000"), { headers: { accept: "application/json" } });
+    expect(a.status).toBe(404);
+    expect(a.text).toBe(b.text);
+    expect((await h.raw("GET", diag("errors"), { headers: { "x-test-scopes": "compute.modify" } })).status).toBe(403);
+    expect((await h.raw("GET", diag("errors"), { headers: { "x-test-scopes": "compute.read" } })).status).toBe(200);
+  });
+
+  it("a WIPED job still serves what is left of its control files", async () => {
+    const j = await h.newJob({ state: "DELETED", rest: "WIPED" });
+    await writeFile(h.services.control.file(j, "failed"), "expired\n");
+    expect((await h.raw("GET", diag("failed", j))).text).toBe("expired\n");
+  });
+});
