@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv, Services } from "./context.js";
 import { CeError, NotFound } from "./errors.js";
-import { requestContext } from "./middleware/request-context/index.js";
+import { rateLimit, requestContext } from "./middleware/request-context/index.js";
 import { identity } from "./middleware/identity/index.js";
 import { renderError } from "./render.js";
 import { versionRoutes } from "./routes/versions.js";
@@ -19,8 +19,8 @@ export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
  */
 export function createApp(services: Services): Hono<AppEnv> {
   // Runs of slashes are one slash and a trailing slash is ignored, as A-REX does (arex-rest.md §1.3).
+  // (Hono ignores a custom getPath under `strict: false`, so the trailing slash is stripped here.)
   const app = new Hono<AppEnv>({
-    strict: false,
     getPath: (req) => {
       const url = req.url;
       const start = url.indexOf("/", url.indexOf("://") + 3);
@@ -34,6 +34,9 @@ export function createApp(services: Services): Hono<AppEnv> {
   app.use("*", requestContext(services));
   app.use(rest, identity());
   app.use(`${rest}/*`, identity());
+  // After authentication: the token bucket is per identity (per address for public requests).
+  app.use(rest, rateLimit());
+  app.use(`${rest}/*`, rateLimit());
 
   const r = new Hono<AppEnv>({ strict: false });
   versionRoutes(r);

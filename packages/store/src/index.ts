@@ -4,3 +4,4 @@ export * from "./controldir.js";
 export * from "./queues.js";
 export * from "./secretbox.js";
 export * from "./delegations.js";
+export * from "./activity.js";

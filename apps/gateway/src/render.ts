@@ -1,0 +1,65 @@
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { type El, type HtmlOptions, contentTypeFor, errorDoc, negotiateFormat, render } from "@ce/glue2";
+import type { AppEnv, Format } from "./context.js";
+import type { CeError } from "./errors.js";
+
+/**
+ * Structured responses (versions, info, job lists, bulk results, errors) in the negotiated format:
+ * XML is always `application/xml` (also when `text/xml` was asked for), JSON uses the forced
+ * arrays of decisions #6 (registered per root in @ce/glue2), HTML is a browsable page.
+ * Content-Length is always set, so HEAD (answered by Hono from the GET handler) carries the
+ * length the GET body would have, without the body.
+ */
+export interface RespondOptions extends HtmlOptions {
+  status?: ContentfulStatusCode;
+  headers?: Record<string, string>;
+  /** Override of the JSON forced-array names (default: by root name). */
+  forceArrays?: readonly string[];
+  /** Text for the status line (reason phrase); the standard phrase when absent. */
+  statusText?: string;
+}
+
+export function formatOf(c: Context<AppEnv>): Format {
+  return c.get("format") ?? negotiateFormat(c.req.header("accept"));
+}
+
+export function respond(c: Context<AppEnv>, root: El, opts: RespondOptions = {}): Response {
+  const fmt = formatOf(c);
+  const body = render(root, fmt, {
+    ...(opts.forceArrays ? { forceArrays: opts.forceArrays } : {}),
+    ...(opts.title !== undefined ? { title: opts.title } : {}),
+    ...(opts.links ? { links: opts.links } : {}),
+  });
+  const headers: Record<string, string> = {
+    "Content-Type": contentTypeFor(fmt),
+    "Content-Length": String(Buffer.byteLength(body)),
+    ...opts.headers,
+  };
+  if (opts.statusText) setStatusText(c, opts.statusText);
+  if (fmt === "html") headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'";
+  return c.body(body, opts.status ?? 200, headers);
+}
+
+/**
+ * Whole-request failure (decisions #10): `<error><status-code/><reason/></error>` in the
+ * negotiated format, the error's headers (Allow, WWW-Authenticate, Retry-After ...), and the
+ * reason also in the status line as A-REX does (clients print it).
+ */
+export function renderError(c: Context<AppEnv>, err: CeError): Response {
+  const status = err.status as ContentfulStatusCode;
+  return respond(c, errorDoc(status, err.message), {
+    status,
+    headers: { ...err.headers, "X-Error-Code": err.code },
+    statusText: err.message,
+    title: `${status} ${err.message}`.slice(0, 120),
+  });
+}
+
+/** Reason phrase of the status line: one line of printable ASCII, bounded. */
+export function setStatusText(c: Context<AppEnv>, text: string): void {
+  const out = c.env?.outgoing;
+  if (!out || out.headersSent) return;
+  const clean = text.replace(/[^\x20-\x7e]+/g, " ").trim().slice(0, 200);
+  if (clean) out.statusMessage = clean;
+}

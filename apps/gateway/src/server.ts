@@ -1,0 +1,169 @@
+import { constants as cryptoConstants } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
+import { createAdaptorServer } from "@hono/node-server";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import pino, { type Logger } from "pino";
+import type { CompiledConfig } from "@ce/config";
+import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from "@ce/store";
+import { KeyPool, TrustStore } from "@ce/x509";
+import { createApp } from "./app.js";
+import type { Services } from "./context.js";
+
+/** Never let credentials reach a log line, whatever gets logged by accident. */
+export const REDACT_PATHS = [
+  "req.headers.authorization",
+  'req.headers["x-token-delegation"]',
+  'req.headers["x-delegation"]',
+  "headers.authorization",
+  'headers["x-token-delegation"]',
+  'headers["x-delegation"]',
+  "authorization",
+  "token",
+  "*.token",
+  "privateKey",
+  "*.privateKey",
+  "privateKeyPem",
+  "*.privateKeyPem",
+  "proxyPem",
+  "*.proxyPem",
+  "encryptionKey",
+  "*.encryptionKey",
+];
+
+export function createLogger(config: CompiledConfig): Logger {
+  return pino({ level: config.logging.level, base: { svc: "gateway" }, redact: { paths: REDACT_PATHS, censor: "[redacted]" } });
+}
+
+export interface GatewayHandle {
+  /** `https://host:port` (or http:// in plain-HTTP mode) — the origin, without the mount path. */
+  url: string;
+  port: number;
+  services: Services;
+  server: HttpServer;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Milliseconds in-flight requests get on close before connections are cut. */
+  drainMs?: number;
+}
+
+/** The delegation encryption key: configured, from a file, or (dev) generated once under stateDir. */
+export function loadSecretBox(config: CompiledConfig, log: Logger): SecretBox {
+  const { encryptionKey, encryptionKeyFile } = config.delegations;
+  if (encryptionKey) return new SecretBox(encryptionKey);
+  const file = encryptionKeyFile ?? join(config.paths.stateDir, "delegation.key");
+  if (!existsSync(file)) {
+    if (encryptionKeyFile) throw new Error(`delegations.encryptionKeyFile ${file} does not exist`);
+    mkdirSync(dirname(file), { recursive: true });
+    // wx: two gateways starting together must not overwrite each other's key.
+    try {
+      writeFileSync(file, SecretBox.generateKey() + "\n", { mode: 0o600, flag: "wx" });
+      log.warn({ file }, "generated a delegation encryption key (development default)");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+  }
+  return new SecretBox(readFileSync(file, "utf8").trim());
+}
+
+export async function createServices(config: CompiledConfig, logger: Logger): Promise<Services> {
+  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false });
+  redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
+  const prefix = config.redis.prefix;
+  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
+  await control.ensureRoots();
+  let trust: TrustStore;
+  try {
+    trust = await TrustStore.load(config.auth.caDir);
+  } catch (e) {
+    throw new Error(`cannot load the CA directory ${config.auth.caDir}: ${(e as Error).message}`);
+  }
+  for (const w of trust.warnings) logger.warn({ warning: w }, "CA directory");
+  const connection = bullConnection(config.redis.url);
+  return {
+    config,
+    redis,
+    jobs: new JobStore(redis, prefix),
+    delegations: new DelegationStore(redis, prefix, loadSecretBox(config, logger)),
+    control,
+    queues: { commands: new Queue("commands", { prefix, connection }), advance: new Queue("advance", { prefix, connection }) },
+    trust,
+    keyPool: new KeyPool({ size: config.delegations.keyPoolSize }),
+    logger,
+  };
+}
+
+/**
+ * HTTPS with client certificates requested but verified by the application (Node cannot verify
+ * RFC 3820 proxy chains). Session tickets are off: a resumed TLS session no longer carries the
+ * client's intermediate certificates (see middleware/identity/x509.ts).
+ */
+export async function startGateway(config: CompiledConfig, opts: StartOptions = {}): Promise<GatewayHandle> {
+  const logger = opts.logger ?? createLogger(config);
+  const services = await createServices(config, logger);
+  const app = createApp(services);
+  const plain = config.gateway.plainHttp.enabled;
+  const server = (
+    plain
+      ? createAdaptorServer({ fetch: app.fetch, createServer: createHttpServer })
+      : createAdaptorServer({
+          fetch: app.fetch,
+          createServer: createHttpsServer,
+          serverOptions: {
+            cert: readFileSync(required(config.gateway.tls.certFile, "gateway.tls.certFile")),
+            key: readFileSync(required(config.gateway.tls.keyFile, "gateway.tls.keyFile")),
+            requestCert: true,
+            rejectUnauthorized: false,
+            minVersion: "TLSv1.2",
+            secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
+          },
+        })
+  ) as HttpServer;
+  // Long uploads must not be cut by the 5-minute default; slow headers still are.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.gateway.port, config.gateway.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port, address } = server.address() as AddressInfo;
+  const host = address.includes(":") ? `[${address}]` : address;
+  const url = `${plain ? "http" : "https"}://${host}:${port}`;
+  logger.info({ url, mount: config.mountPath, plainHttp: plain }, "gateway listening");
+
+  // CRLs and CA updates (fetch-crl) are picked up without a restart.
+  const reload = setInterval(() => void services.trust.reload().catch((err) => logger.warn({ err }, "CA reload failed")), 10 * 60_000);
+  reload.unref();
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      clearInterval(reload);
+      const done = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), opts.drainMs ?? 10_000);
+      await done;
+      clearTimeout(timer);
+      await Promise.allSettled([services.queues.commands.close(), services.queues.advance.close()]);
+      await services.keyPool.close();
+      await services.redis.quit().catch(() => undefined);
+      logger.info("gateway stopped");
+    })());
+  return { url, port, services, server, close };
+}
+
+function required(v: string | undefined, name: string): string {
+  if (!v) throw new Error(`${name} is required for HTTPS (or enable gateway.plainHttp behind a TLS proxy)`);
+  return v;
+}

@@ -1,0 +1,52 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../context.js";
+import { PayloadTooLarge } from "../errors.js";
+
+/**
+ * Reads a request body as UTF-8 text, refusing more than `limit` bytes with 413: early from
+ * Content-Length, otherwise while streaming (chunked bodies), so an oversized body is never
+ * buffered whole.
+ */
+export async function readTextBody(c: Context<AppEnv>, limit: number, what: string): Promise<string> {
+  const declared = Number(c.req.header("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > limit) throw new PayloadTooLarge(what, limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const add = (chunk: Uint8Array) => {
+    size += chunk.byteLength;
+    if (size > limit) throw new PayloadTooLarge(what, limit);
+    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  };
+  const incoming = c.env?.incoming;
+  // Under @hono/node-server read the Node stream directly; touching `c.req.raw` here would
+  // make the adapter build a web stream over the same socket data.
+  if (incoming) {
+    for await (const chunk of incoming) add(chunk as Buffer);
+  } else if (c.req.raw.body) {
+    const reader = c.req.raw.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      add(value);
+    }
+  }
+  return Buffer.concat(chunks, size).toString("utf8");
+}
+
+/** Media type of the request without parameters, lower-cased; undefined when absent. */
+export function mediaType(c: Context<AppEnv>): string | undefined {
+  const ct = c.req.header("content-type");
+  if (!ct) return undefined;
+  const t = (ct.split(";", 1)[0] ?? "").trim().toLowerCase();
+  return t === "" ? undefined : t;
+}
+
+/** Types that say nothing about the body (curl's form default included): the body is sniffed. */
+export const GENERIC_TYPES = new Set([
+  "application/octet-stream",
+  "text/plain",
+  "application/x-www-form-urlencoded",
+  "*/*",
+  "application/*",
+  "text/*",
+]);

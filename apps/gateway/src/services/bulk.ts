@@ -1,0 +1,95 @@
+import { type BulkItem, buildActivityDocument } from "@ce/glue2";
+import { FINAL_REST_STATES } from "@ce/model";
+import { QUEUE_DEFAULTS, activityInputFor, type JobRecord, type QueueCatalog } from "@ce/store";
+import type { Logger } from "pino";
+import type { Identity, Services } from "../context.js";
+import { ServiceUnavailable } from "../errors.js";
+import type { OperationClass } from "../middleware/identity/scopes.js";
+
+export const BULK_ACTIONS = ["info", "status", "kill", "clean", "restart", "delegations"] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+
+export function isBulkAction(s: string | undefined): s is BulkAction {
+  return (BULK_ACTIONS as readonly string[]).includes(s ?? "");
+}
+
+/** Token scope class of each action (arex-rest §3.3). */
+export const ACTION_SCOPE: Record<BulkAction | "new", OperationClass> = {
+  new: "jobcreate",
+  info: "jobinfo",
+  status: "jobinfo",
+  delegations: "jobinfo",
+  kill: "jobcancel",
+  clean: "jobdelete",
+  restart: "jobcreate",
+};
+
+type Command = QueueCatalog["commands"];
+
+/**
+ * E5 over any number of ids with ONE Redis round trip for the records and one for the command
+ * queue. Another owner's job answers exactly like a missing one (per-item 404 "Job not found").
+ */
+export async function runBulk(
+  s: Services,
+  action: BulkAction,
+  ids: readonly string[],
+  ctx: { identity: Identity; requestId: string; log: Logger; now?: Date },
+): Promise<BulkItem[]> {
+  const records = await s.jobs.getMany(ids);
+  const owned = records.map((r) => (r && r.owner === ctx.identity.subject ? r : undefined));
+  const hostname = new URL(s.config.endpoint.url).hostname;
+  const now = ctx.now ?? new Date();
+  const commands: Command[] = [];
+
+  const items = ids.map((id, i): BulkItem => {
+    const r = owned[i];
+    if (!r) return notFound(action, id);
+    switch (action) {
+      case "info":
+        return { statusCode: 200, reason: "OK", id, infoDocument: buildActivityDocument(activityInputFor(r, { hostname, now })) };
+      case "status":
+        return { statusCode: 200, reason: "OK", id, state: r.rest };
+      case "delegations":
+        return { statusCode: 200, reason: "OK", id, delegationIds: r.delegations };
+      case "kill":
+        // Killing a job that already ended is a successful no-op, as on A-REX (clients expect 202).
+        if (!FINAL_REST_STATES.has(r.rest)) commands.push({ action: "kill", jobId: id, requestId: ctx.requestId });
+        return { statusCode: 202, reason: "Queued for killing", id };
+      case "clean":
+        commands.push({ action: "clean", jobId: id, requestId: ctx.requestId });
+        return { statusCode: 202, reason: "Queued for cleaning", id };
+      case "restart": {
+        const refused = restartRefusal(r);
+        if (refused) return { statusCode: 409, reason: refused, id };
+        commands.push({ action: "restart", jobId: id, requestId: ctx.requestId });
+        return { statusCode: 202, reason: "Queued for restarting", id };
+      }
+    }
+  });
+
+  if (commands.length > 0) {
+    try {
+      await s.queues.commands.addBulk(commands.map((data) => ({ name: data.action, data, opts: QUEUE_DEFAULTS.commands })));
+    } catch (err) {
+      ctx.log.error({ err }, "command queue unavailable");
+      throw new ServiceUnavailable("Job command queue unavailable; nothing was queued", "QUEUE_UNAVAILABLE");
+    }
+    ctx.log.info({ action, jobs: commands.length }, "job commands queued");
+  }
+  return items;
+}
+
+function notFound(action: BulkAction, id: string): BulkItem {
+  const base = { statusCode: 404, reason: "Job not found", id };
+  if (action === "status") return { ...base, stateNone: true };
+  if (action === "info") return { ...base, infoDocument: null };
+  return base;
+}
+
+/** Restart is only for failed jobs with restarts left (arex-jem §2.7). */
+export function restartRefusal(r: JobRecord): string | undefined {
+  if (r.state !== "FINISHED" || r.pending || r.outcome !== "failed" || !r.failedState) return "Job has not failed";
+  if (r.rerun <= 0) return "No more restarts allowed";
+  return undefined;
+}

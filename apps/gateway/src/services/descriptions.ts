@@ -1,0 +1,50 @@
+import {
+  type SettledDescription,
+  DescriptionTooLargeError,
+  UnsupportedFormatError,
+  detectFormat,
+  isDescriptionError,
+  parseDescriptionsSettled,
+} from "@ce/model";
+import { BadRequest, CeError, PayloadTooLarge, UnsupportedMediaType } from "../errors.js";
+import { GENERIC_TYPES } from "./body.js";
+
+const ADL_TYPES = new Set(["application/xml", "text/xml", "application/adl+xml"]);
+const XRSL_TYPES = new Set(["application/rsl", "application/xrsl", "text/rsl", "text/xrsl", "application/x-rsl"]);
+const JSON_TYPES = new Set(["application/json", "text/json"]);
+
+/**
+ * Submission body → one settled result per description, in order. Content-Type decides the
+ * language when it names one (`application/xml` ADL, `application/rsl` xRSL); when it is absent
+ * or generic the first non-blank character does (decisions #11) — the ARC client sends none.
+ * Whole-body problems become request errors: 413 too large, 415 JSON or an unknown media type,
+ * 400 empty body, syntax errors or a body that contradicts its Content-Type.
+ */
+export function settleDescriptions(body: string, contentType: string | undefined, opts: { maxBytes: number; maxRerun: number }): SettledDescription[] {
+  if (body.length === 0) throw new BadRequest("Missing payload: the request body holds no job description", "EMPTY_BODY");
+  if (body.trim() === "") throw new BadRequest("Payload is empty: the request body is only whitespace", "EMPTY_BODY");
+  const sniffed = detectFormat(body);
+  if (contentType !== undefined && !GENERIC_TYPES.has(contentType)) {
+    if (JSON_TYPES.has(contentType) || contentType.endsWith("+json")) throw jsonRefused();
+    const declared = ADL_TYPES.has(contentType) ? "adl" : XRSL_TYPES.has(contentType) ? "xrsl" : undefined;
+    if (!declared) {
+      throw new UnsupportedMediaType(`Content-Type ${contentType} is not a job description type; use application/xml (ADL) or application/rsl (xRSL)`);
+    }
+    if (sniffed !== declared && sniffed !== "json") {
+      throw new BadRequest(`Content-Type ${contentType} announces ${declared === "adl" ? "ADL" : "xRSL"} but the body is not ${declared === "adl" ? "XML" : "xRSL"}`, "CONTENT_TYPE_MISMATCH");
+    }
+  }
+  if (sniffed === "json") throw jsonRefused();
+  try {
+    return parseDescriptionsSettled(body, { maxBytes: opts.maxBytes, maxRerun: opts.maxRerun });
+  } catch (e) {
+    if (e instanceof DescriptionTooLargeError) throw new PayloadTooLarge("Job description", e.limit);
+    if (e instanceof UnsupportedFormatError) throw new BadRequest(`Payload is not recognized: ${e.message}`, "UNSUPPORTED_FORMAT");
+    if (isDescriptionError(e)) throw new BadRequest(e.message, e.code);
+    throw e;
+  }
+}
+
+function jsonRefused(): CeError {
+  return new UnsupportedMediaType("JSON job descriptions are not supported; send ADL (application/xml) or xRSL (application/rsl)");
+}

@@ -1,0 +1,82 @@
+import { availableParallelism, totalmem } from "node:os";
+import { type El, type InfoInput, type JobCounts, type QueueInput, buildInfoDocument } from "@ce/glue2";
+import { REST_STATES, type RestState } from "@ce/model";
+import type { Services } from "../context.js";
+
+export const IMPLEMENTATION_VERSION = "0.1.0";
+
+/** Is the CE refusing new jobs? Configuration (`jobs.allowNew: false`) or the Redis drain flag. */
+export async function isDraining(s: Services): Promise<boolean> {
+  if (!s.config.jobs.allowNew) return true;
+  return (await s.redis.hget(s.jobs.keys.flags(), "drain")) === "1";
+}
+
+/** GLUE2 counters from the live per-REST-state sets (decisions #16: batch sub-states included). */
+export function countsFrom(by: Record<string, number>): JobCounts {
+  const n = (...states: RestState[]) => states.reduce((a, s) => a + (by[s] ?? 0), 0);
+  return {
+    total: REST_STATES.filter((s) => s !== "WIPED").reduce((a, s) => a + (by[s] ?? 0), 0),
+    running: n("RUNNING", "EXITINGLRMS", "OTHER"),
+    waiting: n("QUEUING"),
+    suspended: n("HELD"),
+    staging: n("PREPARING", "FINISHING"),
+    prelrms: n("ACCEPTING", "ACCEPTED", "PREPARED", "SUBMITTING"),
+  };
+}
+
+let cache: { at: number; key: Services; doc: El } | undefined;
+const CACHE_MS = 1000;
+
+/**
+ * The information document (E2). Counts and drain state are read live from Redis; queues and
+ * runtime environments come from configuration. If Redis does not answer the document is still
+ * served, with HealthState critical, so brokers stop sending jobs here.
+ */
+export async function infoDocument(s: Services, now = new Date()): Promise<El> {
+  // Brokered arcsub fetches /info once per job: a one-second cache absorbs such bursts.
+  if (cache && cache.key === s && now.getTime() - cache.at < CACHE_MS) return cache.doc;
+  const { config } = s;
+  let health: InfoInput["health"] = "ok";
+  let by: Record<string, number> = {};
+  let draining = !config.jobs.allowNew;
+  try {
+    [by, draining] = await Promise.all([s.jobs.countByRest(REST_STATES), isDraining(s)]);
+  } catch (err) {
+    s.logger.warn({ err }, "info: redis unavailable");
+    health = { state: "critical", info: "job database unavailable" };
+  }
+  const counts = countsFrom(by);
+  const serving = draining ? "draining" : "production";
+  const slots = availableParallelism();
+  const single = config.jobs.queues.length === 1;
+  const queues: QueueInput[] = config.jobs.queues.map((q) => ({
+    name: q.name,
+    ...(q.maxWallTimeSeconds !== undefined ? { maxWallTime: q.maxWallTimeSeconds } : {}),
+    ...(q.defaultWallTimeSeconds !== undefined ? { defaultWallTime: q.defaultWallTimeSeconds } : {}),
+    ...(q.maxCpuTimeSeconds !== undefined ? { maxCpuTime: q.maxCpuTimeSeconds } : {}),
+    ...(q.maxMainMemoryMB !== undefined ? { maxMainMemory: q.maxMainMemoryMB } : {}),
+    ...(q.maxSlotsPerJob !== undefined ? { maxSlotsPerJob: q.maxSlotsPerJob } : {}),
+    // Per-queue counters are not indexed; with one queue the CE-wide ones are exact.
+    counts: single ? counts : {},
+  }));
+  const url = new URL(config.endpoint.url);
+  const doc = buildInfoDocument({
+    endpointUrl: config.endpoint.url,
+    hostname: url.hostname,
+    adminDomain: config.endpoint.adminDomain,
+    implementationVersion: IMPLEMENTATION_VERSION,
+    health,
+    serving,
+    lrms: config.lrms.backend === "slurm" ? "SLURM" : config.lrms.backend,
+    queues,
+    counts,
+    totalSlots: slots,
+    totalLogicalCpus: slots,
+    workingAreaLifeTime: config.jobs.sessionLifetimeSeconds,
+    runtimeEnvironments: [...config.jobs.runtimeEnvironments],
+    executionEnvironment: { logicalCpus: slots, mainMemorySize: Math.floor(totalmem() / 2 ** 20) },
+    now,
+  });
+  cache = { at: now.getTime(), key: s, doc };
+  return doc;
+}

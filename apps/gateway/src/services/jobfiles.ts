@@ -1,0 +1,111 @@
+import { writeFile } from "node:fs/promises";
+import type { InputFile, JobDescription, OutputFile } from "@ce/model";
+import { type ControlDir, type ControlFile, formatKeyValues, mdsTime } from "@ce/store";
+
+/** What the gateway knows about a job when it writes its control files. */
+export interface JobFilesInput {
+  id: string;
+  description: JobDescription;
+  source: string;
+  owner: string;
+  queue: string;
+  backend: string;
+  endpointUrl: string;
+  hostname: string;
+  version: string;
+  lifetime: number;
+  rerun: number;
+  mainDelegation?: string | undefined;
+  delegationExpires?: number | undefined;
+  clientHost?: string | undefined;
+  clientSoftware?: string | undefined;
+  requestId: string;
+  now: Date;
+}
+
+/** A-REX token escaping in `.local` args and `.input`/`.output` lines: space, backslash, CR, LF. */
+export function escapeToken(s: string): string {
+  return s.replace(/[\\ \r\n]/g, (c) => (c === "\r" ? "\\r" : c === "\n" ? "\\n" : `\\${c}`));
+}
+
+function fileLine(name: string, url: string | undefined): string {
+  const pfn = `/${escapeToken(name)}`;
+  return url ? `${pfn} ${escapeToken(url)}` : pfn;
+}
+
+/** `.local` keys in A-REX write order (arex-jem §1.4.2), plus our `requestid`. */
+export function localFile(j: JobFilesInput, sessionDir?: string): string {
+  const d = j.description;
+  const args = d.executable !== undefined ? [d.executable, ...d.arguments].map(escapeToken).join(" ") : undefined;
+  const entries: Array<[string, string | number | boolean | undefined]> = [
+    ["globalid", j.id],
+    ["headnode", j.endpointUrl],
+    ["headhost", j.hostname],
+    ["globalurl", `${j.endpointUrl}/rest/${j.version}/jobs/${j.id}`],
+    ["interface", "org.nordugrid.arcrest"],
+    ["lrms", j.backend],
+    ["queue", j.queue],
+    ["args", args],
+    ["argscode", d.successExitCode ?? 0],
+    ["subject", j.owner],
+    ["starttime", mdsTime(j.now)],
+    ["lifetime", j.lifetime],
+    ...d.notify.map((n): [string, string] => ["notify", n]),
+    ["processtime", d.startTime ? mdsTime(d.startTime) : undefined],
+    ["rerun", j.rerun],
+    ["downloads", d.inputFiles.filter((f) => f.source).length],
+    ["uploads", d.outputFiles.filter((f) => f.target).length],
+    ["jobname", d.jobName],
+    ["projectname", d.projectName],
+    ["gmlog", d.logDir],
+    ["delegexpiretime", j.delegationExpires ? mdsTime(new Date(j.delegationExpires)) : undefined],
+    ["clientname", j.clientHost],
+    ["clientsoftware", j.clientSoftware?.slice(0, 200)],
+    ["delegationid", j.mainDelegation],
+    ["sessiondir", sessionDir],
+    ["diskspace", d.diskMB !== undefined ? d.diskMB * 1024 * 1024 : undefined],
+    ["freestagein", d.freeStageIn ?? false],
+    ["transfershare", "_default"],
+    ["priority", d.priority ?? 50],
+    ["dryrun", d.dryRun ?? false],
+    ["requestid", j.requestId],
+  ];
+  return formatKeyValues(entries);
+}
+
+export const inputFile = (files: readonly InputFile[]) => files.map((f) => fileLine(f.name, f.source)).join("\n") + (files.length ? "\n" : "");
+export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
+
+/**
+ * Creates the job's directories and control files; `status` = ACCEPTED is written last and
+ * atomically, so a half-written job never looks like a job. The directories are fresh, so the other
+ * files are written directly (no temp+rename): that halves the file-system work of bulk submissions.
+ */
+export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Promise<void> {
+  await control.createJobDirs(j.id);
+  const files: Array<[ControlFile, string]> = [
+    ["description", j.source],
+    ["spec", JSON.stringify(j.description)],
+    ["local", localFile(j, control.sessionDir(j.id))],
+    ["input", inputFile(j.description.inputFiles)],
+    ["output", outputFile(j.description.outputFiles)],
+    ["input_status", "\n"],
+  ];
+  if (j.description.acl) files.push(["acl", j.description.acl]);
+  await Promise.all(files.map(([name, content]) => writeFile(control.file(j.id, name), content, { mode: 0o600, flag: "wx" })));
+  await control.write(j.id, "status", "ACCEPTED\n");
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

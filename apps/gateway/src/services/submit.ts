@@ -1,0 +1,242 @@
+import { randomUUID } from "node:crypto";
+import type { BulkItem } from "@ce/glue2";
+import type { JobDescription, SettledDescription } from "@ce/model";
+import { JobStore, QUEUE_DEFAULTS, advanceJobId, type JobRecord } from "@ce/store";
+import type { Logger } from "pino";
+import type { ApiVersion, Identity, Services } from "../context.js";
+import { CeError, Forbidden, ServiceUnavailable } from "../errors.js";
+import { ruleMatches } from "../middleware/identity/policy.js";
+import { settleDescriptions } from "./descriptions.js";
+import { isDraining } from "./info.js";
+import { mapLimit, writeJobFiles } from "./jobfiles.js";
+
+/** One `POST /jobs?action=new` after the route parsed its query parameters. */
+export interface SubmitRequest {
+  version: ApiVersion;
+  identity: Identity;
+  body: string;
+  contentType: string | undefined;
+  /** 1.1 defaults for descriptions that name none. */
+  queue?: string | undefined;
+  delegationId?: string | undefined;
+  /** 1.1: identical copies of the single description. */
+  instances?: number | undefined;
+  instancesMin?: number | undefined;
+  requestId: string;
+  clientHost?: string | undefined;
+  clientSoftware?: string | undefined;
+  log: Logger;
+}
+
+/** A description that passed every check and becomes one (or, with instances, several) jobs. */
+interface Plan {
+  index: number;
+  description: JobDescription;
+  source: string;
+  queue: string;
+  delegations: string[];
+  mainDelegation?: string | undefined;
+  delegationExpires?: number | undefined;
+}
+
+type Outcome = { kind: "item"; item: BulkItem } | { kind: "plan"; plan: Plan };
+
+const created = (id: string): BulkItem => ({ statusCode: 201, reason: "Created", id, state: "ACCEPTING" });
+const failed = (statusCode: number, reason: string): BulkItem => ({ statusCode, reason });
+const DELEGATION_ID = /^[A-Za-z0-9._-]{1,128}$/;
+// Enough parallel file creation to keep libuv's pool busy without flooding a shared file system.
+const FILE_CONCURRENCY = 32;
+
+/**
+ * E4. Per-description results in request order. Each accepted description becomes a job that is
+ * either fully created or not at all: control files first (status last), then ONE atomic Redis
+ * call creates every record within the CE-wide limit (the commit point), then delegations are bound
+ * and the JEM is notified. Files of jobs that were not committed are removed again.
+ */
+export async function submitJobs(s: Services, req: SubmitRequest): Promise<BulkItem[]> {
+  const { config } = s;
+  if (await isDraining(s)) throw new ServiceUnavailable("CE is draining: new jobs are not accepted", "DRAINING");
+  const settled = settleDescriptions(req.body, req.contentType, { maxBytes: config.gateway.limits.descriptionBytes, maxRerun: config.jobs.maxRerun });
+  if (req.instances !== undefined && settled.length > 1) {
+    throw new Forbidden("No multiple descriptions and multiple instances simultaneously", "INSTANCES_WITH_ARRAY");
+  }
+  const maxJobs = config.gateway.limits.jobsPerSubmission;
+  if (settled.length > maxJobs) {
+    throw new CeError(413, "TOO_MANY_DESCRIPTIONS", `${settled.length} job descriptions in one request; the limit is ${maxJobs}`);
+  }
+  const outcomes = await checkDescriptions(s, req, settled);
+
+  // Expand to one entry per job to create.
+  let jobs: Plan[] = outcomes.flatMap((o) => (o.kind === "plan" ? [o.plan] : []));
+  let minRequired = jobs.length > 0 ? 1 : 0;
+  if (req.instances !== undefined && jobs.length === 1) {
+    const min = req.instancesMin ?? 1;
+    const headroom = await s.jobs.headroom(config.jobs.maxTotal);
+    if (headroom < min) throw new Forbidden(`Number of requested instances exceeds allowed limit: ${headroom} more jobs allowed, instances_min is ${min}`, "INSTANCES_LIMIT");
+    const n = Math.min(req.instances, headroom, maxJobs);
+    if (n < min) throw new Forbidden(`Can't create requested number of job instances: at most ${n} per request, instances_min is ${min}`, "INSTANCES_LIMIT");
+    jobs = Array.from({ length: n }, () => jobs[0]!);
+    minRequired = min;
+  }
+
+  const results = new Map<number, BulkItem[]>();
+  const add = (index: number, item: BulkItem) => results.set(index, [...(results.get(index) ?? []), item]);
+  outcomes.forEach((o, i) => {
+    if (o.kind === "item") add(i, o.item);
+  });
+
+  const committed = await createJobs(s, req, jobs, minRequired);
+  if (req.instances !== undefined && committed.length === 0 && jobs.length > 0) {
+    throw new Forbidden("Can't create requested number of job instances within the CE job limit", "INSTANCES_LIMIT");
+  }
+  committed.forEach((r, i) => add(jobs[i]!.index, r));
+  return outcomes.flatMap((_, i) => results.get(i) ?? []);
+}
+
+/** Queue, runtime environments and delegations of every parsed description. */
+async function checkDescriptions(s: Services, req: SubmitRequest, settled: SettledDescription[]): Promise<Outcome[]> {
+  const { config } = s;
+  const owner = req.identity.subject;
+  const refs = (d: JobDescription) => {
+    const main = d.delegationId ?? req.delegationId;
+    const perFile = [...d.inputFiles, ...d.outputFiles].map((f) => f.delegationId).filter((x): x is string => !!x);
+    return { main, all: [...new Set([...(main ? [main] : []), ...perFile])] };
+  };
+  const wanted = [...new Set(settled.flatMap((it) => (it.ok ? refs(it.description).all : [])))];
+  const found = new Map(
+    await Promise.all(
+      wanted.map(async (id) => [id, DELEGATION_ID.test(id) ? await s.delegations.get(id, owner) : undefined] as const),
+    ),
+  );
+  return settled.map((it, index): Outcome => {
+    if (!it.ok) return { kind: "item", item: failed(400, it.error.message) };
+    const d = it.description;
+    const queueName = d.queue ?? req.queue ?? config.jobs.defaultQueue;
+    const queue = config.jobs.queues.find((q) => q.name === queueName);
+    if (!queue) return { kind: "item", item: failed(400, `Requested queue ${queueName} does not exist on this CE`) };
+    if (queue.allow.length > 0 && !queue.allow.some((r) => ruleMatches(r, req.identity))) {
+      return { kind: "item", item: failed(403, `Requested queue ${queueName} is not allowed for this user`) };
+    }
+    const missingRte = d.runtimeEnvironments.find((r) => !rteAvailable(r, config.jobs.runtimeEnvironments));
+    if (missingRte) {
+      const name = missingRte.version ? `${missingRte.name}-${missingRte.version}` : missingRte.name;
+      return { kind: "item", item: failed(500, `Requested runtime environment ${name} is missing`) };
+    }
+    const { main, all } = refs(d);
+    const missing = all.find((id) => !found.get(id));
+    if (missing) return { kind: "item", item: failed(400, `Delegation ${missing} not found`) };
+    return {
+      kind: "plan",
+      plan: { index, description: d, source: it.source, queue: queueName, delegations: all, mainDelegation: main, delegationExpires: main ? found.get(main)?.expires : undefined },
+    };
+  });
+}
+
+/** Exact name, `name-version`, or any version of `name` when none was requested. */
+export function rteAvailable(r: { name: string; version?: string | undefined }, configured: readonly string[]): boolean {
+  const wanted = r.version ? `${r.name}-${r.version}` : r.name;
+  return configured.some((c) => c === wanted || (!r.version && c.startsWith(`${r.name}-`) && /^\d/.test(c.slice(r.name.length + 1))));
+}
+
+/** Files → one atomic create → bind → notify. Returns one result per plan, in order. */
+async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minRequired: number): Promise<BulkItem[]> {
+  if (plans.length === 0) return [];
+  const { config } = s;
+  const owner = req.identity.subject;
+  const now = new Date();
+  const hostname = new URL(config.endpoint.url).hostname;
+  const ids = plans.map(() => randomUUID());
+  const records: JobRecord[] = plans.map((p, i) => {
+    const d = p.description;
+    return JobStore.newRecord(
+      {
+        id: ids[i]!,
+        owner,
+        queue: p.queue,
+        backend: config.lrms.backend,
+        language: d.language,
+        jobName: d.jobName,
+        rerun: Math.min(d.rerun ?? 0, config.jobs.maxRerun),
+        lifetime: Math.min(d.lifetimeSeconds ?? config.jobs.sessionLifetimeSeconds, config.jobs.sessionLifetimeSeconds),
+        delegations: p.delegations,
+        mainDelegation: p.mainDelegation,
+        requestId: req.requestId,
+        clientHost: req.clientHost,
+        delegationExpires: p.delegationExpires,
+        summary: {
+          stdin: d.stdin,
+          stdout: d.stdout,
+          stderr: d.stderr,
+          logDir: d.logDir,
+          wallTime: d.wallTimeSeconds,
+          cpuTime: d.cpuTimeSeconds,
+          slots: d.count,
+          rtes: d.runtimeEnvironments.map((r) => (r.version ? `${r.name}-${r.version}` : r.name)),
+        },
+      },
+      now.getTime(),
+    );
+  });
+
+  const written = await mapLimit(plans, FILE_CONCURRENCY, async (p, i) => {
+    const id = ids[i]!;
+    try {
+      await writeJobFiles(s.control, {
+        id, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
+        endpointUrl: config.endpoint.url.replace(/\/+$/, ""), hostname, version: req.version, lifetime: records[i]!.lifetime,
+        rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
+        clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now,
+      });
+      return true;
+    } catch (err) {
+      req.log.error({ err, jobId: id }, "writing control files failed");
+      await s.control.removeAll(id).catch(() => undefined);
+      return false;
+    }
+  });
+  const ready = records.filter((_, i) => written[i]);
+  const removeAll = (recs: JobRecord[]) => mapLimit(recs, FILE_CONCURRENCY, (r) => s.control.removeAll(r.id).catch(() => undefined));
+
+  let n: number;
+  try {
+    n = await s.jobs.create(ready, config.jobs.maxTotal, Math.min(minRequired, ready.length));
+  } catch (err) {
+    req.log.error({ err }, "job records could not be created");
+    await removeAll(ready);
+    throw new ServiceUnavailable("Job database unavailable; no job was created", "STORE_UNAVAILABLE");
+  }
+  const committed = ready.slice(0, n);
+  await removeAll(ready.slice(n));
+  await afterCommit(s, req, committed);
+
+  const ok = new Set(committed.map((r) => r.id));
+  return records.map((r, i) => {
+    if (ok.has(r.id)) return created(r.id);
+    if (!written[i]) return failed(500, "Failed to create the job's control files");
+    return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
+  });
+}
+
+/** Delegation binding and the JEM wake-up. The job exists already: failures are logged, not fatal. */
+async function afterCommit(s: Services, req: SubmitRequest, jobs: JobRecord[]): Promise<void> {
+  if (jobs.length === 0) return;
+  const groups = new Map<string, string[]>();
+  for (const j of jobs) {
+    if (j.delegations.length === 0) continue;
+    const k = j.delegations.join(",");
+    groups.set(k, [...(groups.get(k) ?? []), j.id]);
+  }
+  const bind = Promise.all([...groups].map(([k, ids]) => s.delegations.bind(k.split(","), ids)));
+  const notify = s.queues.advance.addBulk(
+    jobs.map((j) => ({
+      name: "submitted",
+      data: { jobId: j.id, reason: "submitted", requestId: req.requestId },
+      opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(j.id, "submitted") },
+    })),
+  );
+  const [b, q] = await Promise.allSettled([bind, notify]);
+  if (b.status === "rejected") req.log.error({ err: b.reason }, "binding delegations failed");
+  // The JEM's periodic scan picks the jobs up anyway; the queue only makes it immediate.
+  if (q.status === "rejected") req.log.warn({ err: q.reason }, "advance notification failed");
+  req.log.info({ jobs: jobs.length, owner: req.identity.subject }, "jobs submitted");
+}
