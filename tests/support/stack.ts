@@ -1,0 +1,137 @@
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, openSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import YAML from "yaml";
+import { freePort } from "./redis-server.js";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+
+/** A whole CE (JEM + gateways as separate processes) on a temp state dir, like `./ce start`. */
+export interface Stack {
+  url: string;
+  /** Service endpoint URLs of all gateways. */
+  urls: string[];
+  state: string;
+  config: string;
+  pki: string;
+  adminToken: string;
+  /** Environment for the ARC client / arcproxy with this stack's PKI and a private HOME. */
+  arcEnv: NodeJS.ProcessEnv;
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  redisUrl: string;
+  backend?: "fork" | "slurm";
+  gateways?: number;
+  /** Deep-merged into the generated ce.yaml. */
+  config?: Record<string, unknown>;
+  env?: NodeJS.ProcessEnv;
+}
+
+function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const p = out[k];
+    out[k] = v && typeof v === "object" && !Array.isArray(v) && p && typeof p === "object" && !Array.isArray(p) ? merge(p as Record<string, unknown>, v as Record<string, unknown>) : v;
+  }
+  return out;
+}
+
+export async function startStack(o: StackOptions): Promise<Stack> {
+  const state = mkdtempSync(join(tmpdir(), "ce-stack-"));
+  execFileSync("node", ["--import", "tsx", "scripts/dev/setup.ts", state], { cwd: ROOT, stdio: "ignore" });
+  const cfgPath = join(state, "ce.yaml");
+  const n = o.gateways ?? 1;
+  const ports = await Promise.all(Array.from({ length: n * 2 + 1 }, () => freePort()));
+  const prefix = `{s${randomBytes(4).toString("hex")}}`;
+  const base = YAML.parse(readFileSync(cfgPath, "utf8")) as Record<string, unknown>;
+  const procs: ChildProcess[] = [];
+  const logFile = join(state, "logs", "stack.log");
+  const out = openSync(logFile, "a");
+  const env = { ...process.env, ...o.env, CE__LOGGING__LEVEL: process.env.CE_TEST_LOG_LEVEL ?? "info" };
+
+  const configFor = (i: number) => {
+    const cfg = merge(
+      merge(base, {
+        endpoint: { url: `https://localhost:${ports[i]}/arex` },
+        redis: { url: o.redisUrl, prefix, embedded: false },
+        gateway: { port: ports[i] },
+        lrms: { backend: o.backend ?? "fork", pollIntervalMs: 500 },
+        jem: { scanIntervalMs: 1000 },
+        admin: { port: ports[n + i], jemPort: ports[2 * n] },
+      }),
+      o.config ?? {},
+    );
+    const p = join(state, `ce-${i}.yaml`);
+    writeFileSync(p, YAML.stringify(cfg));
+    return p;
+  };
+  const configs = Array.from({ length: n }, (_, i) => configFor(i));
+  procs.push(spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] }));
+  for (const c of configs) {
+    procs.push(spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: c }, stdio: ["ignore", out, out] }));
+  }
+  const urls = ports.slice(0, n).map((p) => `https://localhost:${p}/arex`);
+  const pki = join(state, "pki");
+  const stop = async () => {
+    await Promise.all(
+      procs.map(
+        (p) =>
+          new Promise<void>((res) => {
+            if (p.exitCode !== null || p.signalCode) return res();
+            const t = setTimeout(() => p.kill("SIGKILL"), 5000);
+            p.once("exit", () => (clearTimeout(t), res()));
+            p.kill("SIGTERM");
+          }),
+      ),
+    );
+  };
+  // Ready when every gateway answers the versions resource.
+  const deadline = Date.now() + 60_000;
+  for (const u of urls) {
+    for (;;) {
+      const dead = procs.find((p) => p.exitCode !== null);
+      if (dead) {
+        await stop();
+        throw new Error(`a CE process exited during start:\n${readFileSync(logFile, "utf8").slice(-4000)}`);
+      }
+      try {
+        execFileSync("curl", ["-sf", "-o", "/dev/null", "--cacert", `${pki}/ca/ca.pem`, `${u}/rest`], { stdio: "ignore" });
+        break;
+      } catch {
+        if (Date.now() > deadline) {
+          await stop();
+          throw new Error(`CE did not become ready:\n${readFileSync(logFile, "utf8").slice(-4000)}`);
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+  const home = join(state, "home");
+  execFileSync("mkdir", ["-p", join(home, ".arc")]);
+  return {
+    url: urls[0]!,
+    urls,
+    state,
+    config: configs[0]!,
+    pki,
+    adminToken: readFileSync(join(state, "secrets", "admin.token"), "utf8").trim(),
+    arcEnv: {
+      ...process.env,
+      HOME: home,
+      X509_USER_CERT: `${pki}/user/cert.pem`,
+      X509_USER_KEY: `${pki}/user/key.pem`,
+      X509_USER_PROXY: `${pki}/user/proxy.pem`,
+      X509_CERT_DIR: `${pki}/ca`,
+    },
+    logs: () => readFileSync(logFile, "utf8"),
+    async stop() {
+      await stop();
+      if (!process.env.CE_TEST_KEEP) rmSync(state, { recursive: true, force: true });
+    },
+  };
+}
