@@ -80,8 +80,8 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
     logger: pino({ level: "silent" }),
   };
 
+  // Same routing as app.ts (Hono ignores getPath under strict: false, so none here).
   const app = new Hono<AppEnv>({
-    strict: false,
     getPath: (req) => {
       const url = req.url;
       const start = url.indexOf("/", url.indexOf("://") + 3);
