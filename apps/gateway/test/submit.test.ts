@@ -1,0 +1,211 @@
+import { existsSync, readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ADL, startTestGateway, XRSL, xmlAll, type TestGateway } from "./harness.js";
+
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway(inject("redisUrl"), {
+    jobs: {
+      runtimeEnvironments: ["ENV/PROXY", "APPS/HEP/ATLAS-1.2.3"],
+      queues: [{ name: "main" }, { name: "long" }, { name: "vip", allow: ["dn:*Bob*"] }],
+      maxRerun: 3,
+    },
+    gateway: { limits: { descriptionBytes: 64 * 1024, jobsPerSubmission: 50 } },
+  });
+});
+afterAll(async () => t?.close());
+
+const post = (v: string, body: string, o: { query?: string; ct?: string; accept?: string; as?: "alice" | "bob" } = {}) =>
+  t.request("POST", `${t.rest}/${v}/jobs?action=new${o.query ?? ""}`, {
+    body,
+    accept: o.accept ?? "application/json",
+    headers: o.ct ? { "content-type": o.ct } : {},
+    ...(o.as ? { as: o.as } : {}),
+  });
+
+describe.each(["1.0", "1.1"])("E4 submission under %s", (v) => {
+  it("ADL without Content-Type, Accept text/xml: exactly what the ARC client expects", async () => {
+    const r = await post(v, ADL(), { accept: "text/xml" });
+    expect(r.status).toBe(201);
+    expect(r.headers["content-type"]).toBe("application/xml");
+    expect(r.text).toMatch(/^<jobs><job><status-code>201<\/status-code><reason>Created<\/reason><id>[0-9a-f-]{36}<\/id><state>ACCEPTING<\/state><\/job><\/jobs>$/);
+  });
+  it("xRSL with application/rsl; JSON forced arrays and string codes", async () => {
+    const r = await post(v, XRSL(), { ct: "application/rsl" });
+    expect(r.status).toBe(201);
+    const j = r.json();
+    expect(Array.isArray(j.job)).toBe(true);
+    expect(j.job[0]).toMatchObject({ "status-code": "201", reason: "Created", state: "ACCEPTING" });
+  });
+  it("multi xRSL with + and ADL ActivityDescriptions: results in order, invalid item → 400", async () => {
+    const r = await post(v, `+(${XRSL("a")})(&(executable="/bin/x")(cputime="abc"))(${XRSL("c")})`);
+    expect(r.status).toBe(201);
+    const items = r.json().job;
+    expect(items.map((i: any) => i["status-code"])).toEqual(["201", "400", "201"]);
+    expect(items[1].id).toBeUndefined();
+    expect(items[1].reason).toMatch(/cputime|CPU/i);
+    const adl = `<ActivityDescriptions>${ADL("x")}${ADL("y")}</ActivityDescriptions>`;
+    const r2 = await post(v, adl, { ct: "application/xml" });
+    expect(r2.json().job.map((i: any) => i["status-code"])).toEqual(["201", "201"]);
+  });
+  it("HTML rendering of a submission", async () => {
+    const r = await post(v, XRSL(), { accept: "text/html" });
+    expect(r.status).toBe(201);
+    expect(r.text).toContain("ACCEPTING");
+  });
+});
+
+describe("control files, record and queue", () => {
+  it("writes every control file, status ACCEPTED, record and advance job", async () => {
+    const r = await post("1.0", XRSL("files", '(inputfiles=("in.txt" "")("remote" "https://example.org/a b"))(outputfiles=("out.txt" ""))(rerun=9)'));
+    const id = r.json().job[0].id as string;
+    const c = t.gw.services.control;
+    for (const f of ["description", "spec", "local", "input", "output", "input_status", "status"] as const) expect(existsSync(c.file(id, f))).toBe(true);
+    expect(readFileSync(c.file(id, "status"), "utf8").trim()).toBe("ACCEPTED");
+    expect(readFileSync(c.file(id, "description"), "utf8")).toContain('(jobname="files")');
+    const local = readFileSync(c.file(id, "local"), "utf8");
+    expect(local).toContain(`subject=${t.pki.dn.alice}`);
+    expect(local).toContain("interface=org.nordugrid.arcrest");
+    expect(local).toContain("queue=main");
+    expect(readFileSync(c.file(id, "input"), "utf8")).toContain("/remote https://example.org/a\\ b");
+    expect(JSON.parse(readFileSync(c.file(id, "spec"), "utf8")).jobName).toBe("files");
+    expect(existsSync(c.sessionDir(id))).toBe(true);
+    const rec = await t.gw.services.jobs.get(id);
+    expect(rec).toMatchObject({ owner: t.pki.dn.alice, queue: "main", rest: "ACCEPTING", rerun: 3, jobName: "files" });
+    const waiting = await t.gw.services.queues.advance.getJobs(["waiting", "prioritized", "delayed", "active"]);
+    expect(waiting.some((j) => j.data.jobId === id && j.data.reason === "submitted")).toBe(true);
+  });
+});
+
+describe("per-item failures", () => {
+  it("unknown RTE → 500 naming it; known RTE (with and without version) → 201", async () => {
+    const r = await post("1.1", `+(${XRSL()}(runtimeenvironment="APPS/NOPE"))(${XRSL()}(runtimeenvironment="APPS/HEP/ATLAS"))(${XRSL()}(runtimeenvironment="ENV/PROXY"))`);
+    const items = r.json().job;
+    expect(items[0]).toEqual({ "status-code": "500", reason: "Requested runtime environment APPS/NOPE is missing" });
+    expect(items[1]["status-code"]).toBe("201");
+    expect(items[2]["status-code"]).toBe("201");
+  });
+  it("unknown queue → 400; queue not allowed for this user → 403; allowed user → 201", async () => {
+    expect((await post("1.0", XRSL("q", '(queue="nope")'))).json().job[0]["status-code"]).toBe("400");
+    const denied = (await post("1.0", XRSL("q", '(queue="vip")'))).json().job[0];
+    expect(denied["status-code"]).toBe("403");
+    expect(denied.reason).toContain("vip");
+    expect((await post("1.0", XRSL("q", '(queue="vip")'), { as: "bob" })).json().job[0]["status-code"]).toBe("201");
+  });
+  it("delegations must exist and belong to the caller", async () => {
+    const mine = await t.gw.services.delegations.create(t.pki.dn.alice, "x509", { privateKeyPem: "k" });
+    const bobs = await t.gw.services.delegations.create(t.pki.dn.bob, "x509", { privateKeyPem: "k" });
+    const ok = (await post("1.0", XRSL("d", `(delegationid="${mine}")`))).json().job[0];
+    expect(ok["status-code"]).toBe("201");
+    const rec = await t.gw.services.jobs.get(ok.id);
+    expect(rec?.mainDelegation).toBe(mine);
+    expect(await t.gw.services.delegations.jobsOf(mine)).toContain(ok.id);
+    const foreign = (await post("1.0", XRSL("d", `(delegationid="${bobs}")`))).json().job[0];
+    expect(foreign).toEqual({ "status-code": "400", reason: `Delegation ${bobs} not found` });
+    const perFile = (await post("1.0", XRSL("d", `(inputfiles=("a" "https://x.org/a" "delegationid=${bobs}"))`))).json().job[0];
+    expect(perFile["status-code"]).toBe("400");
+  });
+});
+
+describe("whole-request errors", () => {
+  it("malformed xRSL and XML → 400 with the parser message", async () => {
+    const x = await post("1.0", "&(executable=", { accept: "application/json" });
+    expect(x.status).toBe(400);
+    expect(x.json().reason).toMatch(/xRSL/);
+    const a = await post("1.0", "<adl:ActivityDescription xmlns:adl='x'><oops></adl:ActivityDescription>");
+    expect(a.status).toBe(400);
+  });
+  it("JSON bodies → 415; unknown media type → 415; type/body mismatch → 400", async () => {
+    expect((await post("1.0", '{"job":1}')).status).toBe(415);
+    expect((await post("1.0", XRSL(), { ct: "application/json" })).status).toBe(415);
+    expect((await post("1.0", XRSL(), { ct: "image/png" })).status).toBe(415);
+    expect((await post("1.0", XRSL(), { ct: "application/xml" })).status).toBe(400);
+    expect((await post("1.0", XRSL(), { ct: "application/x-www-form-urlencoded" })).status).toBe(201);
+  });
+  it("empty / whitespace / unrecognized body → 400", async () => {
+    expect((await post("1.0", "")).status).toBe(400);
+    expect((await post("1.0", "   \n")).status).toBe(400);
+    expect((await post("1.0", "hello")).status).toBe(400);
+  });
+  it("oversized body → 413", async () => {
+    const r = await post("1.0", XRSL("big", `(arguments="${"x".repeat(70 * 1024)}")`));
+    expect(r.status).toBe(413);
+    expect(r.json()["status-code"]).toBe("413");
+  });
+  it("too many descriptions → 413", async () => {
+    const many = "+" + Array.from({ length: 51 }, (_, i) => `(${XRSL(`m${i}`)})`).join("");
+    expect((await post("1.0", many)).status).toBe(413);
+  });
+  it("missing or unknown action → 400; PUT/DELETE on /jobs → 405 with Allow", async () => {
+    expect((await t.request("POST", `${t.rest}/1.0/jobs`, { body: XRSL() })).status).toBe(400);
+    const bogus = await t.request("POST", `${t.rest}/1.0/jobs?action=bogus`, { body: XRSL(), accept: "application/json" });
+    expect(bogus.status).toBe(400);
+    expect(bogus.json().reason).toContain("bogus");
+    for (const m of ["PUT", "DELETE", "PATCH"]) {
+      const r = await t.request(m, `${t.rest}/1.1/jobs`);
+      expect(r.status).toBe(405);
+      expect(r.headers.allow).toBe("GET, HEAD, POST");
+    }
+  });
+});
+
+describe("1.1 parameters", () => {
+  it("instances=N creates N unique jobs; under 1.0 the parameter is ignored", async () => {
+    const r = await post("1.1", XRSL(), { query: "&instances=4" });
+    const ids = r.json().job.map((j: any) => j.id);
+    expect(ids).toHaveLength(4);
+    expect(new Set(ids).size).toBe(4);
+    expect((await post("1.0", XRSL(), { query: "&instances=4" })).json().job).toHaveLength(1);
+  });
+  it("instances with several descriptions → 403", async () => {
+    const r = await post("1.1", `+(${XRSL()})(${XRSL()})`, { query: "&instances=2" });
+    expect(r.status).toBe(403);
+  });
+  it("instances must be a positive integer; instances_min > instances → 400", async () => {
+    for (const q of ["&instances=0", "&instances=-1", "&instances=5x", "&instances=", "&instances_min=abc"]) {
+      expect((await post("1.1", XRSL(), { query: q })).status).toBe(400);
+    }
+    expect((await post("1.1", XRSL(), { query: "&instances=2&instances_min=3" })).status).toBe(400);
+  });
+  it("queue and delegation_id defaults; a value in the description wins", async () => {
+    const d = await t.gw.services.delegations.create(t.pki.dn.alice, "x509", { privateKeyPem: "k" });
+    const r = await post("1.1", `+(${XRSL("p")})(${XRSL("q", '(queue="main")')})`, { query: `&queue=long&delegation_id=${d}` });
+    const [a, b] = r.json().job;
+    expect((await t.gw.services.jobs.get(a.id))?.queue).toBe("long");
+    expect((await t.gw.services.jobs.get(b.id))?.queue).toBe("main");
+    expect((await t.gw.services.jobs.get(a.id))?.mainDelegation).toBe(d);
+    const bad = await post("1.1", XRSL(), { query: "&delegation_id=doesnotexist" });
+    expect(bad.json().job[0]["status-code"]).toBe("400");
+  });
+});
+
+describe("limits and draining", () => {
+  it("instances beyond the CE job limit: fewer created, or 403 under instances_min", async () => {
+    const small = await startTestGateway(inject("redisUrl"), { jobs: { maxTotal: 5 } });
+    try {
+      const r = await small.request("POST", `${small.rest}/1.1/jobs?action=new&instances=8`, { body: XRSL(), accept: "application/json" });
+      expect(r.status).toBe(201);
+      expect(r.json().job).toHaveLength(5);
+      const full = await small.request("POST", `${small.rest}/1.1/jobs?action=new&instances=2&instances_min=1`, { body: XRSL(), accept: "application/json" });
+      expect(full.status).toBe(403);
+      const one = await small.request("POST", `${small.rest}/1.0/jobs?action=new`, { body: XRSL(), accept: "application/json" });
+      expect(one.json().job[0]["status-code"]).toBe("503");
+      const list = await small.request("GET", `${small.rest}/1.0/jobs`, { accept: "application/json" });
+      expect(list.json().job).toHaveLength(5);
+    } finally {
+      await small.close();
+    }
+  });
+  it("jobs.allowNew false → 503 CE is draining", async () => {
+    const drained = await startTestGateway(inject("redisUrl"), { jobs: { allowNew: false } });
+    try {
+      const r = await drained.request("POST", `${drained.rest}/1.0/jobs?action=new`, { body: XRSL(), accept: "application/json" });
+      expect(r.status).toBe(503);
+      expect(r.json().reason).toContain("draining");
+    } finally {
+      await drained.close();
+    }
+  });
+});
+
+void xmlAll;
