@@ -1,0 +1,134 @@
+import { Queue, Worker, type Job } from "bullmq";
+import { Redis } from "ioredis";
+import { pino, type Logger } from "pino";
+import type { CompiledConfig } from "@ce/config";
+import { ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, bullConnection, type QueueCatalog, type QueueName } from "@ce/store";
+import { handleCommand } from "./commands.js";
+import type { JemContext } from "./context.js";
+import { loadSecretBox } from "./credentials.js";
+import { expiryPass } from "./expiry.js";
+import { Locks } from "./locks.js";
+import { createBackend } from "./lrms/index.js";
+import type { Backend } from "./lrms/types.js";
+import { startPoller } from "./poller.js";
+import { recover } from "./recovery.js";
+import { createStagingProcessor } from "./staging/worker.js";
+import { advanceJob } from "./states/index.js";
+import { startWatcher } from "./watcher.js";
+
+export interface JemOptions {
+  logger?: Logger;
+  /** Back ends to use instead of the configured one (tests, benchmarks). */
+  backends?: Backend[];
+  /** Per-job lease (ms); a crashed JEM's jobs are free again after this. Default 30 s. */
+  jobLockMs?: number;
+  /** BullMQ stalled-job check (ms); a crashed JEM's active jobs are retried after this. Default 30 s. */
+  stalledIntervalMs?: number;
+  /** Periodic recovery pass (ms). Default 30 s. */
+  recoveryIntervalMs?: number;
+  /** File events for `lrms_done` (default on); the periodic scan always runs. */
+  watch?: boolean;
+}
+
+export interface Jem {
+  ctx: JemContext;
+  stop(): Promise<void>;
+}
+
+/**
+ * Boots one JEM: stores, queues and workers (advance, commands, staging), the batch poll loop,
+ * the `lrms_done` watcher + fallback scan, the expiry loop and recovery. Any number may run
+ * against one Redis and one control dir.
+ */
+export async function startJem(config: CompiledConfig, opts: JemOptions = {}): Promise<Jem> {
+  const log = opts.logger ?? pino({ level: config.logging.level, base: { service: "jem", pid: process.pid } });
+  const prefix = config.redis.prefix;
+  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+  const sub = redis.duplicate();
+  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
+  await control.ensureRoots();
+  let delegations: DelegationStore | undefined;
+  try {
+    delegations = new DelegationStore(redis, prefix, loadSecretBox(config));
+  } catch (e) {
+    log.warn({ err: e }, "delegation key unavailable: staging and batch jobs run without credentials");
+  }
+  const backends = new Map<string, Backend>();
+  for (const b of opts.backends ?? [createBackend(config, log)]) backends.set(b.name, b);
+
+  const connection = bullConnection(config.redis.url);
+  const queue = <N extends QueueName>(name: N) => new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
+  const abortChannel = `${prefix}:jem:abort`;
+  const watcherRef: { watchJob(id: string, on: boolean): void } = { watchJob: () => undefined };
+
+  const ctx: JemContext = {
+    config,
+    log,
+    redis,
+    jobs: new JobStore(redis, prefix),
+    control,
+    delegations,
+    backends,
+    queues: { advance: queue("advance"), commands: queue("commands"), staging: queue("staging") },
+    locks: new Locks(redis, prefix),
+    aborts: new Map(),
+    async publishAbort(jobId) {
+      ctx.aborts.get(jobId)?.abort();
+      await redis.publish(abortChannel, jobId);
+    },
+    watchJob: (id, on) => watcherRef.watchJob(id, on),
+    hostname: new URL(config.endpoint.url).hostname,
+    jobLockMs: opts.jobLockMs ?? 30_000,
+  };
+
+  await sub.subscribe(abortChannel);
+  sub.on("message", (_ch: string, jobId: string) => ctx.aborts.get(jobId)?.abort());
+
+  const watcher = startWatcher(ctx, { useEvents: opts.watch ?? true });
+  watcherRef.watchJob = watcher.watchJob;
+
+  const workerOpts = { connection, prefix, stalledInterval: opts.stalledIntervalMs ?? 30_000 };
+  const fail = (name: string) => (job: Job | undefined, err: Error) => log.warn({ queue: name, jobId: job?.data && (job.data as { jobId?: string }).jobId, err }, "queue job failed");
+  const processStaging = createStagingProcessor(ctx);
+  const workers = [
+    new Worker<QueueCatalog["advance"]>("advance", (j) => advanceJob(ctx, j.data.jobId, j.data.reason), { ...workerOpts, concurrency: config.jem.concurrency }),
+    new Worker<QueueCatalog["commands"]>("commands", (j) => handleCommand(ctx, j.data), { ...workerOpts, concurrency: 10 }),
+    // Transfers are long: a longer lock keeps BullMQ from declaring them stalled between renewals.
+    new Worker<QueueCatalog["staging"]>("staging", (j) => processStaging(j.data), { ...workerOpts, concurrency: config.staging.maxConcurrentTransfers, lockDuration: 60_000 }),
+  ];
+  workers.forEach((w, i) => w.on("failed", fail(["advance", "commands", "staging"][i]!)).on("error", (e) => log.warn({ err: e }, "worker error")));
+
+  const poller = startPoller(ctx);
+  const recoveryMs = opts.recoveryIntervalMs ?? 30_000;
+  await recover(ctx, { includeInlrms: true, ttlMs: Math.min(recoveryMs, 5_000) });
+  await watcher.scan().catch((e: unknown) => log.warn({ err: e }, "initial control dir scan failed"));
+  const recoveryTimer = setInterval(() => void recover(ctx, { includeInlrms: false, ttlMs: recoveryMs }).catch((e: unknown) => log.warn({ err: e }, "recovery pass failed")), recoveryMs);
+  let expiring: Promise<unknown> = Promise.resolve();
+  const expiryTimer = setInterval(() => {
+    expiring = expiryPass(ctx).catch((e: unknown) => log.warn({ err: e }, "expiry pass failed"));
+  }, config.jem.expiryIntervalMs);
+  log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir }, "JEM started");
+
+  let stopping: Promise<void> | undefined;
+  return {
+    ctx,
+    stop() {
+      stopping ??= (async () => {
+        log.info("JEM stopping");
+        clearInterval(recoveryTimer);
+        clearInterval(expiryTimer);
+        await poller.stop();
+        // Transfers are abandoned, not finished: the next JEM's recovery redoes them.
+        for (const ac of ctx.aborts.values()) ac.abort();
+        await Promise.all(workers.map((w) => w.close()));
+        await expiring;
+        await watcher.stop();
+        await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
+        await sub.quit().catch(() => undefined);
+        await redis.quit().catch(() => undefined);
+        log.info("JEM stopped");
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { sweepDelegations } from "@ce/store";
+import type { JemContext } from "./context.js";
+import { jobLog } from "./context.js";
+import { transition } from "./states/transition.js";
+
+/** Control files that outlive the session dir in WIPED (A-REX job_clean_deleted keeps these). */
+const KEEP_WHEN_WIPED = new Set(["local", "failed", "diag", "status", "description", "xml"]);
+const BATCH = 500;
+
+/**
+ * One expiry pass: FINISHED jobs past `cleanupAt` lose their session dir and most control files
+ * and become DELETED (REST WIPED, decisions #18); WIPED records past `removeAt` disappear. Every
+ * step holds the job's lease, so any number of JEMs may run it.
+ */
+export async function expiryPass(ctx: JemContext, now = Date.now()): Promise<number> {
+  let handled = 0;
+  for (;;) {
+    const due = await ctx.jobs.dueExpiries(now, BATCH);
+    if (due.length === 0) break;
+    for (const id of due) {
+      if (await expireOne(ctx, id, now)) handled++;
+    }
+    if (due.length < BATCH) break;
+  }
+  await sweepDelegationsOnce(ctx, now);
+  return handled;
+}
+
+async function expireOne(ctx: JemContext, id: string, now: number): Promise<boolean> {
+  const lease = await ctx.locks.tryAcquire(`job:${id}`, ctx.jobLockMs);
+  if (!lease) return false; // busy: next pass
+  try {
+    const job = await ctx.jobs.get(id);
+    if (!job) {
+      await ctx.redis.zrem(ctx.jobs.keys.expiry(), id);
+      return false;
+    }
+    if (job.state === "FINISHED") {
+      if ((job.cleanupAt ?? 0) > now) {
+        await ctx.jobs.scheduleExpiry(id, job.cleanupAt!);
+        return false;
+      }
+      const removeAt = now + ctx.config.jobs.wipedRecordSeconds * 1000;
+      const next = await transition(ctx, job, "DELETED", { reason: "Job stayed unattended too long", change: { removeAt } });
+      if (!next) return false;
+      await ctx.jobs.scheduleExpiry(id, removeAt);
+      await wipe(ctx, id);
+      jobLog(ctx, job).info("session directory expired; job is WIPED");
+      return true;
+    }
+    if (job.state === "DELETED") {
+      if ((job.removeAt ?? 0) > now) {
+        await ctx.jobs.scheduleExpiry(id, job.removeAt!);
+        return false;
+      }
+      await ctx.control.removeAll(id);
+      await ctx.jobs.remove(id);
+      jobLog(ctx, job).info("WIPED record expired; job removed");
+      return true;
+    }
+    // Not final (restarted, or scheduled just before a lost CAS): the FINISHED transition re-adds it.
+    await ctx.redis.zrem(ctx.jobs.keys.expiry(), id);
+    return false;
+  } finally {
+    await lease.release();
+  }
+}
+
+async function wipe(ctx: JemContext, id: string): Promise<void> {
+  await ctx.control.removeSession(id);
+  const dir = ctx.control.jobDir(id);
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!KEEP_WHEN_WIPED.has(name)) await rm(join(dir, name), { recursive: true, force: true });
+  }
+}
+
+/** Delegation expiry lives in the store; the JEM's expiry loop is its clock. */
+async function sweepDelegationsOnce(ctx: JemContext, now: number): Promise<void> {
+  if (!ctx.delegations) return;
+  try {
+    const r = await sweepDelegations(ctx.delegations, now, { pendingLifetimeSeconds: ctx.config.delegations.pendingLifetimeSeconds });
+    if (r.removed.length || r.abandonedRenewals.length) ctx.log.info({ removed: r.removed.length, abandonedRenewals: r.abandonedRenewals.length }, "delegations swept");
+  } catch (e) {
+    ctx.log.warn({ err: e }, "delegation sweep failed");
+  }
+}

@@ -1,0 +1,159 @@
+import { constants } from "node:fs";
+import { access, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { JobDescription } from "@ce/model";
+import { formatKeyValues, parseKeyValues } from "@ce/store";
+import type { JemContext } from "./context.js";
+
+/** JEM-private per-job files next to the control files (never served by diagnose). */
+export type PrivateFile = "submitting" | "stagein.failed" | "stageout.done" | "token";
+
+export function privatePath(ctx: JemContext, id: string, name: PrivateFile): string {
+  return join(ctx.control.jobDir(id), name);
+}
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.F_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function readPrivate(ctx: JemContext, id: string, name: PrivateFile): Promise<string | undefined> {
+  try {
+    return await readFile(privatePath(ctx, id, name), "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+export async function writePrivate(ctx: JemContext, id: string, name: PrivateFile, text: string): Promise<void> {
+  await writeFile(privatePath(ctx, id, name), text, { mode: 0o600 });
+}
+
+export async function removePrivate(ctx: JemContext, id: string, ...names: PrivateFile[]): Promise<void> {
+  await Promise.all(names.map((n) => rm(privatePath(ctx, id, n), { force: true })));
+}
+
+/** The normalized description the gateway stored as `spec` (JSON; dates come back as strings). */
+export async function readSpec(ctx: JemContext, id: string): Promise<JobDescription | undefined> {
+  const text = await ctx.control.read(id, "spec");
+  if (!text) return undefined;
+  try {
+    const d = JSON.parse(text) as JobDescription;
+    if (d.startTime !== undefined) d.startTime = new Date(d.startTime as unknown as string);
+    d.inputFiles ??= [];
+    d.outputFiles ??= [];
+    d.arguments ??= [];
+    d.runtimeEnvironments ??= [];
+    return d;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sets (or with `undefined` removes) keys of the `.local`-style `local` file. */
+export async function updateLocal(ctx: JemContext, id: string, entries: Record<string, string | number | undefined>): Promise<void> {
+  const kv = parseKeyValues((await ctx.control.read(id, "local")) ?? "");
+  for (const [k, v] of Object.entries(entries)) {
+    if (v === undefined || v === "") delete kv[k];
+    else kv[k] = String(v);
+  }
+  await ctx.control.write(id, "local", formatKeyValues(Object.entries(kv)));
+}
+
+/** `lrms_done` per arex-jem §1.4.4: `<code> <message>`; empty = 0; unparsable code = -1 + whole line. */
+export function parseLrmsDone(text: string | undefined): { code: number; message: string } {
+  if (text === undefined) return { code: -1, message: "Internal error" };
+  const line = text.split("\n", 1)[0]?.trim() ?? "";
+  if (line === "") return { code: 0, message: "" };
+  const m = /^(\S+)\s*(.*)$/.exec(line);
+  const code = m ? Number.parseInt(m[1]!, m[1]!.startsWith("0x") ? 16 : 10) : Number.NaN;
+  return Number.isFinite(code) ? { code, message: m?.[2] ?? "" } : { code: -1, message: line };
+}
+
+export interface DiagFacts {
+  exitCode?: number | undefined;
+  nodes?: string | undefined;
+  usedWallSeconds?: number | undefined;
+  usedCpuSeconds?: number | undefined;
+  usedMemoryMB?: number | undefined;
+  startedAt?: number | undefined;
+  endedAt?: number | undefined;
+}
+
+const seconds = (v: string | undefined) => (v === undefined ? undefined : Number.parseFloat(v.replace(/s$/, "")));
+const finite = (n: number | undefined) => (n !== undefined && Number.isFinite(n) ? n : undefined);
+
+/** MDS time `YYYYMMDDHHMMSSZ` → ms. */
+export function parseMdsTime(v: string | undefined): number | undefined {
+  const m = v && /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(v);
+  return m ? Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!) : undefined;
+}
+
+/** `diag` key=value lines (last occurrence wins; `nodename` may repeat). */
+export function parseDiag(text: string | undefined): DiagFacts {
+  if (!text) return {};
+  const kv: Record<string, string> = {};
+  const nodes: string[] = [];
+  for (const line of text.split("\n")) {
+    const i = line.indexOf("=");
+    if (i <= 0) continue;
+    const k = line.slice(0, i).trim();
+    const v = line.slice(i + 1).trim();
+    if (k.toLowerCase() === "nodename" && v) nodes.push(v);
+    else kv[k] = v;
+  }
+  const user = seconds(kv.UserTime ?? kv.usertime);
+  const kernel = seconds(kv.KernelTime ?? kv.kerneltime);
+  const rssKb = kv.MaxResidentMemory ?? kv.maxresidentmemory;
+  return {
+    exitCode: finite(kv.exitcode !== undefined ? Number.parseInt(kv.exitcode, 10) : undefined),
+    nodes: nodes.length ? [...new Set(nodes)].join(",") : undefined,
+    usedWallSeconds: finite(seconds(kv.WallTime ?? kv.walltime)),
+    usedCpuSeconds: finite(user !== undefined || kernel !== undefined ? (user ?? 0) + (kernel ?? 0) : undefined),
+    usedMemoryMB: finite(rssKb !== undefined ? Math.ceil(Number.parseFloat(rssKb) / 1024) : undefined),
+    startedAt: parseMdsTime(kv.LRMSStartTime),
+    endedAt: parseMdsTime(kv.LRMSEndTime),
+  };
+}
+
+/** `input_status` lines as session-relative paths; a bare `/` line is the free-stage-in confirmation. */
+export async function readInputStatus(ctx: JemContext, id: string): Promise<{ paths: Set<string>; complete: boolean }> {
+  const text = (await ctx.control.read(id, "input_status")) ?? "";
+  const paths = new Set<string>();
+  let complete = false;
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (line === "/") complete = true;
+    else if (line) paths.add(line.replace(/^\/+/, ""));
+  }
+  return { paths, complete };
+}
+
+/** Local id a previous (possibly interrupted) submission left in `local` or `grami`. */
+export async function leftoverLocalId(ctx: JemContext, id: string): Promise<string | undefined> {
+  const local = parseKeyValues((await ctx.control.read(id, "local")) ?? "");
+  if (local.localid) return local.localid;
+  const grami = (await ctx.control.read(id, "grami")) ?? "";
+  const m = /^joboption_jobid=['"]?([^'"\n]+)['"]?$/m.exec(grami);
+  return m?.[1]?.trim() || undefined;
+}
+
+/** Drops the batch id from `local` and `grami` (restart: the old batch job must not be adopted). */
+export async function forgetLocalId(ctx: JemContext, id: string): Promise<void> {
+  await updateLocal(ctx, id, { localid: undefined });
+  const grami = await ctx.control.read(id, "grami");
+  if (grami !== undefined && /^joboption_jobid=/m.test(grami)) {
+    await ctx.control.write(id, "grami", grami.replace(/^joboption_jobid=.*\n?/gm, ""));
+  }
+}
+
+export const utcStamp = (d = new Date()) => d.toISOString().replace(/\.\d+Z$/, "Z");
+
+/** Appends a free-text line to `errors` (A-REX style, timestamped). */
+export async function logErrors(ctx: JemContext, id: string, text: string): Promise<void> {
+  await ctx.control.append(id, "errors", `${utcStamp()} ${text}`).catch(() => undefined);
+}

@@ -1,0 +1,47 @@
+import type { RestState } from "@ce/model";
+import { ownerKey, type JobRecord } from "@ce/store";
+import { enqueueAdvance, type JemContext } from "./context.js";
+
+/** REST states of an active job (PREPARING…FINISHING incl. pending ones), for the per-owner limit. */
+const ACTIVE_REST: readonly RestState[] = [
+  "PREPARING", "PREPARED", "SUBMITTING", "QUEUING", "RUNNING", "HELD", "EXITINGLRMS", "OTHER", "EXECUTED", "FINISHING", "KILLING",
+];
+
+// Limits are checked before a CAS; two JEMs racing may overshoot by their concurrency. That is
+// accepted (A-REX limits are soft as well); a Lua-side check would serialize every transition.
+
+export async function activeOfOwner(ctx: JemContext, owner: string): Promise<number> {
+  const ok = ownerKey(owner);
+  const pipe = ctx.redis.pipeline();
+  for (const s of ACTIVE_REST) pipe.scard(ctx.jobs.keys.ownerRest(ok, s));
+  const res = (await pipe.exec()) ?? [];
+  return res.reduce((n, [, v]) => n + Number(v ?? 0), 0);
+}
+
+/** Jobs in SUBMIT + INLRMS (A-REX maxjobs n2). */
+export async function inLrms(ctx: JemContext): Promise<number> {
+  const c = await ctx.jobs.countByInternal(["SUBMIT", "INLRMS"]);
+  return (c.SUBMIT ?? 0) + (c.INLRMS ?? 0);
+}
+
+export async function inStageOut(ctx: JemContext): Promise<number> {
+  return (await ctx.jobs.countByInternal(["FINISHING"])).FINISHING ?? 0;
+}
+
+/** Asks a few pending jobs to look again; the periodic recovery pass catches the rest. */
+async function wake(ctx: JemContext, key: string, n: number): Promise<void> {
+  const ids = await ctx.redis.srandmember(key, n);
+  await Promise.all(ids.map((id) => enqueueAdvance(ctx, id, "slot")));
+}
+
+const LRMS = new Set(["SUBMIT", "INLRMS"]);
+const WATCHED = new Set(["INLRMS", "CANCELING"]);
+
+export async function afterTransition(ctx: JemContext, before: JobRecord, after: JobRecord): Promise<void> {
+  if (WATCHED.has(after.state) && !after.pending) ctx.watchJob(after.id, true);
+  else if (WATCHED.has(before.state)) ctx.watchJob(after.id, false);
+  if (before.state === after.state) return;
+  if (LRMS.has(before.state) && !LRMS.has(after.state)) await wake(ctx, ctx.jobs.keys.rest("PREPARED"), 4);
+  if (before.state === "FINISHING") await wake(ctx, ctx.jobs.keys.rest("EXECUTED"), 4);
+  if (after.state === "FINISHED") await wake(ctx, ctx.jobs.keys.ownerRest(ownerKey(after.owner), "ACCEPTED"), 4);
+}

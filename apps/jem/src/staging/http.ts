@@ -1,0 +1,171 @@
+import { createReadStream, createWriteStream } from "node:fs";
+import { rename, rm, stat } from "node:fs/promises";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { rootCertificates } from "node:tls";
+import { Agent, request } from "undici";
+import type { JobCredential } from "@ce/store";
+import { checksummer, parseChecksum, sameDigest } from "./checksum.js";
+
+/** A transfer failure; `retryable` = worth another attempt (network, 5xx, 408/429, corrupt data). */
+export class TransferError extends Error {
+  constructor(message: string, readonly retryable: boolean, readonly status?: number) {
+    super(message);
+    this.name = "TransferError";
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+export interface TransferClient {
+  dispatcher: Agent;
+  headers: Record<string, string>;
+  close(): Promise<void>;
+}
+
+const PEM_RE = /-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----\n?/g;
+
+/**
+ * HTTP(S) client for one credential: an X.509 proxy is the TLS client certificate (chain + key),
+ * a token goes into `Authorization: Bearer`. Extra CAs are added to, not substituted for, the
+ * system roots.
+ */
+export function transferClient(cred: JobCredential | undefined, opts: { caPem?: string | undefined; timeoutMs: number }): TransferClient {
+  const connect: Record<string, unknown> = { timeout: Math.min(opts.timeoutMs, 30_000) };
+  if (opts.caPem) connect.ca = [...rootCertificates, opts.caPem];
+  const headers: Record<string, string> = {};
+  if (cred?.type === "x509") {
+    const blocks = [...cred.proxyPem.matchAll(PEM_RE)];
+    connect.cert = blocks.filter((b) => b[1] === "CERTIFICATE").map((b) => b[0]).join("");
+    connect.key = blocks.find((b) => b[1]!.endsWith("PRIVATE KEY"))?.[0];
+  } else if (cred?.type === "jwt") {
+    headers.authorization = `Bearer ${cred.token}`;
+  }
+  const dispatcher = new Agent({ connect, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
+  return { dispatcher, headers, close: () => dispatcher.close() };
+}
+
+function checkScheme(url: string): void {
+  const scheme = new URL(url).protocol;
+  if (scheme !== "https:" && scheme !== "http:") throw new TransferError(`Unsupported protocol ${scheme.replace(/:$/, "")} in ${redact(url)}`, false);
+}
+
+/** URLs may carry credentials or A-REX `;opt=val` options; logs get neither. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = "";
+    u.password = "";
+    u.search = "";
+    return u.toString();
+  } catch {
+    return "<invalid URL>";
+  }
+}
+
+function httpError(status: number, what: string): TransferError {
+  return new TransferError(`${what}: HTTP ${status}`, status >= 500 || status === 408 || status === 429, status);
+}
+
+function wrapNetwork(e: unknown): never {
+  if (e instanceof TransferError) throw e;
+  const err = e as Error;
+  if (err.name === "AbortError") throw e;
+  throw new TransferError(err.message || String(e), true);
+}
+
+export interface DownloadOptions {
+  signal: AbortSignal;
+  size?: number | undefined;
+  checksum?: string | undefined;
+  onBytes?: (n: number) => void;
+}
+
+/** GET into `dest` via a temporary name, verifying size and checksum before the rename. */
+export async function download(client: TransferClient, url: string, dest: string, o: DownloadOptions): Promise<number> {
+  checkScheme(url);
+  const part = `${dest}.ce-part-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  try {
+    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: 5 }).catch(wrapNetwork);
+    if (res.statusCode >= 300) {
+      await res.body.dump().catch(() => undefined);
+      throw httpError(res.statusCode, `GET ${redact(url)}`);
+    }
+    const sum = parseChecksum(o.checksum);
+    const hasher = sum ? checksummer(sum.alg) : undefined;
+    let bytes = 0;
+    const count = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        bytes += chunk.length;
+        hasher?.update(chunk);
+        o.onBytes?.(chunk.length);
+        cb(null, chunk);
+      },
+    });
+    await pipeline(res.body, count, createWriteStream(part, { flags: "wx", mode: 0o644 }), { signal: o.signal }).catch(wrapNetwork);
+    if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch: got ${bytes} bytes, expected ${o.size}`, true);
+    if (sum?.expected && hasher && !sameDigest(hasher.digest(), sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch`, true);
+    await rename(part, dest);
+    return bytes;
+  } finally {
+    await rm(part, { force: true });
+  }
+}
+
+/** PUT a file; WebDAV targets get missing parent collections created (MKCOL) on 404/409. */
+export async function upload(client: TransferClient, file: string, url: string, o: { signal: AbortSignal }): Promise<number> {
+  checkScheme(url);
+  const size = (await stat(file)).size;
+  const put = () =>
+    request(url, {
+      method: "PUT",
+      dispatcher: client.dispatcher,
+      headers: { ...client.headers, "content-length": String(size) },
+      body: createReadStream(file),
+      signal: o.signal,
+    }).catch(wrapNetwork);
+  let res = await put();
+  if (res.statusCode === 404 || res.statusCode === 409) {
+    await res.body.dump().catch(() => undefined);
+    await mkcolParents(client, url, o.signal);
+    res = await put();
+  }
+  await res.body.dump().catch(() => undefined);
+  if (res.statusCode >= 300) throw httpError(res.statusCode, `PUT ${redact(url)}`);
+  return size;
+}
+
+async function mkcolParents(client: TransferClient, url: string, signal: AbortSignal): Promise<void> {
+  const u = new URL(url);
+  const parts = u.pathname.split("/").filter(Boolean).slice(0, -1);
+  let path = "";
+  for (const p of parts) {
+    path += `/${p}`;
+    // undici types list only standard methods; MKCOL is WebDAV (RFC 4918).
+    const res = await request(`${u.origin}${path}/`, { method: "MKCOL" as "PUT", dispatcher: client.dispatcher, headers: client.headers, signal }).catch(wrapNetwork);
+    await res.body.dump().catch(() => undefined);
+    // 201 created, 405 already there, 301/302 some servers redirect collections.
+    if (res.statusCode >= 400 && res.statusCode !== 405) throw httpError(res.statusCode, `MKCOL ${redact(`${u.origin}${path}/`)}`);
+  }
+}
+
+/** Exponential backoff with jitter; stops early on abort or non-retryable errors. */
+export async function withRetries<T>(fn: (attempt: number) => Promise<T>, o: { retries: number; baseMs: number; signal: AbortSignal; onRetry?: (e: Error, attempt: number, delayMs: number) => void }): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn(attempt);
+    } catch (e) {
+      const retryable = e instanceof TransferError && e.retryable;
+      if (!retryable || attempt >= o.retries || o.signal.aborted) throw e;
+      const delay = Math.min(o.baseMs * 2 ** attempt, 300_000) * (0.75 + Math.random() * 0.5);
+      o.onRetry?.(e as Error, attempt + 1, delay);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, delay);
+        o.signal.addEventListener("abort", () => {
+          clearTimeout(t);
+          resolve();
+        }, { once: true });
+      });
+      if (o.signal.aborted) throw e;
+    }
+  }
+}

@@ -1,0 +1,178 @@
+import { chmod, mkdir, readFile, rm } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { JobCredential, JobRecord, QueueCatalog } from "@ce/store";
+import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
+import { credentialFor } from "../credentials.js";
+import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "../files.js";
+import { forEachLimit, Semaphore } from "../semaphore.js";
+import { download, redact, transferClient, upload, withRetries, type TransferClient } from "./http.js";
+import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
+import { sessionPath } from "./paths.js";
+
+/** Transfers of one job running at once (the worker's concurrency bounds jobs). */
+const PER_JOB = 4;
+const PROGRESS_MS = 10_000;
+
+export function outcomeOf(job: JobRecord): Outcome {
+  return job.failedCause === "client" ? "killed" : job.failure ? "failed" : "success";
+}
+
+/**
+ * One staging run: all missing downloads of a PREPARING job, or purge + uploads of a FINISHING
+ * job. Results land in control files (`input_status`, `output_status`, `statistics`, `errors`,
+ * and the private `stagein.failed` / `stageout.done`); the state handlers make the transitions.
+ */
+export function createStagingProcessor(ctx: JemContext) {
+  const global = new Semaphore(ctx.config.staging.maxConcurrentTransfers);
+  const caPem = ctx.config.staging.caFile ? readFile(ctx.config.staging.caFile, "utf8") : Promise.resolve(undefined);
+
+  return async function processStaging(data: QueueCatalog["staging"]): Promise<void> {
+    const job = await ctx.jobs.get(data.jobId);
+    if (!job || job.killRequested) return;
+    const wanted = data.direction === "in" ? "PREPARING" : "FINISHING";
+    if (job.state !== wanted || job.pending) return;
+    const ac = new AbortController();
+    ctx.aborts.get(job.id)?.abort();
+    ctx.aborts.set(job.id, ac);
+    const clients = new Map<string, TransferClient>();
+    const clientFor = async (delegationId: string | undefined): Promise<TransferClient> => {
+      const key = delegationId ?? "";
+      let c = clients.get(key);
+      if (!c) {
+        const cred: JobCredential | undefined = await credentialFor(ctx, job, delegationId);
+        c = transferClient(cred, { caPem: await caPem, timeoutMs: ctx.config.staging.timeoutMs });
+        clients.set(key, c);
+      }
+      return c;
+    };
+    try {
+      if (data.direction === "in") await stageIn(ctx, job, ac, clientFor, global);
+      else await stageOut(ctx, job, ac, clientFor, global);
+    } finally {
+      if (ctx.aborts.get(job.id) === ac) ctx.aborts.delete(job.id);
+      await Promise.all([...clients.values()].map((c) => c.close().catch(() => undefined)));
+    }
+    if (!ac.signal.aborted) await enqueueAdvance(ctx, job.id, `staged-${data.direction}`, 0, job.requestId);
+  };
+}
+
+type ClientFor = (delegationId: string | undefined) => Promise<TransferClient>;
+
+function transferSignal(ctx: JemContext, ac: AbortController): AbortSignal {
+  return AbortSignal.any([ac.signal, AbortSignal.timeout(ctx.config.staging.timeoutMs)]);
+}
+
+async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController, what: string, fn: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<T>): Promise<T> {
+  const log = jobLog(ctx, job);
+  return withRetries(
+    async () => {
+      let bytes = 0;
+      const t0 = Date.now();
+      const progress = setInterval(() => log.info({ what, bytes, seconds: Math.round((Date.now() - t0) / 1000) }, "transfer in progress"), PROGRESS_MS);
+      progress.unref();
+      try {
+        return await fn(transferSignal(ctx, ac), (n) => (bytes += n));
+      } finally {
+        clearInterval(progress);
+      }
+    },
+    {
+      retries: ctx.config.staging.maxRetries,
+      baseMs: ctx.config.staging.retryBaseMs,
+      signal: ac.signal,
+      onRetry: (e, attempt, delay) => {
+        log.warn({ what, attempt, delayMs: Math.round(delay), err: e.message }, "transfer failed, retrying");
+        void logErrors(ctx, job.id, `Staging: ${what} failed (${e.message}), retry ${attempt} in ${Math.round(delay / 1000)} s`);
+      },
+    },
+  );
+}
+
+async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, global: Semaphore): Promise<void> {
+  const desc = await readSpec(ctx, job.id);
+  if (!desc) return;
+  const done = (await readInputStatus(ctx, job.id)).paths;
+  const todo = desc.inputFiles.filter((f) => f.source && !done.has(f.name));
+  if (todo.length === 0) return;
+  const log = jobLog(ctx, job);
+  log.info({ files: todo.length }, "stage-in started");
+  const session = ctx.control.sessionDir(job.id);
+  const failures: string[] = [];
+  await forEachLimit(todo, PER_JOB, async (f) => {
+    if (ac.signal.aborted || failures.length > 0) return;
+    const url = f.source!;
+    const start = new Date();
+    try {
+      const dest = await sessionPath(session, f.name);
+      await mkdir(dirname(dest), { recursive: true });
+      await rm(dest, { force: true, recursive: true });
+      const client = await clientFor(f.delegationId ?? desc.delegationId);
+      const checksum = f.checksum ?? f.options.checksum;
+      const size = await global.run(() =>
+        transfer(ctx, job, ac, `download ${f.name}`, (signal, onBytes) => download(client, url, dest, { signal, size: f.size, checksum, onBytes })),
+      );
+      if (f.executable) await chmod(dest, 0o755);
+      await ctx.control.append(job.id, "input_status", `/${f.name}`);
+      await ctx.control.append(job.id, "statistics", `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=no`);
+      await logErrors(ctx, job.id, `Staging: downloaded ${redact(url)} -> /${f.name} (${size} bytes)`);
+    } catch (e) {
+      if (ac.signal.aborted) return;
+      const msg = `${f.name}: ${(e as Error).message}`;
+      await logErrors(ctx, job.id, `Staging: download of ${redact(url)} failed: ${(e as Error).message}`);
+      if (f.options.failureallowed === "yes") return;
+      failures.push(msg);
+      ac.abort(); // a failed mandatory download cancels the job's other transfers (arex-jem §5.3)
+    }
+  });
+  if (failures.length > 0) {
+    log.warn({ failures }, "stage-in failed");
+    await writePrivate(ctx, job.id, "stagein.failed", failures.join("; "));
+    ctx.aborts.delete(job.id);
+    await enqueueAdvance(ctx, job.id, "staged-in", 0, job.requestId);
+  } else if (!ac.signal.aborted) log.info("stage-in finished");
+}
+
+async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, global: Semaphore): Promise<void> {
+  const desc = await readSpec(ctx, job.id);
+  const session = ctx.control.sessionDir(job.id);
+  const failures: string[] = [];
+  if (desc) {
+    const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun);
+    const removed = await purgeSession(session, plan);
+    const log = jobLog(ctx, job);
+    log.info({ removed, uploads: plan.uploads.length }, "stage-out started");
+    const sent = new Set(((await ctx.control.read(job.id, "output_status")) ?? "").split("\n").map((l) => l.split(" ")[0]?.replace(/^\/+/, "")).filter(Boolean));
+    // Directory outputs become one upload per file; `dir/` + target collection URL.
+    const items: Array<{ name: string; url: string; delegationId?: string | undefined; optional: boolean }> = [];
+    for (const u of plan.uploads) {
+      const optional = u.options.failureallowed === "yes";
+      if (u.name.endsWith("/")) {
+        const base = u.target.endsWith("/") ? u.target : `${u.target}/`;
+        const dir = u.name.replace(/\/+$/, "");
+        for (const f of await filesUnder(session, dir)) items.push({ name: f, url: base + encodeURI(f.slice(dir.length + 1)), delegationId: u.delegationId, optional });
+      } else {
+        const url = u.target.endsWith("/") ? u.target + encodeURIComponent(u.name.split("/").pop()!) : u.target;
+        items.push({ name: u.name, url, delegationId: u.delegationId, optional });
+      }
+    }
+    await forEachLimit(items.filter((i) => !sent.has(i.name)), PER_JOB, async (i) => {
+      if (ac.signal.aborted) return;
+      const start = new Date();
+      try {
+        const file = await sessionPath(session, i.name);
+        const client = await clientFor(i.delegationId ?? desc.delegationId);
+        const size = await global.run(() => transfer(ctx, job, ac, `upload ${i.name}`, (signal) => upload(client, file, i.url, { signal })));
+        await ctx.control.append(job.id, "output_status", `/${i.name} ${redact(i.url)}`);
+        await ctx.control.append(job.id, "statistics", `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`);
+        await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${size} bytes)`);
+        await rm(file, { force: true }); // uploaded copies leave the session dir (arex-jem §5.3)
+      } catch (e) {
+        if (ac.signal.aborted) return;
+        await logErrors(ctx, job.id, `Staging: upload of /${i.name} to ${redact(i.url)} failed: ${(e as Error).message}`);
+        if (!i.optional) failures.push(`${i.name}: ${(e as Error).message}`);
+      }
+    });
+    log.info({ failures: failures.length }, "stage-out finished");
+  }
+  if (!ac.signal.aborted) await writePrivate(ctx, job.id, "stageout.done", JSON.stringify({ failures }));
+}

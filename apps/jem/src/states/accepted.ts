@@ -1,0 +1,24 @@
+import type { JobRecord } from "@ce/store";
+import type { JemContext } from "../context.js";
+import { readSpec } from "../files.js";
+import { activeOfOwner } from "../limits.js";
+import { AGAIN, moved, WAIT, waitUntil, type Step } from "./step.js";
+import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
+
+/** ACCEPTED / PENDING:ACCEPTED (REST ACCEPTING / ACCEPTED): admission into processing. */
+export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
+  if (job.killRequested) return moved(await failToFinishing(ctx, job, KILL_TEXT, { state: "ACCEPTED", cause: "client" }));
+  const desc = await readSpec(ctx, job.id);
+  // Description problems and dry runs are not restartable: no failedState (arex-jem §2.3).
+  if (!desc) return moved(await failToFinishing(ctx, job, "Could not process job description", { cause: "internal" }));
+  if (desc.dryRun) return moved(await failToFinishing(ctx, job, "Job has dryrun requested. Job skipped.", { cause: "internal" }));
+
+  if ((await activeOfOwner(ctx, job.owner)) >= ctx.config.jobs.maxActivePerOwner) {
+    if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
+    return WAIT;
+  }
+  const startAt = desc.startTime?.getTime();
+  if (startAt !== undefined && Number.isFinite(startAt) && startAt > Date.now()) return waitUntil(startAt);
+  const next = await transition(ctx, job, "PREPARING", { reason: "Starting job processing" });
+  return next ? AGAIN : WAIT;
+}

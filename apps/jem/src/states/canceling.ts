@@ -1,0 +1,30 @@
+import type { JobRecord } from "@ce/store";
+import { jobLog, type JemContext } from "../context.js";
+import { logErrors } from "../files.js";
+import { completion } from "./inlrms.js";
+import { moved, waitUntil, type Step } from "./step.js";
+import { transition } from "./transition.js";
+
+const RECANCEL_MS = 30_000;
+const GIVE_UP_MS = 3_600_000;
+
+/**
+ * CANCELING (REST KILLING): the cancel was sent; wait for the batch job's end (`lrms_done`),
+ * repeating the cancel every 30 s and giving up after an hour (arex-jem §2.3).
+ */
+export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> {
+  const done = await ctx.control.read(job.id, "lrms_done");
+  const age = Date.now() - job.stateSince;
+  if (done === undefined && age > GIVE_UP_MS) {
+    await ctx.control.write(job.id, "lrms_done", "-1 Job cancellation timed out\n");
+    await logErrors(ctx, job.id, "Batch job did not end within an hour of the cancel request; giving up");
+  } else if (done === undefined) {
+    if (age > RECANCEL_MS && job.localId) {
+      const backend = ctx.backends.get(job.backend) ?? ctx.backends.values().next().value;
+      await backend?.cancel(job.localId, { jobId: job.id, jobDir: ctx.control.jobDir(job.id) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "batch cancel failed"));
+    }
+    return waitUntil(Date.now() + RECANCEL_MS);
+  }
+  const { change } = await completion(ctx, job);
+  return moved(await transition(ctx, job, "FINISHING", { reason: "Job finished executing in LRMS", change }));
+}

@@ -1,0 +1,27 @@
+import type { JobRecord } from "@ce/store";
+import { jobLog, type JemContext } from "../context.js";
+import { WAIT, type Step } from "./step.js";
+
+/** Removes every trace of a job: session dir, control dir, Redis record and indexes. */
+export async function cleanJob(ctx: JemContext, job: JobRecord): Promise<void> {
+  await ctx.control.removeAll(job.id);
+  await ctx.jobs.remove(job.id);
+  jobLog(ctx, job).info("job cleaned");
+}
+
+/** FINISHED (REST FINISHED/FAILED/KILLED): a deferred clean acts now; otherwise expiry takes over. */
+export async function finished(ctx: JemContext, job: JobRecord): Promise<Step> {
+  if (job.cleanRequested) {
+    await cleanJob(ctx, job);
+    return WAIT;
+  }
+  // Idempotent: repairs a schedule lost between the CAS and the ZADD.
+  if (job.cleanupAt) await ctx.jobs.scheduleExpiry(job.id, job.cleanupAt);
+  return WAIT;
+}
+
+/** DELETED (REST WIPED): only the expiry loop acts (record removal). */
+export async function deleted(ctx: JemContext, job: JobRecord): Promise<Step> {
+  if (job.cleanRequested) await cleanJob(ctx, job);
+  return WAIT;
+}

@@ -1,0 +1,54 @@
+import type { InternalState } from "@ce/model";
+import { enqueueAdvance, enqueueAdvanceAt, jobLog, type JemContext } from "../context.js";
+import { accepted } from "./accepted.js";
+import { canceling } from "./canceling.js";
+import { deleted, finished } from "./finished.js";
+import { finishing } from "./finishing.js";
+import { inlrms } from "./inlrms.js";
+import { preparing } from "./preparing.js";
+import type { StateHandler } from "./step.js";
+import { submit } from "./submit.js";
+
+export const HANDLERS: Record<InternalState, StateHandler> = {
+  ACCEPTED: accepted,
+  PREPARING: preparing,
+  SUBMIT: submit,
+  INLRMS: inlrms,
+  CANCELING: canceling,
+  FINISHING: finishing,
+  FINISHED: finished,
+  DELETED: deleted,
+};
+
+/** A job never needs more passes than it has states; the bound stops a livelock cold. */
+const MAX_STEPS = 12;
+const LOCKED_RETRY_MS = 400;
+
+/**
+ * The body of an `advance` job: under the per-job lease (one JEM, one worker slot per job at a
+ * time), run the state handler of the job's current state, and again after every move.
+ * A job held by someone else is looked at again shortly (its holder may have read it stale).
+ */
+export async function advanceJob(ctx: JemContext, jobId: string, reason: string): Promise<void> {
+  const lease = await ctx.locks.tryAcquire(`job:${jobId}`, ctx.jobLockMs);
+  if (!lease) {
+    await enqueueAdvance(ctx, jobId, "locked", LOCKED_RETRY_MS);
+    return;
+  }
+  let wakeAt: number | undefined;
+  try {
+    for (let step = 0; step < MAX_STEPS && lease.held; step++) {
+      const job = await ctx.jobs.get(jobId);
+      if (!job) return;
+      const r = await HANDLERS[job.state](ctx, job);
+      if (!r.again) {
+        wakeAt = r.at;
+        break;
+      }
+      if (step === MAX_STEPS - 1) jobLog(ctx, job).error({ reason }, "job did not settle; will look again");
+    }
+  } finally {
+    await lease.release();
+  }
+  if (wakeAt !== undefined) await enqueueAdvanceAt(ctx, jobId, wakeAt);
+}

@@ -1,0 +1,78 @@
+import { lstat } from "node:fs/promises";
+import type { JobDescription } from "@ce/model";
+import type { JobRecord } from "@ce/store";
+import { enqueueStaging, type JemContext } from "../context.js";
+import { readInputStatus, readPrivate, readSpec } from "../files.js";
+import { inLrms } from "../limits.js";
+import { sessionPath } from "../staging/paths.js";
+import { moved, WAIT, waitUntil, type Step } from "./step.js";
+import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
+
+/**
+ * PREPARING / PENDING:PREPARING (REST PREPARING / PREPARED): remote inputs are downloaded by the
+ * staging worker, client uploads are awaited (listed in `input_status`, present, size right),
+ * then the job waits for a batch slot (maxInLrms) or, data-only, goes straight to FINISHING.
+ */
+export async function preparing(ctx: JemContext, job: JobRecord): Promise<Step> {
+  if (job.killRequested) {
+    await ctx.publishAbort(job.id);
+    return moved(await failToFinishing(ctx, job, KILL_TEXT, { state: "PREPARING", cause: "client" }));
+  }
+  const desc = await readSpec(ctx, job.id);
+  if (!desc) return moved(await failToFinishing(ctx, job, "Could not process job description", { cause: "internal" }));
+  const fail = async (text: string) => moved(await failToFinishing(ctx, job, text, { state: "PREPARING", cause: "internal" }));
+
+  const status = await readInputStatus(ctx, job.id);
+  if (!job.pending) {
+    const stagingError = await readPrivate(ctx, job.id, "stagein.failed");
+    if (stagingError) return fail(`Failed in data staging: ${stagingError.trim()}`);
+    const missingRemote = desc.inputFiles.filter((f) => f.source && !status.paths.has(f.name));
+    if (missingRemote.length > 0) await enqueueStaging(ctx, job, "in");
+
+    const uploads = await checkUploads(ctx, job, desc, status.paths);
+    if (uploads.error) return fail(uploads.error);
+    const deadline = job.stateSince + ctx.config.jobs.uploadTimeoutSeconds * 1000;
+    if (uploads.missing.length > 0) {
+      if (Date.now() >= deadline) return fail(`User file: ${uploads.missing[0]} - Timeout waiting for upload`);
+      // Upload completions enqueue an advance; the timer only catches the timeout.
+      return waitUntil(deadline);
+    }
+    if (missingRemote.length > 0) return WAIT; // the staging worker advances the job when done
+    if (desc.freeStageIn && !status.complete) {
+      await transition(ctx, job, "PREPARING", { pending: true, reason: "Waiting for confirmation of stage-in complete from client" });
+      return WAIT;
+    }
+  } else if (desc.freeStageIn && !status.complete) {
+    return WAIT;
+  }
+
+  if (!desc.executable) {
+    return moved(await transition(ctx, job, "FINISHING", { reason: "Pre-staging finished, no executable: batch system skipped" }));
+  }
+  if ((await inLrms(ctx)) >= ctx.config.jobs.maxInLrms) {
+    if (!job.pending) await transition(ctx, job, "PREPARING", { pending: true, reason: "Limit of RUNNING jobs is reached" });
+    return WAIT;
+  }
+  return moved(await transition(ctx, job, "SUBMIT", { reason: "Pre-staging finished, passing job to LRMS" }));
+}
+
+/** Client uploads still missing (arex-jem §5.2: listed, present, not smaller than declared). */
+async function checkUploads(ctx: JemContext, job: JobRecord, desc: JobDescription, listed: Set<string>): Promise<{ missing: string[]; error?: string }> {
+  const missing: string[] = [];
+  for (const f of desc.inputFiles) {
+    if (f.source) continue;
+    if (!listed.has(f.name)) {
+      missing.push(f.name);
+      continue;
+    }
+    const path = await sessionPath(ctx.control.sessionDir(job.id), f.name).catch(() => undefined);
+    const st = path ? await lstat(path).catch(() => undefined) : undefined;
+    if (!st || !st.isFile()) {
+      missing.push(f.name);
+      continue;
+    }
+    if (f.size !== undefined && st.size < f.size) missing.push(f.name);
+    else if (f.size !== undefined && st.size > f.size) return { missing, error: `User file: ${f.name} - Delivered file is bigger than specified.` };
+  }
+  return { missing };
+}

@@ -1,0 +1,80 @@
+import { buildActivityDocument, renderXml } from "@ce/glue2";
+import { formatStatusFile, type InternalState } from "@ce/model";
+import { activityInputFor, type JobChange, type JobRecord } from "@ce/store";
+import { jobLog, type JemContext } from "../context.js";
+import { afterTransition } from "../limits.js";
+
+export const KILL_TEXT = "Job is canceled by external request";
+
+export interface TransitionOptions {
+  pending?: boolean;
+  /** Reason written to `errors` (A-REX wording where one exists). */
+  reason: string;
+  /** Extra record fields changed atomically with the state. */
+  change?: JobChange;
+  /** Line appended to the `failed` control file once the change is committed. */
+  failedLine?: string;
+}
+
+/**
+ * THE state change. Compare-and-set on (state, pending, stateSince) as read, so a job is
+ * advanced at most once whatever the number of JEMs; then the control files follow Redis:
+ * `status`, the `errors` line, `failed`, and the GLUE2 `xml`. Returns the new record, or
+ * undefined when someone else changed the job first (the caller just stops).
+ */
+export async function transition(ctx: JemContext, job: JobRecord, to: InternalState, opts: TransitionOptions): Promise<JobRecord | undefined> {
+  const pending = opts.pending ?? false;
+  if (job.state === to && job.pending === pending && !opts.change) return job;
+  const expect = { state: job.state, pending: job.pending ? "1" : "0", stateSince: String(job.stateSince) } as const;
+  const next = await ctx.jobs.update(job, { ...opts.change, state: to, pending }, expect);
+  if (!next) return undefined;
+  const from = formatStatusFile(job.state, job.pending);
+  const toWord = job.state === to && pending ? `${to}(PENDING)` : formatStatusFile(to, pending);
+  const log = jobLog(ctx, job);
+  try {
+    await ctx.control.write(job.id, "status", formatStatusFile(to, pending), 0o644);
+    if (from !== formatStatusFile(to, pending)) await ctx.control.logState(job.id, from, toWord, opts.reason);
+    if (opts.failedLine) await ctx.control.append(job.id, "failed", opts.failedLine);
+    await writeXml(ctx, next);
+  } catch (e) {
+    // Redis already holds the truth; a missing control file is repaired by the next transition.
+    log.warn({ err: e }, "control files not updated after state change");
+  }
+  log.info({ from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason }, "state change");
+  await afterTransition(ctx, job, next).catch((e: unknown) => log.warn({ err: e }, "wake-up of pending jobs failed"));
+  return next;
+}
+
+/** Rewrites the job's GLUE2 ComputingActivity document (`xml`). */
+export async function writeXml(ctx: JemContext, record: JobRecord): Promise<void> {
+  const facts = activityInputFor(record, { hostname: ctx.hostname });
+  await ctx.control.write(record.id, "xml", renderXml(buildActivityDocument(facts), { declaration: true }), 0o644);
+}
+
+/**
+ * Record fields of a failure. The first failure wins for failedState/failedCause (restart point),
+ * texts accumulate. `state` undefined = not restartable (description errors, dry run).
+ */
+export function failureChange(job: JobRecord, text: string, where: { state?: InternalState; cause: "internal" | "client" }): JobChange {
+  const change: JobChange = { failure: job.failure ? `${job.failure}\n${text}` : text };
+  if (!job.failedCause) change.failedCause = where.cause;
+  if (!job.failedState && where.state) change.failedState = where.state;
+  // A kill after an internal failure still makes the job KILLED: the client asked for it.
+  if (where.cause === "client") change.failedCause = "client";
+  return change;
+}
+
+/** Fails the job from its current state into FINISHING (the failure path of arex-jem §2.3). */
+export async function failToFinishing(
+  ctx: JemContext,
+  job: JobRecord,
+  text: string,
+  where: { state?: InternalState; cause: "internal" | "client" },
+  extra: JobChange = {},
+): Promise<JobRecord | undefined> {
+  return transition(ctx, job, "FINISHING", {
+    reason: where.cause === "client" ? "Request to cancel job" : "Job failure detected",
+    change: { ...extra, ...failureChange(job, text, where) },
+    failedLine: text,
+  });
+}
