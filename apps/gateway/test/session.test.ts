@@ -335,14 +335,25 @@ describe("E6 PROPFIND (WebDAV, what arcget/arcls use)", () => {
     const names = arcNames(`https://localhost:443${sess(id)}`, res.text);
     expect(names).toEqual([
       { name: "out", dir: true },
-      { name: "a%20b.txt", dir: false, size: 1 },
+      { name: "a b.txt", dir: false, size: 1 },
       { name: "stdout.txt", dir: false, size: 8 },
     ]);
     expect(res.text).toContain(`<d:href>${sess(id)}/out/</d:href>`);
-    // The ARC client then GETs <url>/<name>: the encoded name resolves to the file.
+    // Names are not percent-encoded (the ARC client encodes them itself when it GETs <url>/<name>).
+    expect(res.text).toContain(`<d:href>${sess(id)}/a b.txt</d:href>`);
     expect((await h.raw("GET", sess(id, "/a%20b.txt"))).text).toBe("x");
     const sub = await h.raw("PROPFIND", sess(id, "/out"), { headers: { depth: "1" } });
     expect(arcNames(`https://localhost:443${sess(id, "/out")}`, sub.text)).toEqual([{ name: "res.dat", dir: false, size: 5 }]);
+  });
+
+  it("a directory whose name needs encoding: hrefs use the decoded request path", async () => {
+    await put(id, "/my%20dir/f%25.txt", "pct");
+    const res = await h.raw("PROPFIND", sess(id, "/my%20dir"), { headers: { depth: "1" } });
+    expect(res.status).toBe(207);
+    const r = parser.parse(res.text).multistatus.response;
+    expect(r.map((x: { href: string }) => x.href)).toEqual([sess(id, "/my dir/"), sess(id, "/my dir/f%.txt")]);
+    expect(arcNames(`https://localhost:443${sess(id, "/my dir")}`, res.text)).toEqual([{ name: "f%.txt", dir: false, size: 3 }]);
+    await h.raw("DELETE", sess(id, "/my%20dir"));
   });
 
   it("absent Depth and infinity are answered as Depth 1; a bad Depth is 400", async () => {

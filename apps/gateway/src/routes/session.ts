@@ -7,7 +7,7 @@ import { respond } from "../render.js";
 import { checkDeclaredLength, drainBody, writeBody } from "../services/session-body.js";
 import { listEntries, openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
 import { jobWithSession, ownedJob } from "../services/session-job.js";
-import { hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
+import { davHref, hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
 import { type DavEntry, multistatusXml, parseDepth } from "../services/session-propfind.js";
 import { fileResponse } from "../services/session-range.js";
 import { parseContentRange, UploadTracker } from "../services/session-uploads.js";
@@ -185,8 +185,8 @@ async function propfind(c: Context<AppEnv>, id: string): Promise<Response> {
       entries.push({ href: `${p.requestHref}/`, displayName: name, stat: target.stat, dir: true });
       if (depth === 1) {
         const { files, dirs } = await listEntries(target.dir);
-        for (const d of dirs) entries.push({ href: hrefFor(p.requestHref, [d.name], true), displayName: d.name, stat: d.stat, dir: true });
-        for (const f of files) entries.push({ href: hrefFor(p.requestHref, [f.name], false), displayName: f.name, stat: f.stat, dir: false });
+        for (const d of dirs) entries.push({ href: davHref(p.requestHref, [d.name], true), displayName: d.name, stat: d.stat, dir: true });
+        for (const f of files) entries.push({ href: davHref(p.requestHref, [f.name], false), displayName: f.name, stat: f.stat, dir: false });
       }
     } finally {
       await target.dir.close();

@@ -14,11 +14,7 @@ export interface SessionPath {
   normalized: string;
   /** Absolute URL path of the session root as routed (`/arex/rest/1.0/jobs/<id>/session`). */
   rootHref: string;
-  /**
-   * The request path as the client sent it (runs of `/` collapsed, no trailing `/`) when it had no
-   * dot segments, else the canonical form. PROPFIND hrefs start with it: the ARC client strips
-   * exactly "<its request URL>/" from each href to get an entry name.
-   */
+  /** Canonical, unencoded URL path of what was asked for (no trailing `/`); PROPFIND hrefs start with it. */
   requestHref: string;
 }
 
@@ -54,7 +50,6 @@ export function parseSessionPath(rawPath: string, rootHref: string): SessionPath
   }
   const rest = path.slice(rootHref.length);
   const segments: string[] = [];
-  let dotted = false;
   for (const rawSeg of rest.split("/")) {
     if (rawSeg === "") continue;
     let seg: string;
@@ -67,7 +62,6 @@ export function parseSessionPath(rawPath: string, rootHref: string): SessionPath
     if ((seg === "." || seg === "..") && ENCODED_DOT.test(rawSeg)) {
       throw new BadRequest("Invalid session path: percent-encoded dot segment", "BAD_PATH");
     }
-    if (seg === "." || seg === "..") dotted = true;
     if (seg === ".") continue;
     if (seg === "..") {
       if (segments.length === 0) throw new BadRequest("Invalid session path: '..' climbs above the session directory", "BAD_PATH");
@@ -81,7 +75,7 @@ export function parseSessionPath(rawPath: string, rootHref: string): SessionPath
     segments,
     normalized: `/${segments.join("/")}`,
     rootHref,
-    requestHref: dotted ? hrefFor(rootHref, segments, false) : path.replace(/\/$/, ""),
+    requestHref: davHref(rootHref, segments, false),
   };
 }
 
@@ -94,9 +88,23 @@ export function encodeSegment(name: string): string {
   return encodeURIComponent(name).replace(/%(2[146-9ABC]|3[ABD]|40|24)/gi, (m) => decodeURIComponent(m));
 }
 
-/** URL path of an entry below the session root. */
+/** Percent-encoded URL path of an entry below the session root (HTML links for browsers). */
 export function hrefFor(rootHref: string, segments: readonly string[], dir: boolean): string {
   const rel = segments.map(encodeSegment).join("/");
+  const base = rel ? `${rootHref}/${rel}` : rootHref;
+  return dir ? `${base}/` : base;
+}
+
+/**
+ * WebDAV href of an entry for the ARC client: the names NOT percent-encoded, as A-REX does
+ * (arex-rest.md §10.4). The client does not decode hrefs but encodes the URL it builds from them
+ * when it sends a request: an href `a%20b.txt` makes it ask for `a%2520b.txt` (404), while
+ * `a b.txt` makes it ask for `a%20b.txt` (checked with arccp 6.17). Only control characters, which
+ * XML 1.0 cannot carry, are encoded.
+ */
+export function davHref(rootHref: string, segments: readonly string[], dir: boolean): string {
+  // eslint-disable-next-line no-control-regex
+  const rel = segments.map((s) => s.replace(/[\x00-\x1f\x7f]/g, (ch) => encodeURIComponent(ch))).join("/");
   const base = rel ? `${rootHref}/${rel}` : rootHref;
   return dir ? `${base}/` : base;
 }
