@@ -22,7 +22,7 @@ export function identity(): MiddlewareHandler<AppEnv> {
     } else if (!isPublic(c)) {
       throw new Unauthorized(
         "No credential: present a client certificate (X.509 or RFC 3820 proxy) or an Authorization: Bearer token",
-        'Bearer realm="ce"',
+        CHALLENGE,
         "NO_CREDENTIAL",
       );
     }
@@ -30,10 +30,18 @@ export function identity(): MiddlewareHandler<AppEnv> {
   };
 }
 
+const CHALLENGE = 'Bearer realm="ce"';
+
 async function authenticate(c: Context<AppEnv>): Promise<Identity | undefined> {
-  const cert = await x509Identity(c);
-  if (cert) return cert;
-  return tokenIdentity(c);
+  try {
+    const cert = await x509Identity(c);
+    if (cert) return cert;
+    return await tokenIdentity(c);
+  } catch (e) {
+    // Every 401 carries a challenge (RFC 7235 §3.1); certificate failures have no scheme of their own.
+    if (e instanceof Unauthorized && !e.headers["WWW-Authenticate"]) throw new Unauthorized(e.message, CHALLENGE, e.code);
+    throw e;
+  }
 }
 
 function isPublic(c: Context<AppEnv>): boolean {
