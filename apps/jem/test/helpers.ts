@@ -1,0 +1,160 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { inject } from "vitest";
+import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
+import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
+import {
+  ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, SecretBox, advanceJobId, bullConnection, formatKeyValues, type JobRecord, type QueueCatalog,
+} from "@ce/store";
+import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
+
+export const OWNER = "/DC=org/DC=test/CN=Test User";
+
+export interface TestEnv {
+  config: CompiledConfig;
+  redis: Redis;
+  jobs: JobStore;
+  control: ControlDir;
+  delegations: DelegationStore;
+  advance: Queue<QueueCatalog["advance"]>;
+  commands: Queue<QueueCatalog["commands"]>;
+  stateDir: string;
+  close(): Promise<void>;
+}
+
+/** A private CE (own state dir, own Redis prefix) on the suite's real redis-server. */
+export async function testEnv(overrides: ConfigInput = {}): Promise<TestEnv> {
+  const stateDir = await mkdtemp(join(tmpdir(), "jem-test-"));
+  const prefix = `{t${randomUUID().slice(0, 8)}}`;
+  const base: ConfigInput = {
+    paths: { stateDir },
+    redis: { url: inject("redisUrl"), prefix },
+    lrms: { backend: "fork", pollIntervalMs: 300 },
+    jem: { concurrency: 20, scanIntervalMs: 500, expiryIntervalMs: 300 },
+    staging: { maxRetries: 2, retryBaseMs: 50, timeoutMs: 10_000 },
+    delegations: { encryptionKey: SecretBox.generateKey() },
+    logging: { level: "silent" },
+  };
+  const config = compileConfig(merge(base, overrides) as ConfigInput, stateDir);
+  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+  const connection = bullConnection(config.redis.url);
+  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
+  await control.ensureRoots();
+  const env: TestEnv = {
+    config,
+    redis,
+    jobs: new JobStore(redis, prefix),
+    control,
+    delegations: new DelegationStore(redis, prefix, new SecretBox(config.delegations.encryptionKey!)),
+    advance: new Queue("advance", { connection, prefix }),
+    commands: new Queue("commands", { connection, prefix }),
+    stateDir,
+    async close() {
+      await env.advance.close();
+      await env.commands.close();
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length) await redis.del(...keys);
+      await redis.quit();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+  return env;
+}
+
+function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const p = out[k];
+    out[k] = v && typeof v === "object" && !Array.isArray(v) && p && typeof p === "object" ? merge(p as Record<string, unknown>, v as Record<string, unknown>) : v;
+  }
+  return out;
+}
+
+/** Starts a JEM in this process with test-friendly timings. */
+export function testJem(env: TestEnv, opts: JemOptions = {}): Promise<Jem> {
+  return startJem(env.config, { logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }), jobLockMs: 3_000, stalledIntervalMs: 3_000, recoveryIntervalMs: 2_000, ...opts });
+}
+
+export function output(name: string, extra: Partial<OutputFile> = {}): OutputFile {
+  return { name, options: {}, useIfSuccess: true, useIfFailure: false, useIfCancel: false, ...extra };
+}
+
+/** A shell job: `sh -c <script>` in the session dir. */
+export function shellJob(script: string, extra: Partial<JobDescription> = {}): Partial<JobDescription> {
+  return { executable: "/bin/sh", arguments: ["-c", script], ...extra };
+}
+
+/**
+ * Creates a job exactly as the gateway does: control files (status ACCEPTED last), the Redis
+ * record, then an `advance` {reason: "submitted"}.
+ */
+export async function submitTestJob(env: TestEnv, partial: Partial<JobDescription> = {}, record: Partial<JobRecord> = {}, opts: { notify?: boolean } = {}): Promise<string> {
+  const d: JobDescription = { ...emptyDescription("emies:adl"), executable: "/bin/true", ...partial };
+  const id = randomUUID();
+  const { control, config } = env;
+  await control.createJobDirs(id);
+  const line = (n: string, u?: string) => (u ? `/${n} ${u}` : `/${n}`);
+  const files: Array<[Parameters<ControlDir["file"]>[1], string]> = [
+    ["description", JSON.stringify(d)],
+    ["spec", JSON.stringify(d)],
+    ["local", formatKeyValues([["globalid", id], ["lrms", config.lrms.backend], ["queue", "main"], ["subject", record.owner ?? OWNER], ["rerun", d.rerun ?? 0]])],
+    ["input", d.inputFiles.map((f) => line(f.name, f.source)).join("\n") + "\n"],
+    ["output", d.outputFiles.map((f) => line(f.name, f.target)).join("\n") + "\n"],
+    ["input_status", "\n"],
+  ];
+  await Promise.all(files.map(([n, c]) => writeFile(control.file(id, n), c, { mode: 0o600 })));
+  await control.write(id, "status", "ACCEPTED\n");
+  const rec = JobStore.newRecord({
+    id, owner: OWNER, queue: "main", backend: config.lrms.backend, language: d.language, jobName: d.jobName,
+    rerun: d.rerun ?? 0, lifetime: d.lifetimeSeconds ?? config.jobs.sessionLifetimeSeconds, delegations: [],
+    requestId: `req-${id.slice(0, 8)}`, summary: { stdout: d.stdout, stderr: d.stderr },
+    ...record,
+  });
+  if ((await env.jobs.create([rec], config.jobs.maxTotal)) !== 1) throw new Error("job not created");
+  if (opts.notify !== false) await env.advance.add("advance", { jobId: id, reason: "submitted" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "submitted") });
+  return id;
+}
+
+/** What the gateway does when a client upload completes. */
+export async function clientUpload(env: TestEnv, id: string, name: string, content: string | Buffer): Promise<void> {
+  await writeFile(join(env.control.sessionDir(id), name), content);
+  await env.control.append(id, "input_status", `/${name}`);
+  await env.advance.add("advance", { jobId: id, reason: "upload" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "upload") });
+}
+
+export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "restart", jobId: string): Promise<void> {
+  await env.commands.add(action, { action, jobId }, QUEUE_DEFAULTS.commands);
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Waits for a REST state (or the record to disappear with "GONE"). */
+export async function waitForRest(env: TestEnv, id: string, rest: string | string[], timeoutMs = 20_000): Promise<JobRecord | undefined> {
+  const want = Array.isArray(rest) ? rest : [rest];
+  return waitFor(`job ${id.slice(0, 8)} in ${want.join("/")}`, async () => {
+    const r = await env.jobs.get(id);
+    if (!r) return want.includes("GONE") ? ({} as JobRecord) : false;
+    return want.includes(r.rest) ? r : false;
+  }, timeoutMs);
+}
+
+/** Internal state changes recorded in `errors` ("Job state change A -> B"). */
+export async function transitionsOf(env: TestEnv, id: string): Promise<Array<{ from: string; to: string }>> {
+  const text = (await env.control.read(id, "errors")) ?? "";
+  return [...text.matchAll(/Job state change (\S+) -> (\S+)/g)].map((m) => ({ from: m[1]!, to: m[2]! }));
+}
+
+export type { InternalState };
