@@ -223,6 +223,9 @@ describe("methods, actions, scopes", () => {
     expect((await h.call("POST", `${REST}/1.1/delegations?action=get`, { subject: ALICE })).status).toBe(400);
     expect((await h.call("POST", `${REST}/1.1/delegations?action=new&type=ssh`, { subject: ALICE })).status).toBe(400);
     expect((await h.call("GET", `${location}/extra`, { subject: ALICE })).status).toBe(404);
+    const head = await h.call("HEAD", `${REST}/1.1/delegations`, { subject: ALICE, headers: { accept: "application/json" } });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe("");
   });
 
   it("token callers need compute.create / compute.read / compute.cancel", async () => {
