@@ -1,0 +1,44 @@
+import { existsSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Jem } from "../src/daemon.js";
+import { output, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
+
+let env: TestEnv;
+let jem: Jem;
+
+beforeAll(async () => {
+  env = await testEnv({ jobs: { sessionLifetimeSeconds: 1, wipedRecordSeconds: 1 } });
+  jem = await testJem(env);
+});
+afterAll(async () => {
+  await jem?.stop();
+  await env?.close();
+});
+
+describe("expiry", () => {
+  it("FINISHED → WIPED (session gone, minimal record) → removed", async () => {
+    const id = await submitTestJob(env, shellJob("echo x > out.txt", { outputFiles: [output("out.txt")] }));
+    const fin = await waitForRest(env, id, "FINISHED");
+    expect(fin!.cleanupAt! - fin!.endedAt!).toBe(1000);
+    const wiped = await waitForRest(env, id, "WIPED", 10_000);
+    expect(wiped?.state).toBe("DELETED");
+    expect(wiped?.removeAt).toBeGreaterThan(Date.now() - 1000);
+    expect(existsSync(env.control.sessionDir(id))).toBe(false);
+    const left = (await readdir(env.control.jobDir(id))).sort();
+    expect(left).toEqual(expect.arrayContaining(["local", "status", "xml"]));
+    expect(left).not.toContain("errors");
+    expect(left).not.toContain("spec");
+    expect(await env.control.read(id, "xml")).toContain("arcrest:WIPED");
+    await waitForRest(env, id, "GONE", 10_000);
+    expect(existsSync(env.control.jobDir(id))).toBe(false);
+    expect(await env.redis.zscore(env.jobs.keys.expiry(), id)).toBeNull();
+  });
+
+  it("a job's own lifetime can only shorten the session lifetime", async () => {
+    const id = await submitTestJob(env, shellJob("true"), { lifetime: 3600 });
+    const fin = await waitForRest(env, id, "FINISHED");
+    expect(fin!.cleanupAt! - fin!.endedAt!).toBe(1000);
+    expect((await transitionsOf(env, id)).at(-1)?.to).toBe("FINISHED");
+  });
+});
