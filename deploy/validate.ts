@@ -23,7 +23,9 @@ const { loadConfig } = (await import(join(root, "packages/config/src/index.ts"))
 
 const errors: string[] = [];
 const warnings: string[] = [];
-const ok = (msg: string) => console.log(`ok    ${msg}`);
+// A report on stdout is this script's output, not logging.
+const print = (line: string) => process.stdout.write(`${line}\n`);
+const ok = (msg: string) => print(`ok    ${msg}`);
 const fail = (msg: string) => errors.push(msg);
 const install = !process.argv.includes("--no-install");
 
@@ -204,8 +206,8 @@ for (const [n, s] of Object.entries((compose as { secrets?: Record<string, { fil
   if (s.file && !existsSync(resolve(deployDir, s.file))) warnings.push(`secret ${n}: ${s.file} does not exist (the site creates it, README "Secrets")`);
 }
 
-for (const w of warnings) console.log(`warn  ${w}`);
-for (const e of errors) console.log(`FAIL  ${e}`);
-console.log(errors.length ? `deploy: ${errors.length} problem(s)` : `deploy: valid (${warnings.length} warning(s))`);
+for (const w of warnings) print(`warn  ${w}`);
+for (const e of errors) print(`FAIL  ${e}`);
+print(errors.length ? `deploy: ${errors.length} problem(s)` : `deploy: valid (${warnings.length} warning(s))`);
 process.exit(errors.length ? 1 : 0);
 
