@@ -114,7 +114,6 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
   app.route(`${config.mountPath}/rest`, r);
   app.onError((err, c) => {
     if (err instanceof CeError) return renderError(c, err);
-    // eslint-disable-next-line no-console
     console.error(err);
     return renderError(c, new CeError(500, "INTERNAL", "Internal server error"));
   });

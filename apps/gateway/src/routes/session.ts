@@ -135,6 +135,10 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   try {
     if (!range) await handle.truncate(0);
     received = await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload");
+  } catch (e) {
+    // A client that went away mid-body is not a server error; nothing is reported as complete.
+    if (!(e instanceof CeError) && c.env?.incoming?.errored) throw new BadRequest("Upload aborted by the client", "UPLOAD_ABORTED");
+    throw e;
   } finally {
     await handle.close().catch(() => undefined);
   }

@@ -103,7 +103,6 @@ export function hrefFor(rootHref: string, segments: readonly string[], dir: bool
  * XML 1.0 cannot carry, are encoded.
  */
 export function davHref(rootHref: string, segments: readonly string[], dir: boolean): string {
-  // eslint-disable-next-line no-control-regex
   const rel = segments.map((s) => s.replace(/[\x00-\x1f\x7f]/g, (ch) => encodeURIComponent(ch))).join("/");
   const base = rel ? `${rootHref}/${rel}` : rootHref;
   return dir ? `${base}/` : base;

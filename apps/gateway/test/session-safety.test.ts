@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { lstat, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -123,5 +124,81 @@ describe("planted symlinks and special files", () => {
     expect((await h.raw("PUT", `${h.base}/${id}/session/w/f.txt`, { body: "2" })).status).toBe(409);
     expect((await h.raw("GET", `${h.base}/${id}/session/w/target.txt`)).status).toBe(404);
     await expect(stat(join(outside, "f.txt"))).rejects.toThrow();
+  });
+});
+
+const sessOf = (id: string, rel = "") => `${h.base}/${id}/session${rel}`;
+const putTo = (id: string, rel: string, body: string) => h.raw("PUT", sessOf(id, rel), { body, headers: { "content-length": String(Buffer.byteLength(body)) } });
+
+describe("E6 path safety (anchors.md §4.1, CVE-2023-41914 lessons)", () => {
+  it("rejects '..' above the root, encoded dots, encoded separators, NUL and backslashes with 400", async () => {
+    const id = await h.newJob();
+    await putTo(id, "/a/f", "x");
+    const cases: Array<[string, RegExp]> = [
+      ["/a/../../session/a/f", /climbs above/],
+      ["/../session/a/f", /climbs above/],
+      ["/a/%2e%2e/a/f", /encoded dot/],
+      ["/a/%2E./a/f", /encoded dot/],
+      ["/a%2ff", /encoded slash/],
+      ["/a%2Ff", /encoded slash/],
+      ["/a%5cf", /encoded slash/],
+      ["/a/f%00.txt", /NUL/],
+      ["/a/%ff", /percent-encoding/],
+    ];
+    for (const [rel, reason] of cases) {
+      for (const method of ["GET", "PUT", "DELETE", "PROPFIND"]) {
+        const res = await h.raw(method, sessOf(id, rel), { headers: { accept: "application/json" }, ...(method === "PUT" ? { body: "x" } : {}) });
+        expect(res.status, `${method} ${rel}`).toBe(400);
+        expect(JSON.parse(res.text).reason, `${method} ${rel}`).toMatch(reason);
+      }
+    }
+    expect((await h.raw("GET", sessOf(id, "/a\\f"))).status).toBe(400);
+    // A '..' that stays inside the directory is resolved, as A-REX does.
+    expect((await h.raw("GET", sessOf(id, "/a/../a/f"))).text).toBe("x");
+    expect(await readFile(join(h.services.control.sessionDir(id), "a", "f"), "utf8")).toBe("x");
+  });
+
+  it("dot segments before the session part of the URL are refused, not resolved", async () => {
+    const id = await h.newJob();
+    await putTo(id, "/f", "x");
+    const res = await h.raw("GET", `${h.base}/${id}/x/../session/f`);
+    expect(res.status).toBe(400);
+  });
+});
+
+describe("E6 resources are released when clients go away", () => {
+  const openFds = async () => (await readdir("/proc/self/fd")).length;
+
+  it("an aborted download or upload leaves no open file descriptor behind", async () => {
+    const id = await h.newJob();
+    await writeFile(join(h.services.control.sessionDir(id), "large.bin"), Buffer.alloc(8 * 1024 * 1024, 7));
+    const before = await openFds();
+    await new Promise<void>((resolve) => {
+      const req = request({ host: "127.0.0.1", port: h.port, path: sessOf(id, "/large.bin"), agent: false }, (res) => {
+        res.once("data", () => {
+          res.destroy();
+          resolve();
+        });
+      });
+      req.end();
+    });
+    await new Promise<void>((resolve) => {
+      const req = request({ host: "127.0.0.1", port: h.port, method: "PUT", path: sessOf(id, "/partial.bin"), agent: false, headers: { "content-length": "100000" } });
+      req.on("error", () => resolve());
+      req.write(Buffer.alloc(1000, 1), () => setTimeout(() => { req.destroy(); resolve(); }, 100));
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await openFds()).toBeLessThanOrEqual(before);
+    expect((await h.services.control.read(id, "input_status")) ?? "").not.toContain("/partial.bin");
+    // The server is still fine.
+    expect((await h.raw("GET", sessOf(id, "/large.bin"), { headers: { range: "bytes=0-3" } })).body).toEqual(Buffer.from([7, 7, 7, 7]));
+  });
+
+  it("PUT after DELETE of the whole session directory recreates it", async () => {
+    const id = await h.newJob();
+    await putTo(id, "/a", "1");
+    expect((await h.raw("DELETE", sessOf(id))).status).toBe(202);
+    expect((await putTo(id, "/b/c", "2")).status).toBe(200);
+    expect(await readFile(join(h.services.control.sessionDir(id), "b", "c"), "utf8")).toBe("2");
   });
 });
