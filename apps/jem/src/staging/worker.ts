@@ -24,7 +24,13 @@ export function outcomeOf(job: JobRecord): Outcome {
  */
 export function createStagingProcessor(ctx: JemContext) {
   const global = new Semaphore(ctx.config.staging.maxConcurrentTransfers);
-  const caPem = ctx.config.staging.caFile ? readFile(ctx.config.staging.caFile, "utf8") : Promise.resolve(undefined);
+  const caFile = ctx.config.staging.caFile;
+  const caPem = caFile
+    ? readFile(caFile, "utf8").catch((e: unknown) => {
+        ctx.log.error({ err: e, caFile }, "staging CA file unreadable; only system roots are trusted");
+        return undefined;
+      })
+    : Promise.resolve(undefined);
 
   return async function processStaging(data: QueueCatalog["staging"]): Promise<void> {
     const job = await ctx.jobs.get(data.jobId);
