@@ -204,6 +204,18 @@ describe("precedence and identity", () => {
     expect((await call({ expect: "ok" }, "GET", "/1.1/jobs", { headers: { authorization: "Basic dXNlcjpwdw==" } })).status).toBe(401);
   });
 
+  it("pyarcrest-style JWT delegation: X-Token-Delegation: Bearer T with Authorization: Bearer T", async () => {
+    const token = await idp.mint();
+    const res = await call({ expect: "ok" }, "POST", "/1.1/delegations?action=new&type=jwt", { token, headers: { "x-token-delegation": `Bearer ${token}` } });
+    expect(res.status).toBe(201);
+    const loc = String(res.headers.location);
+    expect(loc).toMatch(/^\/arex\/rest\/1\.1\/delegations\/[0-9a-f]+$/);
+    const got = await call({ expect: "ok" }, "POST", `${loc.slice(t.rest.length)}?action=get`, { token });
+    expect([got.status, got.headers["content-type"], got.text]).toEqual([200, "application/jwt", token]);
+    // Another identity (the proxy user) cannot read it.
+    expect((await call(CREDS["valid proxy"]!, "POST", `${loc.slice(t.rest.length)}?action=get`)).status).toBe(404);
+  });
+
   it("the versions list stays public", async () => {
     expect((await call({ expect: "ok" }, "GET", "")).status).toBe(200);
   });

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,12 +9,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, type TestGateway } from "./harness.js";
 
 /**
- * Real ARC 6 client path for delegations: `arcsub` (POST ?action=new with no body → sign the CSR
+ * Real ARC 6 client path for delegations, from a proxy made by `arcproxy`: `arcsub` (POST ?action=new with no body → sign the CSR
  * → PUT without Content-Type → submit ADL with the DelegationID) and `arcrenew` (POST
  * ?action=renew → sign → PUT). The stored proxy must verify and change on renewal. Skipped without ARC.
  */
 const run = promisify(execFile);
-const haveArc = existsSync("/usr/bin/arcsub") && existsSync("/usr/bin/arcrenew");
+const haveArc = ["arcsub", "arcrenew", "arcproxy"].every((c) => existsSync(`/usr/bin/${c}`));
 
 let t: TestGateway;
 let env: NodeJS.ProcessEnv;
@@ -26,13 +26,15 @@ beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"), { endpoint: { url: `https://localhost:${port}/arex` }, gateway: { port } });
   home = mkdtempSync(join(tmpdir(), "ce-arc-deleg-"));
   const proxy = join(home, "proxy.pem");
-  const alice = t.pki.creds.alice!;
-  const [first, ...rest] = alice.cert.split(/(?=-----BEGIN CERTIFICATE-----)/);
-  writeFileSync(proxy, `${first}${alice.key}${rest.join("")}`, { mode: 0o600 });
   const caDir = join(home, "ca");
   mkdirSync(caDir);
   for (const f of readdirSync(t.pki.caDir).filter((n) => /\.\d+$/.test(n))) copyFileSync(join(t.pki.caDir, f), join(caDir, f));
   env = { ...process.env, X509_USER_PROXY: proxy, X509_CERT_DIR: caDir, HOME: home };
+  // The proxy the client delegates from is made by the real arcproxy from Alice's certificate.
+  const user = t.pki.creds.aliceCert!;
+  writeFileSync(join(home, "usercert.pem"), user.cert);
+  writeFileSync(join(home, "userkey.pem"), user.key, { mode: 0o600 });
+  await arc("/usr/bin/arcproxy", ["-C", join(home, "usercert.pem"), "-K", join(home, "userkey.pem"), "-P", proxy, "-T", caDir, "-S", "", "-c", "validityPeriod=2H"]);
 }, 60_000);
 afterAll(async () => {
   await t?.close();
@@ -69,9 +71,10 @@ describe.skipIf(!haveArc)("ARC 6 client delegation", () => {
     const id = delegs[0]!.id;
     const first = await t.gw.services.delegations.credential(owner, id);
     if (first?.type !== "x509") throw new Error("no x509 credential stored");
-    // The stored proxy = ARC's new proxy + our key + alice's proxy and certificate.
+    // The stored proxy = ARC's new proxy + our key + the arcproxy proxy and Alice's certificate.
     expect(first.proxyPem.match(/BEGIN CERTIFICATE/g)?.length).toBe(3);
-    expect(leaf(first.proxyPem).issuer).toBe(new X509Certificate(t.pki.creds.alice!.cert.split(/(?=-----BEGIN)/)[0]!).subject);
+    const arcProxy = new X509Certificate(readFileSync(join(home, "proxy.pem"), "utf8"));
+    expect(leaf(first.proxyPem).issuer).toBe(arcProxy.subject);
 
     const renew = await arc("/usr/bin/arcrenew", ["-a", "-j", joblist, "-d", "WARNING"]).catch((e: { stdout: string; stderr: string }) => {
       throw new Error(`arcrenew failed:\n${e.stdout}\n${e.stderr}`);
