@@ -73,6 +73,7 @@ if ! alive "$DIR/run/munged.pid" munged; then
   munged --force --key-file="$DIR/munge/munge.key" --socket="$SOCKET" \
     --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" --seed-file="$DIR/munge/munge.seed"
   wait_for 10 munged test -S "$SOCKET"
+  wait_for 10 "munged pid file" alive "$DIR/run/munged.pid" munged
 fi
 
 # --- slurm.conf ---
@@ -129,6 +130,8 @@ if ! alive "$DIR/run/slurmctld.pid" slurmctld; then
   fi
   slurmctld -f "$CONF"
   CONF_CHANGED=0
+  # The daemon writes its pid file after forking: give it a moment before judging it dead.
+  wait_for 10 "slurmctld pid file" alive "$DIR/run/slurmctld.pid" slurmctld || { tail -n 20 "$DIR/log/slurmctld.log" >&2; exit 1; }
   wait_for "$TIMEOUT" slurmctld scontrol ping >/dev/null 2>&1 || {
     tail -n 20 "$DIR/log/slurmctld.log" >&2 || true; exit 1; }
 elif (( CONF_CHANGED )); then
@@ -142,6 +145,7 @@ if ! alive "$DIR/run/slurmd.pid" slurmd; then
     exit 1
   fi
   slurmd -f "$CONF" -N "$NODE"
+  wait_for 10 "slurmd pid file" alive "$DIR/run/slurmd.pid" slurmd || { tail -n 20 "$DIR/log/slurmd.log" >&2; exit 1; }
 fi
 
 # --- wait until the node is idle (resume it when down/drained) ---
