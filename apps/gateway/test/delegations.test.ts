@@ -1,4 +1,7 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -135,6 +138,26 @@ describe("X.509 delegation", () => {
   });
 });
 
+
+const PY_SIGN = new URL("./fixtures/pyarcrest_sign.py", import.meta.url).pathname;
+const havePyCrypto = spawnSync("python3", ["-c", "import cryptography"]).status === 0;
+
+describe.skipIf(!havePyCrypto)("pyarcrest-style signing (python cryptography)", () => {
+  it("our CSR loads in cryptography and a pyarcrest-signed chain is accepted", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ce-pysign-"));
+    try {
+      const proxyFile = join(dir, "proxy.pem");
+      writeFileSync(proxyFile, aliceProxy.filePem, { mode: 0o600 });
+      const { csr, location, id } = await newX509("1.1");
+      const signed = execFileSync("python3", [PY_SIGN, proxyFile], { input: csr }).toString();
+      const res = await h.call("PUT", location, { subject: ALICE, headers: { "content-type": "application/x-pem-file" }, body: signed });
+      expect([res.status, await res.text()]).toEqual([200, ""]);
+      expect((await h.store.get(id, ALICE))?.expires).toBe(new Date(aliceProxy.cert.validTo).getTime());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe("JWT delegation (1.1)", () => {
   it("new (Bearer prefix) → get → renew (X-Delegation, raw) → delete", async () => {
