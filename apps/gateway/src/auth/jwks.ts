@@ -52,6 +52,7 @@ export class JwksCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<Entry>>();
   private readonly lastAttempt = new Map<string, number>();
+  private readonly lastFailure = new Map<string, string>();
   private readonly cas = new Map<string, string[] | undefined>();
   private readonly now: () => number;
 
@@ -75,7 +76,15 @@ export class JwksCache {
     if (!cfg) return undefined;
     let entry = this.entries.get(iss);
     const ttl = this.opts.cacheSeconds * 1000;
-    if (!entry || this.now() - entry.fetchedAt >= ttl) entry = await this.refresh(cfg, entry);
+    // While the issuer is unreachable, stale keys are served and retries are spaced (no 5 s
+    // timeout on every request); without any keys the last failure is repeated for that spacing.
+    if (!entry) {
+      const failed = this.lastFailure.get(iss);
+      if (failed && !this.mayRefresh(iss)) throw new JwksUnavailable(failed);
+      entry = await this.refresh(cfg, undefined);
+    } else if (this.now() - entry.fetchedAt >= ttl && this.mayRefresh(iss)) {
+      entry = await this.refresh(cfg, entry);
+    }
     let jwk = pick(entry.jwks, kid);
     if (!jwk && this.mayRefresh(iss)) {
       entry = await this.refresh(cfg, entry);
@@ -113,10 +122,13 @@ export class JwksCache {
     try {
       const e = await p;
       this.entries.set(cfg.issuer, e);
+      this.lastFailure.delete(cfg.issuer);
       return e;
     } catch (err) {
+      const e = err instanceof JwksUnavailable ? err : new JwksUnavailable(String((err as Error).message));
+      this.lastFailure.set(cfg.issuer, e.message);
       if (stale) return stale;
-      throw err instanceof JwksUnavailable ? err : new JwksUnavailable(String((err as Error).message));
+      throw e;
     }
   }
 
@@ -137,7 +149,15 @@ export class JwksCache {
 
   private ca(cfg: IssuerConfig): string[] | undefined {
     if (!cfg.caFile) return undefined;
-    if (!this.cas.has(cfg.issuer)) this.cas.set(cfg.issuer, [...rootCertificates, readFileSync(cfg.caFile, "utf8")]);
+    if (!this.cas.has(cfg.issuer)) {
+      let pem: string;
+      try {
+        pem = readFileSync(cfg.caFile, "utf8");
+      } catch (e) {
+        throw new JwksUnavailable(`cannot read caFile of ${cfg.issuer}: ${(e as Error).message}`);
+      }
+      this.cas.set(cfg.issuer, [...rootCertificates, pem]);
+    }
     return this.cas.get(cfg.issuer);
   }
 

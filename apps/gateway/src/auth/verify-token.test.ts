@@ -133,7 +133,23 @@ describe("TokenVerifier", () => {
     const token = await other.mint();
     expect((await v.verify(token)).ok).toBe(true);
     await other.close();
-    t += 5000;
+    t += 60_000; // past the cache lifetime and the retry spacing: a refresh is tried and fails
     expect((await v.verify(token)).ok).toBe(true);
+    t += 1000; // within the spacing: no new attempt, still served from the cache
+    expect((await v.verify(token)).ok).toBe(true);
+  });
+
+  it("without cached keys, an unreachable issuer fails fast after the first attempt", async () => {
+    let t = Date.now();
+    const other = await startTokenIssuer({ audience: AUD });
+    const token = await other.mint();
+    await other.close();
+    const v = new TokenVerifier({ ...verifier().opts, issuers: [{ issuer: other.issuer, caFile: other.caFile }], now: () => t });
+    await expect(v.verify(token)).rejects.toBeInstanceOf(JwksUnavailable);
+    const t0 = performance.now();
+    await expect(v.verify(token)).rejects.toBeInstanceOf(JwksUnavailable);
+    expect(performance.now() - t0).toBeLessThan(50);
+    t += 31_000;
+    await expect(v.verify(token)).rejects.toBeInstanceOf(JwksUnavailable);
   });
 });
