@@ -216,6 +216,25 @@ describe("precedence and identity", () => {
     expect((await call(CREDS["valid proxy"]!, "POST", `${loc.slice(t.rest.length)}?action=get`)).status).toBe(404);
   });
 
+  it("the site policy answers 403 naming the rule (deny wins; allow list by kind)", async () => {
+    const g = await startTestGateway(inject("redisUrl"), {
+      auth: { allow: ["kind:x509", `iss:${idp.issuer}`], deny: [`dn:*Bob*`, `sub:${idp.issuer}/banned`], tokens: { issuers: [{ issuer: idp.issuer, caFile: idp.caFile }] } },
+    });
+    try {
+      const ok = await g.request("GET", `${g.rest}/1.1/jobs`, { accept: "application/json" });
+      expect(ok.status).toBe(200);
+      const bob = await g.request("GET", `${g.rest}/1.1/jobs`, { as: "bob", accept: "application/json" });
+      expect(bob.status).toBe(403);
+      expect(bob.json().reason).toMatch(/deny rule dn:\*Bob\*/);
+      const banned = await g.request("GET", `${g.rest}/1.1/jobs`, { as: "none", accept: "application/json", headers: { authorization: `Bearer ${await idp.mint({ sub: "banned" })}` } });
+      expect([banned.status, banned.json().reason]).toEqual([403, expect.stringMatching(/deny rule sub:/)]);
+      const fine = await g.request("GET", `${g.rest}/1.1/jobs`, { as: "none", accept: "application/json", headers: { authorization: `Bearer ${await idp.mint()}` } });
+      expect(fine.status).toBe(200);
+    } finally {
+      await g.close();
+    }
+  });
+
   it("the versions list stays public", async () => {
     expect((await call({ expect: "ok" }, "GET", "")).status).toBe(200);
   });
