@@ -7,7 +7,8 @@ import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createCA, createProxy, issueUserCert, signCsrAsProxy, type TestCredential } from "@ce/x509/testing";
 import { sweepDelegations } from "@ce/store";
-import { createCsr } from "@ce/x509";
+import { createCsr, KeyPool } from "@ce/x509";
+import { DelegationService } from "../src/services/delegations.js";
 import { startDelegationHarness, type DelegationHarness } from "./delegation-harness.js";
 
 const ca = createCA({ dn: "/DC=org/DC=test/CN=Deleg Test CA" });
@@ -283,6 +284,22 @@ describe("strict spec codes", () => {
       }
     } finally {
       await s.close();
+    }
+  });
+});
+
+describe("limits", () => {
+  it("a per-identity quota (403 naming it) and bounded on-demand key generation", async () => {
+    const pool = new KeyPool({ size: 0, modulusLength: 1024 });
+    try {
+      const svc = new DelegationService({ store: h.store, keyPool: pool, trust: h.services.trust, maxPerOwner: 3, keyConcurrency: 1 });
+      const who = "/DC=org/DC=test/CN=Quota";
+      const made = await Promise.all([svc.newX509(who), svc.newX509(who), svc.newJwt(who, "tok")]);
+      expect(new Set(made.map((m) => (typeof m === "string" ? m : m.id))).size).toBe(3);
+      await expect(svc.newX509(who)).rejects.toMatchObject({ status: 403, message: expect.stringMatching(/limit is 3/) });
+      await expect(svc.newJwt(who, "tok")).rejects.toMatchObject({ status: 403 });
+    } finally {
+      await pool.close();
     }
   });
 });

@@ -88,6 +88,11 @@ export class DelegationStore {
     return recs.filter((r): r is DelegationRecord => !!r && (!type || r.type === type));
   }
 
+  /** Number of delegations the owner holds (quota). */
+  async count(owner: string): Promise<number> {
+    return this.redis.scard(this.keys.ownerDelegs(ownerKey(owner)));
+  }
+
   async privateKey(id: string, owner: string): Promise<string | undefined> {
     const sealed = await this.redis.hget(this.keys.deleg(id), "key");
     return sealed ? this.box.open(sealed, this.aad(id, owner, "key")) : undefined;

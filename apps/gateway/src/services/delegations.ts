@@ -12,17 +12,45 @@ import { decodeJwt } from "jose";
 import type { DelegationRecord, DelegationStore, DelegationType } from "@ce/store";
 import { acceptDelegatedChain, createCsr, type KeyPool, type TrustStore } from "@ce/x509";
 import type { ApiVersion, Identity } from "../context.js";
-import { BadRequest, NotFound } from "../errors.js";
+import { BadRequest, Forbidden, NotFound } from "../errors.js";
 
 export interface DelegationDeps {
   store: DelegationStore;
   keyPool: KeyPool;
   trust: TrustStore;
   now?: () => Date;
+  /** Delegations one owner may hold (each new x509 slot costs an RSA key). Default 1000. */
+  maxPerOwner?: number;
+  /** RSA keys generated at once when the pool is empty (libuv's pool also serves fs/DNS). Default 2. */
+  keyConcurrency?: number;
 }
 
 export class DelegationService {
+  private keyJobs = 0;
+  private readonly keyWaiters: (() => void)[] = [];
+
   constructor(private readonly d: DelegationDeps) {}
+
+  /** A pool key; when the pool is dry, on-demand generation is queued instead of run unbounded. */
+  private async takeKey(): Promise<Awaited<ReturnType<KeyPool["take"]>>> {
+    if (this.d.keyPool.available > 0) return this.d.keyPool.take();
+    while (this.keyJobs >= (this.d.keyConcurrency ?? 2)) await new Promise<void>((r) => this.keyWaiters.push(r));
+    this.keyJobs++;
+    try {
+      return await this.d.keyPool.take();
+    } finally {
+      this.keyJobs--;
+      this.keyWaiters.shift()?.();
+    }
+  }
+
+  /** Soft limit: concurrent creations may overshoot it by a few, which is harmless. */
+  private async checkQuota(owner: string): Promise<void> {
+    const max = this.d.maxPerOwner ?? 1000;
+    if ((await this.d.store.count(owner)) >= max) {
+      throw new Forbidden(`Too many delegations: the limit is ${max} per identity; delete unused ones`, "DELEGATION_QUOTA");
+    }
+  }
 
   /** The caller's delegation as seen under `version` (1.0 knows only x509 delegations). */
   async find(owner: string, id: string, version: ApiVersion): Promise<DelegationRecord> {
@@ -37,7 +65,8 @@ export class DelegationService {
 
   /** Step 1 of the X.509 exchange: a pool key, sealed in the store; the CSR for it. */
   async newX509(owner: string): Promise<{ id: string; csr: string }> {
-    const kp = await this.d.keyPool.take();
+    await this.checkQuota(owner);
+    const kp = await this.takeKey();
     const id = await this.d.store.create(owner, "x509", { privateKeyPem: pkcs8(kp.privateKey) });
     return { id, csr: createCsr(kp) };
   }
@@ -46,7 +75,7 @@ export class DelegationService {
   async renewX509(owner: string, id: string, version: ApiVersion): Promise<string> {
     const rec = await this.find(owner, id, version);
     if (rec.type !== "x509") throw new BadRequest("Delegation is a jwt delegation: renew it with the new token in an X-Token-Delegation header", "DELEGATION_TYPE");
-    const kp = await this.d.keyPool.take();
+    const kp = await this.takeKey();
     await this.d.store.replaceKey(id, owner, pkcs8(kp.privateKey));
     return createCsr(kp);
   }
@@ -74,6 +103,7 @@ export class DelegationService {
   /** JWT delegation (1.1): stored sealed and unverified, as the interface says; exp recorded when readable. */
   async newJwt(owner: string, header: string | undefined): Promise<string> {
     const token = delegatedToken(header);
+    await this.checkQuota(owner);
     return this.d.store.create(owner, "jwt", { token, expires: jwtExpiry(token) });
   }
 
