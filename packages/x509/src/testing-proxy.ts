@@ -1,6 +1,7 @@
 /**
  * Test proxies, ARC-style delegation signing, CRLs and hashed CA directories (`@ce/x509/testing`).
  */
+import { subjectDn } from "./dn.js";
 import { execFileSync } from "node:child_process";
 import { createPrivateKey, createPublicKey, verify, X509Certificate, type KeyObject } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -191,9 +192,11 @@ export function writeCADir(dir: string, cas: (TestCredential | X509Certificate)[
     const h = subjectHash(c);
     writeFileSync(join(dir, `${h}.${slot(h)}`), derToPem(c.raw));
     if (o.sideFiles ?? true) {
-      writeFileSync(join(dir, `${h}.signing_policy`), `access_id_CA X509 '${c.subject}'\n`);
-      writeFileSync(join(dir, `${h}.namespaces`), "TO Issuer \"x\" PERMIT Subject \".*\"\n");
-      writeFileSync(join(dir, `${h}.info`), "alias = test\n");
+      // Real IGTF formats: grid clients (ARC's signing-policy check) read these, not just skip them.
+      const dn = subjectDn(c);
+      writeFileSync(join(dir, `${h}.signing_policy`), `access_id_CA      X509         '${dn}'\npos_rights        globus        CA:sign\ncond_subjects     globus       '"*"'\n`);
+      writeFileSync(join(dir, `${h}.namespaces`), `TO Issuer "${dn}" \\\n  PERMIT Subject ".*"\n`);
+      writeFileSync(join(dir, `${h}.info`), `alias = ${dn.split("/").pop()?.replace(/^CN=/, "") ?? "test"}\n`);
     }
   }
   for (const crl of o.crls ?? []) {
