@@ -44,7 +44,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const log = opts.logger ?? pino({ level: config.logging.level, base: { service: "jem", pid: process.pid } });
   const prefix = config.redis.prefix;
   const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
-  const sub = redis.duplicate();
+  // Connected before SUBSCRIBE: ioredis' ready check (INFO) must not run in subscriber mode.
+  const sub = redis.duplicate({ lazyConnect: true, enableReadyCheck: false });
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
   let delegations: DelegationStore | undefined;
@@ -81,6 +82,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     jobLockMs: opts.jobLockMs ?? 30_000,
   };
 
+  await sub.connect();
   await sub.subscribe(abortChannel);
   sub.on("message", (_ch: string, jobId: string) => ctx.aborts.get(jobId)?.abort());
 
@@ -124,7 +126,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         await expiring;
         await watcher.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
-        await sub.quit().catch(() => undefined);
+        await sub.unsubscribe().catch(() => undefined);
+        sub.disconnect();
         await redis.quit().catch(() => undefined);
         log.info("JEM stopped");
       })();

@@ -46,7 +46,7 @@ describe("kill", () => {
     expect(steps.filter((s) => s === "CANCELING")).toHaveLength(1);
     expect(existsSync(join(env.control.sessionDir(id), "log.txt"))).toBe(true);
     expect(existsSync(join(env.control.sessionDir(id), "other.txt"))).toBe(false);
-    expect(await env.control.read(id, "xml")).toContain("arcrest:KILLED");
+    await waitFor("xml arcrest:KILLED", async () => (await env.control.read(id, "xml"))?.includes("arcrest:KILLED"));
   });
 
   it("a kill of a finished job changes nothing", async () => {

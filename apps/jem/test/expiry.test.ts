@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
-import { output, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
+import { output, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 let jem: Jem;
@@ -29,7 +29,7 @@ describe("expiry", () => {
     expect(left).toEqual(expect.arrayContaining(["local", "status", "xml"]));
     expect(left).not.toContain("errors");
     expect(left).not.toContain("spec");
-    expect(await env.control.read(id, "xml")).toContain("arcrest:WIPED");
+    await waitFor("xml arcrest:WIPED", async () => (await env.control.read(id, "xml"))?.includes("arcrest:WIPED"));
     await waitForRest(env, id, "GONE", 10_000);
     expect(existsSync(env.control.jobDir(id))).toBe(false);
     expect(await env.redis.zscore(env.jobs.keys.expiry(), id)).toBeNull();

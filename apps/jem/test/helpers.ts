@@ -144,11 +144,16 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 /** Waits for a REST state (or the record to disappear with "GONE"). */
 export async function waitForRest(env: TestEnv, id: string, rest: string | string[], timeoutMs = 20_000): Promise<JobRecord | undefined> {
   const want = Array.isArray(rest) ? rest : [rest];
-  return waitFor(`job ${id.slice(0, 8)} in ${want.join("/")}`, async () => {
+  const r = await waitFor(`job ${id.slice(0, 8)} in ${want.join("/")}`, async () => {
     const r = await env.jobs.get(id);
     if (!r) return want.includes("GONE") ? ({} as JobRecord) : false;
     return want.includes(r.rest) ? r : false;
   }, timeoutMs);
+  // Control files follow Redis (xml is written last); for final states wait for them too.
+  if (r.state === "FINISHED" || r.state === "DELETED") {
+    await waitFor(`xml of ${id.slice(0, 8)}`, async () => (await env.control.read(id, "xml"))?.includes(`arcrest:${r.rest}<`), 5_000);
+  }
+  return r.id ? r : undefined;
 }
 
 /** Internal state changes recorded in `errors` ("Job state change A -> B"). */

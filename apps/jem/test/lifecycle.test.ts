@@ -31,8 +31,8 @@ describe("job lifecycle", () => {
     expect((await readdir(session)).sort()).toEqual(["out.txt", "stdout.txt"]);
     expect(await readFile(join(session, "out.txt"), "utf8")).toBe("hello\n");
     expect(await readFile(join(session, "stdout.txt"), "utf8")).toBe("to-stdout\n");
-    expect((await env.control.read(id, "status"))?.trim()).toBe("FINISHED");
-    expect(await env.control.read(id, "xml")).toContain("arcrest:FINISHED");
+    await waitFor("status file", async () => (await env.control.read(id, "status"))?.trim() === "FINISHED");
+    await waitFor("xml arcrest:FINISHED", async () => (await env.control.read(id, "xml"))?.includes("arcrest:FINISHED"));
     expect(await env.control.read(id, "local")).toMatch(/localid=\S+/);
     const steps = (await transitionsOf(env, id)).map((t) => t.to);
     expect(steps).toEqual(["PREPARING", "SUBMIT", "INLRMS", "FINISHING", "FINISHED"]);
@@ -47,7 +47,7 @@ describe("job lifecycle", () => {
     expect(r?.failedState).toBe("INLRMS");
     expect(r?.failedCause).toBe("internal");
     expect(await env.control.read(id, "failed")).toMatch(/LRMS error: \(3\)/);
-    expect(await env.control.read(id, "xml")).toContain("arcrest:FAILED");
+    await waitFor("xml arcrest:FAILED", async () => (await env.control.read(id, "xml"))?.includes("arcrest:FAILED"));
   });
 
   it("a successExitCode other than 0 is honoured", async () => {

@@ -8,6 +8,7 @@ import { inlrms } from "./inlrms.js";
 import { preparing } from "./preparing.js";
 import type { StateHandler } from "./step.js";
 import { submit } from "./submit.js";
+import { repairControlFiles } from "./transition.js";
 
 export const HANDLERS: Record<InternalState, StateHandler> = {
   ACCEPTED: accepted,
@@ -40,6 +41,7 @@ export async function advanceJob(ctx: JemContext, jobId: string, reason: string)
     for (let step = 0; step < MAX_STEPS && lease.held; step++) {
       const job = await ctx.jobs.get(jobId);
       if (!job) return;
+      if (step === 0) await repairControlFiles(ctx, job);
       const r = await HANDLERS[job.state](ctx, job);
       if (!r.again) {
         wakeAt = r.at;

@@ -32,8 +32,10 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   const toWord = job.state === to && pending ? `${to}(PENDING)` : formatStatusFile(to, pending);
   const log = jobLog(ctx, job);
   try {
-    await ctx.control.write(job.id, "status", formatStatusFile(to, pending), 0o644);
+    // `errors` first: after a crash between the two, `repairControlFiles` sees the stale status
+    // and knows from the log that the line was already written.
     if (from !== formatStatusFile(to, pending)) await ctx.control.logState(job.id, from, toWord, opts.reason);
+    await ctx.control.write(job.id, "status", formatStatusFile(to, pending), 0o644);
     if (opts.failedLine) await ctx.control.append(job.id, "failed", opts.failedLine);
     await writeXml(ctx, next);
   } catch (e) {
@@ -77,4 +79,20 @@ export async function failToFinishing(
     change: { ...extra, ...failureChange(job, text, where) },
     failedLine: text,
   });
+}
+
+/**
+ * A JEM killed between the CAS and the control-file writes leaves `status` (and maybe the
+ * `errors` line and `xml`) behind Redis. Run under the job's lease before any handler.
+ */
+export async function repairControlFiles(ctx: JemContext, job: JobRecord): Promise<void> {
+  const want = formatStatusFile(job.state, job.pending);
+  const have = ((await ctx.control.read(job.id, "status")) ?? "").trim();
+  if (have === want) return;
+  const last = [...((await ctx.control.read(job.id, "errors")) ?? "").matchAll(/Job state change \S+ -> (\S+)/g)].at(-1)?.[1];
+  const logged = last === want || last === `${job.state}(PENDING)`;
+  if (have && !logged) await ctx.control.logState(job.id, have, want, "State change completed after a JEM restart");
+  await ctx.control.write(job.id, "status", want, 0o644);
+  await writeXml(ctx, job);
+  jobLog(ctx, job).info({ from: have, to: want }, "control files repaired after an interrupted state change");
 }
