@@ -134,6 +134,9 @@ __jem_run() {
   fi
 }
 
+# Cancelled (time limit, scancel) before the executable even started.
+[[ -n $__jem_signal ]] && __jem_finish 143 "Job was terminated by SIG$__jem_signal before it started"
+
 # Background + wait so a TERM (cancel, time limit) runs the trap at once instead of after the child.
 if [[ -x /usr/bin/time ]]; then
   __jem_run /usr/bin/time -o "$__jem_timefile" \
@@ -147,8 +150,12 @@ while :; do
   wait "$__jem_pid"
   __jem_code=$?
   [[ -n $__jem_pending ]] || break
-  __jem_pending="" # a signal interrupted wait(); wait again for the child's real status
+  # A signal interrupted wait(): wait again for the real status, but only while the child
+  # exists (bash 5.2 answers -1 for a child it already reaped).
+  __jem_pending=""
+  kill -0 "$__jem_pid" 2>/dev/null || break
 done
+(( __jem_code >= 0 && __jem_code <= 255 )) || __jem_code=$((128 + 15))
 __jem_pid=""
 
 if [[ -n $__jem_signal ]]; then
