@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -173,5 +174,25 @@ describe("fork back end", () => {
     const job2 = makeJob(root, { executable: "nothere" });
     const r2 = await backend.submit(job2);
     expect(await untilDone(job2.jobId, r2.localId, job2.jobDir)).toEqual({ kind: "done", exitCode: 127, message: "Executable ./nothere not found" });
+  });
+
+  it("measures CPU time with bash `times` when GNU time is absent", async () => {
+    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 4"] });
+    const { localId } = await backend.submit(job);
+    await untilDone(job.jobId, localId, job.jobDir);
+    // Same generated wrapper, run directly without /usr/bin/time.
+    const r = (() => {
+      try {
+        return execFileSync("/bin/bash", [join(job.jobDir, "job.sh")], { env: { PATH: "/usr/bin:/bin", JEM_TIME_BIN: "" } });
+      } catch (e) {
+        return (e as { status: number }).status;
+      }
+    })();
+    expect(r).toBe(4);
+    const diag = parseDiag(readIf(join(job.jobDir, "diag")));
+    expect(diag).toMatchObject({ exitcode: "4" });
+    expect(diag.UserTime).toMatch(/^\d+\.\d\ds$/);
+    expect(diag.KernelTime).toMatch(/^\d+\.\d\ds$/);
+    expect(diag.MaxResidentMemory).toBeUndefined();
   });
 });

@@ -138,8 +138,10 @@ __jem_run() {
 [[ -n $__jem_signal ]] && __jem_finish 143 "Job was terminated by SIG$__jem_signal before it started"
 
 # Background + wait so a TERM (cancel, time limit) runs the trap at once instead of after the child.
-if [[ -x /usr/bin/time ]]; then
-  __jem_run /usr/bin/time -o "$__jem_timefile" \
+# JEM_TIME_BIN (tests) overrides the GNU time path; empty = measure without it.
+__jem_time=${JEM_TIME_BIN-/usr/bin/time}
+if [[ -n $__jem_time && -x $__jem_time ]]; then
+  __jem_run "$__jem_time" -o "$__jem_timefile" \
     -f $'UserTime=%Us\nKernelTime=%Ss\nMaxResidentMemory=%MkB\nCPUUsage=%P\nMajorPageFaults=%F\nMinorPageFaults=%R\nForcedSwitches=%c\nWaitSwitches=%w\nInputs=%I\nOutputs=%O' \
     -- "$__jem_exe" "${JEM_ARGS[@]}" &
 else
