@@ -45,14 +45,15 @@ export SLURM_CONF=$CONF
 # kill -0 is not enough: PID 1 here reaps orphans late, and kill -0 succeeds on zombies.
 alive() {
   local pidfile=$1 comm=$2 pid stat state
-  [[ -s $pidfile ]] || return 1
-  pid=$(<"$pidfile")
+  pid=$(cat "$pidfile" 2>/dev/null) || return 1 # the daemon removes it when it exits
   [[ $pid =~ ^[0-9]+$ ]] || return 1
   stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
   state=${stat##*) }; state=${state%% *}
   [[ $state != Z && $state != X ]] || return 1
   [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$comm" ]]
 }
+
+dead() { ! alive "$@"; }
 
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -122,6 +123,25 @@ if [[ ! -f $CONF ]] || [[ $(<"$CONF") != "$NEW_CONF" ]]; then
   CONF_CHANGED=1
 fi
 
+stop_daemon() { # NAME: TERM by pid file, KILL after 10 s
+  local f=$DIR/run/$1.pid pid
+  alive "$f" "$1" || return 0
+  pid=$(cat "$f" 2>/dev/null) || return 0
+  kill -TERM "$pid" 2>/dev/null
+  wait_for 10 "$1 to stop" dead "$f" "$1" || kill -KILL "$pid" 2>/dev/null
+}
+
+# Node changes (CPUs, memory) cannot be reconfigured live: restart both daemons then.
+if (( CONF_CHANGED )) && alive "$DIR/run/slurmctld.pid" slurmctld; then
+  if scontrol reconfigure >/dev/null 2>&1; then
+    CONF_CHANGED=0
+  else
+    echo "start-slurm: slurm.conf changed; restarting slurmctld and slurmd" >&2
+    stop_daemon slurmd
+    stop_daemon slurmctld
+  fi
+fi
+
 # --- slurmctld ---
 if ! alive "$DIR/run/slurmctld.pid" slurmctld; then
   if port_taken "$CTLD_PORT"; then
@@ -134,8 +154,6 @@ if ! alive "$DIR/run/slurmctld.pid" slurmctld; then
   wait_for 10 "slurmctld pid file" alive "$DIR/run/slurmctld.pid" slurmctld || { tail -n 20 "$DIR/log/slurmctld.log" >&2; exit 1; }
   wait_for "$TIMEOUT" slurmctld scontrol ping >/dev/null 2>&1 || {
     tail -n 20 "$DIR/log/slurmctld.log" >&2 || true; exit 1; }
-elif (( CONF_CHANGED )); then
-  scontrol reconfigure
 fi
 
 # --- slurmd ---

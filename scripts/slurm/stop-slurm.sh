@@ -17,8 +17,7 @@ export SLURM_CONF=$DIR/etc/slurm.conf
 
 pid_of() { # pid_of NAME: pid from DIR/run/NAME.pid if that process is alive and named NAME
   local f=$DIR/run/$1.pid pid stat state
-  [[ -s $f ]] || return 1
-  pid=$(<"$f")
+  pid=$(cat "$f" 2>/dev/null) || return 1
   [[ $pid =~ ^[0-9]+$ ]] || return 1
   stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
   state=${stat##*) }; state=${state%% *}
