@@ -1,0 +1,160 @@
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { expect } from "vitest";
+import type { Download, Page, Response } from "playwright-core";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+export const SCREENSHOTS = resolve(ROOT, "tests/artifacts/screenshots");
+
+/** Everything a page did that an escaped, script-free page never does. */
+export interface PageWatch {
+  dialogs: string[];
+  /** Console messages about Content-Security-Policy refusals (something tried to run or load). */
+  csp: string[];
+  pageErrors: string[];
+}
+
+export function watchPage(page: Page): PageWatch {
+  const w: PageWatch = { dialogs: [], csp: [], pageErrors: [] };
+  page.on("dialog", (d) => {
+    w.dialogs.push(`${d.type()}: ${d.message()} on ${page.url()}`);
+    void d.dismiss().catch(() => undefined);
+  });
+  page.on("console", (m) => {
+    if (/content security policy/i.test(m.text())) w.csp.push(`${m.text()} on ${page.url()}`);
+  });
+  page.on("pageerror", (e) => w.pageErrors.push(`${e.message} on ${page.url()}`));
+  return w;
+}
+
+export function expectQuiet(w: PageWatch): void {
+  expect(w.dialogs, "no dialog may fire").toEqual([]);
+  expect(w.csp, "no CSP refusal (nothing injected tried to run or load)").toEqual([]);
+  expect(w.pageErrors, "no script errors").toEqual([]);
+}
+
+export interface Link {
+  text: string;
+  /** Absolute URL as the browser resolved it. */
+  href: string;
+  /** The attribute as written. */
+  raw: string;
+}
+
+export async function linksOf(page: Page): Promise<Link[]> {
+  return page.$$eval("a[href]", (as) =>
+    as.map((a) => ({ text: a.textContent ?? "", href: (a as HTMLAnchorElement).href, raw: a.getAttribute("href") ?? "" })),
+  );
+}
+
+const resolved = new Map<string, number>();
+
+/** Every link on the page answers GET with a status below 400 (same context: client cert, trust). */
+export async function expectLinksResolve(page: Page): Promise<Link[]> {
+  const links = await linksOf(page);
+  const bad: string[] = [];
+  for (const l of links) {
+    let status = resolved.get(l.href);
+    if (status === undefined) {
+      const r = await page.request.get(l.href, { maxRedirects: 5 });
+      status = r.status();
+      resolved.set(l.href, status);
+    }
+    if (status >= 400) bad.push(`${l.raw} (${JSON.stringify(l.text)}) → ${status}`);
+  }
+  expect(bad, `links on ${page.url()} that do not resolve`).toEqual([]);
+  return links;
+}
+
+/** No active content: the renderers only ever emit tables, text and links. */
+export async function expectNoActiveContent(page: Page): Promise<void> {
+  const found = await page.evaluate(() => {
+    const out: string[] = [];
+    for (const el of Array.from(document.querySelectorAll("*"))) {
+      const tag = el.tagName.toLowerCase();
+      if (["script", "img", "iframe", "object", "embed", "svg", "form", "base", "link"].includes(tag)) out.push(`<${tag}>`);
+      for (const a of Array.from(el.attributes)) if (/^on/i.test(a.name)) out.push(`${tag}[${a.name}]`);
+      if (tag === "a" && /^\s*javascript:/i.test(el.getAttribute("href") ?? "")) out.push("javascript: link");
+    }
+    return out;
+  });
+  expect(found, `active content on ${page.url()}`).toEqual([]);
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const path = resolve(SCREENSHOTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+export interface HtmlVisit {
+  response: Response;
+  links: Link[];
+}
+
+/**
+ * Checks the page now shown is one of the CE's HTML renderings: status, `text/html`, the CSP
+ * header, a title and heading, no active content, every link resolving; then a screenshot.
+ */
+export async function checkHtmlPage(page: Page, response: Response | null, name: string, status = 200): Promise<HtmlVisit> {
+  expect(response, `no response for ${name}`).toBeTruthy();
+  const r = response!;
+  expect(r.status(), `status of ${r.url()}`).toBe(status);
+  const headers = await r.allHeaders();
+  expect(headers["content-type"]).toMatch(/^text\/html\b/);
+  expect(headers["content-security-policy"]).toContain("default-src 'none'");
+  expect((await page.title()).length).toBeGreaterThan(0);
+  await expect.poll(() => page.locator("h1").count()).toBe(1);
+  await expectNoActiveContent(page);
+  const links = await expectLinksResolve(page);
+  await screenshot(page, name);
+  return { response: r, links };
+}
+
+export async function visitHtml(page: Page, url: string, name: string, status = 200): Promise<HtmlVisit> {
+  const response = await page.goto(url, { waitUntil: "load" });
+  return checkHtmlPage(page, response, name, status);
+}
+
+/** Clicks a link and waits for the navigation it causes; returns the main document response. */
+export async function follow(page: Page, text: string): Promise<Response | null> {
+  const link = page.getByRole("link", { name: text, exact: true });
+  await expect.poll(() => link.count(), `one link named ${JSON.stringify(text)} on ${page.url()}`).toBe(1);
+  const href = await link.evaluate((a) => (a as HTMLAnchorElement).href);
+  const [response] = await Promise.all([page.waitForResponse((r) => r.url() === href && r.request().isNavigationRequest()), link.click()]);
+  await page.waitForURL(href);
+  await page.waitForLoadState("load");
+  return response;
+}
+
+async function readDownload(d: Download): Promise<string> {
+  const stream = await d.createReadStream();
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * Follows a file link. The browser either shows the content (navigation) or downloads it; both
+ * are fine for a file. Returns how it was handled and the content.
+ */
+export async function followFile(page: Page, text: string): Promise<{ via: "download" | "shown"; content: string; url: string }> {
+  const link = page.getByRole("link", { name: text, exact: true });
+  await expect.poll(() => link.count(), `one link named ${JSON.stringify(text)} on ${page.url()}`).toBe(1);
+  const href = await link.evaluate((a) => (a as HTMLAnchorElement).href);
+  const from = page.url();
+  const download = page.waitForEvent("download", { timeout: 15_000 }).then((d) => ({ d }));
+  // A download aborts the navigation (net::ERR_ABORTED): then only the download event counts.
+  const shown = page.waitForURL(href, { timeout: 15_000 }).then(
+    () => ({ d: undefined }),
+    () => new Promise<never>(() => undefined),
+  );
+  await link.click();
+  const got = await Promise.race([download, shown]);
+  if (got.d) {
+    expect(page.url(), "a download leaves the listing in place").toBe(from);
+    return { via: "download", content: await readDownload(got.d), url: got.d.url() };
+  }
+  return { via: "shown", content: (await page.textContent("body")) ?? "", url: page.url() };
+}
