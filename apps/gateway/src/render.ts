@@ -31,6 +31,11 @@ export function respond(c: Context<AppEnv>, root: El, opts: RespondOptions = {})
     ...(opts.title !== undefined ? { title: opts.title } : {}),
     ...(opts.links ? { links: opts.links } : {}),
   });
+  return sendRendered(c, body, fmt, opts);
+}
+
+/** A body already rendered in `fmt` (fast paths that skip the element tree). */
+export function sendRendered(c: Context<AppEnv>, body: string, fmt: Format, opts: RespondOptions = {}): Response {
   const headers: Record<string, string> = {
     "Content-Type": contentTypeFor(fmt),
     "Content-Length": String(Buffer.byteLength(body)),

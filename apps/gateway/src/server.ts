@@ -14,6 +14,14 @@ import { KeyPool, TrustStore } from "@ce/x509";
 import { createApp } from "./app.js";
 import type { Services } from "./context.js";
 
+/**
+ * Node flags the gateway should run with (package.json `start`, the bench, deployment units).
+ * The live heap stays under ~50 MB, but V8 sizes the heap from the machine's RAM and lets it grow
+ * to several times that between full collections; a bound keeps RSS predictable. 256 MB still
+ * leaves room for the largest request the limits allow (10,000-id `info`).
+ */
+export const GATEWAY_NODE_FLAGS = ["--max-old-space-size=256"];
+
 /** Never let credentials reach a log line, whatever gets logged by accident. */
 export const REDACT_PATHS = [
   "req.headers.authorization",

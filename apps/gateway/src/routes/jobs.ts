@@ -4,10 +4,11 @@ import { REST_STATES, type RestState, isRestState } from "@ce/model";
 import type { AppEnv, Identity } from "../context.js";
 import { BadRequest, CeError, MethodNotAllowed, NotFound } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
-import { respond } from "../render.js";
+import { formatOf, respond, sendRendered } from "../render.js";
 import { mediaType, readTextBody } from "../services/body.js";
 import { ACTION_SCOPE, BULK_ACTIONS, isBulkAction, runBulk } from "../services/bulk.js";
 import { parseIdList } from "../services/idlist.js";
+import { renderJobList } from "../services/joblist.js";
 import { submitJobs } from "../services/submit.js";
 
 /** E3 list, E4 submission, E5 bulk management on `<base>/jobs`. */
@@ -54,6 +55,8 @@ async function listJobs(c: Context<AppEnv>): Promise<Response> {
   const owner = identityOf(c).subject;
   const states = parseStateFilter(c.req.query("state"));
   const jobs = await c.get("services").jobs.list(owner, states);
+  const fmt = formatOf(c);
+  if (fmt !== "html") return sendRendered(c, renderJobList(jobs, fmt), fmt);
   const base = new URL(c.req.url).pathname;
   return respond(c, jobListDoc(jobs), {
     title: "Jobs",

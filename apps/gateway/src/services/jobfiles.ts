@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import type { InputFile, JobDescription, OutputFile } from "@ce/model";
 import { type ControlDir, type ControlFile, formatKeyValues, mdsTime } from "@ce/store";
 
@@ -77,12 +77,15 @@ export const inputFile = (files: readonly InputFile[]) => files.map((f) => fileL
 export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
 
 /**
- * Creates the job's directories and control files; `status` = ACCEPTED is written last and
- * atomically, so a half-written job never looks like a job. The directories are fresh, so the other
+ * Creates the job's directories and control files; `status` = ACCEPTED is written last, so a
+ * half-written job never looks like a job. The directories are fresh, so the other
  * files are written directly (no temp+rename): that halves the file-system work of bulk submissions.
  */
 export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Promise<void> {
-  await control.createJobDirs(j.id);
+  await Promise.all([
+    mkdir(control.jobDir(j.id), { recursive: true, mode: 0o700 }),
+    mkdir(control.sessionDir(j.id), { recursive: true, mode: 0o755 }),
+  ]);
   const files: Array<[ControlFile, string]> = [
     ["description", j.source],
     ["spec", JSON.stringify(j.description)],
@@ -93,7 +96,9 @@ export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Prom
   ];
   if (j.description.acl) files.push(["acl", j.description.acl]);
   await Promise.all(files.map(([name, content]) => writeFile(control.file(j.id, name), content, { mode: 0o600, flag: "wx" })));
-  await control.write(j.id, "status", "ACCEPTED\n");
+  // Nothing reads a job before its Redis record exists (the commit point comes after this), so
+  // "last" is enough; no temp file + rename needed.
+  await writeFile(control.file(j.id, "status"), "ACCEPTED\n", { mode: 0o600, flag: "wx" });
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */

@@ -1,0 +1,213 @@
+/**
+ * Gateway benchmark: `node --import tsx apps/gateway/bench/gateway.bench.ts`
+ *
+ * Starts a private redis-server and the gateway as a separate process (so its RSS is its own),
+ * then measures: bulk xRSL submission (100 jobs per request), bulk status of 1,000 ids, GET /jobs
+ * of one owner with 100,000 jobs, and the gateway's peak RSS. Prints one JSON line at the end.
+ * Targets: ≥ 1,000 jobs/s, status p50 ≤ 50 ms, list ≤ 500 ms, RSS ≤ 200 MB.
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Agent, request } from "node:https";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Redis } from "ioredis";
+import { JobStore } from "@ce/store";
+import { freePort, startRedis } from "../../../tests/support/redis-server.js";
+import { GATEWAY_NODE_FLAGS } from "../src/server.js";
+import { createPki, XRSL } from "../test/harness.js";
+
+const ROOT = resolve(import.meta.dirname, "../../..");
+const SUBMIT_JOBS = Number(process.env.BENCH_SUBMIT_JOBS ?? 3000);
+const PER_REQUEST = 100;
+const SUBMIT_CONCURRENCY = Number(process.env.BENCH_SUBMIT_CONCURRENCY ?? 4);
+const LIST_JOBS = 100_000;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+/**
+ * The gateway as it is deployed: one bundled ESM file (BENCH_RUNTIME=tsx runs the sources through
+ * the tsx loader instead, which alone adds ~70 MB of RSS). Written below node_modules/.cache so
+ * nothing lands in the work tree; the store's Lua scripts are copied next to it.
+ */
+async function bundle(): Promise<string> {
+  const { build } = await import("tsup");
+  const out = join(ROOT, "apps/gateway/node_modules/.cache/ce-bench");
+  await build({
+    entry: { main: join(ROOT, "apps/gateway/src/main.ts") },
+    format: ["esm"],
+    platform: "node",
+    target: "node20",
+    outDir: out,
+    clean: true,
+    silent: true,
+    splitting: false,
+    noExternal: [/.*/],
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  });
+  mkdirSync(join(out, "lua"), { recursive: true });
+  cpSync(join(ROOT, "packages/store/src/lua"), join(out, "lua"), { recursive: true });
+  return join(out, "main.js");
+}
+
+async function main() {
+  const redis = await startRedis();
+  // BENCH_DIR: where control and session directories live (e.g. /dev/shm to factor out a slow disk).
+  const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "ce-bench-"));
+  const pki = createPki();
+  const port = await freePort();
+  const prefix = "{bench}";
+  const config = {
+    endpoint: { url: `https://localhost:${port}/arex` },
+    paths: { stateDir: dir },
+    redis: { url: redis.url, prefix },
+    gateway: {
+      host: "127.0.0.1",
+      port,
+      tls: { certFile: pki.hostCertFile, keyFile: pki.hostKeyFile },
+      limits: { requestsPerSecond: 0, jobsPerSubmission: 1000, idsPerRequest: 10_000 },
+    },
+    auth: { caDir: pki.caDir },
+    delegations: { keyPoolSize: 0, encryptionKey: Buffer.alloc(32, 1).toString("base64") },
+    jobs: { maxTotal: 1_000_000 },
+    logging: { level: "warn" },
+  };
+  const cfgFile = join(dir, "config.json");
+  writeFileSync(cfgFile, JSON.stringify(config));
+  const entry = process.env.BENCH_RUNTIME === "tsx" ? ["--import", "tsx", join(ROOT, "apps/gateway/src/main.ts")] : [await bundle()];
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? GATEWAY_NODE_FLAGS;
+  const child = spawn(process.execPath, [...nodeArgs, ...entry], {
+    cwd: ROOT,
+    env: { ...process.env, CE_CONFIG: cfgFile },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  let rssMax = 0;
+  const sampleRss = () => {
+    try {
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0);
+      rssMax = Math.max(rssMax, kb / 1024);
+    } catch {
+      /* process gone */
+    }
+  };
+  const rssTimer = setInterval(sampleRss, 50);
+  // Gateway CPU time (user+sys, ms) from /proc: a load-independent cost figure.
+  const cpuMs = () => {
+    const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  };
+
+  const agent = (who: "alice" | "bob") => new Agent({ keepAlive: true, maxSockets: 16, rejectUnauthorized: false, cert: pki.creds[who]!.cert, key: pki.creds[who]!.key });
+  const agents = { alice: agent("alice"), bob: agent("bob") };
+  const call = (method: string, path: string, body?: string, who: "alice" | "bob" = "alice", headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; text: string }>((res, rej) => {
+      const req = request({ host: "127.0.0.1", port, method, path, agent: agents[who], headers: { accept: "application/json", ...headers } }, (r) => {
+        const chunks: Buffer[] = [];
+        r.on("data", (d: Buffer) => chunks.push(d));
+        r.on("end", () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      });
+      req.on("error", rej);
+      req.end(body);
+    });
+
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        if ((await call("GET", "/arex/rest")).status === 200) break;
+      } catch {
+        if (i > 200) throw new Error("gateway did not start");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+
+    sampleRss();
+    console.log(`gateway RSS after start: ${round(rssMax, 0)} MB`);
+    // 1. Bulk submission.
+    const body = "+" + Array.from({ length: PER_REQUEST }, (_, i) => `(${XRSL(`bench${i}`, '(inputfiles=("in.dat" ""))(outputfiles=("out.txt" ""))')})`).join("");
+    await call("POST", "/arex/rest/1.0/jobs?action=new", body); // warm-up (JIT, first files)
+    const ids: string[] = [];
+    const requests = Math.ceil(SUBMIT_JOBS / PER_REQUEST);
+    let next = 0;
+    const t0 = performance.now();
+    const cpu0 = cpuMs();
+    await Promise.all(
+      Array.from({ length: SUBMIT_CONCURRENCY }, async () => {
+        while (next < requests) {
+          next++;
+          const r = await call("POST", "/arex/rest/1.0/jobs?action=new", body, "alice", { "content-type": "application/rsl" });
+          if (r.status !== 201) throw new Error(`submission: ${r.status} ${r.text.slice(0, 200)}`);
+          for (const j of JSON.parse(r.text).job) if (j["status-code"] === "201") ids.push(j.id);
+        }
+      }),
+    );
+    const submitS = (performance.now() - t0) / 1000;
+    const jobsPerS = ids.length / submitS;
+    const cpuPerJob = (cpuMs() - cpu0) / ids.length;
+    console.log(`bulk submission: ${ids.length} jobs in ${round(submitS, 2)} s → ${round(jobsPerS, 0)} jobs/s (${PER_REQUEST}/request, ${SUBMIT_CONCURRENCY} parallel); gateway CPU ${round(cpuPerJob, 2)} ms/job; load ${loadavg()[0]!.toFixed(1)}`);
+
+    console.log(`gateway RSS max so far: ${round(rssMax, 0)} MB`);
+    // 2. Bulk status of 1,000 ids.
+    const statusBody = JSON.stringify({ job: ids.slice(0, 1000).map((id) => ({ id })) });
+    const lat: number[] = [];
+    for (let i = 0; i < 55; i++) {
+      const s = performance.now();
+      const r = await call("POST", "/arex/rest/1.1/jobs?action=status", statusBody, "alice", { "content-type": "application/json" });
+      if (r.status !== 201) throw new Error(`status: ${r.status}`);
+      if (i >= 5) lat.push(performance.now() - s);
+    }
+    console.log(`bulk status (1,000 ids): p50 ${round(pct(lat, 50))} ms, p99 ${round(pct(lat, 99))} ms over ${lat.length} requests`);
+
+    console.log(`gateway RSS max so far: ${round(rssMax, 0)} MB`);
+    // 3. GET /jobs with 100,000 jobs of one owner (records created directly in Redis).
+    const r2 = new Redis(redis.url);
+    const store = new JobStore(r2, prefix);
+    for (let i = 0; i < LIST_JOBS; i += 1000) {
+      const recs = Array.from({ length: 1000 }, () =>
+        JobStore.newRecord({ id: randomUUID(), owner: pki.dn.bob, queue: "main", backend: "fork", language: "nordugrid:xrsl", delegations: [], rerun: 0, lifetime: 3600 }),
+      );
+      await store.create(recs, 1_000_000);
+    }
+    await r2.quit();
+    const listTimes: number[] = [];
+    let listCount = 0;
+    for (let i = 0; i < 3; i++) {
+      const s = performance.now();
+      const r = await call("GET", "/arex/rest/1.1/jobs", undefined, "bob");
+      listTimes.push(performance.now() - s);
+      listCount = JSON.parse(r.text).job.length;
+    }
+    const listMs = pct(listTimes, 50);
+    console.log(`GET /jobs (${listCount} jobs): median ${round(listMs, 0)} ms (runs: ${listTimes.map((x) => round(x, 0)).join(", ")})`);
+    sampleRss();
+    console.log(`gateway RSS: max ${round(rssMax, 0)} MB`);
+
+    const result = {
+      submitJobsPerSecond: round(jobsPerS, 0),
+      submittedJobs: ids.length,
+      submitCpuMsPerJob: round(cpuPerJob, 2),
+      loadAvg: round(loadavg()[0]!, 1),
+      statusP50Ms: round(pct(lat, 50)),
+      statusP99Ms: round(pct(lat, 99)),
+      listMs: round(listMs, 0),
+      listJobs: listCount,
+      rssMaxMB: round(rssMax, 0),
+      targets: { submit: jobsPerS >= 1000, statusP50: pct(lat, 50) <= 50, list: listMs <= 500, rss: rssMax <= 200 },
+    };
+    console.log(JSON.stringify(result));
+  } finally {
+    clearInterval(rssTimer);
+    agents.alice.destroy();
+    agents.bob.destroy();
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
