@@ -8,12 +8,13 @@
  * Slurm: a private cluster (own directory and free ports, tests/support/slurm-cluster.ts), so it
  * can run next to apps/jem/test/slurm.test.ts. Skipped only when ARC / Slurm are not installed.
  */
+import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startStack, type Stack } from "../support/stack.js";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
-import { arc, HAS_ARC, leafCert, ok, parseArcstat, restCall, submittedJobs, waitFor, type ArcJob, type RunResult } from "./arc-tools.js";
+import { arc, HAS_ARC, leafCert, ok, parseArcstat, processesIn, restCall, submittedJobs, waitFor, type ArcJob, type RunResult } from "./arc-tools.js";
 
 if (!HAS_ARC) console.warn("arc-client.test.ts SKIPPED: ARC client not installed (nordugrid-arc-client)");
 if (HAS_ARC && !HAS_SLURM) console.warn("arc-client.test.ts: slurm back end SKIPPED (slurm-wlm/munge not installed)");
@@ -80,6 +81,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     const r = await run("arcstat", ["-j", jobsFile, "-l", ...jobIds.map(jobUrl)]);
     return parseArcstat(r.stdout);
   };
+  const squeue = (name: string) => execFileSync("squeue", ["-h", "-t", "all", "-n", name, "-o", "%T"], { env: { ...process.env, SLURM_CONF: slurm!.conf }, encoding: "utf8" }).trim();
   /** arcstat until every job is in the wanted client state (bounded). */
   const until = (want: Record<string, string>, timeoutMs = 90_000) =>
     waitFor(`arcstat states ${JSON.stringify(want)}`, async () => {
@@ -162,6 +164,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     expect(s.get(ids.xrsl)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
     expect(s.get(ids.adl)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
     expect(s.get(ids.flaky)).toMatchObject({ specificState: "FAILED", exitCode: 3 });
+    if (slurm) expect(squeue("e2e_sleep")).toBe("RUNNING"); // really in the batch system
     const all = ok(await run("arcstat", ["-j", jobsDat, "-a"]), "arcstat -a");
     expect(all.stdout).toMatch(/Status of 4 jobs was queried, 4 jobs returned information/);
   }, 120_000);
@@ -223,12 +226,18 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     expect([(await bulk1("delegations", ids.sleep)).delegation_id].flat()).toEqual([did]);
   });
 
-  it.skipIf(skip)("arckill stops a long sleep job → KILLED", async () => {
+  it.skipIf(skip)("arckill stops a long sleep job → KILLED (payload gone, batch job cancelled)", async () => {
+    const session = join(stack.state, "session", ids.sleep);
+    expect(processesIn(session, "sleep").length).toBeGreaterThan(0);
     const r = ok(await run("arckill", ["-j", jobsDat, jobUrl(ids.sleep)]), "arckill");
     expect(r.stdout).toMatch(/Jobs processed: 1, successfully killed: 1/);
     const s = await until({ [ids.sleep]: "Killed" }, 60_000);
     expect(s.get(ids.sleep)?.specificState).toBe("KILLED");
     expect((await bulk1("status", ids.sleep)).state).toBe("KILLED");
+    await waitFor("the sleep payload to end", async () => (processesIn(session, "sleep").length === 0 ? true : undefined), 30_000);
+    if (slurm) {
+      expect(await waitFor("Slurm to report the job cancelled", async () => (squeue("e2e_sleep") === "CANCELLED" ? "CANCELLED" : undefined), 30_000)).toBe("CANCELLED");
+    }
   }, 90_000);
 
   it.skipIf(skip)("arcresume reruns the FAILED job (rerun=1), which then ends FINISHED", async () => {

@@ -5,7 +5,7 @@
  */
 import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { request } from "node:https";
 
 export const ARC_TOOLS = ["arcproxy", "arcinfo", "arcsub", "arcstat", "arcget", "arckill", "arcclean", "arcrenew", "arcresume", "arcsync", "arccat"];
@@ -120,4 +120,20 @@ export function leafCert(pem: string): X509Certificate {
   const end = pem.indexOf("-----END CERTIFICATE-----");
   if (end < 0) throw new Error(`no certificate in ${JSON.stringify(pem.slice(0, 80))}`);
   return new X509Certificate(pem.slice(pem.indexOf("-----BEGIN CERTIFICATE-----"), end + 25));
+}
+
+/** Live processes named `comm` whose working directory is `dir` or below (the job's payload). */
+export function processesIn(dir: string, comm: string): number[] {
+  const pids: number[] = [];
+  for (const p of readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const cwd = readlinkSync(`/proc/${p}/cwd`);
+      const state = readFileSync(`/proc/${p}/stat`, "utf8").replace(/^.*\) /, "")[0];
+      if ((cwd === dir || cwd.startsWith(`${dir}/`)) && readFileSync(`/proc/${p}/comm`, "utf8").trim() === comm && state !== "Z") pids.push(Number(p));
+    } catch {
+      // gone or not ours
+    }
+  }
+  return pids;
 }
