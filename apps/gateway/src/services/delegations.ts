@@ -10,7 +10,7 @@
 import { createPrivateKey } from "node:crypto";
 import { decodeJwt } from "jose";
 import type { DelegationRecord, DelegationStore, DelegationType } from "@ce/store";
-import { acceptDelegatedChain, createCsr, type KeyPool, type TrustStore } from "@ce/x509";
+import { acceptDelegatedChain, createCsr, type KeyPair, type KeyPool, type TrustStore } from "@ce/x509";
 import type { ApiVersion, Identity } from "../context.js";
 import { BadRequest, Forbidden, NotFound } from "../errors.js";
 
@@ -32,7 +32,7 @@ export class DelegationService {
   constructor(private readonly d: DelegationDeps) {}
 
   /** A pool key; when the pool is dry, on-demand generation is queued instead of run unbounded. */
-  private async takeKey(): Promise<Awaited<ReturnType<KeyPool["take"]>>> {
+  private async takeKey(): Promise<KeyPair> {
     if (this.d.keyPool.available > 0) return this.d.keyPool.take();
     while (this.keyJobs >= (this.d.keyConcurrency ?? 2)) await new Promise<void>((r) => this.keyWaiters.push(r));
     this.keyJobs++;
