@@ -61,13 +61,13 @@ describe.skipIf(!HAS_SLURM)("real Slurm back end", () => {
     expect(diag).toMatchObject({ exitcode: "0", Processors: "1" });
     expect(diag.WallTime).toMatch(/^\d+s$/);
     expect(slurmCmd("squeue", "-h", "-o", "%j", "-t", "all", "-j", localId).trim()).toBe("ok_job");
-  });
+  }, 60_000);
 
   it.concurrent("reports exit code 3", async () => {
     const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", "exit 3"] });
     const { localId } = await backend.submit(job);
     expect(await until(job.jobId, localId, job.jobDir, isDone)).toEqual({ kind: "done", exitCode: 3, message: "" });
-  });
+  }, 60_000);
 
   it.concurrent("queued (begin time) → QUEUING, hold → HELD, cancel while queued → cancelled", async () => {
     const job = makeJob(root, { executable: "/bin/true", startTime: new Date(Date.now() + 600_000) });
@@ -78,7 +78,7 @@ describe.skipIf(!HAS_SLURM)("real Slurm back end", () => {
     await backend.cancel(localId, job);
     expect(await until(job.jobId, localId, job.jobDir, isDone)).toEqual({ kind: "done", exitCode: 271, message: "Job was cancelled" });
     await backend.cancel(localId, job); // already gone: still fine
-  });
+  }, 60_000);
 
   it.concurrent("cancel while running → cancelled, wrapper recorded the end", async () => {
     const job = makeJob(root, { executable: "/bin/sleep", arguments: ["300"] });
@@ -93,7 +93,7 @@ describe.skipIf(!HAS_SLURM)("real Slurm back end", () => {
     // The wrapper caught Slurm's TERM and still wrote its end-of-job records.
     expect(readIf(join(job.jobDir, "lrms_done"))).toMatch(/^143 Job was terminated by SIGTERM/);
     expect(parseDiag(readIf(join(job.jobDir, "diag"))).LRMSEndTime).toMatch(/^\d{14}Z$/);
-  });
+  }, 60_000);
 
   it.concurrent("polls many jobs in one call", async () => {
     const jobs = await Promise.all(
@@ -144,10 +144,10 @@ describe.skipIf(!HAS_SLURM)("real Slurm back end", () => {
     expect(readIf(join(job.sessionDir, "o"))).toBe("yes\n");
     expect(readIf(join(job.sessionDir, "stage2.txt"))).toBe("stage2\n");
     expect(existsSync("/tmp/ce-pwned")).toBe(false);
-  });
+  }, 60_000);
 
   it.concurrent("sbatch rejects an impossible request → SUBMIT_FAILED with Slurm's reason", async () => {
     const job = makeJob(root, { executable: "/bin/true", count: 64 });
     await expect(backend.submit(job)).rejects.toMatchObject({ code: "SUBMIT_FAILED", message: expect.stringMatching(/processors|Requested node configuration/i) });
-  });
+  }, 60_000);
 });
