@@ -33,9 +33,15 @@ export async function launchBrowser(opts: { caFile?: string } = {}): Promise<Rem
     child.stdout.on("data", (d) => {
       out += String(d);
       const m = /^WS (\S+)$/m.exec(out);
-      if (m) (clearTimeout(t), res(m[1]!));
+      if (m) {
+        clearTimeout(t);
+        res(m[1]!);
+      }
     });
-    child.once("exit", (code) => (clearTimeout(t), rej(new Error(`browser server exited (${code}):\n${err}`))));
+    child.once("exit", (code) => {
+      clearTimeout(t);
+      rej(new Error(`browser server exited (${code}):\n${err}`));
+    });
   });
   const browser = await chromium.connect(ws);
   return {

@@ -4,6 +4,21 @@ import { expect } from "vitest";
 import type { Download, Page, Response } from "playwright-core";
 
 const ROOT = resolve(import.meta.dirname, "../..");
+
+// The workspace compiles without the DOM lib: the few DOM shapes the in-page functions use.
+interface DomNode {
+  tagName: string;
+  textContent: string | null;
+  href?: string;
+  attributes: ArrayLike<{ name: string }>;
+  children: { length: number };
+  getAttribute(name: string): string | null;
+  getBoundingClientRect(): { width: number; top: number };
+}
+interface DomDocument {
+  querySelectorAll(selector: string): ArrayLike<DomNode>;
+  createRange(): { selectNodeContents(n: DomNode): void; getClientRects(): ArrayLike<{ top: number }> };
+}
 export const SCREENSHOTS = resolve(ROOT, "tests/artifacts/screenshots");
 
 /** Everything a page did that an escaped, script-free page never does. */
@@ -42,9 +57,7 @@ export interface Link {
 }
 
 export async function linksOf(page: Page): Promise<Link[]> {
-  return page.$$eval("a[href]", (as) =>
-    as.map((a) => ({ text: a.textContent ?? "", href: (a as HTMLAnchorElement).href, raw: a.getAttribute("href") ?? "" })),
-  );
+  return page.$$eval("a[href]", (as: DomNode[]) => as.map((a) => ({ text: a.textContent ?? "", href: a.href ?? "", raw: a.getAttribute("href") ?? "" })));
 }
 
 const resolved = new Map<string, number>();
@@ -70,7 +83,8 @@ export async function expectLinksResolve(page: Page): Promise<Link[]> {
 export async function expectNoActiveContent(page: Page): Promise<void> {
   const found = await page.evaluate(() => {
     const out: string[] = [];
-    for (const el of Array.from(document.querySelectorAll("*"))) {
+    const doc = (globalThis as unknown as { document: DomDocument }).document;
+    for (const el of Array.from(doc.querySelectorAll("*"))) {
       const tag = el.tagName.toLowerCase();
       if (["script", "img", "iframe", "object", "embed", "svg", "form", "base", "link"].includes(tag)) out.push(`<${tag}>`);
       for (const a of Array.from(el.attributes)) if (/^on/i.test(a.name)) out.push(`${tag}[${a.name}]`);
@@ -120,8 +134,8 @@ export async function visitHtml(page: Page, url: string, name: string, status = 
 /** Clicks a link and waits for the navigation it causes; returns the main document response. */
 export async function follow(page: Page, text: string): Promise<Response | null> {
   const link = page.getByRole("link", { name: text, exact: true });
-  await expect.poll(() => link.count(), `one link named ${JSON.stringify(text)} on ${page.url()}`).toBe(1);
-  const href = await link.evaluate((a) => (a as HTMLAnchorElement).href);
+  await expect.poll(() => link.count(), { message: `one link named ${JSON.stringify(text)} on ${page.url()}` }).toBe(1);
+  const href = await link.evaluate((a: DomNode) => a.href ?? "");
   const [response] = await Promise.all([page.waitForResponse((r) => r.url() === href && r.request().isNavigationRequest()), link.click()]);
   await page.waitForURL(href);
   await page.waitForLoadState("load");
@@ -141,8 +155,8 @@ async function readDownload(d: Download): Promise<string> {
  */
 export async function followFile(page: Page, text: string): Promise<{ via: "download" | "shown"; content: string; url: string }> {
   const link = page.getByRole("link", { name: text, exact: true });
-  await expect.poll(() => link.count(), `one link named ${JSON.stringify(text)} on ${page.url()}`).toBe(1);
-  const href = await link.evaluate((a) => (a as HTMLAnchorElement).href);
+  await expect.poll(() => link.count(), { message: `one link named ${JSON.stringify(text)} on ${page.url()}` }).toBe(1);
+  const href = await link.evaluate((a: DomNode) => a.href ?? "");
   const from = page.url();
   const download = page.waitForEvent("download", { timeout: 15_000 }).then((d) => ({ d }));
   // A download aborts the navigation (net::ERR_ABORTED): then only the download event counts.
@@ -157,4 +171,24 @@ export async function followFile(page: Page, text: string): Promise<{ via: "down
     return { via: "download", content: await readDownload(got.d), url: got.d.url() };
   }
   return { via: "shown", content: (await page.textContent("body")) ?? "", url: page.url() };
+}
+
+/**
+ * Value cells squeezed so narrow that their text is unreadable: at least 3 rendered lines with
+ * fewer than 12 characters per line on average (a URN wrapped one or two characters a line).
+ */
+export async function squeezedCells(page: Page): Promise<string[]> {
+  return page.$$eval("td", (tds: DomNode[]) =>
+    tds.flatMap((td) => {
+      if (td.children.length > 0) return [];
+      const text = (td.textContent ?? "").trim();
+      if (text.length < 12) return [];
+      const range = (globalThis as unknown as { document: DomDocument }).document.createRange();
+      range.selectNodeContents(td);
+      const lines = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top))).size;
+      return lines >= 3 && text.length / lines < 12
+        ? [`${JSON.stringify(text)}: ${lines} lines in ${Math.round(td.getBoundingClientRect().width)}px`]
+        : [];
+    }),
+  );
 }
