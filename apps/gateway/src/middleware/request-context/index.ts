@@ -19,8 +19,10 @@ export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
     c.set("requestId", requestId);
     c.set("log", services.logger.child({ reqId: requestId }));
     c.set("format", negotiateFormat(c.req.header("accept")));
-    await next();
+    // Before next(): reaches error responses built by onError; after: responses built by hand.
     c.header("X-Request-Id", requestId);
+    await next();
+    if (!c.res.headers.has("X-Request-Id")) c.header("X-Request-Id", requestId);
   };
 }
 
