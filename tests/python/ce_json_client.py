@@ -15,6 +15,7 @@ Every step is checked; prints one line per check and `N passed, M failed` at the
 import argparse
 import http.client
 import json
+import re
 import ssl
 import sys
 import time
@@ -171,6 +172,11 @@ def token_part(a, ctx):
         act = (it.get("info_document") or {}).get("ComputingActivity") or {}
         states = as_list(act.get("State"))
         check(f"info {it.get('id')[:8]}: '200', ComputingActivity.State has arcrest:FINISHED", it.get("status-code") == "200" and "arcrest:FINISHED" in states, f"{it!r}")
+        times = {k: v for k, v in act.items() if k.endswith("Time") and not k.startswith(("Requested", "Used"))}
+        check(f"info {it.get('id')[:8]}: Name, Queue, ExitCode '0' (strings), GLUE2 times YYYY-MM-DDTHH:MM:SSZ",
+              act.get("Name") == "py-inst" and act.get("Queue") == "main" and act.get("ExitCode") == "0" and "EndTime" in times
+              and all(isinstance(v, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", v) for v in times.values())
+              and (act.get("_attributes") or {}).get("BaseType") == "Activity", f"{act!r}")
 
     status, _, data = c.request("GET", f"/jobs/{ids[0]}/session/out", headers={"Accept": "*/*"})
     check("session file: stdout content", status == 200 and data == b"hello instances\n", f"{status} {data!r}")
