@@ -65,6 +65,8 @@ export async function launchBrowser(opts: { caFile?: string } = {}): Promise<Rem
 export function ensureChromium(): boolean {
   if (existsSync(CHROMIUM)) return true;
   try {
+    // Never wait for a sudo password: only root or password-less sudo can install.
+    if (process.getuid?.() !== 0) execFileSync("sudo", ["-n", "true"], { stdio: "ignore", timeout: 10_000 });
     execFileSync("bash", ["scripts/ensure-system-deps.sh", "browser"], { cwd: ROOT, stdio: "ignore", timeout: 900_000 });
   } catch {
     // Reported by the caller as a skip.
