@@ -20,6 +20,26 @@ describe("X.509 client authentication", () => {
     expect(r.status).toBe(200);
     expect(r.json().job.length).toBeGreaterThan(0);
   });
+  it("a proxy of a proxy (three presented certificates) is the same identity", async () => {
+    const { createProxy, issueUserCert } = await import("@ce/x509/testing");
+    const pki = createPki();
+    const user = issueUserCert(pki.ca, { dn: "/DC=org/DC=cetest/CN=Carol Tester" });
+    const p2 = createProxy(createProxy(user), undefined, {});
+    const { Agent, request } = await import("node:https");
+    const agent = new Agent({ cert: p2.chainPem, key: p2.keyPem, rejectUnauthorized: false });
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port: t.gw.port, method: "POST", path: `${t.rest}/1.0/jobs?action=new`, agent, headers: { accept: "application/json" } }, (res) => {
+        let b = "";
+        res.on("data", (d) => (b += d));
+        res.on("end", () => resolve(b));
+      });
+      req.on("error", reject);
+      req.end(XRSL("carol"));
+    });
+    agent.destroy();
+    const id = JSON.parse(body).job[0].id as string;
+    expect((await t.gw.services.jobs.get(id))?.owner).toBe(user.dn);
+  });
   it("keep-alive: many requests on one connection", async () => {
     for (let i = 0; i < 5; i++) expect((await t.request("GET", `${t.rest}/1.1/jobs`, { accept: "text/xml" })).status).toBe(200);
   });
