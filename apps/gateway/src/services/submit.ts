@@ -80,14 +80,21 @@ export async function submitJobs(s: Services, req: SubmitRequest): Promise<BulkI
   }
 
   const results = new Map<number, BulkItem[]>();
-  const add = (index: number, item: BulkItem) => results.set(index, [...(results.get(index) ?? []), item]);
+  const add = (index: number, item: BulkItem) => {
+    const list = results.get(index);
+    if (list) list.push(item);
+    else results.set(index, [item]);
+  };
   outcomes.forEach((o, i) => {
     if (o.kind === "item") add(i, o.item);
   });
 
   const committed = await createJobs(s, req, jobs, minRequired);
-  if (req.instances !== undefined && committed.length === 0 && jobs.length > 0) {
-    throw new Forbidden("Can't create requested number of job instances within the CE job limit", "INSTANCES_LIMIT");
+  if (req.instances !== undefined && jobs.length > 0) {
+    // Instances: only the created jobs are listed, and fewer than instances_min cancels all.
+    const ok = committed.filter((r) => r.statusCode === 201);
+    if (ok.length === 0) throw new Forbidden("Can't create requested number of job instances within the CE job limit", "INSTANCES_LIMIT");
+    return ok;
   }
   committed.forEach((r, i) => add(jobs[i]!.index, r));
   return outcomes.flatMap((_, i) => results.get(i) ?? []);
@@ -196,10 +203,15 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   });
   const ready = records.filter((_, i) => written[i]);
   const removeAll = (recs: JobRecord[]) => mapLimit(recs, FILE_CONCURRENCY, (r) => s.control.removeAll(r.id).catch(() => undefined));
+  if (ready.length < minRequired) {
+    // Not enough jobs could even be prepared: all or nothing (instances_min).
+    await removeAll(ready);
+    return records.map(() => failed(500, "Failed to create the job's control files"));
+  }
 
   let n: number;
   try {
-    n = await s.jobs.create(ready, config.jobs.maxTotal, Math.min(minRequired, ready.length));
+    n = await s.jobs.create(ready, config.jobs.maxTotal, minRequired);
   } catch (err) {
     req.log.error({ err }, "job records could not be created");
     await removeAll(ready);
