@@ -192,6 +192,12 @@ describe("limits and draining", () => {
       expect(one.json().job[0]["status-code"]).toBe("503");
       const list = await small.request("GET", `${small.rest}/1.0/jobs`, { accept: "application/json" });
       expect(list.json().job).toHaveLength(5);
+      // Jobs that did not fit were fully rolled back: no control or session directories remain.
+      const { readdirSync } = await import("node:fs");
+      const leaves = (dir: string, depth: number): number =>
+        depth === 0 ? 1 : readdirSync(dir).reduce((n, d) => n + leaves(`${dir}/${d}`, depth - 1), 0);
+      expect(leaves(`${small.config.paths.controlDir}/jobs`, 4)).toBe(5);
+      expect(readdirSync(small.config.paths.sessionRoot)).toHaveLength(5);
     } finally {
       await small.close();
     }
