@@ -24,8 +24,10 @@ const STYLE = [
   "table{border-collapse:collapse;margin:2px 0}",
   "th,td{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top}",
   "th{background:#f0f0f0;font-weight:600;white-space:nowrap}",
-  ".attrs{display:block;font-weight:normal;color:#666;font-size:.85em}",
-  "td{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}",
+  // Attribute lines (BaseType, CreationTime, ...) may wrap; only the element name stays on one line.
+  ".attrs{display:block;font-weight:normal;color:#666;font-size:.85em;white-space:normal}",
+  // Break long values (URNs, DNs) at word boundaries first, inside a word only when nothing else fits.
+  "td{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:normal;overflow-wrap:break-word}",
   ".empty{color:#999}",
 ].join("");
 
