@@ -23,14 +23,18 @@ const RUN_SH = `#!/bin/sh
 cat in.txt > out.txt
 mkdir -p res/inner
 tr a-z A-Z < deep.txt > res/inner/upper.txt
+[ -f empty.txt ] && [ ! -s empty.txt ] && echo "empty input present"
+cat data/nested.txt
 echo "stdout line $1"
 echo "stderr line" >&2
 `;
 const XRSL_INPUTS = `&(executable="run.sh")(arguments="A1")(jobname="e2e-xrsl")
- (inputfiles=("run.sh" "")("in.txt" "")("deep.txt" "sub/deep.txt"))
+ (inputfiles=("run.sh" "")("in.txt" "")("deep.txt" "sub/deep.txt")("empty.txt" "")("data/nested.txt" "nested.txt"))
  (outputfiles=("out.txt" "")("res/" ""))
  (stdout="stdout.txt")(stderr="stderr.txt")(gmlog="gmlog")
 `;
+// An empty input arrives as a chunked PUT without data; data/nested.txt is PUT into a subdirectory.
+const STDOUT = "empty input present\ninput in a session subdirectory\nstdout line A1\n";
 const ADL = `<?xml version="1.0" encoding="UTF-8"?>
 <ActivityDescription xmlns="http://www.eu-emi.eu/es/2010/12/adl" xmlns:nordugrid-adl="http://www.nordugrid.org/es/2011/12/nordugrid-adl">
   <ActivityIdentification><Name>e2e-adl</Name></ActivityIdentification>
@@ -52,7 +56,7 @@ echo first > marker
 echo "first run fails"
 exit 3
 `;
-const XRSL_FLAKY = `&(executable="flaky.sh")(jobname="e2e-flaky")(rerun=1)
+const XRSL_FLAKY = `&(executable="flaky.sh")(jobname="e2e-flaky")(rerun=1)(queue="debug")
  (inputfiles=("flaky.sh" ""))(outputfiles=("marker" ""))(stdout="flaky.out")
 `;
 const XRSL_SLEEP = `&(executable="/bin/sleep")(arguments="600")(jobname="e2e-sleep")(stdout="sleep.out")`;
@@ -81,7 +85,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     const r = await run("arcstat", ["-j", jobsFile, "-l", ...jobIds.map(jobUrl)]);
     return parseArcstat(r.stdout);
   };
-  const squeue = (name: string) => execFileSync("squeue", ["-h", "-t", "all", "-n", name, "-o", "%T"], { env: { ...process.env, SLURM_CONF: slurm!.conf }, encoding: "utf8" }).trim();
+  const squeue = (name: string, format = "%T") => execFileSync("squeue", ["-h", "-t", "all", "-n", name, "-o", format], { env: { ...process.env, SLURM_CONF: slurm!.conf }, encoding: "utf8" }).trim();
   /** arcstat until every job is in the wanted client state (bounded). */
   const until = (want: Record<string, string>, timeoutMs = 90_000) =>
     waitFor(`arcstat states ${JSON.stringify(want)}`, async () => {
@@ -94,7 +98,11 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
   beforeAll(async () => {
     if (skip) return;
     if (backend === "slurm") slurm = await startSlurm(`/tmp/ce-slurm-e${process.pid}`);
-    stack = await startStack({ redisUrl: inject("redisUrl"), backend, env: slurm ? { SLURM_CONF: slurm.conf } : {} });
+    stack = await startStack({ redisUrl: inject("redisUrl"), backend,
+      env: slurm ? { SLURM_CONF: slurm.conf } : {},
+      // Two queues (= Slurm partitions main and debug); the flaky job asks for debug.
+      config: { jobs: { queues: [{ name: "main" }, { name: "debug" }] } },
+    });
     work = join(stack.state, "work");
     mkdirSync(join(work, "sub"), { recursive: true });
     jobsDat = join(stack.state, "home", "jobs.dat");
@@ -105,7 +113,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     proxyMade = await arc("arcproxy", ["-C", a.X509_USER_CERT!, "-K", a.X509_USER_KEY!, "-P", proxyFile, "-T", a.X509_CERT_DIR!, "-S", "", "-c", "validityPeriod=6H"], { env: a });
     if (proxyMade.code !== 0) proxyFile = a.X509_USER_PROXY!;
     env = { ...a, X509_USER_PROXY: proxyFile, ...(slurm ? { SLURM_CONF: slurm.conf } : {}) };
-    const files: Record<string, string> = { "run.sh": RUN_SH, "in.txt": "hello input\n", "sub/deep.txt": "nested file\n", "job1.xrsl": XRSL_INPUTS, "job2.adl": ADL, "adlin.txt": "adl input\n", "flaky.sh": FLAKY_SH, "flaky.xrsl": XRSL_FLAKY, "sleep.xrsl": XRSL_SLEEP };
+    const files: Record<string, string> = { "run.sh": RUN_SH, "in.txt": "hello input\n", "sub/deep.txt": "nested file\n", "job1.xrsl": XRSL_INPUTS, "job2.adl": ADL, "adlin.txt": "adl input\n", "empty.txt": "", "nested.txt": "input in a session subdirectory\n", "flaky.sh": FLAKY_SH, "flaky.xrsl": XRSL_FLAKY, "sleep.xrsl": XRSL_SLEEP };
     for (const [n, c] of Object.entries(files)) writeFileSync(join(work, n), c);
     chmodSync(join(work, "run.sh"), 0o755);
     chmodSync(join(work, "flaky.sh"), 0o755);
@@ -163,8 +171,12 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     const s = await until({ [ids.xrsl]: "Finished", [ids.adl]: "Finished", [ids.flaky]: "Failed", [ids.sleep]: "Running" });
     expect(s.get(ids.xrsl)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
     expect(s.get(ids.adl)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
-    expect(s.get(ids.flaky)).toMatchObject({ specificState: "FAILED", exitCode: 3 });
-    if (slurm) expect(squeue("e2e_sleep")).toBe("RUNNING"); // really in the batch system
+    expect(s.get(ids.flaky)).toMatchObject({ specificState: "FAILED", exitCode: 3, queue: "debug" });
+    expect(s.get(ids.sleep)?.queue).toBe("main");
+    if (slurm) {
+      expect(squeue("e2e_sleep")).toBe("RUNNING"); // really in the batch system
+      expect(squeue("e2e_flaky", "%P")).toBe("debug"); // the queue is the Slurm partition
+    }
     const all = ok(await run("arcstat", ["-j", jobsDat, "-a"]), "arcstat -a");
     expect(all.stdout).toMatch(/Status of 4 jobs was queried, 4 jobs returned information/);
   }, 120_000);
@@ -175,7 +187,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     const g1 = ok(await run("arcget", ["-j", jobsDat, "-D", dl, "-k", jobUrl(ids.xrsl)]), "arcget -k");
     expect(g1.stdout).toMatch(/successfully retrieved: 1/);
     const d1 = join(dl, ids.xrsl);
-    expect(readFileSync(join(d1, "stdout.txt"), "utf8")).toBe("stdout line A1\n");
+    expect(readFileSync(join(d1, "stdout.txt"), "utf8")).toBe(STDOUT);
     expect(readFileSync(join(d1, "stderr.txt"), "utf8")).toBe("stderr line\n");
     expect(readFileSync(join(d1, "out.txt"), "utf8")).toBe("hello input\n");
     expect(readFileSync(join(d1, "res", "inner", "upper.txt"), "utf8")).toBe("NESTED FILE\n");
@@ -189,7 +201,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
 
   it.skipIf(skip)("arccat shows stdout, stderr and the job log (-l)", async () => {
     const out = ok(await run("arccat", ["-j", jobsDat, jobUrl(ids.xrsl)]), "arccat");
-    expect(out.stdout).toBe("stdout line A1\n");
+    expect(out.stdout).toBe(STDOUT);
     const err = ok(await run("arccat", ["-j", jobsDat, "-e", jobUrl(ids.xrsl)]), "arccat -e");
     expect(err.stdout).toBe("stderr line\n");
     const log = ok(await run("arccat", ["-j", jobsDat, "-l", jobUrl(ids.xrsl)]), "arccat -l");

@@ -40,6 +40,7 @@ export interface ArcJob {
   state?: string;
   specificState?: string;
   exitCode?: number;
+  queue?: string;
   delegationIds: string[];
 }
 
@@ -64,6 +65,7 @@ export function parseArcstat(out: string): Map<string, ArcJob> {
       else if (kv[1] === "State") cur.state = kv[2];
       else if (kv[1] === "Specific state") cur.specificState = kv[2];
       else if (kv[1] === "Exit Code") cur.exitCode = Number(kv[2]);
+      else if (kv[1] === "Queue") cur.queue = kv[2];
     } else if (inDeleg && /^ {2}\S/.test(line)) cur.delegationIds.push(line.trim());
   }
   return jobs;
