@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { JobStore } from "@ce/store";
-import { startTestGateway, XRSL, xmlAll, type TestGateway } from "./harness.js";
+import { startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
 
 let t: TestGateway;
 let mine: string[] = [];
@@ -9,7 +9,7 @@ let bobs: string;
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"), { gateway: { limits: { idsPerRequest: 20, idListBytes: 4096 } } });
   const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new&instances=3`, { body: XRSL("bulk", "(rerun=2)"), accept: "application/json" });
-  mine = r.json().job.map((j: any) => j.id);
+  mine = r.json().job.map((j: J) => j.id);
   const b = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, { body: XRSL("bob"), accept: "application/json", as: "bob" });
   bobs = b.json().job[0].id;
 });
@@ -123,14 +123,14 @@ describe("E3 list", () => {
     expect(ids).toEqual(expect.arrayContaining(mine));
     expect(ids).not.toContain(bobs);
     const j = await t.request("GET", `${t.rest}/${v}/jobs`, { accept: "application/json" });
-    expect(j.json().job.map((i: any) => i.id)).toEqual(ids);
+    expect(j.json().job.map((i: J) => i.id)).toEqual(ids);
     const h = await t.request("HEAD", `${t.rest}/${v}/jobs`, { accept: "application/json" });
     expect(h.text).toBe("");
     expect(h.headers["content-length"]).toBe(String(Buffer.byteLength(j.text)));
   });
   it("state filter adds state; unknown state → 400 naming it", async () => {
     const r = await t.request("GET", `${t.rest}/1.1/jobs?state=ACCEPTING,RUNNING`, { accept: "application/json" });
-    expect(r.json().job.every((i: any) => i.state === "ACCEPTING")).toBe(true);
+    expect(r.json().job.every((i: J) => i.state === "ACCEPTING")).toBe(true);
     const none = await t.request("GET", `${t.rest}/1.1/jobs?state=RUNNING`, { accept: "application/json" });
     expect(none.json()).toEqual({ job: [] });
     const bad = await t.request("GET", `${t.rest}/1.1/jobs?state=RUNNING,Bogus`, { accept: "application/json" });

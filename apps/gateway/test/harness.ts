@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
+import type { Redis } from "ioredis";
 import pino from "pino";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { createCA, createProxy, issueHostCert, issueUserCert, writeCADir, type TestCredential } from "@ce/x509/testing";
@@ -62,12 +63,16 @@ export function createPki(): Pki {
   return pkiCache;
 }
 
+/** Parsed JSON of responses under test: loosely typed on purpose, the assertions check the shape. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type J = any;
+
 export interface Reply {
   status: number;
   statusMessage: string;
   headers: IncomingHttpHeaders;
   text: string;
-  json<T = any>(): T;
+  json<T = J>(): T;
 }
 
 export interface RequestOptions {
@@ -203,7 +208,7 @@ export async function startTestGateway(
   };
 }
 
-async function scanKeys(redis: { scan: (...a: any[]) => Promise<[string, string[]]> }, match: string): Promise<string[]> {
+async function scanKeys(redis: Redis, match: string): Promise<string[]> {
   const out: string[] = [];
   let cursor = "0";
   do {

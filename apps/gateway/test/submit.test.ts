@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ADL, startTestGateway, XRSL, xmlAll, type TestGateway } from "./harness.js";
+import { ADL, startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -41,12 +41,12 @@ describe.each(["1.0", "1.1"])("E4 submission under %s", (v) => {
     const r = await post(v, `+(${XRSL("a")})(&(executable="/bin/x")(cputime="abc"))(${XRSL("c")})`);
     expect(r.status).toBe(201);
     const items = r.json().job;
-    expect(items.map((i: any) => i["status-code"])).toEqual(["201", "400", "201"]);
+    expect(items.map((i: J) => i["status-code"])).toEqual(["201", "400", "201"]);
     expect(items[1].id).toBeUndefined();
     expect(items[1].reason).toMatch(/cputime|CPU/i);
     const adl = `<ActivityDescriptions>${ADL("x")}${ADL("y")}</ActivityDescriptions>`;
     const r2 = await post(v, adl, { ct: "application/xml" });
-    expect(r2.json().job.map((i: any) => i["status-code"])).toEqual(["201", "201"]);
+    expect(r2.json().job.map((i: J) => i["status-code"])).toEqual(["201", "201"]);
   });
   it("HTML rendering of a submission", async () => {
     const r = await post(v, XRSL(), { accept: "text/html" });
@@ -152,7 +152,7 @@ describe("whole-request errors", () => {
 describe("1.1 parameters", () => {
   it("instances=N creates N unique jobs; under 1.0 the parameter is ignored", async () => {
     const r = await post("1.1", XRSL(), { query: "&instances=4" });
-    const ids = r.json().job.map((j: any) => j.id);
+    const ids = r.json().job.map((j: J) => j.id);
     expect(ids).toHaveLength(4);
     expect(new Set(ids).size).toBe(4);
     expect((await post("1.0", XRSL(), { query: "&instances=4" })).json().job).toHaveLength(1);

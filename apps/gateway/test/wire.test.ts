@@ -1,6 +1,6 @@
 import { readFileSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ADL, newPrefix, startTestGateway, XRSL, xmlAll, type TestGateway } from "./harness.js";
+import { ADL, newPrefix, startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -56,17 +56,17 @@ describe("two gateways, one Redis, one shared directory", () => {
     const b = await startTestGateway(inject("redisUrl"), {}, shared);
     try {
       const sub = await a.request("POST", `${a.rest}/1.1/jobs?action=new&instances=2`, { body: XRSL("shared"), accept: "application/json" });
-      const ids: string[] = sub.json().job.map((j: any) => j.id);
+      const ids: string[] = sub.json().job.map((j: J) => j.id);
       expect(ids).toHaveLength(2);
       const body = JSON.stringify({ job: ids.map((id) => ({ id })) });
       const st = await b.request("POST", `${b.rest}/1.1/jobs?action=status`, { body, headers: { "content-type": "application/json" }, accept: "application/json" });
-      expect(st.json().job.map((j: any) => j.state)).toEqual(["ACCEPTING", "ACCEPTING"]);
+      expect(st.json().job.map((j: J) => j.state)).toEqual(["ACCEPTING", "ACCEPTING"]);
       const kill = await b.request("POST", `${b.rest}/1.0/jobs?action=kill`, { body, headers: { "content-type": "application/json" }, accept: "application/json" });
-      expect(kill.json().job.map((j: any) => j["status-code"])).toEqual(["202", "202"]);
+      expect(kill.json().job.map((j: J) => j["status-code"])).toEqual(["202", "202"]);
       // The control files written by gateway A are visible to B's ControlDir.
       expect(readFileSync(b.gw.services.control.file(ids[0]!, "status"), "utf8").trim()).toBe("ACCEPTED");
       const list = await b.request("GET", `${b.rest}/1.0/jobs`, { accept: "application/json" });
-      expect(list.json().job.map((j: any) => j.id)).toEqual(expect.arrayContaining(ids));
+      expect(list.json().job.map((j: J) => j.id)).toEqual(expect.arrayContaining(ids));
     } finally {
       await a.close();
       await b.close();

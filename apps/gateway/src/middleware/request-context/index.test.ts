@@ -36,16 +36,16 @@ describe("request context", () => {
   it("generates a request id, or propagates a valid incoming one", async () => {
     const app = makeApp({ requestsPerSecond: 0, requestBurst: 1 }, `{t${randomBytes(4).toString("hex")}}`);
     const a = await app.request("/x");
-    expect(((await a.json()) as any).id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(((await a.json()) as { id: string; format: string; "status-code": string }).id).toMatch(/^[0-9a-f-]{36}$/);
     expect(a.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     const b = await app.request("/x", { headers: { "x-request-id": "trace-42" } });
-    expect(((await b.json()) as any).id).toBe("trace-42");
+    expect(((await b.json()) as { id: string; format: string; "status-code": string }).id).toBe("trace-42");
     const c = await app.request("/x", { headers: { "x-request-id": "x".repeat(300) } });
-    expect(((await c.json()) as any).id).not.toBe("x".repeat(300));
+    expect(((await c.json()) as { id: string; format: string; "status-code": string }).id).not.toBe("x".repeat(300));
   });
   it("negotiates the format from Accept", async () => {
     const app = makeApp({ requestsPerSecond: 0, requestBurst: 1 }, `{t${randomBytes(4).toString("hex")}}`);
-    const fmt = async (accept?: string) => ((await (await app.request("/x", accept ? { headers: { accept } } : {})).json()) as any).format;
+    const fmt = async (accept?: string) => ((await (await app.request("/x", accept ? { headers: { accept } } : {})).json()) as { id: string; format: string; "status-code": string }).format;
     expect(await fmt()).toBe("html");
     expect(await fmt("text/xml")).toBe("xml");
     expect(await fmt("application/json;q=0.5, text/xml")).toBe("json");
@@ -65,7 +65,7 @@ describe("rate limit", () => {
     const limited = await g2.request("/x", { headers: hdr });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect(((await limited.json()) as any)["status-code"]).toBe("429");
+    expect(((await limited.json()) as { id: string; format: string; "status-code": string })["status-code"]).toBe("429");
     // Another identity has its own bucket.
     expect((await g1.request("/x", { headers: { "x-who": "/CN=Bob" } })).status).toBe(200);
   });
