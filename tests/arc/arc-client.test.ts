@@ -59,7 +59,11 @@ exit 3
 const XRSL_FLAKY = `&(executable="flaky.sh")(jobname="e2e-flaky")(rerun=1)(queue="debug")
  (inputfiles=("flaky.sh" ""))(outputfiles=("marker" ""))(stdout="flaky.out")
 `;
-const XRSL_SLEEP = `&(executable="/bin/sleep")(arguments="600")(jobname="e2e-sleep")(stdout="sleep.out")`;
+const XRSL_SLEEP = `&(executable="/bin/sh")(arguments="-c" "echo started; exec sleep 600")(jobname="e2e-sleep")(queue="main")(stdout="sleep.out")(outputfiles=("sleep.out" ""))`;
+// Output names the client must not mangle: spaces, a literal %41, UTF-8, a directory with a space.
+const XRSL_NAMES = `&(executable="/bin/sh")(jobname="e2e-names")
+ (arguments="-c" "echo a > 'with space.txt'; echo b > 'p%41.txt'; mkdir -p 'd i r'; echo c > 'd i r/x y.txt'; echo u > 'ü.txt'")
+ (outputfiles=("with space.txt" "")("p%41.txt" "")("d i r/" "")("ü.txt" ""))`;
 
 describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client against the CE (%s back end)", (backend) => {
   const skip = backend === "slurm" && !HAS_SLURM;
@@ -70,7 +74,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
   let jobsDat: string;
   let proxyFile: string;
   let proxyMade: RunResult | undefined;
-  const ids: Record<"xrsl" | "adl" | "flaky" | "sleep", string> = { xrsl: "", adl: "", flaky: "", sleep: "" };
+  const ids: Record<"xrsl" | "adl" | "flaky" | "sleep" | "names", string> = { xrsl: "", adl: "", flaky: "", sleep: "", names: "" };
   const run = (tool: string, args: string[], timeoutMs?: number) => arc(tool, args, { env, cwd: work, timeoutMs });
   const jobUrl = (id: string) => `${stack.url}/rest/1.0/jobs/${id}`;
   const rest = (path: string, method = "GET", body?: string) =>
@@ -100,7 +104,8 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     if (backend === "slurm") slurm = await startSlurm(`/tmp/ce-slurm-e${process.pid}`);
     stack = await startStack({ redisUrl: inject("redisUrl"), backend,
       env: slurm ? { SLURM_CONF: slurm.conf } : {},
-      // Two queues (= Slurm partitions main and debug); the flaky job asks for debug.
+      // Two queues (= Slurm partitions main and debug); flaky asks for debug, sleep for main (the
+      // client's broker picks a random queue for descriptions that name none).
       config: { jobs: { queues: [{ name: "main" }, { name: "debug" }] } },
     });
     work = join(stack.state, "work");
@@ -113,7 +118,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     proxyMade = await arc("arcproxy", ["-C", a.X509_USER_CERT!, "-K", a.X509_USER_KEY!, "-P", proxyFile, "-T", a.X509_CERT_DIR!, "-S", "", "-c", "validityPeriod=6H"], { env: a });
     if (proxyMade.code !== 0) proxyFile = a.X509_USER_PROXY!;
     env = { ...a, X509_USER_PROXY: proxyFile, ...(slurm ? { SLURM_CONF: slurm.conf } : {}) };
-    const files: Record<string, string> = { "run.sh": RUN_SH, "in.txt": "hello input\n", "sub/deep.txt": "nested file\n", "job1.xrsl": XRSL_INPUTS, "job2.adl": ADL, "adlin.txt": "adl input\n", "empty.txt": "", "nested.txt": "input in a session subdirectory\n", "flaky.sh": FLAKY_SH, "flaky.xrsl": XRSL_FLAKY, "sleep.xrsl": XRSL_SLEEP };
+    const files: Record<string, string> = { "run.sh": RUN_SH, "in.txt": "hello input\n", "sub/deep.txt": "nested file\n", "job1.xrsl": XRSL_INPUTS, "job2.adl": ADL, "adlin.txt": "adl input\n", "empty.txt": "", "nested.txt": "input in a session subdirectory\n", "flaky.sh": FLAKY_SH, "flaky.xrsl": XRSL_FLAKY, "sleep.xrsl": XRSL_SLEEP, "names.xrsl": XRSL_NAMES };
     for (const [n, c] of Object.entries(files)) writeFileSync(join(work, n), c);
     chmodSync(join(work, "run.sh"), 0o755);
     chmodSync(join(work, "flaky.sh"), 0o755);
@@ -142,13 +147,15 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     expect(full.stdout).toMatch(/executionmanagement\.jobcreation/);
     expect(full.stdout).toMatch(/Health state: ok/);
     expect(full.stdout).toMatch(new RegExp(`Resource manager: ${backend}`, "i"));
+    expect(full.stdout).toMatch(/Mapping queue: main/);
+    expect(full.stdout).toMatch(/Mapping queue: debug/);
   });
 
   it.skipIf(skip)("arcsub -T arcrest submits xRSL (with uploads) and hand-written ADL jobs in one call", async () => {
-    const r = ok(await run("arcsub", ["-C", stack.url, "-T", "arcrest", "-j", jobsDat, "job1.xrsl", "job2.adl", "flaky.xrsl", "sleep.xrsl"], 120_000), "arcsub");
-    expect(r.stdout).toMatch(/4 of 4 jobs were submitted/);
+    const r = ok(await run("arcsub", ["-C", stack.url, "-T", "arcrest", "-j", jobsDat, "job1.xrsl", "job2.adl", "flaky.xrsl", "sleep.xrsl", "names.xrsl"], 120_000), "arcsub");
+    expect(r.stdout).toMatch(/5 of 5 jobs were submitted/);
     const urls = submittedJobs(r.stdout);
-    expect(urls).toHaveLength(4);
+    expect(urls).toHaveLength(5);
     for (const u of urls) expect(u).toMatch(new RegExp(`^${stack.url}/rest/1\\.0/jobs/[0-9a-f-]{36}$`));
     // The local job list knows them by name.
     const s = await stat(urls.map((u) => u.replace(/.*\//, "")));
@@ -157,7 +164,8 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     ids.adl = byName.get("e2e-adl")!;
     ids.flaky = byName.get("e2e-flaky")!;
     ids.sleep = byName.get("e2e-sleep")!;
-    expect(new Set(Object.values(ids)).size).toBe(4);
+    ids.names = byName.get("e2e-names")!;
+    expect(new Set(Object.values(ids)).size).toBe(5);
     expect(Object.values(ids).every(Boolean)).toBe(true);
     // The client delegated once per job; the server binds each job to its delegation.
     for (const id of Object.values(ids)) {
@@ -168,7 +176,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
   }, 150_000);
 
   it.skipIf(skip)("arcstat follows the jobs to FINISHED / FAILED (exit code 3) / Running", async () => {
-    const s = await until({ [ids.xrsl]: "Finished", [ids.adl]: "Finished", [ids.flaky]: "Failed", [ids.sleep]: "Running" });
+    const s = await until({ [ids.xrsl]: "Finished", [ids.adl]: "Finished", [ids.flaky]: "Failed", [ids.sleep]: "Running", [ids.names]: "Finished" });
     expect(s.get(ids.xrsl)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
     expect(s.get(ids.adl)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
     expect(s.get(ids.flaky)).toMatchObject({ specificState: "FAILED", exitCode: 3, queue: "debug" });
@@ -178,7 +186,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
       expect(squeue("e2e_flaky", "%P")).toBe("debug"); // the queue is the Slurm partition
     }
     const all = ok(await run("arcstat", ["-j", jobsDat, "-a"]), "arcstat -a");
-    expect(all.stdout).toMatch(/Status of 4 jobs was queried, 4 jobs returned information/);
+    expect(all.stdout).toMatch(/Status of 5 jobs was queried, 5 jobs returned information/);
   }, 120_000);
 
   it.skipIf(skip)("arcget downloads outputs, including a subdirectory, and cleans unless -k", async () => {
@@ -193,10 +201,14 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     expect(readFileSync(join(d1, "res", "inner", "upper.txt"), "utf8")).toBe("NESTED FILE\n");
     expect((await bulk1("status", ids.xrsl)).state).toBe("FINISHED"); // kept
 
-    const g2 = ok(await run("arcget", ["-j", jobsDat, "-D", dl, jobUrl(ids.adl)]), "arcget");
-    expect(g2.stdout).toMatch(/successfully retrieved: 1, successfully cleaned: 1/);
+    const g2 = ok(await run("arcget", ["-j", jobsDat, "-D", dl, jobUrl(ids.adl), jobUrl(ids.names)]), "arcget");
+    expect(g2.stdout).toMatch(/Jobs processed: 2, successfully retrieved: 2, successfully cleaned: 2/);
     expect(readFileSync(join(dl, ids.adl, "adl.out"), "utf8")).toBe("adl says hello from ADL\nadl input\n");
-    await waitFor("ADL job removed on the server", async () => ((await bulk1("status", ids.adl))["status-code"] === "404" ? true : undefined), 30_000);
+    const d2 = join(dl, ids.names);
+    expect(["with space.txt", "p%41.txt", "d i r/x y.txt", "ü.txt"].map((f) => readFileSync(join(d2, f), "utf8"))).toEqual(["a\n", "b\n", "c\n", "u\n"]);
+    for (const id of [ids.adl, ids.names]) {
+      await waitFor("retrieved job removed on the server", async () => ((await bulk1("status", id))["status-code"] === "404" ? true : undefined), 30_000);
+    }
   }, 90_000);
 
   it.skipIf(skip)("arccat shows stdout, stderr and the job log (-l)", async () => {
@@ -276,4 +288,12 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     const did = [(await bulk1("delegations", ids.sleep)).delegation_id].flat()[0];
     expect(s.get(ids.sleep)?.delegationIds).toEqual([did]);
   }, 60_000);
+
+  it.skipIf(skip)("arcget of the KILLED job delivers its partial output and cleans it", async () => {
+    const dl = join(work, "dl-killed");
+    const g = ok(await run("arcget", ["-j", jobsDat, "-D", dl, jobUrl(ids.sleep)]), "arcget (killed)");
+    expect(g.stdout).toMatch(/successfully retrieved: 1, successfully cleaned: 1/);
+    expect(readFileSync(join(dl, ids.sleep, "sleep.out"), "utf8")).toBe("started\n");
+    await waitFor("killed job removed on the server", async () => ((await bulk1("status", ids.sleep))["status-code"] === "404" ? true : undefined), 30_000);
+  });
 });
