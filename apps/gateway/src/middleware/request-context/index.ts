@@ -15,14 +15,21 @@ export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
     // An incoming id is only propagated into logs (never trusted for anything else).
     const incoming = c.req.header("x-request-id");
     const requestId = incoming && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
+    const started = performance.now();
+    const log = services.logger.child({ reqId: requestId });
     c.set("services", services);
     c.set("requestId", requestId);
-    c.set("log", services.logger.child({ reqId: requestId }));
+    c.set("log", log);
     c.set("format", negotiateFormat(c.req.header("accept")));
     // Before next(): reaches error responses built by onError; after: responses built by hand.
     c.header("X-Request-Id", requestId);
     await next();
     if (!c.res.headers.has("X-Request-Id")) c.header("X-Request-Id", requestId);
+    // Access log: no query string values beyond the path's own, no headers (credentials live there).
+    if (log.isLevelEnabled("info")) {
+      const subject = c.get("identity")?.subject;
+      log.info({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started), subject }, "request");
+    }
   };
 }
 
