@@ -132,6 +132,9 @@ def token_part(a, ctx):
     status, _, doc = c.json("GET", "/delegations?type=jwt")
     dl = doc.get("delegation") if isinstance(doc, dict) else None
     check("delegation list ?type=jwt: forced array with {id, type}", status == 200 and isinstance(dl, list) and {"id": did, "type": "jwt"} in dl, f"{status} {doc!r}")
+    old = Client(a.url, ctx, a.token)  # REST 1.0 knows x509 delegations only; an empty list is still an array
+    status, _, doc = old.json("GET", "/delegations")
+    check("1.0 delegation list: no jwt delegations, {'delegation': []}", status == 200 and doc == {"delegation": []}, f"{status} {doc!r}")
     status, _, doc = c.json("GET", "/delegations?type=x509")
     check("delegation list ?type=x509 excludes it", status == 200 and did not in [d.get("id") for d in doc.get("delegation", [])], f"{doc!r}")
 
