@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:https";
-import { loadavg, tmpdir } from "node:os";
+import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import { JobStore } from "@ce/store";
@@ -57,8 +57,11 @@ async function bundle(): Promise<string> {
 
 async function main() {
   const redis = await startRedis();
-  // BENCH_DIR: where control and session directories live (e.g. /dev/shm to factor out a slow disk).
-  const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "ce-bench-"));
+  // Control and session directories live where `./ce start` keeps them: on the work tree's file
+  // system (here under node_modules/.cache). BENCH_DIR overrides, e.g. /dev/shm or a shared FS.
+  const cacheDir = join(ROOT, "apps/gateway/node_modules/.cache");
+  mkdirSync(cacheDir, { recursive: true });
+  const dir = mkdtempSync(join(process.env.BENCH_DIR || cacheDir, "ce-bench-state-"));
   const pki = createPki();
   const port = await freePort();
   const prefix = "{bench}";
