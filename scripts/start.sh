@@ -30,7 +30,7 @@ else
 fi
 
 node --import tsx apps/jem/src/main.ts >>"$STATE/logs/jem.log" 2>&1 & pids+=($!)
-node --import tsx apps/gateway/src/main.ts >>"$STATE/logs/gateway.log" 2>&1 & pids+=($!)
+node --max-old-space-size=256 --import tsx apps/gateway/src/main.ts >>"$STATE/logs/gateway.log" 2>&1 & pids+=($!)
 
 PKI="$STATE/pki"
 for _ in $(seq 100); do

@@ -4,6 +4,7 @@ import { CeError, NotFound } from "./errors.js";
 import { rateLimit, requestContext } from "./middleware/request-context/index.js";
 import { identity } from "./middleware/identity/index.js";
 import { renderError } from "./render.js";
+import { httpMetrics } from "@ce/ops";
 import { versionRoutes } from "./routes/versions.js";
 import { infoRoutes } from "./routes/info.js";
 import { jobRoutes } from "./routes/jobs.js";
@@ -31,6 +32,7 @@ export function createApp(services: Services): Hono<AppEnv> {
   });
   const rest = `${services.config.mountPath}/rest`;
 
+  if (services.metrics) app.use("*", httpMetrics(services.metrics));
   app.use("*", requestContext(services));
   app.use(rest, identity());
   app.use(`${rest}/*`, identity());

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import type { ControlDir, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
 import type { KeyPool, TrustStore } from "@ce/x509";
+import type { CeMetrics } from "@ce/ops";
 /** Negotiated response format of structured responses. */
 export type Format = "json" | "xml" | "html";
 
@@ -32,6 +33,8 @@ export interface Services {
   trust: TrustStore;
   keyPool: KeyPool;
   logger: Logger;
+  /** Prometheus metrics (absent in unit harnesses that do not need them). */
+  metrics?: CeMetrics | undefined;
 }
 
 export type ApiVersion = "1.0" | "1.1";

@@ -1,16 +1,34 @@
 /**
  * Gateway process entry: `node --import tsx apps/gateway/src/main.ts` (config from CE_CONFIG and
- * CE__* variables). SIGTERM/SIGINT stop accepting, let in-flight requests finish, then exit.
+ * CE__* variables). Serves the REST interface and, on a separate loopback listener, the admin
+ * endpoints (metrics, health). SIGTERM/SIGINT stop accepting, let in-flight requests finish, exit.
  */
 // Bulk submissions create many small files; libuv's default pool of 4 threads would be the bottleneck.
 process.env.UV_THREADPOOL_SIZE ??= "16";
 
 const { loadConfig } = await import("@ce/config");
+const { createAdminApp, startAdminServer } = await import("@ce/ops");
 const { createLogger, startGateway } = await import("./server.js");
 
 const config = loadConfig();
 const logger = createLogger(config);
 const gw = await startGateway(config, { logger });
+const { services } = gw;
+const admin =
+  config.admin.enabled && services.metrics
+    ? await startAdminServer(
+        createAdminApp({
+          config,
+          redis: services.redis,
+          queues: [services.queues.commands, services.queues.advance],
+          registry: services.metrics.registry,
+          role: "gateway",
+          ready: async () => gw.server.listening,
+          logger,
+        }),
+        { host: config.admin.host, port: config.admin.port, logger },
+      )
+    : undefined;
 
 let stopping = false;
 for (const sig of ["SIGTERM", "SIGINT"] as const) {
@@ -18,7 +36,7 @@ for (const sig of ["SIGTERM", "SIGINT"] as const) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal: sig }, "shutting down");
-    gw.close().then(
+    Promise.all([admin?.close(), gw.close()]).then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, "shutdown failed");

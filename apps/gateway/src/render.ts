@@ -57,7 +57,7 @@ export function renderError(c: Context<AppEnv>, err: CeError): Response {
     status,
     headers: { ...err.headers, "X-Error-Code": err.code },
     statusText: err.message,
-    title: `${status} ${err.message}`.slice(0, 120),
+    title: ellipsis(`${status} ${err.message}`, 120),
   });
 }
 
@@ -67,4 +67,8 @@ export function setStatusText(c: Context<AppEnv>, text: string): void {
   if (!out || out.headersSent) return;
   const clean = text.replace(/[^\x20-\x7e]+/g, " ").trim().slice(0, 200);
   if (clean) out.statusMessage = clean;
+}
+
+function ellipsis(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`;
 }

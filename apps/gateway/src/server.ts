@@ -11,7 +11,9 @@ import pino, { type Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from "@ce/store";
 import { KeyPool, TrustStore } from "@ce/x509";
+import { createMetrics } from "@ce/ops";
 import { createApp } from "./app.js";
+import { authConfigProblems } from "./auth/config-check.js";
 import type { Services } from "./context.js";
 
 /**
@@ -95,16 +97,18 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   }
   for (const w of trust.warnings) logger.warn({ warning: w }, "CA directory");
   const connection = bullConnection(config.redis.url);
+  const queues = { commands: new Queue("commands", { prefix, connection }), advance: new Queue("advance", { prefix, connection }) };
   return {
     config,
     redis,
     jobs: new JobStore(redis, prefix),
     delegations: new DelegationStore(redis, prefix, loadSecretBox(config, logger)),
     control,
-    queues: { commands: new Queue("commands", { prefix, connection }), advance: new Queue("advance", { prefix, connection }) },
+    queues,
     trust,
     keyPool: new KeyPool({ size: config.delegations.keyPoolSize }),
     logger,
+    metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands, queues.advance] }),
   };
 }
 
@@ -115,6 +119,9 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
  */
 export async function startGateway(config: CompiledConfig, opts: StartOptions = {}): Promise<GatewayHandle> {
   const logger = opts.logger ?? createLogger(config);
+  // Settings that would only fail at request time (rules that never match, http:// issuers) stop the boot.
+  const problems = authConfigProblems(config);
+  if (problems.length > 0) throw new Error(`invalid authentication settings:\n  ${problems.join("\n  ")}`);
   const services = await createServices(config, logger);
   const app = createApp(services);
   const plain = config.gateway.plainHttp.enabled;

@@ -26,7 +26,8 @@ export const QUEUE_DEFAULTS: Record<QueueName, JobsOptions> = {
  * new request must still be queued (the state may have changed), so ids carry a coarse time slot.
  */
 export function advanceJobId(jobId: string, reason: string): string {
-  return `${jobId}:${reason}:${Date.now()}`;
+  // No `:` — BullMQ reserves it in custom ids (tolerated today only in a legacy 3-part form).
+  return `${jobId}_${reason.replace(/[^A-Za-z0-9-]/g, "-")}_${Date.now()}`;
 }
 
 export function bullConnection(url: string): ConnectionOptions {

@@ -57,7 +57,8 @@ async function listJobs(c: Context<AppEnv>): Promise<Response> {
   const jobs = await c.get("services").jobs.list(owner, states);
   const fmt = formatOf(c);
   if (fmt !== "html") return sendRendered(c, renderJobList(jobs, fmt), fmt);
-  const base = new URL(c.req.url).pathname;
+  // Runs of slashes and a trailing slash address the same list; links must not inherit them.
+  const base = new URL(c.req.url).pathname.replace(/\/{2,}/g, "/").replace(/\/+$/, "");
   return respond(c, jobListDoc(jobs), {
     title: "Jobs",
     // Browsers: a job id links to its session directory.

@@ -222,6 +222,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   await afterCommit(s, req, committed);
 
   const ok = new Set(committed.map((r) => r.id));
+  if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
   return records.map((r, i) => {
     if (ok.has(r.id)) return created(r.id);
     if (!written[i]) return failed(500, "Failed to create the job's control files");
@@ -250,5 +251,6 @@ async function afterCommit(s: Services, req: SubmitRequest, jobs: JobRecord[]): 
   if (b.status === "rejected") req.log.error({ err: b.reason }, "binding delegations failed");
   // The JEM's periodic scan picks the jobs up anyway; the queue only makes it immediate.
   if (q.status === "rejected") req.log.warn({ err: q.reason }, "advance notification failed");
+  s.metrics?.countSubmission("accepted", jobs.length);
   req.log.info({ jobs: jobs.length, owner: req.identity.subject }, "jobs submitted");
 }
