@@ -138,7 +138,7 @@ export const configSchema = z.object({
       encryptionKey: z.string().optional(),
       encryptionKeyFile: z.string().optional(),
       /** RSA key pairs generated ahead of time for `POST /delegations?action=new`. */
-      keyPoolSize: z.number().int().min(0).default(8),
+      keyPoolSize: z.number().int().min(0).default(16),
       /** Unused (never PUT) delegation slots expire after this. */
       pendingLifetimeSeconds: duration.default(24 * 3600),
     })
