@@ -37,12 +37,18 @@ export function jobLog(ctx: JemContext, job: Pick<JobRecord, "id" | "requestId">
 }
 
 /** Queues "look at this job" (optionally later). Unique ids: an advance is never swallowed. */
-export async function enqueueAdvance(ctx: JemContext, jobId: string, reason: string, delayMs = 0, requestId?: string): Promise<void> {
+export async function enqueueAdvance(ctx: JemContext, jobId: string, reason: string, delayMs = 0, requestId?: string, opts: { urgent?: boolean } = {}): Promise<void> {
   const safeReason = reason.replace(/[^A-Za-z0-9_-]/g, "_");
   await ctx.queues.advance.add(
     "advance",
     requestId ? { jobId, reason, requestId } : { jobId, reason },
-    { ...QUEUE_DEFAULTS.advance, jobId: `${advanceJobId(jobId, safeReason)}${delayMs > 0 ? "d" : ""}`, ...(delayMs > 0 ? { delay: Math.ceil(delayMs) } : {}) },
+    {
+      ...QUEUE_DEFAULTS.advance,
+      jobId: `${advanceJobId(jobId, safeReason)}${delayMs > 0 ? "d" : ""}`,
+      ...(delayMs > 0 ? { delay: Math.ceil(delayMs) } : {}),
+      // Completions jump the queue: a burst of submissions must not delay FINISHED (latency target).
+      ...(opts.urgent ? { lifo: true } : {}),
+    },
   );
 }
 

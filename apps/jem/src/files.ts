@@ -37,9 +37,24 @@ export async function removePrivate(ctx: JemContext, id: string, ...names: Priva
   await Promise.all(names.map((n) => rm(privatePath(ctx, id, n), { force: true })));
 }
 
+// `spec` never changes after submission; a small cache saves a read + parse per state handler.
+const SPEC_CACHE_MAX = 2_000;
+const specCache = new Map<string, JobDescription>();
+
 /** The normalized description the gateway stored as `spec` (JSON; dates come back as strings). */
 export async function readSpec(ctx: JemContext, id: string): Promise<JobDescription | undefined> {
-  const text = await ctx.control.read(id, "spec");
+  const key = `${ctx.config.paths.controlDir}\0${id}`;
+  const hit = specCache.get(key);
+  if (hit) return hit;
+  const d = await parseSpec(await ctx.control.read(id, "spec"));
+  if (d) {
+    if (specCache.size >= SPEC_CACHE_MAX) specCache.delete(specCache.keys().next().value!);
+    specCache.set(key, d);
+  }
+  return d;
+}
+
+async function parseSpec(text: string | undefined): Promise<JobDescription | undefined> {
   if (!text) return undefined;
   try {
     const d = JSON.parse(text) as JobDescription;

@@ -98,7 +98,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
       }
     }
     firstDone.delete(j.id);
-    await enqueueAdvance(ctx, j.id, "lrms-done");
+    await enqueueAdvance(ctx, j.id, "lrms-done", 0, undefined, { urgent: true });
   }
 
   const tick = async () => {

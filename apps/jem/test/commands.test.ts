@@ -121,15 +121,20 @@ describe("clean", () => {
   });
 
   it("defers the clean of an active job until it finishes (not a kill)", async () => {
-    const id = await submitTestJob(env, shellJob("sleep 1.5; echo done > out.txt", { outputFiles: [output("out.txt")] }));
+    const marker = join(await mkdtemp(join(tmpdir(), "jem-clean-")), "ran-to-the-end");
+    const id = await submitTestJob(env, shellJob(`sleep 1.5; touch ${marker}`));
     await waitForRest(env, id, "RUNNING", 10_000);
     await sendCommand(env, "clean", id);
     await waitFor("clean flag", async () => (await env.jobs.get(id))?.cleanRequested);
-    expect((await env.jobs.get(id))?.rest).toBe("RUNNING");
-    // It runs to the end (lrms_done written by the wrapper) and is then removed.
-    const lrmsDone = env.control.file(id, "lrms_done");
-    await waitFor("batch end", async () => existsSync(lrmsDone) && (await readFile(lrmsDone, "utf8")).startsWith("0"), 10_000);
-    await waitForRest(env, id, "GONE");
+    const seen = new Set<string>();
+    await waitFor("job removed", async () => {
+      const r = await env.jobs.get(id);
+      if (r) seen.add(r.rest);
+      return !r;
+    }, 20_000, 20);
+    expect(seen.has("KILLING")).toBe(false);
+    expect(existsSync(marker)).toBe(true); // it ran to the end
     expect(existsSync(env.control.jobDir(id))).toBe(false);
+    expect(existsSync(env.control.sessionDir(id))).toBe(false);
   });
 });

@@ -58,7 +58,7 @@ export function createStagingProcessor(ctx: JemContext) {
       if (ctx.aborts.get(job.id) === ac) ctx.aborts.delete(job.id);
       await Promise.all([...clients.values()].map((c) => c.close().catch(() => undefined)));
     }
-    if (!ac.signal.aborted) await enqueueAdvance(ctx, job.id, `staged-${data.direction}`, 0, job.requestId);
+    if (!ac.signal.aborted) await enqueueAdvance(ctx, job.id, `staged-${data.direction}`, 0, job.requestId, { urgent: true });
   };
 }
 

@@ -1,17 +1,20 @@
 /**
  * A JEM in its own process for crash tests and the benchmark: the compiled config arrives as JSON
- * in JEM_CHILD_CONFIG; "ready" on stdout once started. Optional JEM_CHILD_BACKEND=null uses a
- * back end whose jobs never end (memory benchmark).
+ * in JEM_CHILD_CONFIG; "ready" on stdout once started. Optional JEM_CHILD_BACKEND: `null` = jobs
+ * never end (memory benchmark), `instant` = jobs end at submission (JEM-core throughput).
  */
 import type { CompiledConfig } from "@ce/config";
-import { pino } from "pino";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { destination, pino } from "pino";
 import { startJem } from "../../src/daemon.js";
 import type { Backend } from "../../src/lrms/types.js";
 
 const config = JSON.parse(process.env.JEM_CHILD_CONFIG ?? "{}") as CompiledConfig;
-const backends: Backend[] | undefined = process.env.JEM_CHILD_BACKEND === "null" ? [nullBackend(config.lrms.backend)] : undefined;
+const kind = process.env.JEM_CHILD_BACKEND;
+const backends: Backend[] | undefined = kind === "null" ? [nullBackend(config.lrms.backend)] : kind === "instant" ? [instantBackend(config.lrms.backend)] : undefined;
 const jem = await startJem(config, {
-  logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }),
+  logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }, destination(2)),
   jobLockMs: Number(process.env.JEM_CHILD_LOCK_MS ?? 3_000),
   stalledIntervalMs: 3_000,
   recoveryIntervalMs: 2_000,
@@ -29,5 +32,20 @@ function nullBackend(name: string): Backend {
     submit: async () => ({ localId: `null-${process.pid}-${++n}` }),
     cancel: async (localId) => void cancelled.add(localId),
     poll: async (jobs) => new Map(jobs.map((j) => [j.jobId, cancelled.has(j.localId) ? { kind: "done", exitCode: 15, message: "cancelled" } : { kind: "active", lrms: "RUNNING" }])),
+  };
+}
+
+/** Every job ends the moment it is submitted: the wrapper's files are written right away. */
+function instantBackend(name: string): Backend {
+  let n = 0;
+  return {
+    name,
+    async submit(spec) {
+      await writeFile(join(spec.jobDir, "diag"), "exitcode=0\nnodename=instant\n");
+      await writeFile(join(spec.jobDir, "lrms_done"), "0 \n");
+      return { localId: `instant-${process.pid}-${++n}` };
+    },
+    cancel: async () => undefined,
+    poll: async (jobs) => new Map(jobs.map((j) => [j.jobId, { kind: "done", exitCode: 0, message: "" }])),
   };
 }
