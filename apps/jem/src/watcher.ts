@@ -15,7 +15,11 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
   const kick = (id: string, why: string) =>
     void enqueueAdvance(ctx, id, why, 0, undefined, { urgent: true }).catch((e: unknown) => ctx.log.warn({ err: e }, "advance not queued"));
 
-  function watchJob(id: string, on: boolean): void {
+  /**
+   * `checkNow`: also look for a marker that appeared before the watch existed. Not needed when a
+   * state handler called this (it reads `lrms_done` itself right after), only for the scan.
+   */
+  function watchJob(id: string, on: boolean, checkNow = false): void {
     if (on && !watched.has(id)) {
       let w: FSWatcher | undefined;
       if (opts.useEvents) {
@@ -29,8 +33,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
         }
       }
       watched.set(id, w);
-      // The marker may have appeared before the watch existed.
-      void exists(ctx.control.file(id, "lrms_done")).then((yes) => yes && kick(id, "lrms-done-initial"));
+      if (checkNow) void exists(ctx.control.file(id, "lrms_done")).then((yes) => yes && kick(id, "lrms-done-initial"));
     } else if (!on && watched.has(id)) {
       watched.get(id)?.close();
       watched.delete(id);
@@ -45,7 +48,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
       const ids = new Set([...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))]);
       for (const id of [...watched.keys()]) if (!ids.has(id)) watchJob(id, false);
       for (const id of ids) {
-        if (!watched.has(id)) watchJob(id, true);
+        if (!watched.has(id)) watchJob(id, true, true);
         else if (await exists(ctx.control.file(id, "lrms_done"))) kick(id, "lrms-done-scan");
       }
     } finally {
@@ -55,7 +58,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
 
   const timer = setInterval(() => void scan().catch((e: unknown) => ctx.log.warn({ err: e }, "control dir scan failed")), ctx.config.jem.scanIntervalMs);
   return {
-    watchJob,
+    watchJob: (id: string, on: boolean) => watchJob(id, on),
     scan,
     size: () => watched.size,
     async stop() {

@@ -23,7 +23,7 @@ export const HANDLERS: Record<InternalState, StateHandler> = {
 
 /** A job never needs more passes than it has states; the bound stops a livelock cold. */
 const MAX_STEPS = 12;
-const LOCKED_RETRY_MS = 400;
+const LOCKED_RETRY_MS = 150;
 
 /**
  * The body of an `advance` job: under the per-job lease (one JEM, one worker slot per job at a
