@@ -7,8 +7,23 @@ const ACTIVE_REST: readonly RestState[] = [
   "PREPARING", "PREPARED", "SUBMITTING", "QUEUING", "RUNNING", "HELD", "EXITINGLRMS", "OTHER", "EXECUTED", "FINISHING", "KILLING",
 ];
 
-// Limits are checked before a CAS; two JEMs racing may overshoot by their concurrency. That is
-// accepted (A-REX limits are soft as well); a Lua-side check would serialize every transition.
+/**
+ * Runs check-then-move under a short Redis lease per limit, so concurrent workers (and JEMs)
+ * cannot all see the same free slot. If the lease cannot be had within ~2 s the move goes ahead
+ * unserialized: a limit may then overshoot a little, but a job never stalls on it.
+ */
+export async function withLimit<T>(ctx: JemContext, name: string, fn: () => Promise<T>): Promise<T> {
+  let lease;
+  for (let i = 0; i < 400 && !lease; i++) {
+    lease = await ctx.locks.tryAcquire(`limit:${name}`, 5_000);
+    if (!lease) await new Promise((r) => setTimeout(r, 5));
+  }
+  try {
+    return await fn();
+  } finally {
+    await lease?.release();
+  }
+}
 
 export async function activeOfOwner(ctx: JemContext, owner: string): Promise<number> {
   const ok = ownerKey(owner);

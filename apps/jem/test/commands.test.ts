@@ -62,8 +62,8 @@ describe("kill", () => {
   it("a kill while submitting is deferred until the batch id exists", async () => {
     const id = await submitTestJob(env, shellJob("sleep 30"), {}, { notify: false });
     // Put the job into SUBMIT by hand, then kill before the JEM sees it.
-    let r = (await env.jobs.get(id))!;
-    r = (await env.jobs.update(r, { state: "SUBMIT" }))!;
+    const r = (await env.jobs.get(id))!;
+    expect(await env.jobs.update(r, { state: "SUBMIT" })).toBeTruthy();
     await sendCommand(env, "kill", id);
     await waitFor("kill flag", async () => (await env.jobs.get(id))?.killRequested);
     await env.advance.add("advance", { jobId: id, reason: "test" });

@@ -1,7 +1,7 @@
 import type { JobRecord } from "@ce/store";
 import type { JemContext } from "../context.js";
 import { readSpec } from "../files.js";
-import { activeOfOwner } from "../limits.js";
+import { activeOfOwner, withLimit } from "../limits.js";
 import { AGAIN, moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
 
@@ -13,12 +13,14 @@ export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (!desc) return moved(await failToFinishing(ctx, job, "Could not process job description", { cause: "internal" }));
   if (desc.dryRun) return moved(await failToFinishing(ctx, job, "Job has dryrun requested. Job skipped.", { cause: "internal" }));
 
-  if ((await activeOfOwner(ctx, job.owner)) >= ctx.config.jobs.maxActivePerOwner) {
-    if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
-    return WAIT;
-  }
   const startAt = desc.startTime?.getTime();
   if (startAt !== undefined && Number.isFinite(startAt) && startAt > Date.now()) return waitUntil(startAt);
-  const next = await transition(ctx, job, "PREPARING", { reason: "Starting job processing" });
-  return next ? AGAIN : WAIT;
+  return withLimit(ctx, `owner:${job.ownerKey}`, async () => {
+    if ((await activeOfOwner(ctx, job.owner)) >= ctx.config.jobs.maxActivePerOwner) {
+      if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
+      return WAIT;
+    }
+    const next = await transition(ctx, job, "PREPARING", { reason: "Starting job processing" });
+    return next ? AGAIN : WAIT;
+  });
 }
