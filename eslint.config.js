@@ -11,8 +11,8 @@ export default tseslint.config(
     },
   },
   {
-    // CLIs, benchmarks and the dev front door print to the terminal on purpose.
-    files: ["**/bench/**", "**/cli.ts", "scripts/**", "apps/*/src/dev/**", "tests/**"],
+    // CLIs, benchmarks, tests and the dev front door print to the terminal on purpose.
+    files: ["**/bench/**", "**/cli.ts", "scripts/**", "tests/**", "**/test/**", "**/*.test.ts"],
     rules: { "no-console": "off" },
   },
 );

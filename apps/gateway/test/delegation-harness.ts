@@ -70,7 +70,7 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
   app.route(`${config.mountPath}/rest`, r);
   app.onError((err, c) => {
     if (err instanceof CeError) return renderError(c, err);
-    // eslint-disable-next-line no-console
+     
     console.error(err);
     return renderError(c, new CeError(500, "INTERNAL", "Internal server error"));
   });
