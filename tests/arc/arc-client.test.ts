@@ -277,16 +277,18 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
   it.skipIf(skip)("arcsync rebuilds a fresh job list with the user's remaining jobs and delegations", async () => {
     const fresh = join(stack.state, "home", "synced.dat");
     const r = ok(await run("arcsync", ["-C", stack.url, "-j", fresh, "-f"]), "arcsync");
-    expect(r.stdout).toMatch(/Total number of new jobs found: 2/);
-    expect(r.stdout).toContain(jobUrl(ids.flaky));
-    expect(r.stdout).toContain(jobUrl(ids.sleep));
+    const said = `arcsync said:\n${r.stdout}${r.stderr}`;
+    expect(r.stdout, said).toMatch(/Total number of new jobs found: 2/);
+    expect(r.stdout, said).toContain(jobUrl(ids.flaky));
+    expect(r.stdout, said).toContain(jobUrl(ids.sleep));
     const all = ok(await run("arcstat", ["-j", fresh, "-a", "-l"]), "arcstat on the synced list");
     const s = parseArcstat(all.stdout);
-    expect([...s.keys()].sort()).toEqual([ids.flaky, ids.sleep].sort());
-    expect(s.get(ids.flaky)?.state).toBe("Finished");
-    expect(s.get(ids.sleep)?.state).toBe("Killed");
+    const shown = `arcstat said:\n${all.stdout}${all.stderr}`;
+    expect([...s.keys()].sort(), shown).toEqual([ids.flaky, ids.sleep].sort());
+    expect(s.get(ids.flaky)?.state, shown).toBe("Finished");
+    expect(s.get(ids.sleep)?.state, shown).toBe("Killed");
     const did = [(await bulk1("delegations", ids.sleep)).delegation_id].flat()[0];
-    expect(s.get(ids.sleep)?.delegationIds).toEqual([did]);
+    expect(s.get(ids.sleep)?.delegationIds, shown).toEqual([did]);
   }, 60_000);
 
   it.skipIf(skip)("arcget of the KILLED job delivers its partial output and cleans it", async () => {
