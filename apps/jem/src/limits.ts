@@ -8,18 +8,21 @@ const ACTIVE_REST: readonly RestState[] = [
 ];
 
 /**
- * Runs check-then-move under a short Redis lease per limit, so concurrent workers (and JEMs)
- * cannot all see the same free slot. If the lease cannot be had within ~2 s the move goes ahead
- * unserialized: a limit may then overshoot a little, but a job never stalls on it.
+ * Check-then-move against a limit. Far below the limit (more headroom than all workers of this
+ * JEM could use at once) no serialization is needed; near it the check and the move run under a
+ * short Redis lease so concurrent workers cannot all take the last slot. (Several JEMs far from
+ * the limit may overshoot it by their extra workers at most.) If the lease cannot be
+ * had within ~2 s the move goes ahead unserialized (a job never stalls on the lease itself).
  */
-export async function withLimit<T>(ctx: JemContext, name: string, fn: () => Promise<T>): Promise<T> {
+export async function underLimit<T>(ctx: JemContext, name: string, limit: number, count: () => Promise<number>, fn: (free: boolean) => Promise<T>): Promise<T> {
+  if ((await count()) + ctx.config.jem.concurrency < limit) return fn(true);
   let lease;
   for (let i = 0; i < 400 && !lease; i++) {
     lease = await ctx.locks.tryAcquire(`limit:${name}`, 5_000);
     if (!lease) await new Promise((r) => setTimeout(r, 5));
   }
   try {
-    return await fn();
+    return await fn((await count()) < limit);
   } finally {
     await lease?.release();
   }

@@ -1,7 +1,7 @@
 import type { JobRecord } from "@ce/store";
 import type { JemContext } from "../context.js";
 import { readSpec } from "../files.js";
-import { activeOfOwner, withLimit } from "../limits.js";
+import { activeOfOwner, underLimit } from "../limits.js";
 import { AGAIN, moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
 
@@ -15,8 +15,8 @@ export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
 
   const startAt = desc.startTime?.getTime();
   if (startAt !== undefined && Number.isFinite(startAt) && startAt > Date.now()) return waitUntil(startAt);
-  return withLimit(ctx, `owner:${job.ownerKey}`, async () => {
-    if ((await activeOfOwner(ctx, job.owner)) >= ctx.config.jobs.maxActivePerOwner) {
+  return underLimit(ctx, `owner:${job.ownerKey}`, ctx.config.jobs.maxActivePerOwner, () => activeOfOwner(ctx, job.owner), async (free) => {
+    if (!free) {
       if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
       return WAIT;
     }

@@ -1,7 +1,7 @@
 import type { JobChange, JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { logErrors, parseDiag, parseLrmsDone, readSpec } from "../files.js";
-import { inStageOut, withLimit } from "../limits.js";
+import { inStageOut, underLimit } from "../limits.js";
 import { moved, WAIT, type Step } from "./step.js";
 import { failToFinishing, failureChange, KILL_TEXT, transition } from "./transition.js";
 
@@ -39,8 +39,8 @@ async function toFinishing(ctx: JemContext, job: JobRecord, change: JobChange, f
   const text = killed ? KILL_TEXT : failure;
   const all: JobChange = text ? { ...change, ...failureChange(job, text, { state: "INLRMS", cause: killed ? "client" : "internal" }) } : change;
   const failedLine = text;
-  return withLimit(ctx, "staging", async () => {
-    if ((await inStageOut(ctx)) >= ctx.config.jobs.maxStaging) {
+  return underLimit(ctx, "staging", ctx.config.jobs.maxStaging, () => inStageOut(ctx), async (free) => {
+    if (!free) {
       // EXECUTED: keep the facts now, leave for FINISHING when a stage-out slot frees.
       if (!job.pending) await transition(ctx, job, "INLRMS", { pending: true, reason: "Limit of staging jobs is reached", change: all, ...(failedLine ? { failedLine } : {}) });
       else if (killed) await transition(ctx, job, "INLRMS", { pending: true, reason: KILL_TEXT, change: all, failedLine: KILL_TEXT });

@@ -3,7 +3,7 @@ import type { JobDescription } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import { enqueueStaging, type JemContext } from "../context.js";
 import { readInputStatus, readPrivate, readSpec } from "../files.js";
-import { inLrms, withLimit } from "../limits.js";
+import { inLrms, underLimit } from "../limits.js";
 import { sessionPath } from "../staging/paths.js";
 import { moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
@@ -49,8 +49,8 @@ export async function preparing(ctx: JemContext, job: JobRecord): Promise<Step> 
   if (!desc.executable) {
     return moved(await transition(ctx, job, "FINISHING", { reason: "Pre-staging finished, no executable: batch system skipped" }));
   }
-  return withLimit(ctx, "lrms", async () => {
-    if ((await inLrms(ctx)) >= ctx.config.jobs.maxInLrms) {
+  return underLimit(ctx, "lrms", ctx.config.jobs.maxInLrms, () => inLrms(ctx), async (free) => {
+    if (!free) {
       if (!job.pending) await transition(ctx, job, "PREPARING", { pending: true, reason: "Limit of RUNNING jobs is reached" });
       return WAIT;
     }
