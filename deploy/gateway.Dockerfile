@@ -25,4 +25,4 @@ RUN --mount=type=cache,id=pnpm,target=/pnpm/store \
 # Unprivileged; sites override with `user:` to their CE service account (shared-FS ownership).
 USER node
 EXPOSE 8443 8444
-CMD ["node", "--import", "tsx", "apps/gateway/src/main.ts"]
+CMD ["node", "--max-old-space-size=256", "--import", "tsx", "apps/gateway/src/main.ts"]

@@ -174,4 +174,9 @@ for __jem_i in "${!JEM_RTE_PATHS[@]}"; do
   unset -n __jem_opts
 done
 
+# The batch system may signal the executable and the wrapper together; when the child's death is
+# reaped before this shell runs its trap, the signal still shows in the exit status (128+N).
+if (( __jem_code > 128 && __jem_code < 128 + 65 )); then
+  __jem_finish "$__jem_code" "Job was terminated by SIG$(kill -l $((__jem_code - 128)) 2>/dev/null || echo $((__jem_code - 128)))"
+fi
 __jem_finish "$__jem_code" ""
