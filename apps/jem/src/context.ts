@@ -25,9 +25,9 @@ export interface JemContext {
   aborts: Map<string, AbortController>;
   /** Publishes an abort to every JEM (the staging of a job may run in another process). */
   publishAbort(jobId: string): Promise<void>;
-  /** Called when a job enters/leaves INLRMS or CANCELING so the watcher follows it. */
-  watchJob(jobId: string, on: boolean): void;
   hostname: string;
+  /** Prometheus metrics of this JEM (absent in tests that do not need them). */
+  metrics?: import("@ce/ops").CeMetrics | undefined;
   /** Lease of the per-job lock (ms). */
   jobLockMs: number;
 }

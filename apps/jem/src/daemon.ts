@@ -1,3 +1,5 @@
+import type { CeMetrics } from "@ce/ops";
+import { instrumentBackend } from "./lrms/instrumented.js";
 import { Queue, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { pino, type Logger } from "pino";
@@ -28,6 +30,8 @@ export interface JemOptions {
   recoveryIntervalMs?: number;
   /** File events for `lrms_done` (default on); the periodic scan always runs. */
   watch?: boolean;
+  /** Prometheus metrics: batch calls, staging bytes, queue depths (main.ts passes them). */
+  metrics?: CeMetrics;
 }
 
 export interface Jem {
@@ -55,12 +59,11 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     log.warn({ err: e }, "delegation key unavailable: staging and batch jobs run without credentials");
   }
   const backends = new Map<string, Backend>();
-  for (const b of opts.backends ?? [createBackend(config, log)]) backends.set(b.name, b);
+  for (const b of opts.backends ?? [createBackend(config, log)]) backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
 
   const connection = bullConnection(config.redis.url);
   const queue = <N extends QueueName>(name: N) => new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
   const abortChannel = `${prefix}:jem:abort`;
-  const watcherRef: { watchJob(id: string, on: boolean): void } = { watchJob: () => undefined };
 
   const ctx: JemContext = {
     config,
@@ -77,8 +80,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
       ctx.aborts.get(jobId)?.abort();
       await redis.publish(abortChannel, jobId);
     },
-    watchJob: (id, on) => watcherRef.watchJob(id, on),
     hostname: new URL(config.endpoint.url).hostname,
+    metrics: opts.metrics,
     jobLockMs: opts.jobLockMs ?? 30_000,
   };
 
@@ -87,7 +90,6 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   sub.on("message", (_ch: string, jobId: string) => ctx.aborts.get(jobId)?.abort());
 
   const watcher = startWatcher(ctx, { useEvents: opts.watch ?? true });
-  watcherRef.watchJob = watcher.watchJob;
 
   const workerOpts = { connection, prefix, stalledInterval: opts.stalledIntervalMs ?? 30_000 };
   const fail = (name: string) => (job: Job | undefined, err: Error) => log.warn({ queue: name, jobId: job?.data && (job.data as { jobId?: string }).jobId, err }, "queue job failed");

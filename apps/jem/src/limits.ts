@@ -53,11 +53,8 @@ async function wake(ctx: JemContext, key: string, n: number): Promise<void> {
 }
 
 const LRMS = new Set(["SUBMIT", "INLRMS"]);
-const WATCHED = new Set(["INLRMS", "CANCELING"]);
 
 export async function afterTransition(ctx: JemContext, before: JobRecord, after: JobRecord): Promise<void> {
-  if (WATCHED.has(after.state) && !after.pending) ctx.watchJob(after.id, true);
-  else if (WATCHED.has(before.state)) ctx.watchJob(after.id, false);
   if (before.state === after.state) return;
   if (LRMS.has(before.state) && !LRMS.has(after.state)) await wake(ctx, ctx.jobs.keys.rest("PREPARED"), 4);
   if (before.state === "FINISHING") await wake(ctx, ctx.jobs.keys.rest("EXECUTED"), 4);

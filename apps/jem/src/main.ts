@@ -1,23 +1,40 @@
-import { loadConfig } from "@ce/config";
+import { Redis } from "ioredis";
 import { pino } from "pino";
+import { loadConfig } from "@ce/config";
+import { createAdminApp, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
 
-/** `pnpm --filter @ce/jem start`: config from CE_CONFIG + CE__* overrides; SIGTERM/SIGINT stop gracefully. */
+/**
+ * `pnpm --filter @ce/jem start`: config from CE_CONFIG + CE__* overrides. The admin listener
+ * (loopback, admin token) shows the BullMQ queues at /queues, Prometheus /metrics, /healthz,
+ * /readyz. SIGTERM/SIGINT stop gracefully.
+ */
 const config = loadConfig();
 const log = pino({ level: config.logging.level, base: { service: "jem", pid: process.pid } });
-const jem = await startJem(config, { logger: log });
+const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+const queues = openQueues(config);
+const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
+const jem = await startJem(config, { logger: log, metrics });
+const admin = config.admin.enabled
+  ? await startAdminServer(
+      createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true, logger: log }),
+      { host: config.admin.host, port: config.admin.jemPort, logger: log },
+    )
+  : undefined;
 
 let signals = 0;
 for (const sig of ["SIGTERM", "SIGINT"] as const) {
   process.on(sig, () => {
     if (++signals > 1) process.exit(1); // a second signal: stop waiting
     log.info({ signal: sig }, "shutting down");
-    jem.stop().then(
-      () => process.exit(0),
-      (e: unknown) => {
-        log.error({ err: e }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    Promise.all([admin?.close(), jem.stop()])
+      .then(() => Promise.all([...queues.map((q) => q.close()), redis.quit()]))
+      .then(
+        () => process.exit(0),
+        (e: unknown) => {
+          log.error({ err: e }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   });
 }

@@ -1,43 +1,41 @@
-import { watch, type FSWatcher } from "node:fs";
+import { readdir, rm } from "node:fs/promises";
+import { basename } from "node:path";
+import chokidar, { type FSWatcher } from "chokidar";
+import { JOB_ID_RE } from "@ce/store";
 import { enqueueAdvance, type JemContext } from "./context.js";
 import { exists } from "./files.js";
 
 /**
- * Completion detection for batch jobs: an inotify watch (node `fs.watch`) on the control dir of
- * every INLRMS / CANCELING job, reacting to `lrms_done`. Not chokidar: measured here, chokidar 4
- * costs ~83 KB and ~2.5 ms per watched directory and its `unwatch` grows an ignore list that every
- * event is matched against, which breaks the 10,000-active-jobs memory budget; `fs.watch` costs
- * ~1 KB. File events are unreliable on shared file systems, so a periodic scan of the same jobs
- * (ids from Redis, one stat each) is the fallback and also keeps the watch set in sync.
+ * Completion detection for batch jobs. The job wrapper writes `<jobdir>/lrms_done` and then rings a
+ * doorbell: an empty file `<control>/events/<jobId>`. chokidar watches that ONE flat directory
+ * (depth 0), so the cost does not grow with the number of active jobs (watching every job's own
+ * directory measured ~83 KB each with chokidar). A doorbell is removed once the job is queued for
+ * attention; `lrms_done` stays the truth. File events are unreliable on shared file systems, so a
+ * periodic scan (doorbells left over, plus `lrms_done` of every INLRMS / CANCELING job from Redis)
+ * is the fallback.
  */
 export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
-  const watched = new Map<string, FSWatcher | undefined>(); // job id -> watch
-  const kick = (id: string, why: string) =>
-    void enqueueAdvance(ctx, id, why, 0, undefined, { urgent: true }).catch((e: unknown) => ctx.log.warn({ err: e }, "advance not queued"));
-
-  /**
-   * `checkNow`: also look for a marker that appeared before the watch existed. Not needed when a
-   * state handler called this (it reads `lrms_done` itself right after), only for the scan.
-   */
-  function watchJob(id: string, on: boolean, checkNow = false): void {
-    if (on && !watched.has(id)) {
-      let w: FSWatcher | undefined;
-      if (opts.useEvents) {
-        try {
-          w = watch(ctx.control.jobDir(id), { persistent: false }, (_event, name) => {
-            if (name === "lrms_done") kick(id, "lrms-done-event");
-          });
-          w.on("error", () => watchJob(id, false));
-        } catch (e) {
-          ctx.log.debug({ err: e, jobId: id }, "no file watch for job; the scan covers it");
-        }
-      }
-      watched.set(id, w);
-      if (checkNow) void exists(ctx.control.file(id, "lrms_done")).then((yes) => yes && kick(id, "lrms-done-initial"));
-    } else if (!on && watched.has(id)) {
-      watched.get(id)?.close();
-      watched.delete(id);
+  const dir = ctx.control.eventsDir();
+  const kick = async (id: string, why: string) => {
+    try {
+      await enqueueAdvance(ctx, id, why, 0, undefined, { urgent: true });
+    } catch (e) {
+      ctx.log.warn({ err: e, jobId: id }, "advance not queued");
     }
+  };
+  const ring = async (path: string, why: string) => {
+    const id = basename(path);
+    if (!JOB_ID_RE.test(id)) return;
+    await kick(id, why);
+    await rm(path, { force: true });
+  };
+
+  let watcher: FSWatcher | undefined;
+  if (opts.useEvents) {
+    // ignoreInitial false: doorbells rung while no JEM was running are answered at start.
+    watcher = chokidar.watch(dir, { depth: 0, ignoreInitial: false, persistent: true });
+    watcher.on("add", (path) => void ring(path, "lrms-done-event"));
+    watcher.on("error", (err) => ctx.log.warn({ err }, "control dir watch failed; the periodic scan covers it"));
   }
 
   let scanning = false;
@@ -45,12 +43,9 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     if (scanning) return;
     scanning = true;
     try {
-      const ids = new Set([...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))]);
-      for (const id of [...watched.keys()]) if (!ids.has(id)) watchJob(id, false);
-      for (const id of ids) {
-        if (!watched.has(id)) watchJob(id, true, true);
-        else if (await exists(ctx.control.file(id, "lrms_done"))) kick(id, "lrms-done-scan");
-      }
+      for (const name of await readdir(dir).catch(() => [] as string[])) await ring(`${dir}/${name}`, "lrms-done-doorbell-scan");
+      const ids = [...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))];
+      for (const id of ids) if (await exists(ctx.control.file(id, "lrms_done"))) await kick(id, "lrms-done-scan");
     } finally {
       scanning = false;
     }
@@ -58,13 +53,10 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
 
   const timer = setInterval(() => void scan().catch((e: unknown) => ctx.log.warn({ err: e }, "control dir scan failed")), ctx.config.jem.scanIntervalMs);
   return {
-    watchJob: (id: string, on: boolean) => watchJob(id, on),
     scan,
-    size: () => watched.size,
     async stop() {
       clearInterval(timer);
-      for (const w of watched.values()) w?.close();
-      watched.clear();
+      await watcher?.close();
     },
   };
 }

@@ -44,8 +44,23 @@ export class ControlDir {
     return join(this.sessionRoot, id);
   }
 
+  /**
+   * Flat directory of completion doorbells: a batch job drops `<id>` here after writing its
+   * `lrms_done`, so one watch on one directory (chokidar, depth 0) sees every completion however
+   * many jobs are active. The per-job `lrms_done` stays the truth; the doorbell only says "look".
+   */
+  eventsDir(): string {
+    return join(this.root, "events");
+  }
+
+  eventFile(id: string): string {
+    if (!JOB_ID_RE.test(id)) throw new Error(`not a job id: ${JSON.stringify(id).slice(0, 80)}`);
+    return join(this.eventsDir(), id);
+  }
+
   async ensureRoots(): Promise<void> {
     await mkdir(join(this.root, "jobs"), { recursive: true });
+    await mkdir(this.eventsDir(), { recursive: true });
     await mkdir(this.sessionRoot, { recursive: true });
   }
 

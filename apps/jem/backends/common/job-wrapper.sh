@@ -1,6 +1,6 @@
 #!/bin/bash
 # Job wrapper body. The JEM writes <jobdir>/job.sh = a header of single-quoted settings
-# (JEM_JOB_ID, JEM_SESSION_DIR, JEM_JOB_DIR, JEM_DIAG_FILE, JEM_DONE_FILE, JEM_EXECUTABLE,
+# (JEM_JOB_ID, JEM_SESSION_DIR, JEM_JOB_DIR, JEM_DIAG_FILE, JEM_DONE_FILE, JEM_EVENT_FILE, JEM_EXECUTABLE,
 # JEM_ARGS=(), JEM_STDIN/STDOUT/STDERR, JEM_ENV=(NAME=value ...), JEM_RTE_NAMES=(),
 # JEM_RTE_PATHS=(), JEM_RTE_OPTS_<i>=(), JEM_EXEC_INPUTS=(), JEM_CREDENTIAL_FILE) followed by
 # this file. Back ends run it as is (fork) or inline it after their directives (slurm).
@@ -64,6 +64,8 @@ __jem_finish() { # CODE MESSAGE
   extra+="LRMSEndTime=$(__jem_now)"$'\n'"exitcode=$code"$'\n'
   __jem_diag "$extra"
   __jem_write "$JEM_DONE_FILE" "$code $msg"$'\n'
+  # Ring the JEM's doorbell (best effort: the JEM's periodic scan finds lrms_done anyway).
+  [[ -n ${JEM_EVENT_FILE:-} ]] && : >"$JEM_EVENT_FILE" 2>/dev/null
   exit "$code"
 }
 

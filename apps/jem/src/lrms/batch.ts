@@ -21,6 +21,8 @@ export interface BatchFile {
   commentFile: string;
   diagFile: string;
   doneFile: string;
+  /** Completion doorbell (control dir `events/<id>`), touched after doneFile; null = none. */
+  eventFile: string | null;
   queue: string;
   partition: string;
   credentialFile: string | null;
@@ -144,6 +146,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     commentFile: join(spec.jobDir, "comment"),
     diagFile: join(spec.jobDir, "diag"),
     doneFile: join(spec.jobDir, "lrms_done"),
+    eventFile: spec.eventFile ?? null,
     queue: spec.queue,
     partition: spec.partition ?? queueCfg?.partition ?? spec.queue,
     credentialFile: spec.credentialFile ?? null,
@@ -231,6 +234,7 @@ export function renderJobScript(b: BatchFile, body: string): string {
     `JEM_JOB_DIR=${shq(b.jobDir)}`,
     `JEM_DIAG_FILE=${shq(b.diagFile)}`,
     `JEM_DONE_FILE=${shq(b.doneFile)}`,
+    `JEM_EVENT_FILE=${str(b.eventFile)}`,
     `JEM_CREDENTIAL_FILE=${str(b.credentialFile)}`,
     `JEM_EXECUTABLE=${str(b.executable)}`,
     `JEM_ARGS=${shArray(b.arguments)}`,

@@ -7,6 +7,8 @@ import type { JobDescription, LrmsState } from "@ce/model";
 
 export interface BatchJobSpec {
   jobId: string;
+  /** Completion doorbell the wrapper touches after writing lrms_done (ControlDir.eventFile). */
+  eventFile?: string | undefined;
   owner: string;
   sessionDir: string;
   /** Per-job control directory: batch.json, job.sh, diag, lrms_done and comment live here. */

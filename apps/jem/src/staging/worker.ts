@@ -76,8 +76,15 @@ async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController,
       const t0 = Date.now();
       const progress = setInterval(() => log.info({ what, bytes, seconds: Math.round((Date.now() - t0) / 1000) }, "transfer in progress"), PROGRESS_MS);
       progress.unref();
+      const direction = what.startsWith("download") ? "in" : "out";
       try {
-        return await fn(transferSignal(ctx, ac), (n) => (bytes += n));
+        return await fn(transferSignal(ctx, ac), (n) => {
+          bytes += n;
+          ctx.metrics?.addStagingBytes(direction, n);
+        });
+      } catch (e) {
+        ctx.metrics?.countStagingFailure(direction);
+        throw e;
       } finally {
         clearInterval(progress);
       }

@@ -33,6 +33,7 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
     owner: job.owner,
     sessionDir: ctx.control.sessionDir(job.id),
     jobDir: ctx.control.jobDir(job.id),
+    eventFile: ctx.control.eventFile(job.id),
     description: desc,
     queue: job.queue,
     rteDir: ctx.config.paths.rteDir,
