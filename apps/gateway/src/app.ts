@@ -18,18 +18,20 @@ export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
  * Where a request goes: <mount>/rest → versions (E1); <mount>/rest/<ver>/info (E2);
  * /jobs (E3–E5); /jobs/<id>/session (E6); /jobs/<id>/diagnose (E7); /delegations (E8–E9).
  */
+/**
+ * The path Hono routes on: runs of slashes are one slash and a trailing slash is ignored, as
+ * A-REX does (arex-rest.md §1.3). (Hono ignores a custom getPath under `strict: false`.)
+ */
+export function routingPath(req: Request): string {
+  const url = req.url;
+  const start = url.indexOf("/", url.indexOf("://") + 3);
+  const q = url.indexOf("?", start);
+  const path = url.slice(start, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
+  return path.length > 1 ? path.replace(/\/$/, "") : path;
+}
+
 export function createApp(services: Services): Hono<AppEnv> {
-  // Runs of slashes are one slash and a trailing slash is ignored, as A-REX does (arex-rest.md §1.3).
-  // (Hono ignores a custom getPath under `strict: false`, so the trailing slash is stripped here.)
-  const app = new Hono<AppEnv>({
-    getPath: (req) => {
-      const url = req.url;
-      const start = url.indexOf("/", url.indexOf("://") + 3);
-      const q = url.indexOf("?", start);
-      const path = url.slice(start, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
-      return path.length > 1 ? path.replace(/\/$/, "") : path;
-    },
-  });
+  const app = new Hono<AppEnv>({ getPath: routingPath });
   const rest = `${services.config.mountPath}/rest`;
 
   if (services.metrics) app.use("*", httpMetrics(services.metrics));

@@ -1,3 +1,4 @@
+import { routingPath } from "../src/app.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
@@ -80,16 +81,8 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
     logger: pino({ level: "silent" }),
   };
 
-  // Same routing as app.ts (Hono ignores getPath under strict: false, so none here).
-  const app = new Hono<AppEnv>({
-    getPath: (req) => {
-      const url = req.url;
-      const start = url.indexOf("/", url.indexOf("://") + 3);
-      const q = url.indexOf("?", start);
-      const path = url.slice(start, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
-      return path.length > 1 ? path.replace(/\/$/, "") : path;
-    },
-  });
+  // Same routing as app.ts.
+  const app = new Hono<AppEnv>({ getPath: routingPath });
   app.use("*", async (c, next) => {
     c.set("services", services);
     c.set("log", services.logger);

@@ -196,7 +196,7 @@ describe("limits and draining", () => {
       const { readdirSync } = await import("node:fs");
       const leaves = (dir: string, depth: number): number =>
         depth === 0 ? 1 : readdirSync(dir).reduce((n, d) => n + leaves(`${dir}/${d}`, depth - 1), 0);
-      expect(leaves(`${small.config.paths.controlDir}/jobs`, 4)).toBe(5);
+      expect(leaves(`${small.config.paths.controlDir}/jobs`, 3)).toBe(5);
       expect(readdirSync(small.config.paths.sessionRoot)).toHaveLength(5);
     } finally {
       await small.close();
