@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `pnpm start`: the embedded development CE — local Redis (started if nothing answers, data under
-# .ce/redis), the JEM with the fork back end, one gateway on https://localhost:8443/arex.
+# .ce/redis), the JEM with the fork back end, one gateway on https://localhost:8443/arex (by default).
 # Development certificates and .ce/ce.yaml are generated on first start. Ctrl-C stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +8,8 @@ STATE="${CE_STATE_DIR:-$PWD/.ce}"
 bash scripts/ensure-system-deps.sh base
 node --import tsx scripts/dev/setup.ts "$STATE" >/dev/null
 export CE_CONFIG="${CE_CONFIG:-$STATE/ce.yaml}"
-REDIS_PORT=$(node --import tsx -e 'import("@ce/config").then(m=>console.log(new URL(m.loadConfig().redis.url).port||6379))')
+# Ports and URLs come from the configuration (file + CE__* overrides), like everything else.
+read -r REDIS_PORT URL ADMIN_PORT JEM_PORT < <(node --import tsx -e 'import("@ce/config").then(({loadConfig})=>{const c=loadConfig();console.log(new URL(c.redis.url).port||6379, c.endpoint.url, c.admin.port, c.admin.jemPort)})')
 
 pids=()
 cleanup() {
@@ -34,28 +35,28 @@ node --max-old-space-size=256 --import tsx apps/gateway/src/main.ts >>"$STATE/lo
 
 PKI="$STATE/pki"
 for _ in $(seq 100); do
-  curl -s -o /dev/null --cacert "$PKI/ca/ca.pem" https://localhost:8443/arex/rest && break
+  curl -s -o /dev/null --cacert "$PKI/ca/ca.pem" "$URL/rest" && break
   for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || { echo "ce: a component exited; see $STATE/logs/" >&2; tail -20 "$STATE/logs/"*.log >&2; exit 1; }; done
   sleep 0.2
 done
 cat <<MSG
 
-  CE running: https://localhost:8443/arex   (logs: $STATE/logs/, config: $CE_CONFIG)
-  Admin: http://127.0.0.1:8444 (gateway), http://127.0.0.1:8445/queues (JEM queues)
+  CE running: $URL   (logs: $STATE/logs/, config: $CE_CONFIG)
+  Admin: http://127.0.0.1:$ADMIN_PORT (gateway), http://127.0.0.1:$JEM_PORT/queues (JEM queues)
          token: $(cat "$STATE/secrets/admin.token")
 
   ARC client:
     export X509_USER_CERT=$PKI/user/cert.pem X509_USER_KEY=$PKI/user/key.pem
     export X509_CERT_DIR=$PKI/ca X509_USER_PROXY=$PKI/user/proxy.pem
-    arcinfo -C https://localhost:8443/arex -T arcrest
-    arcsub -C https://localhost:8443/arex -T arcrest myjob.xrsl ; arcstat -a ; arcget -a
+    arcinfo -c $URL
+    arcsub -C $URL -T arcrest myjob.xrsl ; arcstat -a ; arcget -a
 
   curl:
     curl --cacert $PKI/ca/ca.pem --cert $PKI/user/cert.pem --key $PKI/user/key.pem \\
-         -H 'Accept: application/json' https://localhost:8443/arex/rest/1.1/jobs
+         -H 'Accept: application/json' $URL/rest/1.1/jobs
 
   Browser: import $PKI/user/user.p12 (password: ce-dev) and trust $PKI/ca/ca.pem,
-           then open https://localhost:8443/arex/rest/1.1/jobs
+           then open $URL/rest/1.1/jobs
 
   Ctrl-C stops the CE.
 MSG

@@ -10,10 +10,11 @@
 # Values are never eval'ed: arrays are expanded as "${X[@]}", variables exported as "NAME=value".
 # No `set -e`/`-u`: RTE scripts are sourced into this shell and may rely on lax defaults.
 
-__jem_now() { date -u +%Y%m%d%H%M%SZ; }
-__jem_start_s=$(date +%s)
-__jem_start=$(__jem_now)
-__jem_node=$(hostname -f 2>/dev/null || hostname 2>/dev/null || echo unknown)
+# Builtins instead of date/hostname: every fork counts when a node runs many short jobs.
+__jem_now() { TZ=UTC0 printf -v "$1" '%(%Y%m%d%H%M%S)TZ' -1; } # VAR <- now, YYYYMMDDHHMMSSZ
+__jem_start_s=${EPOCHSECONDS:-$(date +%s)}
+__jem_now __jem_start
+__jem_node=${HOSTNAME:-$(hostname 2>/dev/null || echo unknown)}
 __jem_rtes=""
 for __jem_n in "${JEM_RTE_NAMES[@]}"; do __jem_rtes+="$__jem_n;"; done
 __jem_timefile="$JEM_JOB_DIR/.time.$$"
@@ -44,9 +45,9 @@ __jem_diag() { # [extra lines]
 }
 
 __jem_finish() { # CODE MESSAGE
-  local code=$1 msg=$2 end_s extra user kernel line
+  local code=$1 msg=$2 end_s end extra user kernel line
   __jem_done=1
-  end_s=$(date +%s)
+  end_s=${EPOCHSECONDS:-$(date +%s)}
   extra="WallTime=$((end_s - __jem_start_s))s"$'\n'
   if [[ -s $__jem_timefile ]]; then
     while IFS= read -r line; do
@@ -61,7 +62,8 @@ __jem_finish() { # CODE MESSAGE
     [[ -n $user ]] && extra+="UserTime=$(__jem_secs "$user")s"$'\n'"KernelTime=$(__jem_secs "$kernel")s"$'\n'
   fi
   rm -f -- "$__jem_timefile"
-  extra+="LRMSEndTime=$(__jem_now)"$'\n'"exitcode=$code"$'\n'
+  __jem_now end
+  extra+="LRMSEndTime=$end"$'\n'"exitcode=$code"$'\n'
   __jem_diag "$extra"
   __jem_write "$JEM_DONE_FILE" "$code $msg"$'\n'
   # Ring the JEM's doorbell (best effort: the JEM's periodic scan finds lrms_done anyway).

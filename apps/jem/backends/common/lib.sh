@@ -4,7 +4,8 @@
 # The comm field may contain spaces and ')', so split after the last ')'.
 proc_state() {
   local stat rest
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  # `read` (a builtin), not $(cat ...): the fork poll calls this for every active job.
+  { IFS= read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
   rest=${stat##*) }
   read -r -a f <<<"$rest"
   # fields after comm start at field 3 (state); starttime is field 22
