@@ -25,8 +25,9 @@ RUN --mount=type=cache,id=pnpm,target=/pnpm/store pnpm fetch --frozen-lockfile
 
 COPY packages ./packages
 COPY apps/jem ./apps/jem
+# --prod=false: NODE_ENV=production would make pnpm skip tsx (a root devDependency) that runs the JEM.
 RUN --mount=type=cache,id=pnpm,target=/pnpm/store \
-    pnpm install --offline --frozen-lockfile --filter "@ce/jem..." --filter ce-rest
+    pnpm install --offline --frozen-lockfile --prod=false --filter "@ce/jem..." --filter ce-rest
 
 USER node
 EXPOSE 8445

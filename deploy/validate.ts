@@ -86,7 +86,8 @@ for (const [name, svc] of Object.entries(compose.services)) {
   const from = instrs.find((i) => i.op === "FROM")?.args ?? "";
   if (!/^node:20-bookworm-slim\b/.test(from)) fail(`${where}: FROM ${from}, expected node:20-bookworm-slim`);
   if (!instrs.some((i) => i.op === "RUN" && /corepack enable/.test(i.args))) fail(`${where}: pnpm is not enabled through corepack`);
-  const copies = instrs.filter((i) => i.op === "COPY").map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith("--")));
+  // `COPY --from=<stage>` copies between stages of a multi-stage build, not from the context.
+  const copies = instrs.filter((i) => i.op === "COPY" && !/--from=/.test(i.args)).map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith("--")));
   for (const c of copies) for (const src of c.slice(0, -1)) if (!existsSync(join(context, src))) fail(`${where}: COPY source ${src} missing`);
   const installRun = instrs.find((i) => i.op === "RUN" && /pnpm install/.test(i.args));
   const filters = [...(installRun?.args ?? "").matchAll(/--filter\s+"?([^"\s]+)"?/g)].map((m) => m[1]!.replace(/\.\.\.$/, ""));
@@ -174,14 +175,16 @@ function replay(where: string, context: string, instrs: Instr[], cmd: string[], 
   try {
     const skip = (src: string) => !/(^|\/)(node_modules|dist|\.git|\.ce)(\/|$)/.test(relative(context, src));
     for (const i of instrs) {
-      if (i.op === "COPY") {
+      if (i.op === "COPY" && /--from=/.test(i.args)) {
+        continue; // one scratch dir stands for every stage: the files are already there
+      } else if (i.op === "COPY") {
         const parts = i.args.split(/\s+/).filter((a) => !a.startsWith("--"));
         const dest = parts.at(-1)!;
         for (const src of parts.slice(0, -1)) {
           const target = dest.endsWith("/") ? join(dir, dest, basename(src)) : join(dir, dest);
           cpSync(join(context, src), target, { recursive: true, filter: skip });
         }
-      } else if (i.op === "RUN" && /pnpm install/.test(i.args)) {
+      } else if (i.op === "RUN" && (/pnpm install/.test(i.args) || /scripts\/build-app\.ts/.test(i.args))) {
         const line = i.args.replace(/--mount=\S+/g, "").trim();
         const r = spawnSync("bash", ["-c", line], { cwd: dir, encoding: "utf8", env: { ...process.env, CI: "true" } });
         if (r.status !== 0) return fail(`${where}: replayed "${line}" failed:\n${r.stderr || r.stdout}`);

@@ -31,7 +31,11 @@ else
 fi
 
 node --import tsx apps/jem/src/main.ts >>"$STATE/logs/jem.log" 2>&1 & pids+=($!)
-node --max-old-space-size=256 --import tsx apps/gateway/src/main.ts >>"$STATE/logs/gateway.log" 2>&1 & pids+=($!)
+# The gateway runs from its build (the deployed form); rebuilt when a source is newer.
+if [ ! -f apps/gateway/dist/main.js ] || [ -n "$(find apps/gateway/src packages/*/src -name '*.ts' -newer apps/gateway/dist/main.js -print -quit)" ]; then
+  node --import tsx scripts/build-app.ts gateway >/dev/null
+fi
+node --max-old-space-size=256 apps/gateway/dist/main.js >>"$STATE/logs/gateway.log" 2>&1 & pids+=($!)
 
 PKI="$STATE/pki"
 for _ in $(seq 100); do

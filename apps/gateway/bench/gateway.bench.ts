@@ -8,7 +8,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
@@ -30,29 +30,10 @@ const pct = (xs: number[], p: number) => {
 };
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
-/**
- * The gateway as it is deployed: one bundled ESM file (BENCH_RUNTIME=tsx runs the sources through
- * the tsx loader instead, which alone adds ~70 MB of RSS). Written below node_modules/.cache so
- * nothing lands in the work tree; the store's Lua scripts are copied next to it.
- */
+/** The gateway as it is deployed: the build of scripts/build-app.ts (BENCH_RUNTIME=tsx: sources). */
 async function bundle(): Promise<string> {
-  const { build } = await import("tsup");
-  const out = join(ROOT, "apps/gateway/node_modules/.cache/ce-bench");
-  await build({
-    entry: { main: join(ROOT, "apps/gateway/src/main.ts") },
-    format: ["esm"],
-    platform: "node",
-    target: "node20",
-    outDir: out,
-    clean: true,
-    silent: true,
-    splitting: false,
-    noExternal: [/.*/],
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  });
-  mkdirSync(join(out, "lua"), { recursive: true });
-  cpSync(join(ROOT, "packages/store/src/lua"), join(out, "lua"), { recursive: true });
-  return join(out, "main.js");
+  const { buildApp } = await import("../../../scripts/build-app.js");
+  return buildApp("gateway", join(ROOT, "apps/gateway/node_modules/.cache/ce-bench"));
 }
 
 async function main() {

@@ -11,6 +11,17 @@ const { createAdminApp, startAdminServer } = await import("@ce/ops");
 const { createLogger, startGateway } = await import("./server.js");
 
 const config = loadConfig();
+if (process.argv.includes("--check-config")) {
+  // Deployment check (deploy/validate.sh, `docker run ... --check-config`): settings only, no listeners.
+  const { authConfigProblems } = await import("./auth/config-check.js");
+  const problems = authConfigProblems(config);
+  if (problems.length > 0) {
+    console.error(`invalid authentication settings:\n  ${problems.join("\n  ")}`);
+    process.exit(1);
+  }
+  console.error(`configuration ok: ${config.endpoint.url}, redis ${config.redis.prefix}`);
+  process.exit(0);
+}
 const logger = createLogger(config);
 const gw = await startGateway(config, { logger });
 const { services } = gw;

@@ -10,6 +10,11 @@ import { startJem } from "./daemon.js";
  * /readyz. SIGTERM/SIGINT stop gracefully.
  */
 const config = loadConfig();
+if (process.argv.includes("--check-config")) {
+  // Deployment check (deploy/validate.sh, `docker run ... --check-config`): settings only.
+  console.error(`configuration ok: back end ${config.lrms.backend}, control dir ${config.paths.controlDir}`);
+  process.exit(0);
+}
 const log = pino({ level: config.logging.level, base: { service: "jem", pid: process.pid } });
 const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
 const queues = openQueues(config);

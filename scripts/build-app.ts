@@ -1,0 +1,33 @@
+// `pnpm build`: bundles an app into apps/<app>/dist/main.js — one ESM file with the workspace
+// packages and npm dependencies inlined (no TypeScript loader at run time: ~15 MB less RSS and a
+// faster start), plus the store's Lua scripts next to it (loaded relative to the module).
+// Usage: node --import tsx scripts/build-app.ts gateway
+import { cpSync, mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { build } from "tsup";
+
+export async function buildApp(app: string, outDir = join(ROOT, "apps", app, "dist")): Promise<string> {
+  await build({
+    entry: { main: join(ROOT, "apps", app, "src/main.ts") },
+    format: ["esm"],
+    platform: "node",
+    target: "node20",
+    outDir,
+    clean: true,
+    silent: true,
+    splitting: false,
+    sourcemap: true,
+    noExternal: [/.*/],
+    // Bundled CommonJS dependencies (ioredis, pino, ...) still call require().
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  });
+  mkdirSync(join(outDir, "lua"), { recursive: true });
+  cpSync(join(ROOT, "packages/store/src/lua"), join(outDir, "lua"), { recursive: true });
+  return join(outDir, "main.js");
+}
+
+const ROOT = resolve(import.meta.dirname, "..");
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const app of process.argv.slice(2)) console.log(`built ${await buildApp(app)}`);
+}
