@@ -215,3 +215,28 @@ describe("limits and draining", () => {
 });
 
 void xmlAll;
+
+describe("submission bookkeeping for crash recovery", () => {
+  it("ids are marked while their files are written and unmarked after the commit", async () => {
+    const { jobs, control } = t.gw.services;
+    // Observe the mark when the job's directory path is first taken (before any file is written);
+    // the ZSCORE is sent right then, so it is answered before the later unmark on this connection.
+    const seen = new Map<string, Promise<string | null>>();
+    const jobDir = control.jobDir.bind(control);
+    control.jobDir = (id) => {
+      if (!seen.has(id)) seen.set(id, jobs.redis.zscore(jobs.keys.creating(), id));
+      return jobDir(id);
+    };
+    let ids: string[] = [];
+    try {
+      const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, { body: `+(${XRSL("m1")})(${XRSL("m2")})`, accept: "application/json" });
+      expect(r.status).toBe(201);
+      ids = (r.json() as J).job.map((j: J) => j.id);
+    } finally {
+      control.jobDir = jobDir;
+    }
+    expect(ids).toHaveLength(2);
+    for (const id of ids) expect(Number(await seen.get(id))).toBeGreaterThan(0);
+    expect(await jobs.redis.zcard(jobs.keys.creating())).toBe(0);
+  });
+});

@@ -25,7 +25,28 @@ export async function expiryPass(ctx: JemContext, now = Date.now()): Promise<num
     if (due.length < BATCH) break;
   }
   await sweepDelegationsOnce(ctx, now);
+  await sweepOrphans(ctx, now);
   return handled;
+}
+
+/** A submission this old without its record died between writing files and the commit. */
+export const ORPHAN_AFTER_MS = 10 * 60_000;
+
+/**
+ * Files of submissions that never committed (the gateway died after writing the control files):
+ * no record exists, so nothing else would ever remove them.
+ */
+export async function sweepOrphans(ctx: JemContext, now = Date.now()): Promise<number> {
+  let removed = 0;
+  for (const id of await ctx.jobs.staleCreating(now - ORPHAN_AFTER_MS)) {
+    if (!(await ctx.jobs.get(id))) {
+      await ctx.control.removeAll(id).catch((e: unknown) => ctx.log.warn({ err: e, jobId: id }, "orphan files not removed"));
+      removed++;
+      ctx.log.warn({ jobId: id }, "removed the files of a submission that was never committed");
+    }
+    await ctx.jobs.doneCreating([id]);
+  }
+  return removed;
 }
 
 async function expireOne(ctx: JemContext, id: string, now: number): Promise<boolean> {

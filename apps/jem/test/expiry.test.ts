@@ -42,3 +42,30 @@ describe("expiry", () => {
     expect((await transitionsOf(env, id)).at(-1)?.to).toBe("FINISHED");
   });
 });
+
+describe("orphaned submissions", () => {
+  it("files of a submission that never committed are removed; a committed one is kept", async () => {
+    const { randomUUID } = await import("node:crypto");
+    const { sweepOrphans, ORPHAN_AFTER_MS } = await import("../src/expiry.js");
+    // A gateway that died after writing files: marked, files on disk, no record.
+    const orphan = randomUUID();
+    await env.control.createJobDirs(orphan);
+    await env.control.write(orphan, "description", "&(executable=/bin/true)");
+    // A job whose mark was left behind although it committed (the unmark failed).
+    const live = await submitTestJob(env, shellJob("true"));
+    const old = Date.now() - ORPHAN_AFTER_MS - 1000;
+    await env.jobs.markCreating([orphan, live], old);
+    // A recent mark is a submission still in progress: not touched.
+    const inFlight = randomUUID();
+    await env.control.createJobDirs(inFlight);
+    await env.jobs.markCreating([inFlight]);
+
+    expect(await sweepOrphans(jem.ctx)).toBe(1);
+    expect(existsSync(env.control.jobDir(orphan))).toBe(false);
+    expect(existsSync(env.control.sessionDir(orphan))).toBe(false);
+    expect(existsSync(env.control.jobDir(live))).toBe(true);
+    expect(existsSync(env.control.jobDir(inFlight))).toBe(true);
+    expect(await env.jobs.staleCreating(Date.now())).toEqual([inFlight]);
+    await env.jobs.doneCreating([inFlight]);
+  });
+});

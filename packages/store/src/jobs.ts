@@ -231,6 +231,25 @@ export class JobStore {
     return this.redis.zcard(this.keys.all());
   }
 
+  /**
+   * Submission bookkeeping: ids are marked before their control files are written and unmarked
+   * after the commit (or rollback). A mark that stays (a gateway died in between) points at files
+   * without a record, which the JEM removes (`staleCreating`).
+   */
+  async markCreating(ids: readonly string[], now = Date.now()): Promise<void> {
+    if (ids.length === 0) return;
+    await this.redis.zadd(this.keys.creating(), ...ids.flatMap((id) => [now, id]));
+  }
+
+  async doneCreating(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.redis.zrem(this.keys.creating(), ...ids);
+  }
+
+  async staleCreating(olderThan: number, limit = 500): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.creating(), 0, olderThan, "LIMIT", 0, limit);
+  }
+
   async scheduleExpiry(id: string, at: number): Promise<void> {
     await this.redis.zadd(this.keys.expiry(), at, id);
   }

@@ -23,6 +23,8 @@ export class Keys {
   deleg(id: string) { return `${this.prefix}:d:${id}`; }
   ownerDelegs(ownerKey: string) { return `${this.prefix}:o:${ownerKey}:d`; }
   delegJobs(id: string) { return `${this.prefix}:d:${id}:jobs`; }
+  /** ZSET id → time: jobs whose files are being written before their record is committed. */
+  creating() { return `${this.prefix}:creating`; }
   /** HASH of CE-wide flags (drain). */
   flags() { return `${this.prefix}:flags`; }
 }

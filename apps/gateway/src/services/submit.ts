@@ -185,49 +185,55 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
     );
   });
 
-  const written = await mapLimit(plans, FILE_CONCURRENCY, async (p, i) => {
-    const id = ids[i]!;
-    try {
-      await writeJobFiles(s.control, {
-        id, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
-        endpointUrl: config.endpoint.url.replace(/\/+$/, ""), hostname, version: req.version, lifetime: records[i]!.lifetime,
-        rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
-        clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now,
-      });
-      return true;
-    } catch (err) {
-      req.log.error({ err, jobId: id }, "writing control files failed");
-      await s.control.removeAll(id).catch(() => undefined);
-      return false;
-    }
-  });
-  const ready = records.filter((_, i) => written[i]);
-  const removeAll = (recs: JobRecord[]) => mapLimit(recs, FILE_CONCURRENCY, (r) => s.control.removeAll(r.id).catch(() => undefined));
-  if (ready.length < minRequired) {
-    // Not enough jobs could even be prepared: all or nothing (instances_min).
-    await removeAll(ready);
-    return records.map(() => failed(500, "Failed to create the job's control files"));
-  }
-
-  let n: number;
+  // Marked first: if this process dies before the commit, the JEM removes the orphaned files.
+  await s.jobs.markCreating(ids);
   try {
-    n = await s.jobs.create(ready, config.jobs.maxTotal, minRequired);
-  } catch (err) {
-    req.log.error({ err }, "job records could not be created");
-    await removeAll(ready);
-    throw new ServiceUnavailable("Job database unavailable; no job was created", "STORE_UNAVAILABLE");
-  }
-  const committed = ready.slice(0, n);
-  await removeAll(ready.slice(n));
-  await afterCommit(s, req, committed);
+    const written = await mapLimit(plans, FILE_CONCURRENCY, async (p, i) => {
+      const id = ids[i]!;
+      try {
+        await writeJobFiles(s.control, {
+          id, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
+          endpointUrl: config.endpoint.url.replace(/\/+$/, ""), hostname, version: req.version, lifetime: records[i]!.lifetime,
+          rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
+          clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now,
+        });
+        return true;
+      } catch (err) {
+        req.log.error({ err, jobId: id }, "writing control files failed");
+        await s.control.removeAll(id).catch(() => undefined);
+        return false;
+      }
+    });
+    const ready = records.filter((_, i) => written[i]);
+    const removeAll = (recs: JobRecord[]) => mapLimit(recs, FILE_CONCURRENCY, (r) => s.control.removeAll(r.id).catch(() => undefined));
+    if (ready.length < minRequired) {
+      // Not enough jobs could even be prepared: all or nothing (instances_min).
+      await removeAll(ready);
+      return records.map(() => failed(500, "Failed to create the job's control files"));
+    }
 
-  const ok = new Set(committed.map((r) => r.id));
-  if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
-  return records.map((r, i) => {
-    if (ok.has(r.id)) return created(r.id);
-    if (!written[i]) return failed(500, "Failed to create the job's control files");
-    return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
-  });
+    let n: number;
+    try {
+      n = await s.jobs.create(ready, config.jobs.maxTotal, minRequired);
+    } catch (err) {
+      req.log.error({ err }, "job records could not be created");
+      await removeAll(ready);
+      throw new ServiceUnavailable("Job database unavailable; no job was created", "STORE_UNAVAILABLE");
+    }
+    const committed = ready.slice(0, n);
+    await removeAll(ready.slice(n));
+    await afterCommit(s, req, committed);
+
+    const ok = new Set(committed.map((r) => r.id));
+    if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
+    return records.map((r, i) => {
+      if (ok.has(r.id)) return created(r.id);
+      if (!written[i]) return failed(500, "Failed to create the job's control files");
+      return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
+    });
+  } finally {
+    await s.jobs.doneCreating(ids).catch((err: unknown) => req.log.warn({ err }, "submission bookkeeping not cleared"));
+  }
 }
 
 /** Delegation binding and the JEM wake-up. The job exists already: failures are logged, not fatal. */
