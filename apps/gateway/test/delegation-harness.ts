@@ -1,3 +1,4 @@
+import { routingPath } from "../src/app.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
@@ -40,8 +41,8 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
     keyPool,
     logger: pino({ level: "silent" }),
   };
-  // strict: false as app.ts (Hono ignores a custom getPath when strict is false).
-  const app = new Hono<AppEnv>({ strict: false });
+  // Same routing as app.ts.
+  const app = new Hono<AppEnv>({ getPath: routingPath });
   app.use("*", async (c, next) => {
     c.set("services", services);
     c.set("log", services.logger);
