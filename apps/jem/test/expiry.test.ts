@@ -67,5 +67,7 @@ describe("orphaned submissions", () => {
     expect(existsSync(env.control.jobDir(inFlight))).toBe(true);
     expect(await env.jobs.staleCreating(Date.now())).toEqual([inFlight]);
     await env.jobs.doneCreating([inFlight]);
+    // The live job runs detached under fork: let it end before the temp dirs are removed.
+    expect((await waitForRest(env, live, ["FINISHED", "FAILED"]))?.rest).toBe("FINISHED");
   });
 });
