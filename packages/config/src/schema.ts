@@ -97,8 +97,47 @@ export const configSchema = z.object({
           /** Requests per second per identity (token bucket refill) and burst. 0 disables. */
           requestsPerSecond: z.number().nonnegative().default(200),
           requestBurst: z.number().int().positive().default(2_000),
+          /** Entries one session directory listing (GET, PROPFIND Depth 1) may return; more → 507. */
+          listingEntries: z.number().int().positive().default(10_000),
+          /** Disjoint byte ranges tracked per partially uploaded file (Content-Range PUTs); more → 409. */
+          uploadRanges: z.number().int().positive().default(1_024),
+          /** Files of one job with partial-upload bookkeeping at once; more → 409. */
+          partialUploadsPerJob: z.number().int().positive().default(1_000),
         })
         .default({}),
+      /** Connection-level bounds (slowloris, idle sockets, one client hogging the listener). */
+      connections: z
+        .object({
+          /** Whole request head must arrive within this. */
+          headersTimeoutSeconds: duration.default(30),
+          /** Whole request (head and body) must arrive within this; 0 = no limit (uploads are long). */
+          requestTimeoutSeconds: duration.default(6 * 3600),
+          /** A socket with no traffic for this long is closed (also mid-body). */
+          idleTimeoutSeconds: duration.default(120),
+          /** Idle keep-alive connections are closed after this. */
+          keepAliveTimeoutSeconds: duration.default(65),
+          /** Concurrent connections per client address (trusted proxies exempt); more are closed at once. 0 = no cap. */
+          maxPerAddress: z.number().int().nonnegative().default(128),
+          /** Request head size (request line + headers; the proxy's client-certificate header included). */
+          maxHeaderBytes: bytes.default(32 * 1024),
+        })
+        .default({}),
+    })
+    .default({}),
+
+  /** Per-owner quotas, enforced atomically in Redis and shared by all gateways. */
+  quotas: z
+    .object({
+      /** Jobs one owner may hold in every state but WIPED (403 per item above). */
+      jobsPerOwner: z.number().int().positive().default(20_000),
+      /** Bytes uploaded into one job's session directory (507 above). */
+      sessionBytesPerJob: bytes.default(100 * 1024 ** 3),
+      /** Bytes uploaded into all session directories of one owner (507 above). */
+      sessionBytesPerOwner: bytes.default(1024 ** 4),
+      /** Delegations one owner may hold (403 above; the ARC client makes one per job). */
+      delegationsPerOwner: z.number().int().positive().default(10_000),
+      /** Delegation renewals per owner per minute (429 above). */
+      delegationRenewalsPerMinute: z.number().int().positive().default(120),
     })
     .default({}),
 
