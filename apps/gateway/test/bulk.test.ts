@@ -160,3 +160,14 @@ describe("strictSpecCodes", () => {
     }
   });
 });
+
+describe("repeated ids", () => {
+  it("one command per job however often a list repeats its id; every item still answered", async () => {
+    const s = t.gw.services;
+    const countFor = async (id: string) => (await s.queues.commands.getJobs(["waiting"])).filter((j) => j.data.jobId === id && j.data.action === "clean").length;
+    const before = await countFor(mine[1]!);
+    const r = await bulk("1.1", "clean", JSON.stringify({ job: Array(15).fill({ id: mine[1] }) }), { ct: "application/json" });
+    expect(r.json().job).toHaveLength(15);
+    expect((await countFor(mine[1]!)) - before).toBe(1);
+  });
+});

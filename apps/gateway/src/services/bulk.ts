@@ -41,6 +41,12 @@ export async function runBulk(
   const hostname = new URL(s.config.endpoint.url).hostname;
   const now = ctx.now ?? new Date();
   const commands: Command[] = [];
+  // A list may repeat an id: one command per job, so the queue work is bounded by distinct jobs.
+  const queued = new Set<string>();
+  const enqueue = (c: Command) => {
+    if (!queued.has(c.jobId)) commands.push(c);
+    queued.add(c.jobId);
+  };
 
   const items = ids.map((id, i): BulkItem => {
     const r = owned[i];
@@ -54,15 +60,15 @@ export async function runBulk(
         return { statusCode: 200, reason: "OK", id, delegationIds: r.delegations };
       case "kill":
         // Killing a job that already ended is a successful no-op, as on A-REX (clients expect 202).
-        if (!FINAL_REST_STATES.has(r.rest)) commands.push({ action: "kill", jobId: id, requestId: ctx.requestId });
+        if (!FINAL_REST_STATES.has(r.rest)) enqueue({ action: "kill", jobId: id, requestId: ctx.requestId });
         return { statusCode: 202, reason: "Queued for killing", id };
       case "clean":
-        commands.push({ action: "clean", jobId: id, requestId: ctx.requestId });
+        enqueue({ action: "clean", jobId: id, requestId: ctx.requestId });
         return { statusCode: 202, reason: "Queued for cleaning", id };
       case "restart": {
         const refused = restartRefusal(r);
         if (refused) return { statusCode: 409, reason: refused, id };
-        commands.push({ action: "restart", jobId: id, requestId: ctx.requestId });
+        enqueue({ action: "restart", jobId: id, requestId: ctx.requestId });
         return { statusCode: 202, reason: "Queued for restarting", id };
       }
     }

@@ -1,14 +1,36 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
-import { BadRequest, UnsupportedMediaType } from "../errors.js";
+import { BadRequest, CeError, UnsupportedMediaType } from "../errors.js";
 import { GENERIC_TYPES } from "./body.js";
+
+/** Ids per request when the caller does not say (the config default of gateway.limits.idsPerRequest). */
+export const DEFAULT_MAX_IDS = 10_000;
+/** Deepest element nesting an XML id list needs is 3 (`<jobs><job><id>`); a little slack for wrappers. */
+export const MAX_XML_DEPTH = 8;
+
+/**
+ * What an id in a list may look like: 1–128 printable ASCII characters, no spaces. Ours are UUIDs
+ * and A-REX ids are alphanumeric; anything else cannot name a job, and refusing it keeps control
+ * characters and megabyte "ids" out of Redis keys, logs and the echoed per-item results.
+ */
+const ID_SYNTAX = /^[\x21-\x7e]{1,128}$/;
+export function isListedId(id: string): boolean {
+  return ID_SYNTAX.test(id);
+}
+
+export class TooManyIds extends CeError {
+  constructor(what: string, max: number) {
+    super(413, "TOO_MANY_IDS", `${what}; the limit is ${max} job ids per request`);
+  }
+}
 
 /**
  * The job-id list of bulk requests (E5): XML `<jobs><job><id>…</id></job>…</jobs>` (root name not
  * checked, as A-REX) or JSON `{"job":[{"id":"…"}]}` / `{"job":{"id":"…"}}`. Unlike A-REX, a
  * malformed body is a 400 naming the problem instead of a silently empty list (decisions #9), and
  * the format follows Content-Type, or is sniffed when that is absent or generic (decisions #11).
+ * More than `maxIds` ids is a 413, decided before the list is materialised.
  */
-export function parseIdList(body: string, contentType: string | undefined): string[] {
+export function parseIdList(body: string, contentType: string | undefined, maxIds = DEFAULT_MAX_IDS): string[] {
   const text = body.replace(/^\uFEFF/, "");
   const first = /\S/.exec(text)?.[0];
   if (first === undefined) throw new BadRequest("Missing job id list in the request body", "EMPTY_BODY");
@@ -22,23 +44,30 @@ export function parseIdList(body: string, contentType: string | undefined): stri
   } else {
     throw new UnsupportedMediaType(`Content-Type ${contentType} is not supported for job id lists; use application/xml or application/json`);
   }
-  return kind === "json" ? fromJson(text) : fromXml(text);
+  const ids = kind === "json" ? fromJson(text, maxIds) : fromXml(text, maxIds);
+  ids.forEach((id, i) => {
+    if (!isListedId(id)) {
+      throw new BadRequest(`job[${i}] id ${JSON.stringify(id.slice(0, 40))}${id.length > 40 ? "…" : ""} is not a job id: ids are 1-128 printable ASCII characters without spaces`, "BAD_JOB_ID");
+    }
+  });
+  return ids;
 }
 
-function fromJson(text: string): string[] {
+function fromJson(text: string, maxIds: number): string[] {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (e) {
     throw new BadRequest(`Malformed JSON job id list: ${(e as Error).message}`, "BAD_ID_LIST");
   }
-  if (!doc || typeof doc !== "object" || Array.isArray(doc) || !("job" in doc)) {
+  if (!doc || typeof doc !== "object" || Array.isArray(doc) || !Object.hasOwn(doc, "job")) {
     throw new BadRequest('JSON job id list must be an object with key "job"', "BAD_ID_LIST");
   }
   const job = (doc as { job: unknown }).job;
   const items = Array.isArray(job) ? job : [job];
+  if (items.length > maxIds) throw new TooManyIds(`${items.length} job ids in one request`, maxIds);
   return items.map((it, i) => {
-    const id = it && typeof it === "object" ? (it as { id?: unknown }).id : undefined;
+    const id = it && typeof it === "object" && Object.hasOwn(it, "id") ? (it as { id?: unknown }).id : undefined;
     // Numbers are accepted as their decimal text (A-REX mangles them; ids are strings anyway).
     if (typeof id === "string" && id !== "") return id;
     if (typeof id === "number" && Number.isFinite(id)) return String(id);
@@ -53,28 +82,49 @@ const parser = new XMLParser({
   trimValues: true,
   processEntities: true,
   htmlEntities: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  maxNestedTags: MAX_XML_DEPTH,
   isArray: (name, jpath) => name === "job" && String(jpath).split(".").length === 2,
 });
 
-function fromXml(text: string): string[] {
+function fromXml(text: string, maxIds: number): string[] {
   // No DTDs: nothing in an id list needs one, and entity expansion is a denial-of-service vector.
   if (/<!DOCTYPE|<!ENTITY/i.test(text)) throw new BadRequest("DOCTYPE is not allowed in job id lists", "BAD_ID_LIST");
+  // Each id costs 4 tags (<job><id></id></job>): more markup than maxIds need is refused before
+  // the validator and parser spend time on it.
+  const tags = countChar(text, "<");
+  if (tags > 4 * maxIds + 64) throw new TooManyIds(`XML job id list has ${tags} tags, more than ${maxIds} ids need`, maxIds);
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     throw new BadRequest(`Malformed XML job id list: ${valid.err.msg} (line ${valid.err.line}, column ${valid.err.col})`, "BAD_ID_LIST");
   }
-  const doc = parser.parse(text) as Record<string, unknown>;
-  const roots = Object.keys(doc).filter((k) => k !== "?xml");
-  if (roots.length !== 1) throw new BadRequest("XML job id list must have exactly one root element", "BAD_ID_LIST");
+  let doc: Record<string, unknown>;
+  try {
+    doc = parser.parse(text) as Record<string, unknown>;
+  } catch (e) {
+    // The parser's own guards (nesting depth, reserved names like __proto__) throw plain Errors.
+    const msg = (e as Error).message;
+    if (/nested tags/i.test(msg)) throw new BadRequest(`Malformed XML job id list: elements nested deeper than ${MAX_XML_DEPTH} levels`, "BAD_ID_LIST");
+    throw new BadRequest(`Malformed XML job id list: ${msg.replace(/^\[SECURITY\]\s*/, "")}`, "BAD_ID_LIST");
+  }
+  const roots = Object.keys(doc);
+  if (roots.length !== 1 || Array.isArray(doc[roots[0]!])) throw new BadRequest("XML job id list must have exactly one root element", "BAD_ID_LIST");
   const root = doc[roots[0]!];
   if (root === "" || root === undefined || root === null) return [];
   if (typeof root !== "object") throw new BadRequest("XML job id list root must contain <job> elements", "BAD_ID_LIST");
-  const jobs = ((root as Record<string, unknown>).job ?? []) as unknown[];
+  const jobs = (Object.hasOwn(root, "job") ? (root as Record<string, unknown>).job : []) as unknown[];
+  if (jobs.length > maxIds) throw new TooManyIds(`${jobs.length} job ids in one request`, maxIds);
   return jobs.map((j, i) => {
-    const id = j && typeof j === "object" ? (j as Record<string, unknown>).id : undefined;
+    const id = j && typeof j === "object" && Object.hasOwn(j, "id") ? (j as Record<string, unknown>).id : undefined;
     const text = Array.isArray(id) ? id[0] : id;
     if (typeof text === "string" && text !== "") return text;
-    if (typeof text === "number") return String(text);
     throw new BadRequest(`job[${i}] has no <id>`, "BAD_ID_LIST");
   });
+}
+
+function countChar(s: string, ch: string): number {
+  let n = 0;
+  for (let i = s.indexOf(ch); i !== -1; i = s.indexOf(ch, i + 1)) n++;
+  return n;
 }

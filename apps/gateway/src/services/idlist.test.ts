@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { CeError } from "../errors.js";
+import { MAX_XML_DEPTH, isListedId, parseIdList } from "./idlist.js";
+
+/** The designed refusal: a CeError with status and code, and a reason naming the problem. */
+function refusal(f: () => unknown): { status: number; code: string; message: string } {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(CeError);
+    const c = e as CeError;
+    return { status: c.status, code: c.code, message: c.message };
+  }
+  throw new Error("expected a refusal");
+}
+
+const xml = (ids: string[]) => `<jobs>${ids.map((i) => `<job><id>${i}</id></job>`).join("")}</jobs>`;
+
+describe("parseIdList", () => {
+  it("reads XML and JSON lists in order", () => {
+    expect(parseIdList(xml(["a", "b"]), undefined)).toEqual(["a", "b"]);
+    expect(parseIdList('{"job":[{"id":"a"},{"id":7}]}', "application/json")).toEqual(["a", "7"]);
+    expect(parseIdList('<?xml version="1.0"?><?pi x?><!-- c --><jobs><job><id>x</id></job></jobs>', "application/xml")).toEqual(["x"]);
+  });
+
+  // Findings of tests/fuzz/idlist.fuzz.test.ts: each was a plain Error (500) or an unbounded list.
+  it("an XML nesting bomb is refused before parsing (413 naming the tag count)", () => {
+    const r = refusal(() => parseIdList("<a>".repeat(300_000) + "</a>".repeat(300_000), undefined));
+    expect(r).toMatchObject({ status: 413, code: "TOO_MANY_IDS" });
+    expect(r.message).toMatch(/600000 tags/);
+  });
+  it("nesting deeper than an id list needs is a 400, not the parser's plain Error", () => {
+    const d = MAX_XML_DEPTH + 2;
+    const r = refusal(() => parseIdList("<a>".repeat(d) + "</a>".repeat(d), undefined, 100));
+    expect(r).toMatchObject({ status: 400, code: "BAD_ID_LIST" });
+    expect(r.message).toMatch(/nested deeper than 8/);
+  });
+  it("reserved names (__proto__) are a 400", () => {
+    expect(refusal(() => parseIdList("<jobs><__proto__><id>x</id></__proto__></jobs>", undefined))).toMatchObject({ status: 400, code: "BAD_ID_LIST" });
+  });
+  it("one million ids is a 413 naming the count and the cap", () => {
+    const r = refusal(() => parseIdList(`{"job":[${Array(1_000_000).fill('{"id":1}').join(",")}]}`, "application/json", 10_000));
+    expect(r.status).toBe(413);
+    expect(r.message).toMatch(/1000000 job ids.*limit is 10000/);
+    expect(refusal(() => parseIdList(xml(Array(101).fill("x")), undefined, 100))).toMatchObject({ status: 413, code: "TOO_MANY_IDS" });
+    expect(parseIdList(xml(Array(100).fill("x")), undefined, 100)).toHaveLength(100);
+  });
+  it("ids outside the id syntax are a 400 naming the item (controls, spaces, surrogates, 129 chars)", () => {
+    for (const bad of ["a\\u0000b", "a b", "\\ud800", "é", "x".repeat(129)]) {
+      const r = refusal(() => parseIdList(`{"job":[{"id":"ok"},{"id":"${bad}"}]}`, "application/json"));
+      expect(r).toMatchObject({ status: 400, code: "BAD_JOB_ID" });
+      expect(r.message).toMatch(/^job\[1\] id /);
+    }
+    expect(isListedId("x".repeat(128))).toBe(true);
+  });
+  it("two XML roots, entities and DTDs are refused", () => {
+    expect(refusal(() => parseIdList("<jobs/><jobs/>", undefined)).message).toMatch(/exactly one root/);
+    expect(refusal(() => parseIdList('<!DOCTYPE x [<!ENTITY a "b">]><jobs/>', undefined)).message).toMatch(/DOCTYPE/);
+    expect(refusal(() => parseIdList("<jobs><job><id>&#0;</id></job></jobs>", undefined)).status).toBe(400);
+  });
+  it("an inherited key is not a list (JSON)", () => {
+    expect(refusal(() => parseIdList('{"job":[{"__proto__":{"id":"x"}}]}', "application/json")).message).toMatch(/job\[0\] has no "id"/);
+    expect(refusal(() => parseIdList('{"constructor":1}', "application/json")).message).toMatch(/key "job"/);
+  });
+});
