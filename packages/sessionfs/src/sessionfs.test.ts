@@ -1,0 +1,213 @@
+import { closeSync, constants, mkdirSync, openSync, symlinkSync } from "node:fs";
+import { link, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, unlink, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Dir, openRegular, openTarget, readSmallFile, removePath, SessionFsError, walkFiles } from "./index.js";
+
+let base: string;
+let session: string;
+let secret: string;
+
+beforeEach(async () => {
+  base = await mkdtemp(join(tmpdir(), "sessionfs-"));
+  session = join(base, "session");
+  secret = join(base, "secret.key");
+  await mkdir(session);
+  await writeFile(secret, "HOST PRIVATE KEY");
+});
+afterEach(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+async function refusal(p: Promise<unknown>): Promise<SessionFsError> {
+  const e = await p.then(() => undefined, (err: unknown) => err);
+  expect(e).toBeInstanceOf(SessionFsError);
+  return e as SessionFsError;
+}
+
+describe("opening names in a session directory", () => {
+  it("opens a regular file and streams from the descriptor", async () => {
+    await mkdir(join(session, "a"));
+    await writeFile(join(session, "a/f"), "data");
+    const { handle, stat: st } = await openRegular(session, ["a", "f"], { refuseHardLinks: true });
+    expect(st.size).toBe(4);
+    expect((await handle.readFile()).toString()).toBe("data");
+    await handle.close();
+  });
+
+  it("refuses a symlink in the middle of the path", async () => {
+    await mkdir(join(base, "elsewhere"));
+    await writeFile(join(base, "elsewhere/f"), "outside");
+    await symlink(join(base, "elsewhere"), join(session, "dir"));
+    const e = await refusal(openRegular(session, ["dir", "f"]));
+    expect(e.kind).toBe("symlink");
+    expect(e.reason).toContain("/dir: it is or passes through a symbolic link");
+  });
+
+  it("refuses a symlink leaf, even to a readable file", async () => {
+    await symlink(secret, join(session, "out"));
+    expect((await refusal(openRegular(session, ["out"]))).kind).toBe("symlink");
+    expect((await refusal(readSmallFile(session, ["out"], 1024))).kind).toBe("symlink");
+  });
+
+  it("refuses a hard link to a file outside the session, but only when asked to", async () => {
+    await link(secret, join(session, "out"));
+    const e = await refusal(openRegular(session, ["out"], { refuseHardLinks: true }));
+    expect(e.kind).toBe("hard-link");
+    expect(e.reason).toMatch(/^\/out: it is a hard link/);
+    const t = await openTarget(session, ["out"]);
+    if (t.kind === "file") await t.handle.close();
+    expect(t.kind).toBe("file");
+  });
+
+  it("refuses a FIFO without blocking", async () => {
+    execFileSync("mkfifo", [join(session, "pipe")]);
+    const t0 = Date.now();
+    expect((await refusal(openRegular(session, ["pipe"]))).kind).toBe("special");
+    expect(Date.now() - t0).toBeLessThan(2_000);
+  });
+
+  it("refuses a list file larger than the cap", async () => {
+    await writeFile(join(session, "list"), "x".repeat(2048));
+    expect((await refusal(readSmallFile(session, ["list"], 1024))).kind).toBe("too-large");
+    expect((await readSmallFile(session, ["list"], 4096)).length).toBe(2048);
+  });
+
+  it("a directory swapped for a link after its parent was opened is not followed", async () => {
+    await mkdir(join(session, "d"));
+    await writeFile(join(session, "d/f"), "inside");
+    const dir = await Dir.open(session);
+    try {
+      // The job swaps `d` for a link to a directory holding a file of the same name.
+      await mkdir(join(base, "evil"));
+      await writeFile(join(base, "evil/f"), "outside");
+      await rm(join(session, "d"), { recursive: true });
+      await symlink(join(base, "evil"), join(session, "d"));
+      await expect(dir.child("d")).rejects.toMatchObject({ code: expect.stringMatching(/ELOOP|ENOTDIR/) });
+    } finally {
+      await dir.close();
+    }
+  });
+});
+
+describe("walking and deleting", () => {
+  it("lists regular files and reports links, FIFOs and hard links as refused", async () => {
+    await mkdir(join(session, "out/sub"), { recursive: true });
+    await writeFile(join(session, "out/a"), "a");
+    await writeFile(join(session, "out/sub/b"), "b");
+    await symlink(secret, join(session, "out/leak"));
+    await symlink(base, join(session, "out/sub/up"));
+    await link(secret, join(session, "out/sub/hard"));
+    execFileSync("mkfifo", [join(session, "out/fifo")]);
+    const r = await walkFiles(session, ["out"]);
+    expect(r.files).toEqual(["out/a", "out/sub/b"]);
+    expect(r.refused.map((e) => `${e.kind} ${e.at}`).sort()).toEqual(["hard-link /out/sub/hard", "special /out/fifo", "symlink /out/leak", "symlink /out/sub/up"]);
+  });
+
+  it("caps the number of entries walked", async () => {
+    await mkdir(join(session, "many"));
+    for (let i = 0; i < 30; i++) await writeFile(join(session, `many/${i}`), "");
+    expect((await refusal(walkFiles(session, ["many"], 10))).kind).toBe("too-large");
+  });
+
+  it("deletes a tree with links inside, never their targets", async () => {
+    await mkdir(join(base, "target"));
+    await writeFile(join(base, "target/keep"), "keep");
+    await mkdir(join(session, "d/e"), { recursive: true });
+    await symlink(join(base, "target"), join(session, "d/e/link"));
+    await symlink(secret, join(session, "d/file-link"));
+    await link(secret, join(session, "d/hard"));
+    await removePath(session, []);
+    await expect(stat(session)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await readFile(join(base, "target/keep"), "utf8")).toBe("keep");
+    expect(await readFile(secret, "utf8")).toBe("HOST PRIVATE KEY");
+  });
+
+  it("deletes a symlinked session entry itself, not what it points to", async () => {
+    await symlink(join(base), join(session, "up"));
+    await removePath(session, ["up"]);
+    expect(await readFile(secret, "utf8")).toBe("HOST PRIVATE KEY");
+  });
+
+  it("stops with a race error when a directory moves out from under the walk", async () => {
+    // `..` of the held directory must be the parent recorded on the way down.
+    await mkdir(join(session, "a/b"), { recursive: true });
+    await mkdir(join(base, "away"));
+    const dir = await Dir.open(join(session, "a/b"));
+    await rename(join(session, "a/b"), join(base, "away/b"));
+    const up = await dir.child("..");
+    const [upIno, aIno] = [(await up.stat()).ino, (await stat(join(session, "a"))).ino];
+    expect(upIno).not.toBe(aIno); // what removeTree/walkFiles compare, and refuse on
+    await up.close();
+    await dir.close();
+  });
+
+  it("a directory swapped for a link mid-walk never yields outside files, and deletion spares them", { timeout: 60_000 }, async () => {
+    await mkdir(join(base, "evil"));
+    for (let i = 0; i < 20; i++) await writeFile(join(base, "evil", `SECRET${i}`), "outside");
+    const build = async () => {
+      for (let i = 0; i < 20; i++) {
+        await mkdir(join(session, `out/sub${i}`), { recursive: true });
+        await writeFile(join(session, `out/sub${i}/f`), "in");
+      }
+    };
+    await build();
+    let stop = false;
+    // The job: swaps out/sub7 for a link to ../evil and back, as fast as it can.
+    const racer = (async () => {
+      while (!stop) {
+        await rename(join(session, "out/sub7"), join(base, "parked")).catch(() => undefined);
+        await symlink(join(base, "evil"), join(session, "out/sub7")).catch(() => undefined);
+        await new Promise((r) => setImmediate(r));
+        await unlink(join(session, "out/sub7")).catch(() => undefined);
+        await rename(join(base, "parked"), join(session, "out/sub7")).catch(() => undefined);
+      }
+    })();
+    let walks = 0;
+    for (let i = 0; i < 200; i++) {
+      const r = await walkFiles(session, ["out"]).catch((e: unknown) => {
+        expect(e).toBeInstanceOf(SessionFsError);
+        return undefined;
+      });
+      if (r) walks++;
+      expect(r?.files.some((f) => f.includes("SECRET")) ?? false).toBe(false);
+    }
+    for (let i = 0; i < 20; i++) {
+      await removePath(session, ["out"]).catch((e: unknown) => expect(e).toBeInstanceOf(SessionFsError));
+      await build();
+    }
+    stop = true;
+    await racer;
+    expect(walks).toBeGreaterThan(0);
+    for (let i = 0; i < 20; i++) expect(await readFile(join(base, "evil", `SECRET${i}`), "utf8")).toBe("outside");
+  });
+
+  it("deletes a 20,000-deep tree iteratively with bounded memory", { timeout: 120_000 }, async () => {
+    const DEPTH = 20_000;
+    // Built relative to a held descriptor: the absolute path would exceed PATH_MAX.
+    let fd = openSync(session, constants.O_RDONLY | constants.O_DIRECTORY);
+    for (let i = 0; i < DEPTH; i++) {
+      mkdirSync(`/proc/self/fd/${fd}/d`);
+      const next = openSync(`/proc/self/fd/${fd}/d`, constants.O_RDONLY | constants.O_DIRECTORY);
+      closeSync(fd);
+      fd = next;
+    }
+    closeSync(openSync(`/proc/self/fd/${fd}/leaf`, "w"));
+    symlinkAt(fd, secret, "leak");
+    closeSync(fd);
+    globalThis.gc?.();
+    const before = process.memoryUsage().heapUsed;
+    await removePath(session, ["d"]);
+    const grown = process.memoryUsage().heapUsed - before;
+    await expect(stat(join(session, "d"))).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await readFile(secret, "utf8")).toBe("HOST PRIVATE KEY");
+    // Per level only a name and an id are kept: a few MB at most, not a stack per level.
+    expect(grown).toBeLessThan(64 * 1024 * 1024);
+  });
+});
+
+function symlinkAt(dirFd: number, target: string, name: string): void {
+  symlinkSync(target, `/proc/self/fd/${dirFd}/${name}`);
+}
