@@ -5,3 +5,4 @@ export * from "./queues.js";
 export * from "./secretbox.js";
 export * from "./delegations.js";
 export * from "./activity.js";
+export * from "./quotas.js";

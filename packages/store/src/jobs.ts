@@ -140,20 +140,42 @@ export class JobStore {
     return { ...init, ownerKey: ownerKey(init.owner), state: "ACCEPTED", pending: false, rest: "ACCEPTING", created: now, updated: now, stateSince: now };
   }
 
-  /** Current free capacity under `maxTotal`. */
+  /** Current free capacity under `maxTotal` (WIPED records do not count). */
   async headroom(maxTotal: number): Promise<number> {
-    return maxTotal - (await this.redis.zcard(this.keys.all()));
+    return maxTotal - (await this.held());
+  }
+
+  /** Jobs counted against `jobs.maxTotal`: every record but the WIPED ones. */
+  async held(): Promise<number> {
+    const [all, wiped] = await Promise.all([this.redis.zcard(this.keys.all()), this.redis.scard(this.keys.rest("WIPED"))]);
+    return all - wiped;
+  }
+
+  /** Jobs an owner holds against `quotas.jobsPerOwner`: every state but WIPED. */
+  async heldBy(owner: string): Promise<number> {
+    const ok = ownerKey(owner);
+    const [all, wiped] = await Promise.all([this.redis.zcard(this.keys.owner(ok)), this.redis.scard(this.keys.ownerRest(ok, "WIPED"))]);
+    return all - wiped;
   }
 
   /**
    * Creates the records atomically (with indexes). Returns how many of them (a prefix of the list)
    * were created: all up to the limit, or none if fewer than `minRequired` fit.
    */
-  async create(records: JobRecord[], maxTotal: number, minRequired = records.length): Promise<number> {
-    if (records.length === 0) return 0;
+  async create(records: JobRecord[], maxTotal: number, minRequired = records.length, maxPerOwner = 0): Promise<number> {
+    return (await this.createBounded(records, { maxTotal, minRequired, maxPerOwner })).created;
+  }
+
+  /**
+   * As `create`, and says which limit stopped it: the CE-wide `maxTotal` or the owner's quota
+   * (`maxPerOwner`, 0 = none). WIPED records count against neither.
+   */
+  async createBounded(records: JobRecord[], o: { maxTotal: number; minRequired?: number; maxPerOwner?: number }): Promise<{ created: number; limitedBy?: "total" | "owner" }> {
+    if (records.length === 0) return { created: 0 };
     const payload = records.map((r) => JSON.stringify(encodeRecord(r)));
-    const n = await (this.redis as unknown as CeCommands).ceCreateJobs(this.keys.prefix, maxTotal, minRequired, Date.now(), ...payload);
-    return Number(n);
+    const res = await (this.redis as unknown as CeCommands).ceCreateJobs(this.keys.prefix, o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, ...payload);
+    const [n, by] = res as unknown as [number, string];
+    return by === "total" || by === "owner" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
   }
 
   async get(id: string): Promise<JobRecord | undefined> {
@@ -227,6 +249,7 @@ export class JobStore {
     return this.redis.smembers(this.keys.internal(state));
   }
 
+  /** Every record, WIPED ones included (see `held` for what counts against the limit). */
   async total(): Promise<number> {
     return this.redis.zcard(this.keys.all());
   }

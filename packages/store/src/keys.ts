@@ -27,6 +27,12 @@ export class Keys {
   creating() { return `${this.prefix}:creating`; }
   /** HASH of CE-wide flags (drain). */
   flags() { return `${this.prefix}:flags`; }
+  /** HASH normalized path → JSON range list of a job's partially uploaded files. */
+  uploads(jobId: string) { return `${this.prefix}:up:${jobId}`; }
+  /** HASH of an owner's uploaded session bytes: field = job id, `*` = the owner's total. */
+  ownerSessionBytes(ownerKey: string) { return `${this.prefix}:o:${ownerKey}:sb`; }
+  /** Counter of an owner's delegation renewals in one minute window. */
+  ownerRenewals(ownerKey: string, minute: number) { return `${this.prefix}:o:${ownerKey}:rn:${minute}`; }
 }
 
 /** Owners are arbitrary strings (DNs, iss/sub); keys use a fixed-length digest of them. */

@@ -1,16 +1,17 @@
 import type { Context, Hono } from "hono";
 import { sessionListingDoc } from "@ce/glue2";
+import { SessionBytes } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { BadRequest, CeError, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
 import { respond } from "../render.js";
 import { checkDeclaredLength, drainBody, writeBody } from "../services/session-body.js";
-import { listEntries, openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
+import { openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
 import { jobWithSession, ownedJob } from "../services/session-job.js";
 import { davHref, hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
-import { type DavEntry, multistatusXml, parseDepth } from "../services/session-propfind.js";
+import { type DavEntry, listCapped, multistatusXml, parseDepth } from "../services/session-propfind.js";
 import { fileResponse } from "../services/session-range.js";
-import { parseContentRange, UploadTracker } from "../services/session-uploads.js";
+import { parseContentRange, SessionQuotaExceeded, UploadQuota, UploadTracker } from "../services/session-uploads.js";
 
 /**
  * E6 — `<base>/jobs/<id>/session[/<path>]`: files of the job's session directory (arex-rest.md E6,
@@ -95,7 +96,7 @@ async function read(c: Context<AppEnv>, id: string, head: boolean): Promise<Resp
   }
   let listing;
   try {
-    listing = await listEntries(target.dir);
+    listing = await listCapped(target.dir, p.normalized, c.get("services").config.gateway.limits.listingEntries);
   } finally {
     await target.dir.close();
   }
@@ -116,7 +117,9 @@ async function read(c: Context<AppEnv>, id: string, head: boolean): Promise<Resp
 /**
  * PUT (decisions #14): streams the body to disk, creating parent directories; truncates unless a
  * `Content-Range` gives the offset; `If-None-Match: *` is ignored on purpose (ARC clients send it
- * and would fail on 412). Answers exactly 200, as the Python client requires.
+ * and would fail on 412). Answers exactly 200, as the Python client requires. The session-bytes
+ * quota is checked before anything is written or truncated when the length is declared (the old
+ * content stays on refusal); a chunked whole-file upload refused midway is removed again.
  */
 async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   requireScope(c, "datawrite");
@@ -129,21 +132,39 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   const range = parseContentRange(c.req.header("content-range"));
   const offset = range?.start ?? 0;
   if (offset >= limit) throw new PayloadTooLarge("Upload", limit);
+  if (range?.total !== undefined && range.total > limit) throw new PayloadTooLarge("Upload (Content-Range total)", limit);
 
-  const handle = await openForWrite(services.control.sessionDir(job.id), p.segments).catch((e: unknown) => fsError(e, "write"));
-  let received: number;
+  const root = services.control.sessionDir(job.id);
+  const quota = new UploadQuota(sessionBytes(c), job.owner, job.id);
+  const declared = declaredLength(c.req.header("content-length"));
+  if (declared !== undefined) {
+    const before = await currentSize(root, p.segments);
+    await quota.ensure((range ? Math.max(before, offset + declared) : declared) - before);
+  }
+
+  const handle = await openForWrite(root, p.segments).catch((e: unknown) => fsError(e, "write"));
+  let received = 0;
+  let sizeBefore = 0;
+  let discard = false;
   try {
+    sizeBefore = (await handle.stat()).size;
+    const base = range ? sizeBefore : 0;
     if (!range) await handle.truncate(0);
-    received = await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload");
+    received = await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload", (n) => quota.ensure(Math.max(base, offset + n) - sizeBefore));
   } catch (e) {
+    discard = e instanceof SessionQuotaExceeded && !range;
+    if (discard) await handle.truncate(0).catch(() => undefined);
     // A client that went away mid-body is not a server error; nothing is reported as complete.
     if (!(e instanceof CeError) && c.env?.incoming?.errored) throw new BadRequest("Upload aborted by the client", "UPLOAD_ABORTED");
     throw e;
   } finally {
+    const after = (await handle.stat().catch(() => undefined))?.size ?? sizeBefore;
     await handle.close().catch(() => undefined);
+    await quota.settle(sizeBefore, after).catch((err: unknown) => c.get("log")?.warn({ err, jobId: job.id }, "session quota not settled"));
+    if (discard) await removePath(root, p.segments).catch(() => undefined);
   }
 
-  const uploads = new UploadTracker(services.redis, services.jobs.keys.prefix);
+  const uploads = uploadTracker(c);
   const complete = await uploads.record(job.id, p.normalized, range, received);
   // Only a job still waiting for its inputs is told; A-REX accepts PUTs at any time.
   if (complete && (job.state === "ACCEPTED" || job.state === "PREPARING")) {
@@ -154,14 +175,45 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   return c.body(null, 200);
 }
 
-/** DELETE (decisions #15): file or whole directory (the session root too); 202 as A-REX. */
+function declaredLength(header: string | undefined): number | undefined {
+  const n = header === undefined ? NaN : Number(header);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** Size of the regular file the path names now (0 when missing or not a file): the quota baseline. */
+async function currentSize(root: string, segments: readonly string[]): Promise<number> {
+  const t = await openTarget(root, segments).catch(() => undefined);
+  if (!t) return 0;
+  await close(t);
+  return t.kind === "file" ? t.stat.size : 0;
+}
+
+function sessionBytes(c: Context<AppEnv>): SessionBytes {
+  const { config, redis, jobs } = c.get("services");
+  return new SessionBytes(redis, jobs.keys.prefix, { perJob: config.quotas.sessionBytesPerJob, perOwner: config.quotas.sessionBytesPerOwner });
+}
+
+function uploadTracker(c: Context<AppEnv>): UploadTracker {
+  const { config, redis, jobs } = c.get("services");
+  return new UploadTracker(redis, jobs.keys.prefix, { maxRanges: config.gateway.limits.uploadRanges, maxFiles: config.gateway.limits.partialUploadsPerJob });
+}
+
+/**
+ * DELETE (decisions #15): file or whole directory (the session root too); 202 as A-REX. A deleted
+ * file's bytes, or all of the job's for the root, no longer count against the session quota.
+ */
 async function del(c: Context<AppEnv>, id: string): Promise<Response> {
   requireScope(c, "datawrite");
   const services = c.get("services");
   const job = await jobWithSession(c, id);
   const p = sessionPath(c, id);
-  await removePath(services.control.sessionDir(job.id), p.segments).catch((e: unknown) => fsError(e, "delete"));
-  await new UploadTracker(services.redis, services.jobs.keys.prefix).forget(job.id, p.normalized);
+  const root = services.control.sessionDir(job.id);
+  const size = p.segments.length > 0 ? await currentSize(root, p.segments) : 0;
+  await removePath(root, p.segments).catch((e: unknown) => fsError(e, "delete"));
+  await uploadTracker(c).forget(job.id, p.normalized);
+  const bytes = sessionBytes(c);
+  const freed = p.segments.length === 0 ? (await bytes.usage(job.owner, job.id)).job : size;
+  await bytes.release(job.owner, job.id, freed);
   return c.body(null, 202);
 }
 
@@ -188,7 +240,7 @@ async function propfind(c: Context<AppEnv>, id: string): Promise<Response> {
     try {
       entries.push({ href: `${p.requestHref}/`, displayName: name, stat: target.stat, dir: true });
       if (depth === 1) {
-        const { files, dirs } = await listEntries(target.dir);
+        const { files, dirs } = await listCapped(target.dir, p.normalized, services.config.gateway.limits.listingEntries);
         for (const d of dirs) entries.push({ href: davHref(p.requestHref, [d.name], true), displayName: d.name, stat: d.stat, dir: true });
         for (const f of files) entries.push({ href: davHref(p.requestHref, [f.name], false), displayName: f.name, stat: f.stat, dir: false });
       }

@@ -18,7 +18,15 @@ export function checkDeclaredLength(header: string | undefined, limit: number, w
  * Writes the body to `handle` at `offset`; returns the number of bytes written. Each write is
  * awaited before the next read, so a slow disk slows the client down (TCP backpressure).
  */
-export async function writeBody(body: ReadableStream<Uint8Array> | null, handle: FileHandle, offset: number, limit: number, what: string): Promise<number> {
+export async function writeBody(
+  body: ReadableStream<Uint8Array> | null,
+  handle: FileHandle,
+  offset: number,
+  limit: number,
+  what: string,
+  /** Called with the byte count about to be reached before each write (quota reservation); throws to refuse. */
+  grow?: (received: number) => Promise<void>,
+): Promise<number> {
   if (!body) return 0;
   const reader = body.getReader();
   let received = 0;
@@ -29,6 +37,7 @@ export async function writeBody(body: ReadableStream<Uint8Array> | null, handle:
       if (!value || value.byteLength === 0) continue;
       received += value.byteLength;
       if (received > limit) throw new PayloadTooLarge(what, limit);
+      if (grow) await grow(received);
       let written = 0;
       while (written < value.byteLength) {
         const { bytesWritten } = await handle.write(value, written, value.byteLength - written, offset + received - value.byteLength + written);

@@ -1,6 +1,8 @@
 import type { Stats } from "node:fs";
+import { opendir } from "node:fs/promises";
 import { escapeXmlText } from "@ce/glue2";
-import { BadRequest } from "../errors.js";
+import { BadRequest, CeError } from "../errors.js";
+import type { Dir, Entry } from "./session-fs.js";
 
 /**
  * WebDAV PROPFIND answer (RFC 4918 `DAV:multistatus`), the only way the ARC client lists a session
@@ -50,4 +52,40 @@ function responseXml(e: DavEntry): string {
 
 export function multistatusXml(entries: readonly DavEntry[]): string {
   return `<?xml version="1.0" encoding="utf-8"?>\n<d:multistatus xmlns:d="DAV:">${entries.map(responseXml).join("")}</d:multistatus>\n`;
+}
+
+/** A directory with more entries than one listing may carry. */
+export class ListingTooLarge extends CeError {
+  constructor(at: string, limit: number) {
+    super(507, "LISTING_TOO_LARGE", `Directory ${at} has more than ${limit} entries, the listing limit (gateway.limits.listingEntries); fetch files by name or delete some`);
+  }
+}
+
+/**
+ * Entries of an open directory for a listing (GET or PROPFIND): regular files and directories,
+ * examined with lstat (symlinks and special files omitted, as A-REX), sorted by name. A job can
+ * create millions of files, so names are streamed and reading stops after `limit` + 1: memory and
+ * time per request stay bounded, and a directory over the limit is a 507 naming it rather than a
+ * silently short list (arcget would miss outputs without noticing).
+ */
+export async function listCapped(dir: Dir, at: string, limit: number): Promise<{ files: Entry[]; dirs: Entry[] }> {
+  const names: string[] = [];
+  const it = await opendir(dir.self, { bufferSize: 128 });
+  try {
+    for await (const e of it) {
+      if (names.length >= limit) throw new ListingTooLarge(at, limit);
+      names.push(e.name);
+    }
+  } finally {
+    // Leaving the loop early closes the iterator already; a second close only says so.
+    await it.close().catch(() => undefined);
+  }
+  const files: Entry[] = [];
+  const dirs: Entry[] = [];
+  for (const name of names.sort()) {
+    const stat = await dir.lstat(name).catch(() => undefined); // vanished meanwhile
+    if (stat?.isFile()) files.push({ name, stat });
+    else if (stat?.isDirectory()) dirs.push({ name, stat });
+  }
+  return { files, dirs };
 }

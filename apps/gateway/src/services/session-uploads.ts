@@ -1,11 +1,14 @@
 import type { Redis } from "ioredis";
-import { BadRequest } from "../errors.js";
+import { type QuotaRefusal, type SessionBytes, UploadRanges } from "@ce/store";
+import { BadRequest, CeError } from "../errors.js";
 
 /**
  * Upload-completion bookkeeping (arex-rest.md E6 `FileChunks`, arex-jem.md §5.2). A file counts as
  * uploaded when one PUT carried it whole, or when the byte ranges of partial PUTs
- * (`Content-Range: bytes a-b/total`) together cover [0,total). The ranges live in Redis, one hash
- * per job (`<prefix>:up:<jobId>`, field = normalized path), so partial PUTs may land on any gateway.
+ * (`Content-Range: bytes a-b/total`) together cover [0,total). The ranges live in Redis
+ * (packages/store UploadRanges, one hash per job), so partial PUTs may land on any gateway. The
+ * list is capped per file and per job: a client scattering one-byte ranges gets a 409 naming the
+ * cap instead of a Redis script that grows with every PUT.
  */
 
 /** A request `Content-Range: bytes a-b/total` (`total` may be `*` = unknown). */
@@ -15,9 +18,12 @@ export interface ContentRange {
   total: number | undefined;
 }
 
+/** Longest header value looked at: a valid one is < 60 characters. */
+const MAX_HEADER = 200;
+
 export function parseContentRange(header: string | undefined): ContentRange | undefined {
   if (header === undefined) return undefined;
-  const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/i.exec(header);
+  const m = header.length <= MAX_HEADER ? /^\s*bytes\s+(\d{1,16})-(\d{1,16})\/(\d{1,16}|\*)\s*$/i.exec(header) : null;
   if (!m) throw new BadRequest("Invalid Content-Range: expected 'bytes <first>-<last>/<total>'", "BAD_CONTENT_RANGE");
   const start = Number(m[1]);
   const end = Number(m[2]);
@@ -31,52 +37,26 @@ export function parseContentRange(header: string | undefined): ContentRange | un
   return { start, end, total };
 }
 
-// Merges [s,e) into the stored, sorted, coalesced range list; a different total restarts the
-// bookkeeping (a new upload of the file). Returns 1 and forgets the file when [0,total) is covered.
-const MERGE = `
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local s, e, total = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local rec = {t = total, r = {}}
-if raw then
-  local ok, old = pcall(cjson.decode, raw)
-  if ok and old.t == total and type(old.r) == 'table' then rec = old end
-end
-table.insert(rec.r, {s, e})
-table.sort(rec.r, function(x, y) return x[1] < y[1] end)
-local merged = {}
-for _, iv in ipairs(rec.r) do
-  local last = merged[#merged]
-  if last and iv[1] <= last[2] then
-    if iv[2] > last[2] then last[2] = iv[2] end
-  else
-    merged[#merged + 1] = {iv[1], iv[2]}
-  end
-end
-if #merged == 1 and merged[1][1] <= 0 and merged[1][2] >= total then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  return 1
-end
-rec.r = merged
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(rec))
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 0
-`;
+/** The upload is split into more pieces than the bookkeeping keeps. */
+export class UploadFragmented extends CeError {
+  constructor(message: string) { super(409, "UPLOAD_FRAGMENTED", message); }
+}
 
-type WithMerge = Redis & { ceUploadMerge(key: string, field: string, s: number, e: number, total: number, ttlMs: number): Promise<number> };
-
-function withMerge(redis: Redis): WithMerge {
-  if (!("ceUploadMerge" in redis)) redis.defineCommand("ceUploadMerge", { numberOfKeys: 1, lua: MERGE });
-  return redis as WithMerge;
+export interface UploadLimits {
+  /** `gateway.limits.uploadRanges` */
+  maxRanges: number;
+  /** `gateway.limits.partialUploadsPerJob` */
+  maxFiles: number;
 }
 
 /** How long partial-upload bookkeeping survives without activity. */
 const TTL_MS = 7 * 24 * 3600 * 1000;
 
 export class UploadTracker {
-  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+  private readonly ranges: UploadRanges;
 
-  key(jobId: string): string {
-    return `${this.prefix}:up:${jobId}`;
+  constructor(redis: Redis, prefix: string, private readonly limits: UploadLimits) {
+    this.ranges = new UploadRanges(redis, prefix, { ...limits, ttlMs: TTL_MS });
   }
 
   /**
@@ -85,24 +65,72 @@ export class UploadTracker {
    */
   async record(jobId: string, path: string, range: ContentRange | undefined, received: number): Promise<boolean> {
     if (!range) {
-      await this.redis.hdel(this.key(jobId), path);
+      await this.ranges.clear(jobId, path);
       return true;
     }
     if (range.total === undefined) return false; // total unknown: cannot tell
     if (received === 0) return false;
     const end = Math.min(range.start + received, range.total);
-    return (await withMerge(this.redis).ceUploadMerge(this.key(jobId), path, range.start, end, range.total, TTL_MS)) === 1;
+    const res = await this.ranges.add(jobId, path, range.start, end, range.total);
+    if (res === "too-many-ranges") {
+      throw new UploadFragmented(
+        `Upload of ${path} is split into more than ${this.limits.maxRanges} disjoint byte ranges (gateway.limits.uploadRanges); ` +
+          "the bytes were written but are not tracked: send adjacent ranges or the whole file",
+      );
+    }
+    if (res === "too-many-files") {
+      throw new UploadFragmented(
+        `More than ${this.limits.maxFiles} files of this job are partially uploaded (gateway.limits.partialUploadsPerJob); complete or delete some first`,
+      );
+    }
+    return res === "complete";
   }
 
   /** Forgets bookkeeping below a deleted path (the whole job for "/"). */
-  async forget(jobId: string, path: string): Promise<void> {
-    const key = this.key(jobId);
-    if (path === "/") {
-      await this.redis.del(key);
+  forget(jobId: string, path: string): Promise<void> {
+    return this.ranges.forget(jobId, path);
+  }
+}
+
+/** An upload would take a job or an owner over its session-bytes quota. */
+export class SessionQuotaExceeded extends CeError {
+  constructor(r: QuotaRefusal) {
+    const whose = r.quota === "sessionBytesPerJob" ? "this job" : "all jobs of this owner";
+    super(507, "SESSION_QUOTA", `Upload refused: session quota quotas.${r.quota} (${r.limit} bytes) would be exceeded; ${r.used} bytes are already uploaded for ${whose}`);
+  }
+}
+
+/** Reserves quota in steps while a body of unknown length streams in (fewer Redis calls). */
+const STEP = 8 * 1024 * 1024;
+
+/**
+ * The session-bytes quota of one PUT. Bytes are reserved before they are written (up front when
+ * the length is declared, in steps while streaming otherwise), so a refusal never leaves more on
+ * disk than was counted; `settle` then charges exactly the change in the file's size.
+ */
+export class UploadQuota {
+  private reserved = 0;
+
+  constructor(private readonly bytes: SessionBytes, private readonly owner: string, private readonly jobId: string) {}
+
+  /** Makes sure `growth` bytes (over the size before the PUT) are reserved, or throws 507. */
+  async ensure(growth: number): Promise<void> {
+    if (growth <= this.reserved) return;
+    const need = growth - this.reserved;
+    const ask = Math.max(need, STEP);
+    if (ask > need && !(await this.bytes.reserve(this.owner, this.jobId, ask))) {
+      this.reserved += ask;
       return;
     }
-    const fields = await this.redis.hkeys(key);
-    const gone = fields.filter((f) => f === path || f.startsWith(`${path}/`));
-    if (gone.length) await this.redis.hdel(key, ...gone);
+    const refusal = await this.bytes.reserve(this.owner, this.jobId, need);
+    if (refusal) throw new SessionQuotaExceeded(refusal);
+    this.reserved += need;
+  }
+
+  /** Charges the file's actual change in size: unused reservation and freed bytes are given back. */
+  async settle(sizeBefore: number, sizeAfter: number): Promise<void> {
+    const delta = sizeAfter - sizeBefore;
+    if (delta < this.reserved) await this.bytes.release(this.owner, this.jobId, this.reserved - delta);
+    this.reserved = 0;
   }
 }

@@ -14,5 +14,11 @@ redis.call('ZREM', prefix .. ':expiry', id)
 if cur[4] and cur[4] ~= '' then
   for d in string.gmatch(cur[4], '[^,]+') do redis.call('SREM', prefix .. ':d:' .. d .. ':jobs', id) end
 end
+-- Its uploaded session bytes no longer count against the owner's quota; range bookkeeping goes too.
+local sb = prefix .. ':o:' .. ok .. ':sb'
+local bytes = tonumber(redis.call('HGET', sb, id) or '0')
+if bytes ~= 0 then redis.call('HINCRBY', sb, '*', -bytes) end
+redis.call('HDEL', sb, id)
+redis.call('DEL', prefix .. ':up:' .. id)
 redis.call('DEL', key)
 return 1

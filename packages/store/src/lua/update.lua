@@ -22,6 +22,14 @@ local newState, newRest = set.state, set.rest
 if newState and newState ~= oldState then
   redis.call('SREM', prefix .. ':i:' .. oldState, id)
   redis.call('SADD', prefix .. ':i:' .. newState, id)
+  if newState == 'DELETED' then
+    -- WIPED: the session directory is gone, so are its bytes in the owner's quota.
+    local sb = prefix .. ':o:' .. ok .. ':sb'
+    local bytes = tonumber(redis.call('HGET', sb, id) or '0')
+    if bytes ~= 0 then redis.call('HINCRBY', sb, '*', -bytes) end
+    redis.call('HDEL', sb, id)
+    redis.call('DEL', prefix .. ':up:' .. id)
+  end
 end
 if newRest and newRest ~= oldRest then
   redis.call('SREM', prefix .. ':r:' .. oldRest, id)
