@@ -213,8 +213,9 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
     }
 
     let n: number;
+    let limitedBy: "total" | "owner" | undefined;
     try {
-      n = await s.jobs.create(ready, config.jobs.maxTotal, minRequired);
+      ({ created: n, limitedBy } = await s.jobs.createBounded(ready, { maxTotal: config.jobs.maxTotal, minRequired, maxPerOwner: config.quotas.jobsPerOwner }));
     } catch (err) {
       req.log.error({ err }, "job records could not be created");
       await removeAll(ready);
@@ -229,6 +230,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
     return records.map((r, i) => {
       if (ok.has(r.id)) return created(r.id);
       if (!written[i]) return failed(500, "Failed to create the job's control files");
+      if (limitedBy === "owner") return failed(403, `No more jobs allowed: the per-owner quota quotas.jobsPerOwner (${config.quotas.jobsPerOwner} jobs, WIPED ones not counted) is reached`);
       return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
     });
   } finally {
