@@ -1,7 +1,10 @@
 /**
  * Trust anchors from an OpenSSL hashed CA directory (X509_CERT_DIR layout as installed by the IGTF
  * bundle and fetch-crl): `<hash>.N` certificates, `<hash>.rN` CRLs, `*.pem`/`*.crt` also accepted.
- * Policy side files (.signing_policy, .namespaces, .crl_url, .info) are ignored.
+ * Namespace policies (`<hash>.namespaces`, else `<hash>.signing_policy`, see eacl.ts) restrict the
+ * subjects each CA may vouch for. A CA whose CRL has passed its nextUpdate, or whose `<hash>.rN`
+ * file does not parse or verify, fails closed (refuses what it issued) unless the policy relaxes
+ * it, as sites running fetch-crl with a lenient schedule may want.
  */
 import { X509Certificate, verify as cryptoVerify } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
@@ -11,6 +14,7 @@ import { certInfo, normalizeSerial, type CertInfo } from "./cert.js";
 import { nameFromAsn1 } from "./dn.js";
 import { children, readTlv, signedParts, SIG_HASH } from "./der.js";
 import { pemBlocks, splitPem } from "./pem.js";
+import { eaclDenies, parseNamespaces, parseSigningPolicy, type Eacl } from "./eacl.js";
 
 const CERT_FILE = /^(?:[0-9a-f]{8}\.\d+|.+\.pem|.+\.crt)$/i;
 const CRL_FILE = /^(?:[0-9a-f]{8}\.r\d+|.+\.crl)$/i;
@@ -23,27 +27,49 @@ export interface Crl {
   der: Buffer;
 }
 
+export interface TrustPolicy {
+  /** A CRL past its nextUpdate: refuse what its CA issued (default) or keep using the CRL. */
+  crlExpired: "deny" | "allow";
+  /** A `<hash>.rN` file that does not parse or verify: refuse what that CA issued (default) or ignore the file. */
+  crlUnparsable: "deny" | "allow";
+  /** Namespace files: enforce where present (default), require one for every CA, or ignore them. */
+  namespaces: "enforce" | "require" | "ignore";
+}
+export const DEFAULT_TRUST_POLICY: TrustPolicy = { crlExpired: "deny", crlUnparsable: "deny", namespaces: "enforce" };
+
+/** What is known of one CA's CRL: the newest nextUpdate, or why its CRL file is unusable. */
+interface CrlState {
+  nextUpdate?: Date;
+  thisUpdate?: Date;
+  broken?: string;
+}
+
 export class TrustStore {
   private byName = new Map<string, CertInfo[]>();
   private revokedByCa = new Map<string, Set<string>>();
+  private crlByCa = new Map<string, CrlState>();
+  private eaclByCa = new Map<string, Eacl>();
   private fingerprints = new Set<string>();
   /** Problems met while loading (unreadable files, CRLs without a matching CA); never key material. */
   warnings: string[] = [];
+  readonly policy: TrustPolicy;
 
-  constructor(readonly dir?: string) {}
+  constructor(readonly dir?: string, policy: Partial<TrustPolicy> = {}) {
+    this.policy = { ...DEFAULT_TRUST_POLICY, ...policy };
+  }
 
   /** Load a hashed CA directory. */
-  static async load(dir: string): Promise<TrustStore> {
-    const s = new TrustStore(dir);
+  static async load(dir: string, policy: Partial<TrustPolicy> = {}): Promise<TrustStore> {
+    const s = new TrustStore(dir, policy);
     await s.reload();
     return s;
   }
 
   /** In-memory store (tests, or anchors from configuration). */
-  static fromPem(certs: string | string[], crls: (string | Buffer)[] = []): TrustStore {
-    const s = new TrustStore();
+  static fromPem(certs: string | string[], crls: (string | Buffer)[] = [], policy: Partial<TrustPolicy> = {}): TrustStore {
+    const s = new TrustStore(undefined, policy);
     const x = (Array.isArray(certs) ? certs : [certs]).flatMap((p) => splitPem(p).certificates).map((p) => new X509Certificate(p));
-    s.install(x, crls.flatMap(crlDers));
+    s.install(x.map((c) => ({ cert: c })), crls.flatMap((c) => crlDers(c).map((der) => ({ der }))));
     return s;
   }
 
@@ -51,43 +77,97 @@ export class TrustStore {
   async reload(): Promise<void> {
     if (!this.dir) return;
     const names = (await readdir(this.dir)).sort();
-    const certs: X509Certificate[] = [];
-    const crls: Buffer[] = [];
+    const certs: CertFile[] = [];
+    const crls: CrlFile[] = [];
+    const policies = new Map<string, Eacl>();
     const warnings: string[] = [];
+    const hashOf = (name: string) => /^([0-9a-f]{8})\./i.exec(name)?.[1]?.toLowerCase();
     for (const name of names) {
       const isCert = CERT_FILE.test(name);
       const isCrl = !isCert && CRL_FILE.test(name);
-      if (!isCert && !isCrl) continue;
+      const policy = /^([0-9a-f]{8})\.(namespaces|signing_policy)$/i.exec(name);
+      if (!isCert && !isCrl && !policy) continue;
+      let data: Buffer;
       try {
-        const data = await readFile(join(this.dir, name));
-        if (isCrl) crls.push(...crlDers(data));
-        else certs.push(...certsFrom(data));
+        data = await readFile(join(this.dir, name));
       } catch (e) {
         warnings.push(`${name}: ${(e as Error).message.slice(0, 200)}`);
-      }
-    }
-    this.install(certs, crls, warnings);
-  }
-
-  private install(certs: X509Certificate[], crls: Buffer[], warnings: string[] = []): void {
-    const byName = new Map<string, CertInfo[]>();
-    const fingerprints = new Set<string>();
-    for (const c of certs) {
-      if (fingerprints.has(c.fingerprint256)) continue; // hash links and .pem copies of one CA
-      let info: CertInfo;
-      try {
-        info = certInfo(c);
-      } catch (e) {
-        warnings.push((e as Error).message);
+        if (isCrl) crls.push({ der: undefined, hash: hashOf(name), file: name, error: "unreadable" });
         continue;
       }
-      fingerprints.add(c.fingerprint256);
-      const list = byName.get(info.subject.key) ?? [];
-      list.push(info);
-      byName.set(info.subject.key, list);
+      if (policy) {
+        const [, h, kind] = policy;
+        // .namespaces wins over .signing_policy when a CA has both (sorted: "n" < "s").
+        if (kind === "signing_policy" && policies.has(h!.toLowerCase())) continue;
+        try {
+          policies.set(h!.toLowerCase(), kind === "namespaces" ? parseNamespaces(data.toString("utf8")) : parseSigningPolicy(data.toString("utf8")));
+        } catch (e) {
+          // An unreadable policy must not widen trust: the CA then grants no namespace at all.
+          warnings.push(`${name}: ${(e as Error).message.slice(0, 200)}; the CA is refused until it is fixed`);
+          policies.set(h!.toLowerCase(), { format: kind as Eacl["format"], rules: [] });
+        }
+      } else if (isCrl) {
+        const ders = crlDers(data);
+        if (ders.length === 0) crls.push({ der: undefined, hash: hashOf(name), file: name, error: "no CRL in the file" });
+        for (const der of ders) crls.push({ der, hash: hashOf(name), file: name });
+      } else {
+        try {
+          for (const cert of certsFrom(data)) certs.push({ cert, hash: hashOf(name) });
+        } catch (e) {
+          warnings.push(`${name}: ${(e as Error).message.slice(0, 200)}`);
+        }
+      }
+    }
+    this.install(certs, crls, warnings, policies);
+  }
+
+  private install(certs: CertFile[], crls: CrlFile[], warnings: string[] = [], policies = new Map<string, Eacl>()): void {
+    const byName = new Map<string, CertInfo[]>();
+    const byHash = new Map<string, CertInfo[]>();
+    const fingerprints = new Set<string>();
+    const eaclByCa = new Map<string, Eacl>();
+    for (const { cert: c, hash } of certs) {
+      const known = fingerprints.has(c.fingerprint256);
+      let info: CertInfo | undefined;
+      if (!known) {
+        try {
+          info = certInfo(c);
+        } catch (e) {
+          warnings.push((e as Error).message);
+          continue;
+        }
+        fingerprints.add(c.fingerprint256);
+        const list = byName.get(info.subject.key) ?? [];
+        list.push(info);
+        byName.set(info.subject.key, list);
+      } else {
+        info = byName.get(certInfo(c).subject.key)?.find((i) => i.x509.fingerprint256 === c.fingerprint256);
+      }
+      if (hash && info) {
+        byHash.set(hash, [...(byHash.get(hash) ?? []), info]);
+        const p = policies.get(hash);
+        if (p) eaclByCa.set(c.fingerprint256, p);
+      }
     }
     const revokedByCa = new Map<string, Set<string>>();
-    for (const der of crls) {
+    const crlByCa = new Map<string, CrlState>();
+    const broken = (file: CrlFile, why: string) => {
+      // A hash-named CRL file names its CA even when its content is unusable: that CA fails closed.
+      const cas = file.hash ? byHash.get(file.hash) ?? [] : [];
+      for (const ca of cas) {
+        const st = crlByCa.get(ca.x509.fingerprint256) ?? {};
+        if (!st.nextUpdate) st.broken = `${file.file}: ${why}`;
+        crlByCa.set(ca.x509.fingerprint256, st);
+      }
+      const who = cas.map((c) => JSON.stringify(c.subject.oneLine)).join(", ");
+      warnings.push(`CRL ${file.file ?? "(inline)"} unusable: ${why}${who ? `; CA ${who} ${this.policy.crlUnparsable === "deny" ? "refuses every certificate it issued until fixed" : "is used without it"}` : ""}`);
+    };
+    for (const file of crls) {
+      if (!file.der) {
+        broken(file, file.error ?? "unreadable");
+        continue;
+      }
+      const der = file.der;
       try {
         const crl = parseCrl(der);
         const { tbs, sigAlgOid, signature } = signedParts(der);
@@ -96,20 +176,58 @@ export class TrustStore {
           (c) => hash !== undefined && cryptoVerify(hash, tbs, c.x509.publicKey, signature),
         );
         if (!ca) {
-          warnings.push("CRL ignored: no CA in the store matches its issuer and signature");
+          broken(file, "no CA in the store matches its issuer and signature");
           continue;
         }
-        const set = revokedByCa.get(ca.x509.fingerprint256) ?? new Set();
+        const fp = ca.x509.fingerprint256;
+        const set = revokedByCa.get(fp) ?? new Set();
         for (const s of crl.revoked) set.add(s);
-        revokedByCa.set(ca.x509.fingerprint256, set);
+        revokedByCa.set(fp, set);
+        const st = crlByCa.get(fp) ?? {};
+        if (!st.thisUpdate || crl.thisUpdate > st.thisUpdate) {
+          st.thisUpdate = crl.thisUpdate;
+          if (crl.nextUpdate) st.nextUpdate = crl.nextUpdate;
+          else delete st.nextUpdate;
+        }
+        delete st.broken; // a good CRL for the CA outweighs a stray bad copy
+        crlByCa.set(fp, st);
       } catch (e) {
-        warnings.push(`CRL ignored: ${(e as Error).message}`);
+        broken(file, (e as Error).message.slice(0, 200));
+      }
+    }
+    for (const [fp, st] of crlByCa) {
+      if (st.nextUpdate && st.nextUpdate.getTime() < Date.now()) {
+        const ca = [...byName.values()].flat().find((i) => i.x509.fingerprint256 === fp);
+        warnings.push(`CRL of CA ${JSON.stringify(ca?.subject.oneLine)} expired at ${st.nextUpdate.toISOString()}${this.policy.crlExpired === "deny" ? "; certificates it issued are refused until fetch-crl refreshes it" : ""}`);
       }
     }
     this.byName = byName;
     this.fingerprints = fingerprints;
     this.revokedByCa = revokedByCa;
+    this.crlByCa = crlByCa;
+    this.eaclByCa = eaclByCa;
     this.warnings = warnings;
+  }
+
+  /** Why certificates issued by `ca` cannot be trusted now because of its CRL, if they cannot. */
+  crlProblem(ca: X509Certificate, now: Date): string | undefined {
+    const st = this.crlByCa.get(ca.fingerprint256);
+    if (!st) return undefined;
+    if (st.broken && this.policy.crlUnparsable === "deny") return `the CRL of CA ${JSON.stringify(subjectOf(ca))} is unusable (${st.broken})`;
+    if (st.nextUpdate && st.nextUpdate.getTime() < now.getTime() && this.policy.crlExpired === "deny") {
+      return `the CRL of CA ${JSON.stringify(subjectOf(ca))} expired at ${st.nextUpdate.toISOString()}`;
+    }
+    return undefined;
+  }
+
+  /** Why `ca` may not vouch for `subjectDn` under its namespace policy, if it may not. */
+  namespaceProblem(ca: CertInfo, subjectDn: string): string | undefined {
+    if (this.policy.namespaces === "ignore") return undefined;
+    const eacl = this.eaclByCa.get(ca.x509.fingerprint256);
+    if (!eacl) {
+      return this.policy.namespaces === "require" ? `CA ${JSON.stringify(ca.subject.oneLine)} has no .namespaces or .signing_policy file` : undefined;
+    }
+    return eaclDenies(eacl, ca.subject.oneLine, subjectDn, ca.subject.oneLine);
   }
 
   get size(): number {
@@ -134,6 +252,20 @@ export class TrustStore {
     return this.revokedByCa.get(ca.fingerprint256)?.has(normalizeSerial(serialHex)) ?? false;
   }
 }
+
+interface CertFile {
+  cert: X509Certificate;
+  /** Subject hash from a `<hash>.N` file name: how CRL and policy files find their CA. */
+  hash?: string;
+}
+interface CrlFile {
+  der: Buffer | undefined;
+  hash?: string;
+  file?: string;
+  error?: string;
+}
+
+const subjectOf = (c: X509Certificate) => certInfo(c).subject.oneLine;
 
 function certsFrom(data: Buffer): X509Certificate[] {
   const text = data.toString("latin1");

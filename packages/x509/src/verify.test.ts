@@ -44,7 +44,8 @@ describe("verifyChain: accepted chains", () => {
     const p1 = createProxy(user, undefined, {});
     const p2 = createProxy(p1, undefined, { lifetimeSeconds: 600 });
     expect(verifyChain(p2.chainPem, store)).toMatchObject({ ok: true, proxies: 2, identity: USER_DN });
-    const shuffled = [user.cert, p2.cert, p1.cert];
+    // The leaf (the proven certificate) comes first; the rest may come in any order.
+    const shuffled = [p2.cert, user.cert, p1.cert];
     expect(verifyChain(shuffled, store)).toMatchObject({ ok: true, proxies: 2, identity: USER_DN });
   });
 
@@ -104,7 +105,7 @@ describe("verifyChain: rejected chains", () => {
   });
 
   it("oversized bundles and random garbage fail closed", () => {
-    fail(verifyChain(Array(40).fill(user.cert), store), "MALFORMED", /too many/);
+    fail(verifyChain(Array(40).fill(user.cert), store), "LIMITS", /too many/);
     for (let i = 0; i < 50; i++) {
       const junk = Buffer.from(user.cert.raw);
       const at = Math.floor(Math.random() * junk.length);
@@ -227,13 +228,16 @@ describe("TrustStore directory", () => {
     expect(verifyChain([u3.cert], s)).toMatchObject({ ok: true });
   });
 
-  it("a CRL signed by the wrong key is ignored with a warning", async () => {
+  it("a CRL signed by the wrong key makes its CA fail closed, unless the policy relaxes it", async () => {
     const d2 = mkdtempSync(join(tmpdir(), "x509-cadir-"));
     try {
       writeCADir(d2, [ca], { crls: [createCrl(twin, [revokedUser])] });
       const s = await TrustStore.load(d2);
-      expect(s.warnings.join()).toMatch(/CRL ignored/);
-      expect(verifyChain([revokedUser.cert], s)).toMatchObject({ ok: true });
+      expect(s.warnings.join()).toMatch(/unusable: no CA in the store matches.*Harness CA.*refuses/);
+      fail(verifyChain([revokedUser.cert], s), "CRL_UNUSABLE", /Harness CA/);
+      fail(verifyChain([user.cert], s), "CRL_UNUSABLE");
+      const lax = await TrustStore.load(d2, { crlUnparsable: "allow" });
+      expect(verifyChain([revokedUser.cert], lax)).toMatchObject({ ok: true });
     } finally {
       rmSync(d2, { recursive: true, force: true });
     }

@@ -1,6 +1,15 @@
 /**
  * Client chain verification with grid proxy support (RFC 3820, GT3 draft, legacy Globus), because
  * Node's TLS stack rejects proxy chains. Signatures are checked with Node crypto; forge only parses.
+ *
+ * Identity binding: the path starts at the FIRST certificate given, which the caller must have
+ * bound to a proven key (the TLS leaf; the first certificate a trusted TLS proxy forwarded; the
+ * certificate carrying a delegation's key). Each next link is a certificate whose key verifies
+ * the previous one's signature: a trust-store CA or a presented certificate. Presented
+ * certificates off that path are ignored; they can never become the leaf or the identity.
+ *
+ * Work for an unauthenticated chain is bounded before any signature check: number and size of
+ * certificates, key types and sizes, DN length, path length, and signature verifications.
  */
 import { X509Certificate } from "node:crypto";
 import { CertParseError, certInfo, KNOWN_CRITICAL, OID, type CertInfo } from "./cert.js";
@@ -16,6 +25,10 @@ export type VerifyErrorCode =
   | "PROXY_RULES"
   | "REVOKED"
   | "MALFORMED"
+  | "KEY_REJECTED"
+  | "NAMESPACE"
+  | "CRL_UNUSABLE"
+  | "LIMITS"
   | "EMPTY";
 
 export interface VerifyOk {
@@ -44,11 +57,24 @@ export type VerifyResult = VerifyOk | VerifyFail;
 
 export interface VerifyOptions {
   now?: Date;
-  /** Maximum path length (safety bound against crafted bundles). Default 16. */
+  /** Maximum path length (safety bound against crafted bundles). Default 12. */
   maxDepth?: number;
-  /** Maximum number of presented certificates; bounds the pairwise issuer search. Default 32. */
+  /** Maximum number of presented certificates; bounds the issuer search. Default 16. */
   maxCerts?: number;
+  /** Maximum signature verifications for one chain. Default 32. */
+  maxSignatureChecks?: number;
+  /** Largest RSA modulus accepted (bits); RSA verification cost grows with it. Default 8192. */
+  maxRsaBits?: number;
+  /** Smallest RSA modulus accepted (bits). Default 1024 (older grid proxies). */
+  minRsaBits?: number;
 }
+
+export const VERIFY_LIMITS: Required<Omit<VerifyOptions, "now">> = { maxDepth: 12, maxCerts: 16, maxSignatureChecks: 32, maxRsaBits: 8192, minRsaBits: 1024 };
+/** Largest DER certificate accepted (VOMS attribute certificates make proxies a few KB). */
+const MAX_CERT_BYTES = 64 * 1024;
+/** Longest subject DN matched against namespace patterns. */
+const MAX_DN_CHARS = 4096;
+const EC_CURVES = new Set(["prime256v1", "secp384r1", "secp521r1"]);
 
 class Fail extends Error {
   constructor(
@@ -78,13 +104,21 @@ interface Link {
 
 function run(input: X509Certificate[] | string, store: TrustStore, opts: VerifyOptions): VerifyOk {
   const now = opts.now ?? new Date();
+  const lim = { ...VERIFY_LIMITS, ...opts };
   const certs = typeof input === "string" ? parseCertificates(input) : input;
   if (certs.length === 0) throw new Fail("EMPTY", "no certificate presented");
-  if (certs.length > (opts.maxCerts ?? 32)) throw new Fail("MALFORMED", `too many certificates presented (${certs.length})`);
+  if (certs.length > lim.maxCerts) throw new Fail("LIMITS", `too many certificates presented (${certs.length}, at most ${lim.maxCerts})`);
+  for (const c of certs) checkCheap(c, lim);
   const seen = new Set<string>();
+  // Deduplicated in order, so the first certificate (the proven one) stays the leaf.
   const bundle = certs.filter((c) => !seen.has(c.fingerprint256) && seen.add(c.fingerprint256)).map(certInfo);
+  for (const i of bundle) {
+    if (i.subject.oneLine.length > MAX_DN_CHARS || i.issuer.oneLine.length > MAX_DN_CHARS) {
+      throw new Fail("LIMITS", `a certificate name is longer than ${MAX_DN_CHARS} characters`);
+    }
+  }
 
-  const path = buildPath(bundle, store, opts.maxDepth ?? 16);
+  const path = buildPath(bundle, store, lim.maxDepth, { left: lim.maxSignatureChecks });
   checkStructure(path);
   for (const { info } of path) {
     if (info.notBefore.getTime() > now.getTime()) {
@@ -94,14 +128,22 @@ function run(input: X509Certificate[] | string, store: TrustStore, opts: VerifyO
       throw new Fail("EXPIRED", `certificate ${dnOf(info)} expired at ${info.notAfter.toISOString()}`);
     }
   }
-  // Revocation: any certificate issued by a trust-store CA that has a CRL.
+  const kinds = path.map((l) => classifyCertificate(l.info));
+  // Per trust-store CA: its CRL must be usable, must not revoke, and its namespace must cover
+  // every non-proxy subject it vouches for (proxies are bound by the proxy naming rules instead).
   for (let i = 0; i + 1 < path.length; i++) {
     const issuer = path[i + 1]!;
-    if (issuer.fromStore && store.isRevoked(issuer.info.x509, path[i]!.info.serialHex)) {
+    if (!issuer.fromStore) continue;
+    const crl = store.crlProblem(issuer.info.x509, now);
+    if (crl) throw new Fail("CRL_UNUSABLE", `${crl}; certificates it issued are refused`);
+    if (store.isRevoked(issuer.info.x509, path[i]!.info.serialHex)) {
       throw new Fail("REVOKED", `certificate ${dnOf(path[i]!.info)} (serial ${path[i]!.info.serialHex}) is revoked by ${dnOf(issuer.info)}`);
     }
+    if (kinds[i]!.kind !== "proxy") {
+      const ns = store.namespaceProblem(issuer.info, path[i]!.info.subject.oneLine);
+      if (ns) throw new Fail("NAMESPACE", ns);
+    }
   }
-  const kinds = path.map((l) => classifyCertificate(l.info));
   const ee = kinds.findIndex((k) => k.kind !== "proxy");
   const eeInfo = path[ee]!.info;
   return {
@@ -116,14 +158,38 @@ function run(input: X509Certificate[] | string, store: TrustStore, opts: VerifyO
   };
 }
 
-/** Leaf = the presented certificate that issued no other presented one (the first such on ties). */
-function pickLeaf(bundle: CertInfo[]): CertInfo {
-  const issuesOther = (c: CertInfo) =>
-    bundle.some((o) => o !== c && o.issuer.key === c.subject.key && o.subject.key !== c.subject.key && verifies(o, c));
-  return bundle.find((c) => !issuesOther(c)) ?? bundle[0]!;
+/** Size, key type and key size of a presented certificate: checked before any signature work. */
+function checkCheap(c: X509Certificate, lim: typeof VERIFY_LIMITS): void {
+  if (c.raw.length > MAX_CERT_BYTES) throw new Fail("LIMITS", `a certificate of ${c.raw.length} bytes exceeds ${MAX_CERT_BYTES}`);
+  const key = c.publicKey;
+  const d = key.asymmetricKeyDetails ?? {};
+  const what = `certificate ${JSON.stringify(c.subject.replace(/\n/g, "/"))}`;
+  switch (key.asymmetricKeyType) {
+    case "rsa":
+    case "rsa-pss": {
+      const bits = d.modulusLength ?? 0;
+      if (bits > lim.maxRsaBits || bits < lim.minRsaBits) {
+        throw new Fail("KEY_REJECTED", `${what} has a ${bits}-bit RSA key (accepted: ${lim.minRsaBits}–${lim.maxRsaBits})`);
+      }
+      return;
+    }
+    case "ec":
+      if (!EC_CURVES.has(d.namedCurve ?? "")) throw new Fail("KEY_REJECTED", `${what} uses EC curve ${d.namedCurve ?? "?"} (accepted: P-256, P-384, P-521)`);
+      return;
+    case "ed25519":
+    case "ed448":
+      return;
+    default:
+      throw new Fail("KEY_REJECTED", `${what} has an unsupported key type ${key.asymmetricKeyType ?? "?"}`);
+  }
 }
 
-function verifies(child: CertInfo, issuer: CertInfo): boolean {
+interface Budget {
+  left: number;
+}
+
+function verifies(child: CertInfo, issuer: CertInfo, budget: Budget): boolean {
+  if (budget.left-- <= 0) throw new Fail("LIMITS", "too many signature checks for one certificate chain");
   try {
     return child.x509.verify(issuer.x509.publicKey);
   } catch {
@@ -133,8 +199,8 @@ function verifies(child: CertInfo, issuer: CertInfo): boolean {
 
 const selfIssued = (i: CertInfo) => i.subject.key === i.issuer.key;
 
-function buildPath(bundle: CertInfo[], store: TrustStore, maxDepth: number): Link[] {
-  const leaf = pickLeaf(bundle);
+function buildPath(bundle: CertInfo[], store: TrustStore, maxDepth: number, budget: Budget): Link[] {
+  const leaf = bundle[0]!;
   const path: Link[] = [{ info: leaf, fromStore: store.contains(leaf.x509) }];
   const used = new Set([leaf.x509.fingerprint256]);
   for (;;) {
@@ -142,7 +208,7 @@ function buildPath(bundle: CertInfo[], store: TrustStore, maxDepth: number): Lin
     if (cur.info.sigAlgOid !== cur.info.tbsSigAlgOid) {
       throw new Fail("MALFORMED", `certificate ${dnOf(cur.info)}: signature algorithm differs from the one in its TBS`);
     }
-    if (selfIssued(cur.info) && (cur.fromStore || verifies(cur.info, cur.info))) {
+    if (selfIssued(cur.info) && (cur.fromStore || verifies(cur.info, cur.info, budget))) {
       if (cur.fromStore) return path; // reached a trusted root
       throw new Fail("UNTRUSTED_ISSUER", `self-signed certificate ${dnOf(cur.info)} is not in the trust store`);
     }
@@ -156,7 +222,7 @@ function buildPath(bundle: CertInfo[], store: TrustStore, maxDepth: number): Lin
       ...fromStore.map((info) => ({ info, fromStore: true })),
       ...fromBundle.map((info) => ({ info, fromStore: false })),
     ];
-    const next = candidates.find((c) => verifies(cur.info, c.info));
+    const next = candidates.find((c) => verifies(cur.info, c.info, budget));
     if (!next) {
       if (cur.fromStore) return path; // a trusted intermediate whose root is not installed
       if (candidates.length > 0) {
