@@ -21,6 +21,8 @@ export interface Identity {
   groups?: readonly string[] | undefined;
   /** Earliest notAfter of the chain / token exp (ms). */
   expires?: number | undefined;
+  /** A limited proxy (x509): may not start jobs (routes/jobs.ts). */
+  limited?: boolean | undefined;
 }
 
 export interface Services {

@@ -91,7 +91,8 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   await control.ensureRoots();
   let trust: TrustStore;
   try {
-    trust = await TrustStore.load(config.auth.caDir);
+    const { crlExpired, crlUnparsable, namespaces } = config.auth.x509;
+    trust = await TrustStore.load(config.auth.caDir, { crlExpired, crlUnparsable, namespaces });
   } catch (e) {
     throw new Error(`cannot load the CA directory ${config.auth.caDir}: ${(e as Error).message}`);
   }
@@ -158,7 +159,12 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
   logger.info({ url, mount: config.mountPath, plainHttp: plain }, "gateway listening");
 
   // CRLs and CA updates (fetch-crl) are picked up without a restart.
-  const reload = setInterval(() => void services.trust.reload().catch((err) => logger.warn({ err }, "CA reload failed")), 10 * 60_000);
+  // fetch-crl rewrites CRLs in place; each reload states again what is unusable (expired CRLs, bad files).
+  const reloadTrust = async () => {
+    await services.trust.reload();
+    for (const w of services.trust.warnings) logger.warn({ warning: w }, "CA directory");
+  };
+  const reload = setInterval(() => void reloadTrust().catch((err) => logger.warn({ err }, "CA reload failed")), 10 * 60_000);
   reload.unref();
 
   let closing: Promise<void> | undefined;

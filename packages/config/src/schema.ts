@@ -153,6 +153,22 @@ export const configSchema = z.object({
       deny: z.array(z.string()).default([]),
       /** Serve /info and /rest (versions) without authentication. */
       infoPublic: z.boolean().default(false),
+      /** X.509 trust policy and the bounds on a presented chain (SECURITY.md, "Identity"). */
+      x509: z
+        .object({
+          /** A CRL past its nextUpdate: `deny` refuses every certificate its CA issued; `allow` keeps using it. */
+          crlExpired: z.enum(["deny", "allow"]).default("deny"),
+          /** A `<hash>.rN` CRL file that does not parse or verify: `deny` refuses that CA; `allow` ignores the file. */
+          crlUnparsable: z.enum(["deny", "allow"]).default("deny"),
+          /** CA `.namespaces`/`.signing_policy`: `enforce` where present, `require` for every CA, or `ignore`. */
+          namespaces: z.enum(["enforce", "require", "ignore"]).default("enforce"),
+          /** Most certificates a client may present (leaf, proxies, intermediates). */
+          maxChainCertificates: z.number().int().min(2).max(64).default(16),
+          /** RSA key sizes accepted in a presented chain (bits). */
+          minRsaBits: z.number().int().min(512).default(1024),
+          maxRsaBits: z.number().int().max(16384).default(8192),
+        })
+        .default({}),
       tokens: z
         .object({
           enabled: z.boolean().default(true),

@@ -3,7 +3,7 @@ import { bulkResultsDoc, jobListDoc } from "@ce/glue2";
 import { REST_STATES, type RestState, isRestState } from "@ce/model";
 import type { AppEnv, Identity } from "../context.js";
 import { BadRequest, CeError, MethodNotAllowed, NotFound } from "../errors.js";
-import { requireScope } from "../middleware/identity/scopes.js";
+import { requireFullProxy, requireScope } from "../middleware/identity/scopes.js";
 import { formatOf, respond, sendRendered } from "../render.js";
 import { mediaType, readTextBody } from "../services/body.js";
 import { ACTION_SCOPE, BULK_ACTIONS, isBulkAction, runBulk } from "../services/bulk.js";
@@ -77,6 +77,7 @@ function positiveParam(c: Context<AppEnv>, name: string): number | undefined {
 
 async function submit(c: Context<AppEnv>): Promise<Response> {
   requireScope(c, ACTION_SCOPE.new);
+  requireFullProxy(c, "submit jobs");
   const s = c.get("services");
   const version = c.get("version");
   // The 1.1 parameters do not exist in 1.0; A-REX ignores them there, and so do we.
@@ -114,6 +115,7 @@ async function submit(c: Context<AppEnv>): Promise<Response> {
 
 async function bulk(c: Context<AppEnv>, action: (typeof BULK_ACTIONS)[number]): Promise<Response> {
   requireScope(c, ACTION_SCOPE[action]);
+  if (action === "restart") requireFullProxy(c, "restart jobs");
   const s = c.get("services");
   const { idListBytes, idsPerRequest } = s.config.gateway.limits;
   const body = await readTextBody(c, idListBytes, "Job id list");

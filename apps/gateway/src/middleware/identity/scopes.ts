@@ -43,3 +43,13 @@ export function requireScope(c: Context<AppEnv>, op: OperationClass): void {
     });
   }
 }
+
+/**
+ * Globus semantics of a limited proxy: it may read, transfer data and manage existing jobs, but
+ * may not start a job. Submission and restart (which runs the job again) are refused with 403.
+ */
+export function requireFullProxy(c: Context<AppEnv>, what: string): void {
+  if (c.get("identity")?.limited) {
+    throw new Forbidden(`A limited proxy may not ${what}: create a full proxy (arcproxy without --constraint=proxyPolicy=limited)`, "LIMITED_PROXY");
+  }
+}

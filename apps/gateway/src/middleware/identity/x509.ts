@@ -2,7 +2,7 @@ import { X509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import type { TLSSocket, DetailedPeerCertificate } from "node:tls";
 import type { Context } from "hono";
-import { verifyChain, type VerifyResult } from "@ce/x509";
+import { verifyChain, type VerifyOptions, type VerifyResult } from "@ce/x509";
 import type { AppEnv, Identity } from "../../context.js";
 import { Unauthorized } from "../../errors.js";
 
@@ -16,6 +16,10 @@ import { Unauthorized } from "../../errors.js";
  * resumed session only the leaf is left. The server therefore disables session tickets
  * (server.ts), and as a second line a chain verified earlier is remembered by leaf fingerprint:
  * a resumed session proves possession of the same leaf key.
+ *
+ * Identity binding: the path is verified from the certificate whose key the client proved — the
+ * TLS leaf (`getPeerCertificate()` itself), or the first certificate of the trusted proxy's header
+ * (the one it verified the handshake for). Other presented certificates only serve as issuers.
  */
 const perSocket = new WeakMap<object, Identity | Unauthorized>();
 const byLeaf = new Map<string, { id: Identity; until: number }>();
@@ -43,11 +47,11 @@ function fromTlsSocket(c: Context<AppEnv>, socket: TLSSocket): Identity | undefi
     perSocket.set(socket, remembered.id);
     return checkExpiry(remembered.id);
   }
-  const result = verifyChain(chain, c.get("services").trust);
+  const result = verifyChain(chain, c.get("services").trust, verifyOptions(c));
   const out = toIdentity(result);
   perSocket.set(socket, out);
   if (out instanceof Unauthorized) {
-    c.get("log").info({ code: result.ok ? undefined : result.code }, "client certificate rejected");
+    logRejection(c, result);
     throw out;
   }
   if (byLeaf.size >= LEAF_CACHE_MAX) byLeaf.delete(byLeaf.keys().next().value as string);
@@ -55,12 +59,26 @@ function fromTlsSocket(c: Context<AppEnv>, socket: TLSSocket): Identity | undefi
   return out;
 }
 
-/** Walks `.issuerCertificate` (self-reference ends the chain) collecting the DER of each link. */
-function collectChain(peer: DetailedPeerCertificate): X509Certificate[] {
+function verifyOptions(c: Context<AppEnv>): VerifyOptions {
+  const x = c.get("services").config.auth.x509;
+  return { maxCerts: x.maxChainCertificates, minRsaBits: x.minRsaBits, maxRsaBits: x.maxRsaBits };
+}
+
+/** One line per refused chain, naming why (DNs and CA names only: a certificate holds no secret). */
+function logRejection(c: Context<AppEnv>, r: VerifyResult): void {
+  if (!r.ok) c.get("log").info({ code: r.code, reason: r.reason }, "client certificate rejected");
+}
+
+/**
+ * Walks `.issuerCertificate` (self-reference ends the chain) collecting the DER of each link. The
+ * first is the TLS leaf, whose key the handshake proved. One more than the limit is collected so
+ * that an oversized chain is refused by the verifier rather than silently cut.
+ */
+function collectChain(peer: DetailedPeerCertificate, max = 65): X509Certificate[] {
   const out: X509Certificate[] = [];
   const seen = new Set<string>();
   let cur: DetailedPeerCertificate | undefined = peer;
-  while (cur?.raw && !seen.has(cur.fingerprint256) && out.length < 16) {
+  while (cur?.raw && !seen.has(cur.fingerprint256) && out.length < max) {
     seen.add(cur.fingerprint256);
     out.push(new X509Certificate(cur.raw));
     if (cur.issuerCertificate === cur) break;
@@ -73,7 +91,7 @@ function toIdentity(r: VerifyResult): Identity | Unauthorized {
   if (!r.ok) {
     return new Unauthorized(`Client certificate rejected (${r.code.toLowerCase().replace(/_/g, " ")}): ${r.reason}`, undefined, `CERT_${r.code}`);
   }
-  return { subject: r.identity, kind: "x509", issuer: r.issuerCA, expires: r.notAfter.getTime() };
+  return { subject: r.identity, kind: "x509", issuer: r.issuerCA, expires: r.notAfter.getTime(), limited: r.limited };
 }
 
 /** A keep-alive connection can outlive its proxy certificate. */
@@ -99,8 +117,13 @@ function fromProxyHeader(c: Context<AppEnv>, peer: string | undefined): Identity
   } catch {
     throw new Unauthorized("Client certificate header is not URL-encoded PEM", undefined, "CERT_MALFORMED");
   }
-  const out = toIdentity(verifyChain(pem, c.get("services").trust));
-  if (out instanceof Unauthorized) throw out;
+  // The proxy forwards the chain it verified the handshake for, leaf first: the path starts there.
+  const result = verifyChain(pem, c.get("services").trust, verifyOptions(c));
+  const out = toIdentity(result);
+  if (out instanceof Unauthorized) {
+    logRejection(c, result);
+    throw out;
+  }
   return out;
 }
 
