@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { acceptDelegatedChain, createCsr, KeyPool, type KeyPair } from "./delegation.js";
+import { acceptDelegatedChain, createCsr, KeyPool, MAX_DELEGATED_CERTS, type KeyPair } from "./delegation.js";
 import { children, readTlv } from "./der.js";
-import { pemToDer, splitPem } from "./pem.js";
+import { derToPem, pemToDer, splitPem } from "./pem.js";
 import { TrustStore } from "./truststore.js";
 import { verifyChain } from "./verify.js";
 import { createCA, createProxy, issueUserCert, signCsrAsProxy } from "./testing.js";
@@ -116,6 +116,22 @@ describe("acceptDelegatedChain", () => {
     expect(acceptDelegatedChain("", kp.privateKey, store, USER)).toMatchObject({ ok: false, code: "EMPTY" });
     const bad = acceptDelegatedChain("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", kp.privateKey, store, USER);
     expect(bad).toMatchObject({ ok: false, code: "MALFORMED" });
+  });
+
+  // Findings of tests/fuzz/delegation-body.fuzz.test.ts.
+  it("a leaf whose public key Node cannot read is MALFORMED, not an exception", () => {
+    const der = Buffer.from(proxy.cert.raw);
+    const at = der.indexOf(Buffer.from("2a864886f70d010101", "hex")); // rsaEncryption → unknown OID
+    der[at + 8] = 0x7f;
+    const r = acceptDelegatedChain(derToPem(der), kp.privateKey, store, USER);
+    expect(r).toMatchObject({ ok: false, code: "MALFORMED" });
+    if (!r.ok) expect(r.reason).toMatch(/public key that cannot be read/);
+  });
+
+  it("more certificates than a delegation needs are refused before any is parsed", () => {
+    const r = acceptDelegatedChain(proxy.cert.toString().repeat(MAX_DELEGATED_CERTS + 1), kp.privateKey, store, USER);
+    expect(r).toMatchObject({ ok: false, code: "TOO_MANY_CERTIFICATES" });
+    if (!r.ok) expect(r.reason).toMatch(/33 certificates; at most 32/);
   });
 
   it("limited issuing proxy gives a limited delegation", () => {

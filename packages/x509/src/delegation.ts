@@ -2,7 +2,7 @@
  * X.509 delegation (arex-rest.md E8/E9): pre-generated RSA-2048 keys, version-0 PKCS#10 requests
  * with an empty subject, and acceptance of the signed proxy chain the client PUTs back.
  */
-import { createPublicKey, generateKeyPair, sign, type KeyObject } from "node:crypto";
+import { createPublicKey, generateKeyPair, sign, X509Certificate, type KeyObject } from "node:crypto";
 import forge from "node-forge";
 import { derToPem, parseCertificates } from "./pem.js";
 import type { TrustStore } from "./truststore.js";
@@ -111,7 +111,10 @@ export function createCsr(keyPair: KeyPair): string {
   return derToPem(Buffer.from(asn1.toDer(csr).getBytes(), "binary"), "CERTIFICATE REQUEST");
 }
 
-export type DelegationErrorCode = VerifyErrorCode | "KEY_MISMATCH" | "IDENTITY_MISMATCH" | "NOT_A_PROXY";
+export type DelegationErrorCode = VerifyErrorCode | "KEY_MISMATCH" | "IDENTITY_MISMATCH" | "NOT_A_PROXY" | "TOO_MANY_CERTIFICATES";
+
+/** Certificates a delegation body may carry: a proxy, a few proxies above it, the user certificate. */
+export const MAX_DELEGATED_CERTS = 32;
 
 export type AcceptResult =
   | { ok: true; proxyPem: string; notAfter: Date; identity: string; limited: boolean }
@@ -139,14 +142,17 @@ export function acceptDelegatedChain(
 ): AcceptResult {
   let certs;
   try {
-    certs = parseCertificates(pemBody);
+    certs = parseCertificates(pemBody, MAX_DELEGATED_CERTS);
   } catch (e) {
-    return { ok: false, code: "MALFORMED", reason: (e as Error).message };
+    const reason = (e as Error).message;
+    return { ok: false, code: /certificates; at most/.test(reason) ? "TOO_MANY_CERTIFICATES" : "MALFORMED", reason };
   }
   const leaf = certs[0];
   if (!leaf) return { ok: false, code: "EMPTY", reason: "no certificate in delegation body" };
   const ours = spkiOf(privateKey);
-  if (!ours || !ours.equals(leaf.publicKey.export({ type: "spki", format: "der" }))) {
+  const theirs = spkiOf(leaf);
+  if (!theirs) return { ok: false, code: "MALFORMED", reason: "the delegated certificate carries a public key that cannot be read" };
+  if (!ours || !ours.equals(theirs)) {
     return { ok: false, code: "KEY_MISMATCH", reason: "the delegated certificate does not carry this delegation's public key" };
   }
   const res = verifyChain(certs, store, opts);
@@ -172,9 +178,10 @@ export function acceptDelegatedChain(
   return { ok: true, proxyPem, notAfter: res.notAfter, identity: res.identity, limited: res.limited };
 }
 
-function spkiOf(privateKey: KeyObject): Buffer | undefined {
+/** SPKI DER of a key or of a certificate's key; undefined when Node cannot read it (unknown algorithm). */
+function spkiOf(key: KeyObject | X509Certificate): Buffer | undefined {
   try {
-    const pub = privateKey.type === "private" ? createPublicKey(privateKey) : privateKey;
+    const pub = key instanceof X509Certificate ? key.publicKey : key.type === "private" ? createPublicKey(key) : key;
     return pub.export({ type: "spki", format: "der" });
   } catch {
     return undefined;

@@ -31,6 +31,17 @@ describe("pem", () => {
     );
   });
 
+  // Finding of tests/fuzz/delegation-body.fuzz.test.ts: BEGIN…END\1 backtracked quadratically
+  // (37,000 unmatched BEGINs, one 1 MiB delegation body, took ~12 s of event loop).
+  it("scans unmatched BEGIN markers in linear time and still pairs the real block after them", () => {
+    const text = "-----BEGIN CERTIFICATE-----\n".repeat(40_000) + user.certPem;
+    const t0 = performance.now();
+    const blocks = splitPem(text).certificates;
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(blocks).toHaveLength(1); // the first BEGIN pairs with the only END, as before
+    expect(() => parseCertificates(user.certPem.repeat(5), 4)).toThrow(/5 certificates; at most 4/);
+  });
+
   it("rejects garbage without echoing it", () => {
     expect(() => parseCertificates("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")).toThrow(/certificate #1/);
     expect(() => pemToDer("not base64 !!")).toThrow();

@@ -17,27 +17,56 @@ export interface PemBundle {
   other: PemBlock[];
 }
 
-const BLOCK_RE = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+/** Markers are matched one by one (never BEGIN…END with a backreference, which is quadratic). */
+const MARKER_RE = /-----(BEGIN|END) ([A-Z0-9 ]{1,64})-----/g;
 const CERT_LABELS = new Set(["CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE"]);
 const KEY_LABELS = new Set(["RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"]);
 
-/** All PEM blocks in `text`, ignoring junk around them and CRLF line endings. */
+interface Marker {
+  begin: boolean;
+  label: string;
+  start: number;
+  end: number;
+}
+
+/**
+ * All PEM blocks in `text`, ignoring junk around them and CRLF line endings: each BEGIN pairs with
+ * the nearest later END of the same label, and scanning resumes after that END. One pass over the
+ * markers plus one backwards pass for "nearest END per label", so the work is linear in the input
+ * however many unmatched BEGINs a hostile body carries.
+ */
 export function pemBlocks(text: string): PemBlock[] {
-  const out: PemBlock[] = [];
   const src = text.replace(/\r\n?/g, "\n");
-  for (const m of src.matchAll(BLOCK_RE)) {
-    const label = m[1] ?? "";
-    let body = m[2] ?? "";
-    // Legacy encrypted keys carry RFC 1421 headers ("Proc-Type: ..."): keep them verbatim.
-    const headerEnd = body.indexOf("\n\n");
-    const hasHeaders = /^\s*[A-Za-z-]+:/.test(body) && headerEnd >= 0;
-    const headers = hasHeaders ? body.slice(0, headerEnd).trim() + "\n\n" : "";
-    if (hasHeaders) body = body.slice(headerEnd + 2);
-    const b64 = body.replace(/[^A-Za-z0-9+/=]/g, "");
-    const der = Buffer.from(b64, "base64");
-    out.push({ label, der, pem: armour(label, b64, headers) });
+  const markers: Marker[] = [];
+  for (const m of src.matchAll(MARKER_RE)) markers.push({ begin: m[1] === "BEGIN", label: m[2] ?? "", start: m.index, end: m.index + m[0].length });
+  const nextEnd = new Array<Marker | undefined>(markers.length);
+  const nearest = new Map<string, Marker>();
+  for (let i = markers.length - 1; i >= 0; i--) {
+    const mk = markers[i]!;
+    if (mk.begin) nextEnd[i] = nearest.get(mk.label);
+    else nearest.set(mk.label, mk);
   }
+  const out: PemBlock[] = [];
+  let pos = 0;
+  markers.forEach((mk, i) => {
+    const end = nextEnd[i];
+    if (!mk.begin || mk.start < pos || !end) return;
+    out.push(block(mk.label, src.slice(mk.end, end.start)));
+    pos = end.end;
+  });
   return out;
+}
+
+function block(label: string, text: string): PemBlock {
+  let body = text;
+  // Legacy encrypted keys carry RFC 1421 headers ("Proc-Type: ..."): keep them verbatim.
+  const headerEnd = body.indexOf("\n\n");
+  const hasHeaders = /^\s*[A-Za-z-]+:/.test(body) && headerEnd >= 0;
+  const headers = hasHeaders ? body.slice(0, headerEnd).trim() + "\n\n" : "";
+  if (hasHeaders) body = body.slice(headerEnd + 2);
+  const b64 = body.replace(/[^A-Za-z0-9+/=]/g, "");
+  const der = Buffer.from(b64, "base64");
+  return { label, der, pem: armour(label, b64, headers) };
 }
 
 function armour(label: string, b64: string, headers = ""): string {
@@ -56,9 +85,14 @@ export function splitPem(text: string): PemBundle {
   return bundle;
 }
 
-/** Parse every certificate of a PEM bundle. Throws (without echoing input) on an unparsable block. */
-export function parseCertificates(text: string): X509Certificate[] {
-  return splitPem(text).certificates.map((pem, i) => {
+/**
+ * Parse every certificate of a PEM bundle. Throws (without echoing input) on an unparsable block,
+ * and before parsing any when the bundle holds more than `max` certificates.
+ */
+export function parseCertificates(text: string, max = Infinity): X509Certificate[] {
+  const pems = splitPem(text).certificates;
+  if (pems.length > max) throw new Error(`PEM bundle holds ${pems.length} certificates; at most ${max} are accepted`);
+  return pems.map((pem, i) => {
     try {
       return new X509Certificate(pem);
     } catch {
