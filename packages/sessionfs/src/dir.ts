@@ -15,7 +15,7 @@ const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
 export const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK;
 
 // Without /proc (non-Linux) we fall back to plain paths: still O_NOFOLLOW per component, but racy.
-const HAVE_PROC_FD = process.platform === "linux" && existsSync("/proc/self/fd");
+export const HAVE_PROC_FD = process.platform === "linux" && existsSync("/proc/self/fd");
 
 export type FsErrorKind =
   | "missing" | "not-dir" | "symlink" | "special" | "is-dir" | "too-long"
@@ -113,6 +113,8 @@ export function classify(e: unknown, at: string): never {
       throw new SessionFsError("is-dir", at);
     case "ENAMETOOLONG":
       throw new SessionFsError("too-long", at);
+    case "ENOTEMPTY":
+      throw new SessionFsError("race", at);
     default:
       throw e;
   }

@@ -1,6 +1,5 @@
-import type { Stats } from "node:fs";
-import { opendir, rmdir, unlink } from "node:fs/promises";
-import { classify, Dir, errno, openParent, SessionFsError } from "./dir.js";
+import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readdirSync, rmdirSync, unlinkSync, type Stats } from "node:fs";
+import { classify, Dir, DIR_FLAGS, errno, HAVE_PROC_FD, openParent, SessionFsError } from "./dir.js";
 import { openTarget } from "./open.js";
 
 /**
@@ -9,101 +8,164 @@ import { openTarget } from "./open.js";
  * open of `..` relative to the held directory, checked against the device/inode recorded on the
  * way down: if the job moved a directory while we were inside it, `..` is somewhere else and the
  * walk stops with a `race` error instead of acting outside the tree. Per level only a name and
- * an identity are kept (bounded, small memory per level; nothing per file for deletion).
+ * an identity are kept (nothing per file for deletion).
+ *
+ * The per-entry system calls are synchronous (a few µs each on a local disk, where an async
+ * round trip through the thread pool costs ~60 µs) and the loop yields to the event loop every
+ * PACE calls, so a huge tree costs seconds, not minutes, and never stalls other requests long.
  */
 
+const PACE = 64;
+/** Rounds of "directory not empty" (the job still writing) before we give up with `race`. */
+const MAX_REFILLS = 1_000;
+
 const idOf = (st: Stats) => `${st.dev}:${st.ino}`;
-const join = (at: string, name: string) => `${at === "/" ? "" : at}/${name}`;
 const swapped = (e: unknown) => errno(e) === "ELOOP" || errno(e) === "ENOTDIR";
 
-async function unlinkIgnoringGone(dir: Dir, name: string, at: string): Promise<void> {
-  await unlink(dir.at(name)).catch((e: unknown) => {
+/** A directory held by a raw descriptor; names resolve relative to it. */
+class Held {
+  private constructor(readonly fd: number, readonly path: string) {}
+  static open(path: string, display: string): Held {
+    return new Held(openSync(path, DIR_FLAGS), display);
+  }
+  /** A second descriptor on a directory already held (its /proc magic link needs no O_NOFOLLOW). */
+  static of(dir: Dir): Held {
+    return new Held(openSync(dir.self, constants.O_RDONLY | constants.O_DIRECTORY), dir.path);
+  }
+  at(name: string): string {
+    return HAVE_PROC_FD ? `/proc/self/fd/${this.fd}/${name}` : `${this.path}/${name}`;
+  }
+  get self(): string {
+    return HAVE_PROC_FD ? `/proc/self/fd/${this.fd}` : this.path;
+  }
+  child(name: string): Held {
+    // The display path only matters without /proc; building it per level would be O(depth²).
+    const path = HAVE_PROC_FD ? "" : name === ".." ? this.path.replace(/\/[^/]*$/, "") : `${this.path}/${name}`;
+    return Held.open(this.at(name), path);
+  }
+  id(): string {
+    return idOf(fstatSync(this.fd));
+  }
+  close(): void {
+    try {
+      closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+  }
+}
+
+let ops = 0;
+const pace = async () => {
+  if (++ops % PACE === 0) await new Promise((r) => setImmediate(r));
+};
+
+function unlinkIgnoringGone(path: string, at: string): void {
+  try {
+    unlinkSync(path);
+  } catch (e) {
     if (errno(e) !== "ENOENT") classify(e, at);
-  });
+  }
 }
 
 /**
  * Removes every non-directory entry of `dir` (unlink never follows a link) and returns the name
  * of one subdirectory left, if any. Entries are streamed, not collected.
  */
-async function clearFiles(dir: Dir, at: string): Promise<string | undefined> {
+async function clearFiles(dir: Held, at: string): Promise<string | undefined> {
   let sub: string | undefined;
-  const it = await opendir(dir.self, { bufferSize: 64 });
-  for await (const e of it) {
-    if (e.isDirectory()) {
-      sub ??= e.name;
-      continue;
+  const it = opendirSync(dir.self, { bufferSize: 64 });
+  try {
+    for (let e = it.readSync(); e !== null; e = it.readSync()) {
+      await pace();
+      if (e.isDirectory()) {
+        sub ??= e.name;
+        continue;
+      }
+      try {
+        unlinkSync(dir.at(e.name));
+      } catch (err) {
+        // EISDIR/EPERM: swapped for a directory since readdir; ENOENT: gone already.
+        if (errno(err) === "EISDIR" || errno(err) === "EPERM") sub ??= e.name;
+        else if (errno(err) !== "ENOENT") classify(err, at);
+      }
     }
-    try {
-      await unlink(dir.at(e.name));
-    } catch (err) {
-      // EISDIR/EPERM: swapped for a directory since readdir; ENOENT: gone already.
-      if (errno(err) === "EISDIR" || errno(err) === "EPERM") sub ??= e.name;
-      else if (errno(err) !== "ENOENT") classify(err, join(at, e.name));
-    }
+  } finally {
+    it.closeSync();
   }
   return sub;
 }
 
 /** Removes directory `name` of `parent` and everything below it, never following a link. */
 async function removeTree(parent: Dir, name: string, at: string): Promise<void> {
-  let cur: Dir;
+  let cur: Held;
   try {
-    cur = await parent.child(name);
+    cur = Held.open(parent.at(name), `${parent.path}/${name}`);
   } catch (e) {
-    if (swapped(e)) return unlinkIgnoringGone(parent, name, at); // now a link or file: remove that entry
+    if (swapped(e)) return unlinkIgnoringGone(parent.at(name), at); // now a link or file: remove that entry
     if (errno(e) === "ENOENT") return;
     return classify(e, at);
   }
   const names: string[] = [name];
-  const ids: string[] = [idOf(await cur.stat())];
+  const ids: string[] = [cur.id()];
+  let refills = 0;
+  const rmdirIn = (path: string) => {
+    try {
+      rmdirSync(path);
+    } catch (e) {
+      if (errno(e) === "ENOENT") return true;
+      // Something was added meanwhile: clear again, a bounded number of times.
+      if (errno(e) === "ENOTEMPTY" && ++refills <= MAX_REFILLS) return false;
+      classify(e, at);
+    }
+    return true;
+  };
   try {
     for (;;) {
+      await pace();
       const sub = await clearFiles(cur, at);
       if (sub !== undefined) {
-        let next: Dir;
+        let next: Held;
         try {
-          next = await cur.child(sub);
+          next = cur.child(sub);
         } catch (e) {
-          if (swapped(e)) await unlinkIgnoringGone(cur, sub, at);
+          if (swapped(e)) unlinkIgnoringGone(cur.at(sub), at);
           else if (errno(e) !== "ENOENT") classify(e, at);
           continue;
         }
-        const st = await next.stat();
-        await cur.close();
+        cur.close();
         cur = next;
         names.push(sub);
-        ids.push(idOf(st));
+        ids.push(cur.id());
+        continue;
+      }
+      if (names.length === 1) {
+        cur.close();
+        if (rmdirIn(parent.at(name))) return;
+        cur = Held.open(parent.at(name), `${parent.path}/${name}`);
+        if (cur.id() !== ids[0]) throw new SessionFsError("race", at);
         continue;
       }
       const done = names.pop()!;
       ids.pop();
-      if (names.length === 0) {
-        await cur.close();
-        await rmdir(parent.at(done)).catch((e: unknown) => {
-          if (errno(e) !== "ENOENT") classify(e, at);
-        });
-        return;
-      }
-      const up = await cur.child("..");
-      const upId = idOf(await up.stat());
-      await cur.close();
+      const up = cur.child("..");
+      cur.close();
       cur = up;
-      if (upId !== ids[ids.length - 1]) throw new SessionFsError("race", at);
-      await rmdir(cur.at(done)).catch((e: unknown) => {
-        // ENOTEMPTY: something was added meanwhile; the next round clears it.
-        if (errno(e) !== "ENOENT" && errno(e) !== "ENOTEMPTY") classify(e, at);
-      });
+      if (cur.id() !== ids[ids.length - 1]) throw new SessionFsError("race", at);
+      rmdirIn(cur.at(done));
     }
+  } catch (e) {
+    if (e instanceof SessionFsError) throw e;
+    return classify(e, at);
   } finally {
-    await cur.close();
+    cur.close();
   }
 }
 
 /** Deletes entry `name` of an open directory: a file or link is unlinked, a directory removed whole. */
 export async function removeEntry(parent: Dir, name: string, at: string): Promise<void> {
   const st = await parent.lstat(name).catch((e: unknown) => classify(e, at));
-  if (!st.isDirectory()) return unlinkIgnoringGone(parent, name, at);
+  if (!st.isDirectory()) return unlinkIgnoringGone(parent.at(name), at);
   return removeTree(parent, name, at);
 }
 
@@ -156,16 +218,26 @@ export async function walkFiles(root: string, segments: readonly string[], maxEn
     await t.handle.close();
     throw new SessionFsError("not-dir", `/${base}`);
   }
-  let cur = t.dir;
+  let cur: Held;
+  try {
+    cur = Held.of(t.dir);
+  } finally {
+    await t.dir.close();
+  }
   const out: WalkResult = { files: [], refused: [] };
   let seen = 0;
-  const read = async (rel: string, id: string): Promise<Level> => {
-    const level: Level = { rel, id, pending: [] };
-    for (const name of (await cur.entries()).sort().reverse()) {
+  const read = async (rel: string): Promise<Level> => {
+    const level: Level = { rel, id: cur.id(), pending: [] };
+    for (const name of readdirSync(cur.self).sort().reverse()) {
+      await pace();
       if (++seen > maxEntries) throw new SessionFsError("too-large", `/${base}`);
       const r = `${rel}/${name}`;
-      const st = await cur.lstat(name).catch(() => undefined);
-      if (!st) continue;
+      let st: Stats;
+      try {
+        st = lstatSync(cur.at(name));
+      } catch {
+        continue; // vanished meanwhile
+      }
       if (st.isDirectory()) level.pending.push(name);
       else if (st.isSymbolicLink()) out.refused.push(new SessionFsError("symlink", `/${r}`));
       else if (!st.isFile()) out.refused.push(new SessionFsError("special", `/${r}`));
@@ -175,35 +247,38 @@ export async function walkFiles(root: string, segments: readonly string[], maxEn
     return level;
   };
   try {
-    const stack: Level[] = [await read(base, idOf(t.stat))];
+    const stack: Level[] = [await read(base)];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
       const name = top.pending.pop();
       if (name !== undefined) {
         const at = `/${top.rel}/${name}`;
-        let next: Dir;
+        let next: Held;
         try {
-          next = await cur.child(name);
+          next = cur.child(name);
         } catch (e) {
           if (swapped(e)) out.refused.push(new SessionFsError("symlink", at));
           else if (errno(e) !== "ENOENT") classify(e, at);
           continue;
         }
-        await cur.close();
+        cur.close();
         cur = next;
-        stack.push(await read(`${top.rel}/${name}`, idOf(await cur.stat())));
+        stack.push(await read(`${top.rel}/${name}`));
         continue;
       }
       stack.pop();
       const parent = stack[stack.length - 1];
       if (!parent) break;
-      const up = await cur.child("..");
-      await cur.close();
+      const up = cur.child("..");
+      cur.close();
       cur = up;
-      if (idOf(await cur.stat()) !== parent.id) throw new SessionFsError("race", `/${top.rel}`);
+      if (cur.id() !== parent.id) throw new SessionFsError("race", `/${top.rel}`);
     }
+  } catch (e) {
+    if (e instanceof SessionFsError) throw e;
+    return classify(e, `/${base}`);
   } finally {
-    await cur.close();
+    cur.close();
   }
   out.files.sort();
   return out;
