@@ -25,8 +25,10 @@ export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
 export function routingPath(req: Request): string {
   const url = req.url;
   const start = url.indexOf("/", url.indexOf("://") + 3);
-  const q = url.indexOf("?", start);
-  const path = url.slice(start, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
+  // The query and a fragment (a raw client may send `#`; the URL keeps it) are not routed on.
+  const rest = url.slice(start);
+  const q = rest.search(/[?#]/);
+  const path = rest.slice(0, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
   return path.length > 1 ? path.replace(/\/$/, "") : path;
 }
 
