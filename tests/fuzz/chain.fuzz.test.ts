@@ -60,7 +60,7 @@ describe("chain verifier fuzz", () => {
       which: fc.nat(),
     });
     await fuzz("x509 chain: DER mutations", arb, ({ idx, edits, cut, which }) => {
-      const ders = idx.map((i) => Buffer.from(pool[i]!.raw));
+      const ders: Buffer[] = idx.map((i) => Buffer.from(pool[i]!.raw));
       const k = which % ders.length;
       ders[k] = mutate(ders[k]!, edits, cut);
       const pem = ders.map((d) => `-----BEGIN CERTIFICATE-----\n${d.toString("base64")}\n-----END CERTIFICATE-----\n`).join("");

@@ -7,11 +7,11 @@ import { dirname, join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from "@ce/store";
 import { KeyPool, TrustStore } from "@ce/x509";
-import { createMetrics } from "@ce/ops";
+import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { createApp } from "./app.js";
 import { authConfigProblems } from "./auth/config-check.js";
 import type { Services } from "./context.js";
@@ -24,29 +24,11 @@ import type { Services } from "./context.js";
  */
 export const GATEWAY_NODE_FLAGS = ["--max-old-space-size=256"];
 
-/** Never let credentials reach a log line, whatever gets logged by accident. */
-export const REDACT_PATHS = [
-  "req.headers.authorization",
-  'req.headers["x-token-delegation"]',
-  'req.headers["x-delegation"]',
-  "headers.authorization",
-  'headers["x-token-delegation"]',
-  'headers["x-delegation"]',
-  "authorization",
-  "token",
-  "*.token",
-  "privateKey",
-  "*.privateKey",
-  "privateKeyPem",
-  "*.privateKeyPem",
-  "proxyPem",
-  "*.proxyPem",
-  "encryptionKey",
-  "*.encryptionKey",
-];
+/** Never let credentials reach a log line, whatever gets logged by accident (one list: @ce/ops). */
+export { REDACT_PATHS } from "@ce/ops";
 
 export function createLogger(config: CompiledConfig): Logger {
-  return pino({ level: config.logging.level, base: { svc: "gateway" }, redact: { paths: REDACT_PATHS, censor: "[redacted]" } });
+  return createOpsLogger("gateway", config.logging.level);
 }
 
 export interface GatewayHandle {

@@ -1,8 +1,8 @@
-import type { CeMetrics } from "@ce/ops";
+import { createLogger, type CeMetrics } from "@ce/ops";
 import { instrumentBackend } from "./lrms/instrumented.js";
 import { Queue, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
-import { pino, type Logger } from "pino";
+import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import { ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, bullConnection, type QueueCatalog, type QueueName } from "@ce/store";
 import { handleCommand } from "./commands.js";
@@ -45,7 +45,7 @@ export interface Jem {
  * against one Redis and one control dir.
  */
 export async function startJem(config: CompiledConfig, opts: JemOptions = {}): Promise<Jem> {
-  const log = opts.logger ?? pino({ level: config.logging.level, base: { service: "jem", pid: process.pid } });
+  const log = opts.logger ?? createLogger("jem", config.logging.level, { pid: process.pid });
   const prefix = config.redis.prefix;
   const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
   // Connected before SUBSCRIBE: ioredis' ready check (INFO) must not run in subscriber mode.

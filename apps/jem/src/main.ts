@@ -1,7 +1,6 @@
 import { Redis } from "ioredis";
-import { pino } from "pino";
 import { loadConfig } from "@ce/config";
-import { createAdminApp, createMetrics, openQueues, startAdminServer } from "@ce/ops";
+import { createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
 
 /**
@@ -15,7 +14,7 @@ if (process.argv.includes("--check-config")) {
   console.error(`configuration ok: back end ${config.lrms.backend}, control dir ${config.paths.controlDir}`);
   process.exit(0);
 }
-const log = pino({ level: config.logging.level, base: { service: "jem", pid: process.pid } });
+const log = createLogger("jem", config.logging.level, { pid: process.pid });
 const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
 const queues = openQueues(config);
 const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });

@@ -2,3 +2,4 @@ export * from "./metrics.js";
 export * from "./auth.js";
 export * from "./ops.js";
 export * from "./admin-app.js";
+export * from "./logger.js";
