@@ -1,9 +1,24 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import { Keys, ownerKey } from "./keys.js";
 import type { SecretBox } from "./secretbox.js";
 
 export type DelegationType = "x509" | "jwt";
+
+const DELEG_CREATE = readFileSync(new URL("./lua/deleg-create.lua", import.meta.url), "utf8");
+
+interface DelegCommands {
+  ceDelegCreate(...args: (string | number)[]): Promise<number>;
+}
+
+/** The owner already holds `limit` delegations. */
+export class DelegationQuotaReached extends Error {
+  constructor(readonly limit: number) {
+    super(`delegation quota of ${limit} per owner reached`);
+    this.name = "DelegationQuotaReached";
+  }
+}
 
 export interface DelegationRecord {
   id: string;
@@ -49,29 +64,37 @@ export class DelegationStore {
     return `${id}\n${owner}\n${what}`;
   }
 
-  /** Creates a delegation slot. Ids are unique; a clash is retried. */
-  async create(owner: string, type: DelegationType, secret: { privateKeyPem: string } | { token: string; expires?: number | undefined }, id?: string): Promise<string> {
+  /**
+   * Creates a delegation slot. Ids are unique; a clash is retried. With `maxPerOwner` the owner's
+   * count is checked and the slot added in one script, so concurrent requests cannot overshoot.
+   */
+  async create(owner: string, type: DelegationType, secret: { privateKeyPem: string } | { token: string; expires?: number | undefined }, id?: string, maxPerOwner = 0): Promise<string> {
+    if (!("ceDelegCreate" in this.redis)) this.redis.defineCommand("ceDelegCreate", { numberOfKeys: 3, lua: DELEG_CREATE });
     for (let attempt = 0; attempt < 5; attempt++) {
       const did = id ?? DelegationStore.newId();
       const now = Date.now();
       const fields: Record<string, string> = { id: did, owner, ownerKey: ownerKey(owner), type, created: String(now), updated: String(now) };
+      let index = "";
+      let score = "";
       if ("privateKeyPem" in secret) {
         fields.key = this.box.seal(secret.privateKeyPem, this.aad(did, owner, "key"));
         fields.awaiting = "1";
+        [index, score] = [this.pendingIndex(), String(now)];
       } else {
         fields.token = this.box.seal(secret.token, this.aad(did, owner, "token"));
-        if (secret.expires) fields.expires = String(secret.expires);
+        if (secret.expires) {
+          fields.expires = String(secret.expires);
+          [index, score] = [this.expiryIndex(), String(secret.expires)];
+        }
       }
-      const ok = await this.redis.hsetnx(this.keys.deleg(did), "id", did);
-      if (!ok) {
-        if (id) throw new Error("delegation id already exists");
-        continue;
-      }
-      const m = this.redis.multi().hset(this.keys.deleg(did), fields).sadd(this.keys.ownerDelegs(ownerKey(owner)), did);
-      if ("privateKeyPem" in secret) m.zadd(this.pendingIndex(), now, did);
-      else if (secret.expires) m.zadd(this.expiryIndex(), secret.expires, did);
-      await m.exec();
-      return did;
+      const res = Number(
+        await (this.redis as unknown as DelegCommands).ceDelegCreate(
+          this.keys.deleg(did), this.keys.ownerDelegs(ownerKey(owner)), index || this.pendingIndex(), did, maxPerOwner, score, ...Object.entries(fields).flat(),
+        ),
+      );
+      if (res === -1) throw new DelegationQuotaReached(maxPerOwner);
+      if (res === 1) return did;
+      if (id) throw new Error("delegation id already exists");
     }
     throw new Error("could not allocate a delegation id");
   }

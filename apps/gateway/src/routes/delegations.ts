@@ -33,7 +33,8 @@ function service(c: Context<AppEnv>): DelegationService {
   const s = c.get("services");
   let svc = services.get(s);
   if (!svc) {
-    svc = new DelegationService({ store: s.delegations, keyPool: s.keyPool, trust: s.trust });
+    const { delegationsPerOwner, delegationRenewalsPerMinute } = s.config.quotas;
+    svc = new DelegationService({ store: s.delegations, keyPool: s.keyPool, trust: s.trust, maxPerOwner: delegationsPerOwner, renewalsPerMinute: delegationRenewalsPerMinute });
     services.set(s, svc);
   }
   return svc;

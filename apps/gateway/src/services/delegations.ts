@@ -9,18 +9,20 @@
  */
 import { createPrivateKey } from "node:crypto";
 import { decodeJwt } from "jose";
-import type { DelegationRecord, DelegationStore, DelegationType } from "@ce/store";
+import { DelegationQuotaReached, takeFromMinuteWindow, type DelegationRecord, type DelegationStore, type DelegationType } from "@ce/store";
 import { acceptDelegatedChain, createCsr, type KeyPair, type KeyPool, type TrustStore } from "@ce/x509";
 import type { ApiVersion, Identity } from "../context.js";
-import { BadRequest, Forbidden, NotFound } from "../errors.js";
+import { BadRequest, CeError, Forbidden, NotFound } from "../errors.js";
 
 export interface DelegationDeps {
   store: DelegationStore;
   keyPool: KeyPool;
   trust: TrustStore;
   now?: () => Date;
-  /** Delegations one owner may hold (each new x509 slot costs an RSA key). Default 1000. */
+  /** Delegations one owner may hold (each new x509 slot costs an RSA key); quotas.delegationsPerOwner. */
   maxPerOwner?: number;
+  /** Renewals per owner per minute; quotas.delegationRenewalsPerMinute. */
+  renewalsPerMinute?: number;
   /** RSA keys generated at once when the pool is empty (libuv's pool also serves fs/DNS). Default 2. */
   keyConcurrency?: number;
 }
@@ -44,11 +46,22 @@ export class DelegationService {
     }
   }
 
-  /** Soft limit: concurrent creations may overshoot it by a few, which is harmless. */
-  private async checkQuota(owner: string): Promise<void> {
-    const max = this.d.maxPerOwner ?? 1000;
-    if ((await this.d.store.count(owner)) >= max) {
-      throw new Forbidden(`Too many delegations: the limit is ${max} per identity; delete unused ones`, "DELEGATION_QUOTA");
+  /** Creates the slot within the owner's quota (checked atomically in Redis by the store). */
+  private async createWithin(owner: string, type: DelegationType, secret: Parameters<DelegationStore["create"]>[2]): Promise<string> {
+    const max = this.d.maxPerOwner ?? 10_000;
+    try {
+      return await this.d.store.create(owner, type, secret, undefined, max);
+    } catch (e) {
+      throw e instanceof DelegationQuotaReached ? quotaReached(max) : e;
+    }
+  }
+
+  /** Counts a renewal against the owner's per-minute quota; 429 with Retry-After above it. */
+  private async takeRenewal(owner: string): Promise<void> {
+    const max = this.d.renewalsPerMinute ?? 120;
+    const wait = await takeFromMinuteWindow(this.d.store.redis, this.d.store.keys.prefix, owner, max, this.d.now?.().getTime());
+    if (wait !== undefined) {
+      throw new CeError(429, "DELEGATION_RENEWAL_RATE", `Too many delegation renewals: the limit is ${max} per minute per identity (quota quotas.delegationRenewalsPerMinute); retry after ${wait} s`, { "Retry-After": String(wait) });
     }
   }
 
@@ -65,9 +78,11 @@ export class DelegationService {
 
   /** Step 1 of the X.509 exchange: a pool key, sealed in the store; the CSR for it. */
   async newX509(owner: string): Promise<{ id: string; csr: string }> {
-    await this.checkQuota(owner);
+    // Refused before a key is spent on it; the atomic check follows in createWithin.
+    const max = this.d.maxPerOwner ?? 10_000;
+    if ((await this.d.store.count(owner)) >= max) throw quotaReached(max);
     const kp = await this.takeKey();
-    const id = await this.d.store.create(owner, "x509", { privateKeyPem: pkcs8(kp.privateKey) });
+    const id = await this.createWithin(owner, "x509", { privateKeyPem: pkcs8(kp.privateKey) });
     return { id, csr: createCsr(kp) };
   }
 
@@ -75,6 +90,7 @@ export class DelegationService {
   async renewX509(owner: string, id: string, version: ApiVersion): Promise<string> {
     const rec = await this.find(owner, id, version);
     if (rec.type !== "x509") throw new BadRequest("Delegation is a jwt delegation: renew it with the new token in an X-Token-Delegation header", "DELEGATION_TYPE");
+    await this.takeRenewal(owner);
     const kp = await this.takeKey();
     await this.d.store.replaceKey(id, owner, pkcs8(kp.privateKey));
     return createCsr(kp);
@@ -103,14 +119,14 @@ export class DelegationService {
   /** JWT delegation (1.1): stored sealed and unverified, as the interface says; exp recorded when readable. */
   async newJwt(owner: string, header: string | undefined): Promise<string> {
     const token = delegatedToken(header);
-    await this.checkQuota(owner);
-    return this.d.store.create(owner, "jwt", { token, expires: jwtExpiry(token) });
+    return this.createWithin(owner, "jwt", { token, expires: jwtExpiry(token) });
   }
 
   async renewJwt(owner: string, id: string, header: string | undefined): Promise<void> {
     const rec = await this.find(owner, id, "1.1");
     if (rec.type !== "jwt") throw new BadRequest("Delegation is an x509 delegation; X-Token-Delegation does not apply", "DELEGATION_TYPE");
     const token = delegatedToken(header);
+    await this.takeRenewal(owner);
     await this.d.store.storeToken(id, owner, token, jwtExpiry(token));
   }
 
@@ -124,6 +140,10 @@ export class DelegationService {
     await this.find(owner, id, version);
     if (!(await this.d.store.delete(id, owner))) throw new NotFound("No such delegation", "DELEGATION_NOT_FOUND");
   }
+}
+
+function quotaReached(max: number): Forbidden {
+  return new Forbidden(`Too many delegations: the limit is ${max} per identity (quota quotas.delegationsPerOwner); delete unused ones`, "DELEGATION_QUOTA");
 }
 
 /** Ids are ours (16 hex); anything else cannot exist, so it is not looked up. */
