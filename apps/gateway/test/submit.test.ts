@@ -107,14 +107,80 @@ describe("per-item failures", () => {
   });
 });
 
-describe("whole-request errors", () => {
-  it("malformed xRSL and XML → 400 with the parser message", async () => {
-    const x = await post("1.0", "&(executable=", { accept: "application/json" });
-    expect(x.status).toBe(400);
-    expect(x.json().reason).toMatch(/xRSL/);
-    const a = await post("1.0", "<adl:ActivityDescription xmlns:adl='x'><oops></adl:ActivityDescription>");
-    expect(a.status).toBe(400);
+describe("descriptions that do not parse: per-item 400 inside 201 (decisions #20)", () => {
+  const only = async (body: string, o: { ct?: string; accept?: string } = {}) => {
+    const r = await post("1.0", body, o);
+    expect(r.status).toBe(201);
+    const items = r.json().job as J[];
+    expect(items).toHaveLength(1);
+    expect(items[0]["status-code"]).toBe("400");
+    expect(items[0].id).toBeUndefined();
+    return items[0].reason as string;
+  };
+  it("malformed xRSL and XML, and a body that is no description at all", async () => {
+    expect(await only("&(executable=")).toMatch(/^xRSL syntax error at line 1, column 14/);
+    expect(await only("<adl:ActivityDescription xmlns:adl='x'><oops></adl:ActivityDescription>")).toMatch(/^ADL syntax error/);
+    expect(await only("hello")).toMatch(/not a job description/);
+    expect(await only("<JobDefinition/>", { ct: "application/xml" })).toMatch(/not an ADL ActivityDescription/);
   });
+  it("the ARC client's shape: XML, no Content-Type", async () => {
+    const r = await post("1.0", "&(executable=", { accept: "text/xml" });
+    expect(r.status).toBe(201);
+    expect(r.text).toMatch(/^<jobs><job><status-code>400<\/status-code><reason>xRSL syntax error at line 1, column 14: [^<]+<\/reason><\/job><\/jobs>$/);
+  });
+  it("one broken part of a + bundle: the others are created", async () => {
+    const r = await post("1.1", `+(${XRSL("a")})(&(executable /bin/x))(${XRSL("c")}) junk`);
+    expect(r.status).toBe(201);
+    const items = r.json().job as J[];
+    expect(items.map((i) => i["status-code"])).toEqual(["201", "400", "201", "400"]);
+    expect(items[1].reason).toMatch(/expected an operator .* after attribute 'executable'/);
+    expect(items[3].reason).toMatch(/Junk at end/);
+    for (const i of [0, 2]) expect(await t.gw.services.jobs.get(items[i].id)).toMatchObject({ rest: "ACCEPTING" });
+  });
+  it("one ActivityDescription that is not well-formed: the others are created", async () => {
+    const ns = 'xmlns:adl="http://www.eu-emi.eu/es/2010/12/adl"';
+    const bad = "<adl:ActivityDescription><adl:Application><adl:Executable></adl:Application></adl:ActivityDescription>";
+    const body = `<adl:ActivityDescriptions ${ns}>${ADL("x").replace(/ xmlns:[^ >]+/g, "")}${bad}${ADL("z").replace(/ xmlns:[^ >]+/g, "")}</adl:ActivityDescriptions>`;
+    const r = await post("1.1", body, { ct: "application/xml" });
+    expect(r.status).toBe(201);
+    const items = r.json().job as J[];
+    expect(items.map((i) => i["status-code"])).toEqual(["201", "400", "201"]);
+    expect(items[1].reason).toMatch(/^ADL syntax error/);
+    expect((await t.gw.services.jobs.get(items[2].id))?.jobName).toBe("z");
+  });
+  it("a cap exceeded by one description is its per-item 400 naming the cap", async () => {
+    let chain = '(rsl_substitution=("V0" "0123456789abcdef"))';
+    for (let i = 1; i <= 30; i++) chain += `(rsl_substitution=("V${i}" $(V${i - 1})#$(V${i - 1})))`;
+    const r = await post("1.1", `+(${XRSL("ok")})(${XRSL("bomb", `${chain}(arguments=$(V30))`)})`);
+    const items = r.json().job as J[];
+    expect(items.map((i) => i["status-code"])).toEqual(["201", "400"]);
+    expect(items[1].reason).toMatch(/exceeds the limit maxValueChars=1048576/);
+  });
+});
+
+describe("xRSL time values read as ARC reads them", () => {
+  it.each([
+    ['"2 minutes"', 120],
+    ['"1 hour 30 minutes"', 5400],
+    ['"1h30m"', 5400],
+    ['"90"', 5400],
+    ["90", 5400],
+    ['"PT10M"', 600],
+  ])("walltime=%s → %i s", async (value, seconds) => {
+    const r = await post("1.1", XRSL("t", `(walltime=${value})(cputime=${value})(lifetime=${value})(gridtime=${value})`));
+    const item = r.json().job[0];
+    expect(item["status-code"]).toBe("201");
+    const rec = await t.gw.services.jobs.get(item.id);
+    expect(rec?.summary).toMatchObject({ wallTime: seconds, cpuTime: seconds });
+  });
+  it.each(["walltime", "cputime", "lifetime", "gridtime"])("invalid %s → per-item 400 naming the attribute", async (attr) => {
+    const item = (await post("1.1", XRSL("t", `(${attr}="an hour")`))).json().job[0];
+    expect(item["status-code"]).toBe("400");
+    expect(item.reason).toMatch(new RegExp(`'${attr}'.*'an hour' is not a time`));
+  });
+});
+
+describe("whole-request errors", () => {
   it("JSON bodies → 415; unknown media type → 415; type/body mismatch → 400", async () => {
     expect((await post("1.0", '{"job":1}')).status).toBe(415);
     expect((await post("1.0", XRSL(), { ct: "application/json" })).status).toBe(415);
@@ -122,19 +188,22 @@ describe("whole-request errors", () => {
     expect((await post("1.0", XRSL(), { ct: "application/xml" })).status).toBe(400);
     expect((await post("1.0", XRSL(), { ct: "application/x-www-form-urlencoded" })).status).toBe(201);
   });
-  it("empty / whitespace / unrecognized body → 400", async () => {
+  it("empty / whitespace body → 400 (there is no item to answer for)", async () => {
     expect((await post("1.0", "")).status).toBe(400);
     expect((await post("1.0", "   \n")).status).toBe(400);
-    expect((await post("1.0", "hello")).status).toBe(400);
   });
   it("oversized body → 413", async () => {
     const r = await post("1.0", XRSL("big", `(arguments="${"x".repeat(70 * 1024)}")`));
     expect(r.status).toBe(413);
     expect(r.json()["status-code"]).toBe("413");
   });
-  it("too many descriptions → 413", async () => {
+  it("too many descriptions → 413 naming the limit, for xRSL and ADL", async () => {
     const many = "+" + Array.from({ length: 51 }, (_, i) => `(${XRSL(`m${i}`)})`).join("");
-    expect((await post("1.0", many)).status).toBe(413);
+    const r = await post("1.0", many);
+    expect(r.status).toBe(413);
+    expect(r.json().reason).toMatch(/limit maxDescriptions=50/);
+    const adl = `<ActivityDescriptions>${"<ActivityDescription/>".repeat(51)}</ActivityDescriptions>`;
+    expect((await post("1.0", adl)).status).toBe(413);
   });
   it("missing or unknown action → 400; PUT/DELETE on /jobs → 405 with Allow", async () => {
     expect((await t.request("POST", `${t.rest}/1.0/jobs`, { body: XRSL() })).status).toBe(400);

@@ -8,6 +8,7 @@ export type DescriptionErrorCode =
   | "ADL_SYNTAX"
   | "INVALID_DESCRIPTION"
   | "TOO_LARGE"
+  | "LIMIT_EXCEEDED"
   | "UNSUPPORTED_FORMAT";
 
 /** Where in the submitted text the problem is; line and column are 1-based. */
@@ -83,6 +84,22 @@ export class DescriptionTooLargeError extends DescriptionError {
   }
 }
 
+/**
+ * A description (or the body) would grow past one of the caps of description/limits.ts; raised
+ * while parsing or evaluating, before the memory is spent. `limit` names the cap, `max` its value.
+ */
+export class DescriptionLimitError extends DescriptionError {
+  readonly limit: string;
+  readonly max: number;
+  constructor(limit: string, max: number, detail: string, position?: SourcePosition) {
+    super("LIMIT_EXCEEDED", `job description exceeds the limit ${limit}=${max}: ${detail}`, position);
+    this.name = "DescriptionLimitError";
+    this.limit = limit;
+    this.max = max;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
 export class UnsupportedFormatError extends DescriptionError {
   constructor(message: string) {
     super("UNSUPPORTED_FORMAT", message);
@@ -98,13 +115,42 @@ export function isDescriptionError(e: unknown): e is DescriptionError {
 /** Converts a character offset into a 1-based line/column position. */
 export function positionAt(text: string, offset: number): SourcePosition {
   const o = Math.max(0, Math.min(offset, text.length));
+  // Start from the last checkpoint before `o`: a body with many failing items must not rescan
+  // the whole text for each of them (the checkpoints are few: one per 64 Ki characters).
+  const marks = checkpoints(text);
+  const mark = marks[Math.min(marks.length - 1, Math.floor(o / STRIDE))] as Mark;
+  let line = mark.line;
+  let lineStart = mark.lineStart;
+  for (let i = text.indexOf("\n", mark.offset); i >= 0 && i < o; i = text.indexOf("\n", i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return { offset: o, line, column: o - lineStart + 1 };
+}
+
+interface Mark {
+  offset: number;
+  line: number;
+  lineStart: number;
+}
+const STRIDE = 65536;
+let cachedText: string | undefined;
+let cachedMarks: Mark[] = [];
+
+function checkpoints(text: string): Mark[] {
+  if (text === cachedText) return cachedMarks;
+  const marks: Mark[] = [{ offset: 0, line: 1, lineStart: 0 }];
   let line = 1;
   let lineStart = 0;
-  for (let i = 0; i < o; i++) {
-    if (text.charCodeAt(i) === 10) {
+  let i = text.indexOf("\n");
+  for (let at = STRIDE; at <= text.length; at += STRIDE) {
+    for (; i >= 0 && i < at; i = text.indexOf("\n", i + 1)) {
       line++;
       lineStart = i + 1;
     }
+    marks.push({ offset: at, line, lineStart });
   }
-  return { offset: o, line, column: o - lineStart + 1 };
+  cachedText = text;
+  cachedMarks = marks;
+  return marks;
 }

@@ -27,6 +27,9 @@ export {
 export { parseAdl, parseAdlSettled, DEFAULT_MAX_DESCRIPTION_BYTES, type AdlOptions, type AdlItem } from "./description/adl/index.js";
 export {
   detectFormat,
+  DESCRIPTION_LIMITS,
+  isBodyLimit,
+  type DescriptionLimits,
   parseDescriptions,
   parseDescriptionsSettled,
   type DescriptionFormat,

@@ -1,9 +1,8 @@
 import {
   type SettledDescription,
   DescriptionTooLargeError,
-  UnsupportedFormatError,
   detectFormat,
-  isDescriptionError,
+  isBodyLimit,
   parseDescriptionsSettled,
 } from "@ce/model";
 import { BadRequest, CeError, PayloadTooLarge, UnsupportedMediaType } from "../errors.js";
@@ -17,10 +16,18 @@ const JSON_TYPES = new Set(["application/json", "text/json"]);
  * Submission body → one settled result per description, in order. Content-Type decides the
  * language when it names one (`application/xml` ADL, `application/rsl` xRSL); when it is absent
  * or generic the first non-blank character does (decisions #11) — the ARC client sends none.
- * Whole-body problems become request errors: 413 too large, 415 JSON or an unknown media type,
- * 400 empty body, syntax errors or a body that contradicts its Content-Type.
+ * Whole-body problems become request errors: 413 too large or more descriptions / syntax nodes
+ * than the caps allow, 415 JSON or an unknown media type, 400 empty body or a body that
+ * contradicts its Content-Type. A description that does not parse — also one part of a `+` or
+ * ActivityDescriptions bundle, and a body that is no description at all — is a per-item 400
+ * inside the overall 201 (decisions #20; A-REX answers such bodies per item too, and both the
+ * ARC client and pyarcrest read the per-item result).
  */
-export function settleDescriptions(body: string, contentType: string | undefined, opts: { maxBytes: number; maxRerun: number }): SettledDescription[] {
+export function settleDescriptions(
+  body: string,
+  contentType: string | undefined,
+  opts: { maxBytes: number; maxRerun: number; maxDescriptions: number },
+): SettledDescription[] {
   if (body.length === 0) throw new BadRequest("Missing payload: the request body holds no job description", "EMPTY_BODY");
   if (body.trim() === "") throw new BadRequest("Payload is empty: the request body is only whitespace", "EMPTY_BODY");
   const sniffed = detectFormat(body);
@@ -36,11 +43,12 @@ export function settleDescriptions(body: string, contentType: string | undefined
   }
   if (sniffed === "json") throw jsonRefused();
   try {
-    return parseDescriptionsSettled(body, { maxBytes: opts.maxBytes, maxRerun: opts.maxRerun });
+    return parseDescriptionsSettled(body, { maxBytes: opts.maxBytes, maxRerun: opts.maxRerun, limits: { maxDescriptions: opts.maxDescriptions } });
   } catch (e) {
     if (e instanceof DescriptionTooLargeError) throw new PayloadTooLarge("Job description", e.limit);
-    if (e instanceof UnsupportedFormatError) throw new BadRequest(`Payload is not recognized: ${e.message}`, "UNSUPPORTED_FORMAT");
-    if (isDescriptionError(e)) throw new BadRequest(e.message, e.code);
+    if (isBodyLimit(e)) {
+      throw new CeError(413, e.limit === "maxDescriptions" ? "TOO_MANY_DESCRIPTIONS" : "DESCRIPTION_LIMIT", e.message);
+    }
     throw e;
   }
 }

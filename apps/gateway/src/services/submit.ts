@@ -4,7 +4,7 @@ import type { JobDescription, SettledDescription } from "@ce/model";
 import { JobStore, QUEUE_DEFAULTS, advanceJobId, type JobRecord } from "@ce/store";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
-import { CeError, Forbidden, ServiceUnavailable } from "../errors.js";
+import { Forbidden, ServiceUnavailable } from "../errors.js";
 import { ruleMatches } from "../middleware/identity/policy.js";
 import { settleDescriptions } from "./descriptions.js";
 import { isDraining } from "./info.js";
@@ -44,6 +44,9 @@ type Outcome = { kind: "item"; item: BulkItem } | { kind: "plan"; plan: Plan };
 const created = (id: string): BulkItem => ({ statusCode: 201, reason: "Created", id, state: "ACCEPTING" });
 const failed = (statusCode: number, reason: string): BulkItem => ({ statusCode, reason });
 const DELEGATION_ID = /^[A-Za-z0-9._-]{1,128}$/;
+/** Reasons quote the offending value; a per-item reason stays short whatever the client sent. */
+const MAX_REASON = 512;
+const clip = (s: string) => (s.length > MAX_REASON ? `${s.slice(0, MAX_REASON)}…` : s);
 // Enough parallel file creation to keep libuv's pool busy without flooding a shared file system.
 const FILE_CONCURRENCY = 32;
 
@@ -56,13 +59,15 @@ const FILE_CONCURRENCY = 32;
 export async function submitJobs(s: Services, req: SubmitRequest): Promise<BulkItem[]> {
   const { config } = s;
   if (await isDraining(s)) throw new ServiceUnavailable("CE is draining: new jobs are not accepted", "DRAINING");
-  const settled = settleDescriptions(req.body, req.contentType, { maxBytes: config.gateway.limits.descriptionBytes, maxRerun: config.jobs.maxRerun });
+  const maxJobs = config.gateway.limits.jobsPerSubmission;
+  // The parser stops at maxJobs descriptions (413) instead of reading them all first.
+  const settled = settleDescriptions(req.body, req.contentType, {
+    maxBytes: config.gateway.limits.descriptionBytes,
+    maxRerun: config.jobs.maxRerun,
+    maxDescriptions: maxJobs,
+  });
   if (req.instances !== undefined && settled.length > 1) {
     throw new Forbidden("No multiple descriptions and multiple instances simultaneously", "INSTANCES_WITH_ARRAY");
-  }
-  const maxJobs = config.gateway.limits.jobsPerSubmission;
-  if (settled.length > maxJobs) {
-    throw new CeError(413, "TOO_MANY_DESCRIPTIONS", `${settled.length} job descriptions in one request; the limit is ${maxJobs}`);
   }
   const outcomes = await checkDescriptions(s, req, settled);
 
@@ -116,7 +121,7 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
     ),
   );
   return settled.map((it, index): Outcome => {
-    if (!it.ok) return { kind: "item", item: failed(400, it.error.message) };
+    if (!it.ok) return { kind: "item", item: failed(400, clip(it.error.message)) };
     const d = it.description;
     const queueName = d.queue ?? req.queue ?? config.jobs.defaultQueue;
     const queue = config.jobs.queues.find((q) => q.name === queueName);

@@ -58,12 +58,27 @@ describe("parseDescriptionsSettled", () => {
     expect(items[1]?.source).toMatch(/^<ActivityDescription><DataStaging>/);
   });
 
-  it("throws for whole-body problems", () => {
-    expect(thrown(() => parseDescriptionsSettled('&(executable="x"')).code).toBe("XRSL_SYNTAX");
-    expect(thrown(() => parseDescriptionsSettled("<ActivityDescription>")).code).toBe("ADL_SYNTAX");
-    expect(thrown(() => parseDescriptionsSettled('{"executable":"x"}')).code).toBe("UNSUPPORTED_FORMAT");
-    expect(thrown(() => parseDescriptionsSettled("hello")).message).toMatch(/not a job description/);
-    expect(thrown(() => parseDescriptionsSettled("")).code).toBe("UNSUPPORTED_FORMAT");
+  it("a body that does not parse is one failed item (decisions #20), not a throw", () => {
+    const one = (body: string) => {
+      const items = parseDescriptionsSettled(body);
+      expect(items).toHaveLength(1);
+      const [it] = items;
+      if (!it || it.ok) throw new Error("expected a failed item");
+      return it.error;
+    };
+    expect(one('&(executable="x"').code).toBe("XRSL_SYNTAX");
+    expect(one("<ActivityDescription>").code).toBe("ADL_SYNTAX");
+    expect(one('{"executable":"x"}').code).toBe("UNSUPPORTED_FORMAT");
+    expect(one("hello").message).toMatch(/not a job description/);
+    expect(one("").code).toBe("UNSUPPORTED_FORMAT");
+  });
+
+  it("throws only for the body-wide caps", () => {
+    const many = "+" + "(&(executable=/bin/true))".repeat(4);
+    const e = thrown(() => parseDescriptionsSettled(many, { limits: { maxDescriptions: 3 } }));
+    expect(e.code).toBe("LIMIT_EXCEEDED");
+    expect(e.message).toMatch(/maxDescriptions=3/);
+    expect(parseDescriptionsSettled(many, { limits: { maxDescriptions: 4 } })).toHaveLength(4);
   });
 
   it("applies the size limit to every format", () => {

@@ -8,15 +8,20 @@ import {
 } from "../errors.js";
 import { parseAdlSettled } from "./adl/index.js";
 import { DEFAULT_MAX_DESCRIPTION_BYTES } from "./adl/xml.js";
+import { ExpansionBudget, resolveLimits, type DescriptionLimits } from "./limits.js";
 import type { JobDescription } from "./types.js";
 import { validateDescription, type ValidateOptions } from "./validate.js";
 import { parseXrslSettled } from "./xrsl/index.js";
+
+export { DESCRIPTION_LIMITS, isBodyLimit, type DescriptionLimits } from "./limits.js";
 
 export type DescriptionFormat = "xrsl" | "adl" | "json" | "unknown";
 
 export interface ParseOptions extends ValidateOptions {
   /** Largest accepted body in bytes (UTF-8); default 5 MiB. */
   maxBytes?: number | undefined;
+  /** Overrides of the expansion caps (limits.ts), e.g. `maxDescriptions` from the gateway's config. */
+  limits?: Partial<DescriptionLimits> | undefined;
 }
 
 export type SettledDescription =
@@ -33,30 +38,35 @@ export function detectFormat(body: string): DescriptionFormat {
 }
 
 /**
- * Parses and validates every description in a body. Throws for problems with the whole body
- * (size, unknown format, syntax); a description that is invalid on its own is a failed item and
- * does not affect the others.
+ * Parses and validates every description in a body. Throws only for the body as a whole: too
+ * many bytes (DescriptionTooLargeError) or a body-wide cap (DescriptionLimitError for
+ * maxDescriptions / maxNodes, see `isBodyLimit`). Everything else is a failed item that does not
+ * affect the others: a description that does not parse, exceeds a per-description cap, is
+ * invalid, or a body that is no description at all (one failed item, as A-REX answers it).
  */
 export function parseDescriptionsSettled(body: string, opts: ParseOptions = {}): SettledDescription[] {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_DESCRIPTION_BYTES;
   const size = Buffer.byteLength(body, "utf8");
   if (size > maxBytes) throw new DescriptionTooLargeError(size, maxBytes);
+  const limits = resolveLimits(opts.limits);
   const text = body.replace(/^\uFEFF/, "");
   const format = detectFormat(text);
   let items: SettledDescription[];
   switch (format) {
     case "xrsl":
-      items = parseXrslSettled(text);
+      items = parseXrslSettled(text, limits, new ExpansionBudget(limits));
       break;
     case "adl":
-      items = parseAdlSettled(text, { maxBytes });
+      items = parseAdlSettled(text, { maxBytes, limits });
       break;
     case "json":
-      throw new UnsupportedFormatError("JSON job descriptions are not supported; send ADL (XML) or xRSL");
+      items = [{ ok: false, error: new UnsupportedFormatError("JSON job descriptions are not supported; send ADL (XML) or xRSL") }];
+      break;
     default:
-      throw new UnsupportedFormatError(
-        "the request body is not a job description: it must start with '<' (ADL) or '&', '+', '(' (xRSL)",
-      );
+      items = [{
+        ok: false,
+        error: new UnsupportedFormatError("the request body is not a job description: it must start with '<' (ADL) or '&', '+', '(' (xRSL)"),
+      }];
   }
   return items.map((item) => {
     if (!item.ok) return item;

@@ -5,6 +5,7 @@ describe("parseDuration", () => {
   it("bare numbers use the given unit", () => {
     expect(parseDuration("10", MINUTE)).toBe(600);
     expect(parseDuration("10", SECOND)).toBe(10);
+    expect(parseDuration("1h30", SECOND)).toBe(3630);
   });
 
   it.each([
@@ -17,11 +18,18 @@ describe("parseDuration", () => {
     ["2d 3h", 183600],
     ["1H30M", 5400],
     ["  15 m ", 900],
+    // ARC's Period: a unit is named by its first letter, words and blanks allowed.
+    ["2 minutes", 120],
+    ["1 hour 30 minutes", 5400],
+    ["1h30m", 5400],
+    ["1 Week 2 DAYS", 9 * 86400],
+    ["45 sec", 45],
+    ["1h30", 5400],
   ])("%j = %i s", (s, v) => {
     expect(parseDuration(s, MINUTE)).toBe(v);
   });
 
-  it.each(["", "P", "PT", "1x", "h", "-5", "1h-2m", "soon"])("%j is not a duration", (s) => {
+  it.each(["", "P", "PT", "1x", "h", "-5", "1h-2m", "soon", "1 30m", "2 years", "1h,30m", "minutes 2", "1.2.3h"])("%j is not a duration", (s) => {
     expect(parseDuration(s, MINUTE)).toBeUndefined();
   });
 });

@@ -11,33 +11,45 @@ export const MINUTE = 60;
 export const SECOND = 1;
 
 /**
- * Parses a duration into whole seconds: an ISO-8601 duration (`PT1H30M`; Y = 365 d, M = 30 d),
- * numbers with unit letters w/d/h/m/s (`1h 30m`, `90s`), or a bare number in `bareUnitSeconds`
- * (xRSL: minutes, decisions.md #21; ADL: seconds). Returns undefined when it is none of these.
+ * Parses a duration into whole seconds the way ARC's `Period` reads it: an ISO-8601 duration
+ * (`PT1H30M`; Y = 365 d, M = 30 d), or a sequence of numbers each followed (after optional
+ * blanks) by a unit word named by its first letter — w(eeks), d(ays), h(ours), m(inutes),
+ * s(econds), any case, so `1h30m`, `2 minutes`, `1 hour 30 minutes` — where a final number
+ * without unit, or a bare number, is in `bareUnitSeconds` (xRSL: minutes, decisions.md #21;
+ * ADL: seconds). Returns undefined when it is none of these.
  */
 export function parseDuration(text: string, bareUnitSeconds: number): number | undefined {
   const s = text.trim();
   if (s === "") return undefined;
-  if (/^\d+(?:\.\d+)?$/.test(s)) return Math.round(Number(s) * bareUnitSeconds);
-  const iso = ISO_DURATION.exec(s);
-  if (iso) {
-    if (s.toUpperCase() === "P" || /T$/i.test(s)) return undefined;
-    const [, y, mo, w, d, h, mi, sec] = iso.map((x) => (x === undefined ? 0 : Number(x)));
-    const total =
-      (y ?? 0) * 365 * 86400 +
-      (mo ?? 0) * 30 * 86400 +
-      (w ?? 0) * 604800 +
-      (d ?? 0) * 86400 +
-      (h ?? 0) * 3600 +
-      (mi ?? 0) * 60 +
-      (sec ?? 0);
-    return Math.round(total);
-  }
-  if (!/^(\s*\d+(?:\.\d+)?\s*[wdhms])+$/i.test(s)) return undefined;
+  if (s[0] === "P" || s[0] === "p") return parseIsoDuration(s);
+  const token = /(\d+(?:\.\d+)?)[ \t]*([A-Za-z]*)[ \t]*/y;
   let total = 0;
-  for (const m of s.matchAll(/(\d+(?:\.\d+)?)\s*([wdhms])/gi)) {
-    total += Number(m[1]) * (UNIT_SECONDS[(m[2] as string).toLowerCase()] ?? 0);
+  for (let at = 0; at < s.length; ) {
+    token.lastIndex = at;
+    const m = token.exec(s);
+    if (!m) return undefined;
+    at = token.lastIndex;
+    const word = m[2] as string;
+    // A number without unit counts in the bare unit, and only as the last one (`1h30`, `90`).
+    const unit = word === "" ? (at === s.length ? bareUnitSeconds : undefined) : UNIT_SECONDS[(word[0] as string).toLowerCase()];
+    if (unit === undefined) return undefined;
+    total += Number(m[1]) * unit;
   }
+  return Math.round(total);
+}
+
+function parseIsoDuration(s: string): number | undefined {
+  const iso = ISO_DURATION.exec(s);
+  if (!iso || s.toUpperCase() === "P" || /T$/i.test(s)) return undefined;
+  const [, y, mo, w, d, h, mi, sec] = iso.map((x) => (x === undefined ? 0 : Number(x)));
+  const total =
+    (y ?? 0) * 365 * 86400 +
+    (mo ?? 0) * 30 * 86400 +
+    (w ?? 0) * 604800 +
+    (d ?? 0) * 86400 +
+    (h ?? 0) * 3600 +
+    (mi ?? 0) * 60 +
+    (sec ?? 0);
   return Math.round(total);
 }
 

@@ -1,6 +1,8 @@
 import { DescriptionError, InvalidDescriptionError, UnsupportedFormatError } from "../../errors.js";
+import { DESCRIPTION_LIMITS, isBodyLimit, limitError, type DescriptionLimits } from "../limits.js";
 import type { JobDescription } from "../types.js";
 import { adlToDescription } from "./reader.js";
+import { splitBundle } from "./split.js";
 import { DEFAULT_MAX_DESCRIPTION_BYTES, readXml, type XNode } from "./xml.js";
 
 export { DEFAULT_MAX_DESCRIPTION_BYTES } from "./xml.js";
@@ -8,6 +10,7 @@ export { DEFAULT_MAX_DESCRIPTION_BYTES } from "./xml.js";
 export interface AdlOptions {
   /** Largest accepted body in bytes (UTF-8); default 5 MiB. */
   maxBytes?: number | undefined;
+  limits?: DescriptionLimits | undefined;
 }
 
 export type AdlItem =
@@ -16,20 +19,42 @@ export type AdlItem =
 
 /**
  * Parses an ADL body: one `ActivityDescription`, or `ActivityDescriptions` whose every child
- * element is one description. Bad XML, DOCTYPE/entities, size and a wrong root throw; problems
- * inside one description are reported for that item only.
+ * element is one description. Size and the body-wide caps throw; anything else wrong (bad XML,
+ * DOCTYPE, a wrong root, one broken description of a bundle) is a failed item. When a bundle is
+ * not well-formed its descriptions are cut apart and read one by one (split.ts).
  */
 export function parseAdlSettled(text: string, opts: AdlOptions = {}): AdlItem[] {
-  const root = readXml(text, opts.maxBytes ?? DEFAULT_MAX_DESCRIPTION_BYTES);
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_DESCRIPTION_BYTES;
+  const limits = opts.limits ?? DESCRIPTION_LIMITS;
+  let root: XNode;
+  try {
+    root = readXml(text, maxBytes, limits);
+  } catch (e) {
+    if (!(e instanceof DescriptionError) || e.code === "TOO_LARGE" || isBodyLimit(e)) throw e;
+    const parts = splitBundle(text, limits.maxDescriptions + 1);
+    if (!parts || parts.length === 0) return [{ ok: false, error: e, source: text.trim() }];
+    checkCount(parts.length, limits);
+    return parts.map((p) => {
+      try {
+        const el = readXml(p.text, maxBytes, limits);
+        if (el.local !== "ActivityDescription") throw new InvalidDescriptionError(`expected an ActivityDescription, found <${el.qname}>`, el.local);
+        return settle(el, p.text, p.text);
+      } catch (err) {
+        if (!(err instanceof DescriptionError) || isBodyLimit(err)) throw err;
+        return { ok: false as const, error: err, source: p.text };
+      }
+    });
+  }
   if (root.local === "ActivityDescription") return [settle(root, text, text.trim())];
   if (root.local !== "ActivityDescriptions") {
-    throw new UnsupportedFormatError(
-      `XML root element <${root.qname}> is not an ADL ActivityDescription or ActivityDescriptions`,
-    );
+    const error = new UnsupportedFormatError(`XML root element <${root.qname}> is not an ADL ActivityDescription or ActivityDescriptions`);
+    return [{ ok: false, error, source: text.trim() }];
   }
   if (root.children.length === 0) {
-    throw new InvalidDescriptionError("ActivityDescriptions contains no ActivityDescription", "ActivityDescriptions");
+    const error = new InvalidDescriptionError("ActivityDescriptions contains no ActivityDescription", "ActivityDescriptions");
+    return [{ ok: false, error, source: text.trim() }];
   }
+  checkCount(root.children.length, limits);
   return root.children.map((c) => {
     const source = withNamespaces(text.slice(c.start, c.end), c, root);
     if (c.local !== "ActivityDescription") {
@@ -41,6 +66,12 @@ export function parseAdlSettled(text: string, opts: AdlOptions = {}): AdlItem[] 
     }
     return settle(c, text, source);
   });
+}
+
+function checkCount(n: number, limits: DescriptionLimits): void {
+  if (n > limits.maxDescriptions) {
+    throw limitError("maxDescriptions", limits.maxDescriptions, `more than ${limits.maxDescriptions} descriptions in one request`);
+  }
 }
 
 /** Parses ADL into normalized descriptions (not yet validated); throws on the first error. */

@@ -5,10 +5,11 @@
  */
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { AdlSyntaxError, DescriptionTooLargeError, positionAt } from "../../errors.js";
+import { DESCRIPTION_LIMITS, limitError, type DescriptionLimits } from "../limits.js";
 
 export const DEFAULT_MAX_DESCRIPTION_BYTES = 5 * 1024 * 1024;
 /** ADL is a few levels deep; much deeper nesting is an attack on the (recursive) tree builder. */
-export const MAX_XML_DEPTH = 64;
+export const MAX_XML_DEPTH = DESCRIPTION_LIMITS.maxDepth;
 
 export interface XNode {
   /** Qualified name as written, e.g. `adl:Name`. */
@@ -50,10 +51,12 @@ const PARSER = new XMLParser({
   ignoreDeclaration: true,
   ignorePiTags: true,
   cdataPropName: "#cdata",
+  // Backstop only: readXml refuses deeper documents (limits.maxDepth) before fast-xml-parser runs.
+  maxNestedTags: 256,
 });
 
 /** Checks size and forbidden constructs, then parses. Throws AdlSyntaxError / DescriptionTooLargeError. */
-export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION_BYTES): XNode {
+export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION_BYTES, limits: DescriptionLimits = DESCRIPTION_LIMITS): XNode {
   const size = Buffer.byteLength(text, "utf8");
   if (size > maxBytes) throw new DescriptionTooLargeError(size, maxBytes);
   for (const forbidden of [/<!DOCTYPE/i, /<!ENTITY/i]) {
@@ -65,8 +68,8 @@ export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION
       );
     }
   }
-  const spans = scanSpans(text);
-  if (spanDepth(spans) > MAX_XML_DEPTH) throw new AdlSyntaxError(`elements are nested more than ${MAX_XML_DEPTH} levels deep`);
+  // Depth and counts are checked while scanning, before fast-xml-parser builds anything.
+  const spans = scanSpans(text, limits);
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     const { msg, line, col } = valid.err;
@@ -75,7 +78,7 @@ export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION
   const parsed = PARSER.parse(text) as FxpNode[];
   const elements = parsed.filter(isElement);
   if (elements.length !== 1 || spans.length !== 1) throw new AdlSyntaxError("the document must have exactly one root element");
-  return build(elements[0] as FxpNode, spans[0] as Span);
+  return build(elements[0] as FxpNode, spans[0] as Span, limits.maxValueChars, text);
 }
 
 function isElement(n: FxpNode): boolean {
@@ -86,12 +89,19 @@ function elementName(n: FxpNode): string | undefined {
   return Object.keys(n).find((k) => k !== ":@" && k !== "#text" && k !== "#cdata");
 }
 
-function build(n: FxpNode, span: Span): XNode {
+function build(n: FxpNode, span: Span, maxValue: number, source: string): XNode {
   const qname = elementName(n) as string;
   if (qname !== span.qname) throw new AdlSyntaxError(`internal mismatch reading element <${qname}>`);
   const rawAttrs = (n[":@"] ?? {}) as Record<string, unknown>;
   const attrs: Record<string, string> = {};
-  for (const [k, v] of Object.entries(rawAttrs)) attrs[k] = decodeEntities(String(v));
+  const tooLong = (what: string) => {
+    throw limitError("maxValueChars", maxValue, `${what} of <${qname}> is longer than ${maxValue} characters`, positionAt(source, span.start));
+  };
+  for (const [k, v] of Object.entries(rawAttrs)) {
+    const value = String(v);
+    if (value.length > maxValue) tooLong(`attribute ${k.slice(0, 64)}`);
+    attrs[k] = decodeEntities(value);
+  }
   const content = (n[qname] ?? []) as FxpNode[];
   const children: XNode[] = [];
   let text = "";
@@ -102,8 +112,9 @@ function build(n: FxpNode, span: Span): XNode {
     else if (isElement(c)) {
       const childSpan = span.children[spanIndex++];
       if (!childSpan) throw new AdlSyntaxError(`internal mismatch reading children of <${qname}>`);
-      children.push(build(c, childSpan));
+      children.push(build(c, childSpan, maxValue, source));
     }
+    if (text.length > maxValue) tooLong("the text");
   }
   const colon = qname.indexOf(":");
   return {
@@ -143,23 +154,15 @@ function offsetOf(text: string, line: number, col: number): number {
   return Math.min(text.length, offset + Math.max(0, col - 1));
 }
 
-function spanDepth(spans: Span[]): number {
-  // Iterative on purpose: the point is to refuse deep documents before recursing over them.
-  let max = 0;
-  const todo: Array<[Span, number]> = spans.map((s) => [s, 1]);
-  for (let item = todo.pop(); item; item = todo.pop()) {
-    const [s, d] = item;
-    max = Math.max(max, d);
-    for (const c of s.children) todo.push([c, d + 1]);
-  }
-  return max;
-}
-
-/** Element spans of an already well-formed document (comments, CDATA, PIs and quotes skipped). */
-function scanSpans(text: string): Span[] {
+/**
+ * Element spans (comments, CDATA, PIs and quotes skipped). Iterative, and refuses too deep, too
+ * many or too wide element trees as it goes: the point is to stop before anything recurses.
+ */
+function scanSpans(text: string, limits: DescriptionLimits): Span[] {
   const roots: Span[] = [];
   const stack: Span[] = [];
   let i = 0;
+  let count = 0;
   const skipTo = (marker: string, from: number): number => {
     const at = text.indexOf(marker, from);
     return at < 0 ? text.length : at + marker.length;
@@ -191,7 +194,14 @@ function scanSpans(text: string): Span[] {
       }
       const qname = /^[^\s/>]+/.exec(text.slice(lt + 1, lt + 200))?.[0] ?? "";
       const node: Span = { qname, start: lt, end: j + 1, innerStart: j + 1, innerEnd: j + 1, children: [] };
-      (stack[stack.length - 1]?.children ?? roots).push(node);
+      const siblings = stack[stack.length - 1]?.children ?? roots;
+      const at = () => positionAt(text, lt);
+      if (++count > limits.maxNodes) throw limitError("maxNodes", limits.maxNodes, `more than ${limits.maxNodes} XML elements in one request`, at());
+      if (stack.length >= limits.maxDepth) throw limitError("maxDepth", limits.maxDepth, `elements are nested more than ${limits.maxDepth} levels deep`, at());
+      if (siblings.length >= limits.maxListItems) {
+        throw limitError("maxListItems", limits.maxListItems, `more than ${limits.maxListItems} child elements in one element`, at());
+      }
+      siblings.push(node);
       if (text[j - 1] !== "/") stack.push(node);
       i = j + 1;
     }

@@ -93,11 +93,12 @@ class Reader {
     return b ?? this.fail(`'${this.single()}' is not yes/no/true/false`);
   }
 
-  /** Bare numbers are MINUTES (client-side xRSL default, decisions.md #21). */
+  /** Bare numbers are MINUTES (client-side xRSL default, decisions.md #21); units as ARC reads them. */
   duration(): number {
     const s = this.single();
     const v = parseDuration(s, MINUTE);
-    return v ?? this.fail(`'${s}' is not a time; use minutes (90), units (1h30m, 45s) or ISO-8601 (PT1H30M)`);
+    const shown = s.length > 64 ? `${s.slice(0, 64)}…` : s;
+    return v ?? this.fail(`'${shown}' is not a time; use minutes (90), numbers with units (1h30m, "2 minutes", "1 hour 30 minutes", 45s) or ISO-8601 (PT1H30M)`);
   }
 }
 
@@ -227,6 +228,8 @@ export function xrslToDescription(relations: EvaluatedRelation[], text: string):
         if (r.single().toLowerCase() !== "request") r.fail("only 'request' is accepted");
         break;
       default:
+        // A time-valued hint must still be a time (ARC reads it as one), even if the CE ignores it.
+        if (a === "gridtime") r.duration();
         if (HINTS.has(a)) {
           const text = flatten(rel.values).join(" ");
           const value = rel.op === "=" ? text : `${rel.op}${text}`;

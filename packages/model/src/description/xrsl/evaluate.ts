@@ -6,6 +6,7 @@
  * ignored. This applies both to a top-level `|(...)(...)` and to a `(|(a=1)(a=2))` nested in `&`.
  */
 import { InvalidDescriptionError, positionAt } from "../../errors.js";
+import { DESCRIPTION_LIMITS, ExpansionBudget, limitError } from "../limits.js";
 import type { RelationOperator, RslNode, RslRelation, RslValue } from "./ast.js";
 
 /** A string, or a parenthesised list of values (lists of lists are allowed). */
@@ -25,19 +26,39 @@ export function splitJobs(root: RslNode): RslNode[] {
   return root.kind === "boolean" && root.op === "+" ? root.children : [root];
 }
 
-/** Flattens one job: document order, variables visible after their definition. */
-export function evaluateJob(node: RslNode, text: string): EvaluatedRelation[] {
+/** A variable's value and how many variables deep its definition goes (1 = only literals). */
+interface Variable {
+  value: string;
+  depth: number;
+}
+
+/** Evaluation state of one job: its variables and the characters it may still produce. */
+interface Scope {
+  text: string;
+  vars: Map<string, Variable>;
+  definitions: number;
+  budget: ExpansionBudget;
+  /** Deepest variable referenced by the value being evaluated. */
+  refDepth: number;
+}
+
+/**
+ * Flattens one job: document order, variables visible after their definition. Every string it
+ * produces is charged to `budget` before it is built, so substitution cannot blow up memory.
+ */
+export function evaluateJob(node: RslNode, text: string, budget?: ExpansionBudget): EvaluatedRelation[] {
   const out: EvaluatedRelation[] = [];
-  const vars = new Map<string, string>();
-  walk(node, text, vars, out);
+  const scope: Scope = { text, vars: new Map(), definitions: 0, budget: budget ?? new ExpansionBudget(DESCRIPTION_LIMITS).child(), refDepth: 0 };
+  walk(node, scope, out);
   return out;
 }
 
-function walk(node: RslNode, text: string, vars: Map<string, string>, out: EvaluatedRelation[]): void {
+function walk(node: RslNode, scope: Scope, out: EvaluatedRelation[]): void {
+  const { text } = scope;
   if (node.kind === "boolean") {
     if (node.op === "|") {
       const first = node.children[0];
-      if (first) walk(first, text, vars, out);
+      if (first) walk(first, scope, out);
       return;
     }
     if (node.op === "+") {
@@ -47,12 +68,13 @@ function walk(node: RslNode, text: string, vars: Map<string, string>, out: Evalu
         positionAt(text, node.start),
       );
     }
-    for (const child of node.children) walk(child, text, vars, out);
+    for (const child of node.children) walk(child, scope, out);
     return;
   }
-  const values = node.values.map((v) => evaluateValue(v, text, vars));
+  scope.refDepth = 0;
+  const values = node.values.map((v) => evaluateValue(v, scope));
   if (node.attribute === "rslsubstitution") {
-    defineVariables(node, values, text, vars);
+    defineVariables(node, values, scope);
     return;
   }
   out.push({
@@ -65,7 +87,13 @@ function walk(node: RslNode, text: string, vars: Map<string, string>, out: Evalu
   });
 }
 
-function defineVariables(node: RslRelation, values: XValue[], text: string, vars: Map<string, string>): void {
+function defineVariables(node: RslRelation, values: XValue[], scope: Scope): void {
+  const { text, budget } = scope;
+  const { maxVariables, maxSubstitutionDepth } = budget.limits;
+  const depth = scope.refDepth + 1;
+  if (depth > maxSubstitutionDepth) {
+    throw limitError("maxSubstitutionDepth", maxSubstitutionDepth, `variables are defined through more than ${maxSubstitutionDepth} levels of other variables`, positionAt(text, node.start));
+  }
   for (const v of values) {
     if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "string" || typeof v[1] !== "string") {
       const pos = positionAt(text, node.start);
@@ -75,17 +103,22 @@ function defineVariables(node: RslRelation, values: XValue[], text: string, vars
         pos,
       );
     }
-    vars.set(v[0], v[1]);
+    if (++scope.definitions > maxVariables) {
+      throw limitError("maxVariables", maxVariables, `more than ${maxVariables} rsl_substitution variables`, positionAt(text, node.start));
+    }
+    scope.vars.set(v[0], { value: v[1], depth });
   }
 }
 
-function evaluateValue(v: RslValue, text: string, vars: Map<string, string>): XValue {
+function evaluateValue(v: RslValue, scope: Scope): XValue {
+  const { text, budget } = scope;
   switch (v.kind) {
     case "literal":
+      budget.charge(v.value.length, "a value", () => positionAt(text, v.start));
       return v.value;
     case "variable": {
-      const value = vars.get(v.name);
-      if (value === undefined) {
+      const variable = scope.vars.get(v.name);
+      if (variable === undefined) {
         const pos = positionAt(text, v.start);
         throw new InvalidDescriptionError(
           `xRSL: undefined variable $(${v.name}) at line ${pos.line}, column ${pos.column}; define it with (rsl_substitution=("${v.name}" "value")) before use`,
@@ -93,11 +126,27 @@ function evaluateValue(v: RslValue, text: string, vars: Map<string, string>): XV
           pos,
         );
       }
-      return value;
+      // Every use counts: consumers (control files, the job script) write each copy out.
+      budget.charge(variable.value.length, `$(${v.name})`, () => positionAt(text, v.start));
+      scope.refDepth = Math.max(scope.refDepth, variable.depth);
+      return variable.value;
     }
-    case "concat":
-      return v.parts.map((p) => evaluateValue(p, text, vars) as string).join("");
+    case "concat": {
+      // Lengths first: the joined string is only built once it is known to fit.
+      let length = 0;
+      for (const p of v.parts) {
+        if (p.kind === "literal") length += p.value.length;
+        else {
+          const variable = scope.vars.get(p.name);
+          if (variable === undefined) return evaluateValue(p, scope);
+          length += variable.value.length;
+          scope.refDepth = Math.max(scope.refDepth, variable.depth);
+        }
+      }
+      budget.charge(length, "a concatenated value", () => positionAt(text, v.start));
+      return v.parts.map((p) => (p.kind === "literal" ? p.value : (scope.vars.get(p.name) as Variable).value)).join("");
+    }
     case "sequence":
-      return v.items.map((i) => evaluateValue(i, text, vars));
+      return v.items.map((i) => evaluateValue(i, scope));
   }
 }

@@ -1,10 +1,11 @@
 import { DescriptionError } from "../../errors.js";
+import { DESCRIPTION_LIMITS, ExpansionBudget, type DescriptionLimits } from "../limits.js";
 import type { JobDescription } from "../types.js";
 import { xrslToDescription } from "./attributes.js";
-import { evaluateJob, splitJobs } from "./evaluate.js";
-import { parseRsl } from "./parser.js";
+import { evaluateJob } from "./evaluate.js";
+import { parseRslJobs } from "./parser.js";
 
-export { parseRsl } from "./parser.js";
+export { parseRsl, parseRslJobs, skipBalanced, type RslJob } from "./parser.js";
 export { evaluateJob, splitJobs, type EvaluatedRelation, type XValue } from "./evaluate.js";
 export * from "./ast.js";
 
@@ -13,17 +14,19 @@ export type XrslItem =
   | { ok: false; error: DescriptionError; source: string };
 
 /**
- * Parses an xRSL body into one result per job (`+` bodies hold several). A syntax error anywhere
- * throws (the whole body is unusable); attribute errors are reported per job.
+ * Parses an xRSL body into one result per job (`+` bodies hold several). A part that does not
+ * parse or evaluate is a failed item and does not affect the others; only the body-wide caps
+ * (number of descriptions, syntax nodes) throw. `budget` is the body's expansion budget.
  */
-export function parseXrslSettled(text: string): XrslItem[] {
-  const root = parseRsl(text);
-  const jobs = splitJobs(root);
-  return jobs.map((node) => {
+export function parseXrslSettled(text: string, limits: DescriptionLimits = DESCRIPTION_LIMITS, budget = new ExpansionBudget(limits)): XrslItem[] {
+  const jobs = parseRslJobs(text, limits);
+  return jobs.map((job) => {
     // A single description is stored as sent; a part of a `+` body as its own `&(...)` text.
-    const source = jobs.length === 1 && node === root ? text.trim() : text.slice(node.start, node.end);
+    const single = jobs.length === 1 && job.start === 0;
+    if ("error" in job) return { ok: false, error: job.error, source: single ? text.trim() : text.slice(job.start, job.end) };
+    const source = single ? text.trim() : text.slice(job.node.start, job.node.end);
     try {
-      return { ok: true, description: xrslToDescription(evaluateJob(node, text), text), source };
+      return { ok: true, description: xrslToDescription(evaluateJob(job.node, text, budget.child()), text), source };
     } catch (e) {
       if (e instanceof DescriptionError) return { ok: false, error: e, source };
       throw e;

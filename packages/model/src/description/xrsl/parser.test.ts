@@ -181,8 +181,9 @@ describe("RSL syntax errors", () => {
   });
 
   it("refuses absurdly deep nesting instead of exhausting the stack", () => {
-    expect(syntaxError("&" + "(&".repeat(10000) + "(a=1)" + ")".repeat(10000)).detail).toMatch(/nested more than 64 levels/);
-    expect(syntaxError("&(a=" + "(".repeat(10000) + ")".repeat(10000) + ")").detail).toMatch(/nested more than 64 levels/);
+    for (const deep of ["&" + "(&".repeat(10000) + "(a=1)" + ")".repeat(10000), "&(a=" + "(".repeat(10000) + ")".repeat(10000) + ")"]) {
+      expect(() => parseRsl(deep)).toThrow(/limit maxDepth=64: the description is nested more than 64 levels deep/);
+    }
     expect(() => parseRsl("&" + "(&".repeat(30) + "(a=1)" + ")".repeat(30))).not.toThrow();
   });
 

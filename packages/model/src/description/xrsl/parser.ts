@@ -2,7 +2,8 @@
  * Recursive-descent parser for the (x)RSL grammar (arex-jem.md §6.1). It only builds the syntax
  * tree; variables, alternatives and attribute meaning are handled in evaluate.ts / attributes.ts.
  */
-import { XrslSyntaxError, positionAt } from "../../errors.js";
+import { DescriptionError, XrslSyntaxError, positionAt } from "../../errors.js";
+import { DESCRIPTION_LIMITS, isBodyLimit, limitError, type DescriptionLimits } from "../limits.js";
 import {
   normalizeAttributeName,
   type RelationOperator,
@@ -20,7 +21,10 @@ import {
 const SPECIAL = new Set(["+", "&", "|", "(", ")", "=", "<", ">", "!", '"', "'", "^", "#", "$"]);
 const OPERATORS: RelationOperator[] = ["!=", "<=", ">=", "=", "<", ">"];
 /** Deeper nesting is certainly not a real job and would only exhaust the stack. */
-export const MAX_RSL_DEPTH = 64;
+export const MAX_RSL_DEPTH = DESCRIPTION_LIMITS.maxDepth;
+
+/** One job of a body: its tree, or the error that made it unreadable, and its span in the text. */
+export type RslJob = { node: RslNode; start: number; end: number } | { error: DescriptionError; start: number; end: number };
 
 function isSpace(c: string): boolean {
   return c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f" || c === "\v";
@@ -33,7 +37,62 @@ function describe(c: string | undefined): string {
 class RslParser {
   private pos = 0;
   private depth = 0;
-  constructor(private readonly text: string) {}
+  private nodes = 0;
+  constructor(
+    private readonly text: string,
+    private readonly limits: DescriptionLimits = DESCRIPTION_LIMITS,
+  ) {}
+
+  /**
+   * The jobs of a body. A `+` part that does not parse becomes a failed job and the parser
+   * resumes after its closing parenthesis, so the other parts are still read; only the body-wide
+   * caps (number of descriptions, syntax nodes) throw.
+   */
+  parseJobs(): RslJob[] {
+    this.skipSpace();
+    if (this.peek() !== "+") return [this.settle(0, () => this.parseDocument())];
+    this.pos++;
+    this.skipSpace();
+    const jobs: RslJob[] = [];
+    while (this.peek() === "(") {
+      if (jobs.length >= this.limits.maxDescriptions) {
+        this.limit("maxDescriptions", `more than ${this.limits.maxDescriptions} descriptions in one request`);
+      }
+      const start = this.pos;
+      jobs.push(this.settle(start, () => this.parseGroup()));
+      this.skipSpace();
+    }
+    if (jobs.length === 0 || this.pos < this.text.length) {
+      const start = this.pos;
+      jobs.push(
+        this.settle(start, () =>
+          this.fail(jobs.length === 0 ? "expected '(' after '+'" : `Junk at end of RSL: unexpected ${describe(this.peek())} after the last description`),
+        ),
+      );
+      this.pos = this.text.length;
+    }
+    return jobs;
+  }
+
+  private settle(start: number, parse: () => RslNode): RslJob {
+    try {
+      const node = parse();
+      return { node, start, end: this.pos };
+    } catch (e) {
+      if (!(e instanceof DescriptionError) || isBodyLimit(e)) throw e;
+      this.depth = 0;
+      this.pos = skipBalanced(this.text, start);
+      return { error: e, start, end: this.pos };
+    }
+  }
+
+  private limit(limit: keyof DescriptionLimits, detail: string): never {
+    throw limitError(limit, this.limits[limit], detail, positionAt(this.text, this.pos));
+  }
+
+  private count(): void {
+    if (++this.nodes > this.limits.maxNodes) this.limit("maxNodes", `more than ${this.limits.maxNodes} relations and values in one request`);
+  }
 
   parseDocument(): RslNode {
     this.skipSpace();
@@ -93,6 +152,7 @@ class RslParser {
     const children: RslNode[] = [];
     this.skipSpace();
     while (this.peek() === "(") {
+      if (children.length >= this.limits.maxListItems) this.limit("maxListItems", `more than ${this.limits.maxListItems} groups in one '${op}'`);
       children.push(this.parseGroup());
       this.skipSpace();
     }
@@ -124,7 +184,9 @@ class RslParser {
   }
 
   private enter(): void {
-    if (++this.depth > MAX_RSL_DEPTH) this.fail(`the description is nested more than ${MAX_RSL_DEPTH} levels deep`);
+    if (++this.depth > this.limits.maxDepth) {
+      this.limit("maxDepth", `the description is nested more than ${this.limits.maxDepth} levels deep`);
+    }
   }
 
   private parseRelation(open: number): RslRelation {
@@ -143,6 +205,7 @@ class RslParser {
     }
     this.pos += op.length;
     const values = this.parseValueList();
+    this.count();
     const attribute = normalizeAttributeName(rawAttribute);
     return { kind: "relation", attribute, rawAttribute, op, values, start: open, end: this.pos };
   }
@@ -154,6 +217,7 @@ class RslParser {
       this.skipSpace();
       const c = this.peek();
       if (c === undefined || c === ")") return items;
+      if (items.length >= this.limits.maxListItems) this.limit("maxListItems", `more than ${this.limits.maxListItems} values in one list`);
       items.push(this.parseItem());
     }
   }
@@ -167,6 +231,7 @@ class RslParser {
       if (this.peek() !== ")") this.fail(`expected ')' to close the value list, found ${describe(this.peek())}`);
       this.pos++;
       this.depth--;
+      this.count();
       const seq: RslSequence = { kind: "sequence", items, start, end: this.pos };
       const save = this.pos;
       this.skipSpace();
@@ -206,6 +271,7 @@ class RslParser {
 
   /** A string literal in one of its forms, or a `$(NAME)` variable reference. */
   private parseTerm(): RslLiteral | RslVariable {
+    this.count();
     const start = this.pos;
     const c = this.peek();
     if (c === '"' || c === "'") return this.parseQuoted(c);
@@ -265,6 +331,40 @@ class RslParser {
 }
 
 /** Parses RSL text into its syntax tree; throws `XrslSyntaxError` with a position on bad syntax. */
-export function parseRsl(text: string): RslNode {
-  return new RslParser(text).parseDocument();
+export function parseRsl(text: string, limits?: DescriptionLimits): RslNode {
+  return new RslParser(text, limits).parseDocument();
+}
+
+/** The jobs of an RSL body, each parsed or failed on its own (see `RslParser.parseJobs`). */
+export function parseRslJobs(text: string, limits?: DescriptionLimits): RslJob[] {
+  return new RslParser(text, limits).parseJobs();
+}
+
+/**
+ * The end of the parenthesised group opening at `start` (after its `)`), or the end of the text:
+ * skips quoted strings, `^X…X` literals and `(* *)` comments, so a broken `+` part can be
+ * stepped over without understanding it.
+ */
+export function skipBalanced(text: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (c === "(" && text[i + 1] === "*") {
+      const close = text.indexOf("*)", i + 2);
+      if (close < 0) return text.length;
+      i = close + 1;
+    } else if (c === "(") depth++;
+    else if (c === ")") {
+      if (--depth === 0) return i + 1;
+    } else if (c === '"' || c === "'") {
+      const close = text.indexOf(c, i + 1);
+      if (close < 0) return text.length;
+      i = close;
+    } else if (c === "^" && i + 1 < text.length) {
+      const close = text.indexOf(text[i + 1] as string, i + 2);
+      if (close < 0) return text.length;
+      i = close;
+    }
+  }
+  return text.length;
 }
