@@ -105,6 +105,22 @@ describe("per-item failures", () => {
     const perFile = (await post("1.0", XRSL("d", `(inputfiles=("a" "https://x.org/a" "delegationid=${bobs}"))`))).json().job[0];
     expect(perFile["status-code"]).toBe("400");
   });
+  it("delegations of a job: delegation_id is a JSON array even with one element (spec), [] with none", async () => {
+    const mine = await t.gw.services.delegations.create(t.pki.dn.alice, "x509", { privateKeyPem: "k" });
+    const withOne = (await post("1.1", XRSL("d", `(delegationid="${mine}")`))).json().job[0].id as string;
+    const without = (await post("1.1", XRSL("n"))).json().job[0].id as string;
+    for (const v of ["1.0", "1.1"]) {
+      const r = await t.request("POST", `${t.rest}/${v}/jobs?action=delegations`, {
+        body: JSON.stringify({ job: [{ id: withOne }, { id: without }] }),
+        headers: { "content-type": "application/json" },
+        accept: "application/json",
+      });
+      expect(r.status).toBe(201);
+      const [one, none] = r.json().job as J[];
+      expect(one).toEqual({ "status-code": "200", reason: "OK", id: withOne, delegation_id: [mine] });
+      expect(none.delegation_id).toEqual([]);
+    }
+  });
 });
 
 describe("descriptions that do not parse: per-item 400 inside 201 (decisions #20)", () => {

@@ -66,13 +66,16 @@ export interface BulkItem {
    * null → an empty `info_document` (not found; JSON `""`); undefined → no element.
    */
   infoDocument?: El | null;
-  /** delegations action: one `delegation_id` per entry (none for an empty list). */
+  /**
+   * delegations action: one `delegation_id` per entry (none for an empty list); in JSON always an
+   * array, `[]` for none (interface text: "delegation_id (array)"; A-REX collapsed one to a string).
+   */
   delegationIds?: readonly string[];
 }
 
 function bulkItem(it: BulkItem): El {
   const state = it.state ?? (it.stateNone ? STATE_NONE : undefined);
-  return el("job", [
+  const job = el("job", [
     el("status-code", String(it.statusCode)),
     el("reason", it.reason),
     leaf("id", it.id),
@@ -80,6 +83,8 @@ function bulkItem(it: BulkItem): El {
     it.infoDocument === undefined ? undefined : el("info_document", it.infoDocument ? [it.infoDocument] : undefined),
     it.delegationIds?.map((d) => el("delegation_id", d)),
   ]);
+  if (it.delegationIds) job.jsonArrays = ["delegation_id"];
+  return job;
 }
 
 /**

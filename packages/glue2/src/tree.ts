@@ -14,6 +14,11 @@ export interface El {
   attrs?: Record<string, string>;
   children?: El[];
   text?: string;
+  /**
+   * JSON only: names of children always rendered as an array, `[]` when absent (the interface
+   * text types them as arrays, e.g. `delegation_id` of a delegations item). XML/HTML ignore it.
+   */
+  jsonArrays?: readonly string[];
 }
 
 /** Anything accepted in a children list: falsy entries are skipped and nested arrays flattened. */

@@ -26,16 +26,23 @@ describe("renderJson", () => {
     expect(render(errorDoc(404, "Not Found"), "json")).toBe('{"status-code":"404","reason":"Not Found"}');
   });
 
-  it("nested repeated elements become arrays, single nested ones stay strings", () => {
+  it("delegation_id is always an array (spec: delegations-of-job responses), only where listed", () => {
     const doc = bulkResultsDoc([
       { statusCode: 200, reason: "OK", id: "A", delegationIds: ["D1"] },
       { statusCode: 200, reason: "OK", id: "B", delegationIds: ["D1", "D2"] },
       { statusCode: 200, reason: "OK", id: "C", delegationIds: [] },
+      { statusCode: 404, reason: "Job not found", id: "X" },
     ]);
     const v = JSON.parse(render(doc, "json"));
-    expect(v.job[0].delegation_id).toBe("D1");
+    expect(v.job[0].delegation_id).toEqual(["D1"]);
     expect(v.job[1].delegation_id).toEqual(["D1", "D2"]);
-    expect("delegation_id" in v.job[2]).toBe(false);
+    expect(v.job[2]).toEqual({ "status-code": "200", reason: "OK", id: "C", delegation_id: [] });
+    expect("delegation_id" in v.job[3]).toBe(false);
+    // XML keeps repeated elements (what arcsync reads); the JSON hint never shows up there.
+    expect(render(doc, "xml")).toContain("<id>A</id><delegation_id>D1</delegation_id></job>");
+  });
+
+  it("other nested repeated elements become arrays, single nested ones stay strings", () => {
     const states = el("ComputingActivity", [el("State", "a:1"), el("ID", "x"), el("State", "arcrest:RUNNING")]);
     expect(renderJsonValue(states)).toEqual({ State: ["a:1", "arcrest:RUNNING"], ID: "x" });
   });

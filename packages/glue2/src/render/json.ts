@@ -19,7 +19,7 @@ export interface JsonOptions {
  */
 export function renderJsonValue(e: El, forceArrays?: readonly string[]): JsonValue {
   if (!hasChildren(e)) {
-    if (!forceArrays || forceArrays.length === 0) return e.text ?? "";
+    if ((!forceArrays || forceArrays.length === 0) && !e.jsonArrays?.length) return e.text ?? "";
     // A childless list root still yields its (empty) forced arrays, never a bare string.
   }
   const groups = new Map<string, JsonValue[]>();
@@ -29,7 +29,7 @@ export function renderJsonValue(e: El, forceArrays?: readonly string[]): JsonVal
     if (!g) groups.set(key, (g = []));
     g.push(renderJsonValue(c));
   }
-  const forced = new Set(forceArrays ?? []);
+  const forced = new Set([...(forceArrays ?? []), ...(e.jsonArrays ?? [])]);
   const obj: JsonObject = {};
   for (const [key, values] of groups) {
     set(obj, key, forced.has(key) || values.length > 1 ? values : (values[0] as JsonValue));
