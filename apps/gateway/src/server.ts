@@ -13,6 +13,7 @@ import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from
 import { KeyPool, TrustStore } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { createApp } from "./app.js";
+import { capConnectionsPerAddress } from "./connections.js";
 import { authConfigProblems } from "./auth/config-check.js";
 import type { Services } from "./context.js";
 
@@ -108,13 +109,20 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
   const services = await createServices(config, logger);
   const app = createApp(services);
   const plain = config.gateway.plainHttp.enabled;
+  const conn = config.gateway.connections;
+  // Node checks header/request deadlines on this interval (default 30 s): check often enough that
+  // the configured timeouts are what a slow client actually gets.
+  const httpOptions = { maxHeaderSize: conn.maxHeaderBytes, connectionsCheckingInterval: 1_000 };
   const server = (
     plain
-      ? createAdaptorServer({ fetch: app.fetch, createServer: createHttpServer })
+      ? createAdaptorServer({ fetch: app.fetch, createServer: createHttpServer, serverOptions: httpOptions })
       : createAdaptorServer({
           fetch: app.fetch,
           createServer: createHttpsServer,
           serverOptions: {
+            ...httpOptions,
+            // A TLS handshake that never finishes is cut as a slow request head would be.
+            handshakeTimeout: Math.max(1, conn.headersTimeoutSeconds) * 1000,
             cert: readFileSync(required(config.gateway.tls.certFile, "gateway.tls.certFile")),
             key: readFileSync(required(config.gateway.tls.keyFile, "gateway.tls.keyFile")),
             requestCert: true,
@@ -124,10 +132,13 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
           },
         })
   ) as HttpServer;
-  // Long uploads must not be cut by the 5-minute default; slow headers still are.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 65_000;
+  // Slowloris bounds: the head within headersTimeout, the whole request within requestTimeout
+  // (long: uploads are big), no silence longer than the idle timeout, and a cap per address.
+  server.requestTimeout = conn.requestTimeoutSeconds * 1000;
+  server.headersTimeout = conn.requestTimeoutSeconds > 0 ? Math.min(conn.headersTimeoutSeconds, conn.requestTimeoutSeconds) * 1000 : conn.headersTimeoutSeconds * 1000;
+  server.keepAliveTimeout = conn.keepAliveTimeoutSeconds * 1000;
+  server.timeout = conn.idleTimeoutSeconds * 1000;
+  capConnectionsPerAddress(server, conn.maxPerAddress, plain ? config.gateway.plainHttp.trustedProxies : [], logger);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.gateway.port, config.gateway.host, () => {
