@@ -10,7 +10,7 @@ import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, XRSL, type CredName, type TestGateway } from "../../apps/gateway/test/harness.js";
 import { fc, fuzz } from "../support/fuzz.js";
-import { mutated, rawText, wellFormedOrBroken } from "./arbitraries.js";
+import { idListBody, mutated, rawText, wellFormedOrBroken } from "./arbitraries.js";
 
 let t: TestGateway;
 let jobId = "";
@@ -60,7 +60,9 @@ const body = fc.oneof(
   fc.constant(undefined),
   ids.map((l) => `<jobs>${l.map((i) => `<job><id>${i}</id></job>`).join("")}</jobs>`),
   ids.map((l) => JSON.stringify({ job: l.map((id) => ({ id })) })),
+  idListBody,
   wellFormedOrBroken(fc.constant(XRSL("f"))),
+  fc.constant("PEM"),
   mutated(fc.constant("PEM")),
   fc.integer({ min: 0, max: 64 * 1024 + 16 }).map((n) => "x".repeat(n)),
   rawText,
@@ -128,7 +130,8 @@ describe("fuzz: whole gateway over HTTPS", () => {
         if (r.range !== undefined) headers.range = r.range;
         if (r.contentRange !== undefined) headers["content-range"] = r.contentRange;
         if (r.depth !== undefined) headers.depth = r.depth;
-        const b = r.body === "PEM" ? pem : r.body?.replace(/JOB/g, jobId);
+        // "PEM" stands for the caller's certificate chain (known only once the gateway runs).
+        const b = r.body?.replace(/JOB/g, jobId).replace(/PEM/g, pem);
         const res = await within(t.request(r.method, r.path, { as: r.as, ...(r.accept ? { accept: r.accept } : {}), headers, ...(b !== undefined ? { body: b } : {}) }), 10_000, `${r.method} ${r.path}`);
         seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
         const what = `${r.method} ${r.path} → ${res.status} ${res.statusMessage} ${res.text.slice(0, 300)}`;
