@@ -114,7 +114,7 @@ export function isDescriptionError(e: unknown): e is DescriptionError {
 
 /** Converts a character offset into a 1-based line/column position. */
 export function positionAt(text: string, offset: number): SourcePosition {
-  const o = Math.max(0, Math.min(offset, text.length));
+  const o = Number.isFinite(offset) ? Math.max(0, Math.min(Math.floor(offset), text.length)) : 0;
   // Start from the last checkpoint before `o`: a body with many failing items must not rescan
   // the whole text for each of them (the checkpoints are few: one per 64 Ki characters).
   const marks = checkpoints(text);

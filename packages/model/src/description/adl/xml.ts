@@ -73,9 +73,16 @@ export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     const { msg, line, col } = valid.err;
-    throw new AdlSyntaxError(msg.replace(/\.$/, ""), positionAt(text, offsetOf(text, line, col)));
+    // fast-xml-parser leaves line/col undefined for some errors (`<?>`): then point at the start.
+    throw new AdlSyntaxError(msg.replace(/\.$/, ""), positionAt(text, offsetOf(text, line || 1, col || 1)));
   }
-  const parsed = PARSER.parse(text) as FxpNode[];
+  let parsed: FxpNode[];
+  try {
+    parsed = PARSER.parse(text) as FxpNode[];
+  } catch (e) {
+    // The validator lets a few broken documents through (`<a/` at the end); the parser then throws.
+    throw new AdlSyntaxError(`the document is not well-formed XML (${e instanceof Error ? e.message.slice(0, 200) : "unreadable"})`);
+  }
   const elements = parsed.filter(isElement);
   if (elements.length !== 1 || spans.length !== 1) throw new AdlSyntaxError("the document must have exactly one root element");
   return build(elements[0] as FxpNode, spans[0] as Span, limits.maxValueChars, text);
