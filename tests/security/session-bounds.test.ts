@@ -3,9 +3,11 @@
  * `gateway.limits.listingEntries` (a job can create millions) is a 507 naming the limit for GET and
  * PROPFIND instead of a response that grows with it, while normal listings (arcget) still work;
  * partial uploads scattered into more disjoint ranges than `gateway.limits.uploadRanges` are refused
- * with a 409 naming it, while ordinary chunked uploads (adjacent ranges) complete.
+ * with a 409 naming it, while ordinary chunked uploads (adjacent ranges) complete; a 5,000-deep
+ * tree the job made is deleted without running out of stack or descriptors.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, XRSL, type TestGateway } from "../../apps/gateway/test/harness.js";
@@ -83,4 +85,16 @@ describe("upload range bookkeeping is capped", () => {
     expect(r.status).toBe(413);
     expect(r.json().reason).toMatch(/Content-Range total/);
   });
+});
+
+describe("deletion", () => {
+  it("DELETE of a 5,000-deep tree the job made succeeds (iterative, one descriptor at a time)", async () => {
+    const root = t.gw.services.control.sessionDir(id);
+    // Far deeper than PATH_MAX allows to name at once: built by descending one level at a time.
+    execFileSync("python3", ["-c", "import os,sys\nos.chdir(sys.argv[1])\nfor i in range(5000):\n os.mkdir('d'); os.chdir('d')\nopen('leaf','w').write('x')", root]);
+    const r = await t.request("DELETE", sess("/d"));
+    expect(r.status).toBe(202);
+    expect(existsSync(join(root, "d"))).toBe(false);
+    expect((await t.request("GET", sess("/ok/f000"))).status).toBe(200);
+  }, 60_000);
 });

@@ -5,6 +5,7 @@
  * keeps answering everyone else throughout.
  */
 import { request as httpsRequest } from "node:https";
+import { connect as netConnect } from "node:net";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createPki, startTestGateway, type TestGateway } from "../../apps/gateway/test/harness.js";
@@ -25,7 +26,8 @@ afterAll(async () => {
 function open(localAddress = "127.0.0.1"): Promise<TLSSocket> {
   const c = createPki().creds.alice!;
   return new Promise((resolve, reject) => {
-    const s = tlsConnect({ host: "127.0.0.1", port: t.gw.port, localAddress, rejectUnauthorized: false, cert: c.cert, key: c.key }, () => resolve(s));
+    const tcp = netConnect({ host: "127.0.0.1", port: t.gw.port, localAddress });
+    const s = tlsConnect({ socket: tcp, servername: "localhost", rejectUnauthorized: false, cert: c.cert, key: c.key }, () => resolve(s));
     s.once("error", reject);
     s.once("close", () => reject(new Error("closed before the handshake finished")));
   });
