@@ -1,10 +1,9 @@
-import { lstat } from "node:fs/promises";
 import { FINAL_INTERNAL_STATES, type InternalState } from "@ce/model";
 import type { JobChange, JobRecord, QueueCatalog } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "./context.js";
 import { forgetLocalId, logErrors, readInputStatus, readSpec, removePrivate } from "./files.js";
 import type { Lease } from "./locks.js";
-import { sessionPath } from "./staging/paths.js";
+import { sessionFileStat } from "./staging/paths.js";
 import { cleanJob } from "./states/finished.js";
 import { transition } from "./states/transition.js";
 
@@ -80,8 +79,7 @@ async function missingDownloads(ctx: JemContext, job: JobRecord): Promise<string
   const out: string[] = [];
   for (const f of desc?.inputFiles ?? []) {
     if (!f.source) continue;
-    const p = await sessionPath(ctx.control.sessionDir(job.id), f.name).catch(() => undefined);
-    if (!p || !(await lstat(p).then((s) => s.isFile()).catch(() => false))) out.push(f.name);
+    if (!(await sessionFileStat(ctx.control.sessionDir(job.id), f.name))) out.push(f.name);
   }
   return out;
 }

@@ -51,3 +51,54 @@ export async function resolveCredential(ctx: JemContext, job: JobRecord, delegat
   }
   return cred;
 }
+
+/** The WLCG token profile's "any audience": a token any service accepts (a stolen one works everywhere). */
+export const WLCG_ANY_AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any";
+
+/** The `aud` claim of a JWT as a list (no signature check: the gateway verified it at delegation). */
+export function tokenAudiences(token: string): string[] | undefined {
+  const payload = token.split(".")[1];
+  if (!payload || token.split(".").length !== 3) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { aud?: unknown };
+    const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+    return aud.filter((a): a is string => typeof a === "string");
+  } catch {
+    return undefined;
+  }
+}
+
+const originOf = (u: string) => {
+  try {
+    return new URL(u).origin;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Why a bearer token must not be sent to `url` (undefined = it may). A token is sent only over
+ * https and only to an endpoint whose origin (scheme, host, port) is one of the token's `aud`
+ * values; the WLCG any-audience counts only when the operator allows it
+ * (`staging.allowAnyAudienceTokens`). A token without a readable `aud` is never sent.
+ */
+export function tokenRefusal(token: string, url: string, allowAny: boolean): string | undefined {
+  const target = new URL(url);
+  if (target.protocol !== "https:") return "a token is sent over https only";
+  const auds = tokenAudiences(token);
+  if (!auds || auds.length === 0) return "the token names no audience (aud)";
+  if (auds.includes(WLCG_ANY_AUDIENCE)) {
+    if (allowAny) return undefined;
+    if (auds.length === 1) return `the token's audience is the WLCG any-audience, which this CE does not accept (staging.allowAnyAudienceTokens)`;
+  }
+  if (auds.some((a) => a !== WLCG_ANY_AUDIENCE && originOf(a) === target.origin)) return undefined;
+  return `the endpoint ${target.origin} is not the token's audience (${auds.join(", ")})`;
+}
+
+/**
+ * The job's proxy file is for the batch job only (staging reads delegations from the store):
+ * once the batch job is over it goes, instead of lying in the control dir until the wipe.
+ */
+export async function removeProxyFile(ctx: JemContext, job: JobRecord): Promise<void> {
+  await ctx.control.remove(job.id, "proxy").catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed"));
+}

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { sweepDelegations } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { jobLog } from "./context.js";
+import { removeSessionDir } from "./files.js";
 import { transition } from "./states/transition.js";
 
 /** Control files that outlive the session dir in WIPED (A-REX job_clean_deleted keeps these). */
@@ -40,7 +41,9 @@ export async function sweepOrphans(ctx: JemContext, now = Date.now()): Promise<n
   let removed = 0;
   for (const id of await ctx.jobs.staleCreating(now - ORPHAN_AFTER_MS)) {
     if (!(await ctx.jobs.get(id))) {
-      await ctx.control.removeAll(id).catch((e: unknown) => ctx.log.warn({ err: e, jobId: id }, "orphan files not removed"));
+      await removeSessionDir(ctx, id)
+        .then(() => ctx.control.removeAll(id))
+        .catch((e: unknown) => ctx.log.warn({ err: e, jobId: id }, "orphan files not removed"));
       removed++;
       ctx.log.warn({ jobId: id }, "removed the files of a submission that was never committed");
     }
@@ -76,6 +79,7 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
         await ctx.jobs.scheduleExpiry(id, job.removeAt!);
         return false;
       }
+      await removeSessionDir(ctx, id);
       await ctx.control.removeAll(id);
       await ctx.jobs.remove(id);
       jobLog(ctx, job).info("WIPED record expired; job removed");
@@ -90,7 +94,7 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
 }
 
 async function wipe(ctx: JemContext, id: string): Promise<void> {
-  await ctx.control.removeSession(id);
+  await removeSessionDir(ctx, id);
   const dir = ctx.control.jobDir(id);
   for (const name of await readdir(dir).catch(() => [] as string[])) {
     if (!KEEP_WHEN_WIPED.has(name)) await rm(join(dir, name), { recursive: true, force: true });

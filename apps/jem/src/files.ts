@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { access, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
+import { removePath, SessionFsError } from "@ce/sessionfs";
 import { formatKeyValues, parseKeyValues } from "@ce/store";
 import type { JemContext } from "./context.js";
 
@@ -35,6 +36,17 @@ export async function writePrivate(ctx: JemContext, id: string, name: PrivateFil
 
 export async function removePrivate(ctx: JemContext, id: string, ...names: PrivateFile[]): Promise<void> {
   await Promise.all(names.map((n) => rm(privatePath(ctx, id, n), { force: true })));
+}
+
+/**
+ * Deletes a job's session directory without following any link the job planted (iteratively, so
+ * a 100,000-deep tree is no problem). Run before `ControlDir.removeAll`/`removeSession`, which
+ * then find nothing left in the session to walk.
+ */
+export async function removeSessionDir(ctx: JemContext, id: string): Promise<void> {
+  await removePath(ctx.control.sessionDir(id), []).catch((e: unknown) => {
+    if (!(e instanceof SessionFsError && e.kind === "missing")) throw e;
+  });
 }
 
 // `spec` never changes after submission; a small cache saves a read + parse per state handler.

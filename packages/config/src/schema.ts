@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { mappingSchema } from "./mapping.js";
 
 /**
  * The one configuration schema of the CE, shared by the gateway, the JEM and the admin tool.
@@ -33,6 +34,14 @@ const tokenIssuerSchema = z.object({
   caFile: z.string().optional(),
 });
 
+const redisUserSchema = (name: string) =>
+  z
+    .object({
+      username: z.string().regex(/^[A-Za-z0-9_.-]+$/, "Redis user names are letters, digits, _ . -").default(name),
+      passwordFile: z.string().optional(),
+    })
+    .default({});
+
 export const configSchema = z.object({
   endpoint: z
     .object({
@@ -58,11 +67,23 @@ export const configSchema = z.object({
 
   redis: z
     .object({
+      /** Host and port. A password in the URL still works but is discouraged: use `users.*.passwordFile`. */
       url: z.string().default("redis://127.0.0.1:6379"),
       /** Key prefix; the `{...}` hash tag keeps every key in one slot so Lua scripts work on Redis Cluster. */
       prefix: z.string().regex(/^\{[A-Za-z0-9_.-]+\}$/, "prefix must be a Redis hash tag such as {ce}").default("{ce}"),
-      /** `embedded`: `pnpm start` starts a local redis-server under <stateDir>/redis when nothing answers. */
+      /** `embedded`: `pnpm start` starts a local redis-server (ACL users, passwords in <stateDir>/secrets) under <stateDir>/redis. */
       embedded: z.boolean().default(false),
+      /**
+       * ACL user per app: gateways log in as `users.gateway`, the JEM and ceadm as `users.jem`. The
+       * password is read at boot from `passwordFile` (mode 0600, only the CE account); embedded
+       * default: <stateDir>/secrets/redis-<app>.password. No file: no credentials sent.
+       */
+      users: z
+        .object({
+          gateway: redisUserSchema("gateway"),
+          jem: redisUserSchema("jem"),
+        })
+        .default({}),
     })
     .default({}),
 
@@ -250,6 +271,11 @@ export const configSchema = z.object({
       timeoutMs: z.number().int().positive().default(300_000),
       /** Extra CA bundle (PEM) trusted for remote storage endpoints (tests, private CAs). */
       caFile: z.string().optional(),
+      /**
+       * Send a token delegation to any https endpoint when its audience is the WLCG "any"
+       * audience (https://wlcg.cern.ch/jwt/v1/any). Off: tokens go only to their `aud` origins.
+       */
+      allowAnyAudienceTokens: z.boolean().default(false),
     })
     .default({}),
 
@@ -290,6 +316,9 @@ export const configSchema = z.object({
       level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     })
     .default({}),
+
+  /** Grid identity → local account (packages/config/src/mapping.ts). Absent: mapping is off. */
+  mapping: mappingSchema.optional(),
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

@@ -1,10 +1,11 @@
-import { createReadStream, createWriteStream } from "node:fs";
-import { rename, rm, stat } from "node:fs/promises";
-import { Transform } from "node:stream";
+import { rename, unlink, type FileHandle } from "node:fs/promises";
+import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { rootCertificates } from "node:tls";
 import { Agent, request } from "undici";
+import { createFileIn, type Dir } from "@ce/sessionfs";
 import type { JobCredential } from "@ce/store";
+import { tokenRefusal } from "../credentials.js";
 import { checksummer, parseChecksum, sameDigest } from "./checksum.js";
 
 /** A transfer failure; `retryable` = worth another attempt (network, 5xx, 408/429, corrupt data). */
@@ -19,6 +20,10 @@ export class TransferError extends Error {
 export interface TransferClient {
   dispatcher: Agent;
   headers: Record<string, string>;
+  /** Why this client's credential must not be sent to `url` (undefined = allowed). */
+  refuse(url: string): string | undefined;
+  /** A bearer token is never carried across a redirect: redirects are not followed with one. */
+  maxRedirections: number;
   close(): Promise<void>;
 }
 
@@ -29,7 +34,7 @@ const PEM_RE = /-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----\n?/g;
  * a token goes into `Authorization: Bearer`. Extra CAs are added to, not substituted for, the
  * system roots.
  */
-export function transferClient(cred: JobCredential | undefined, opts: { caPem?: string | undefined; timeoutMs: number }): TransferClient {
+export function transferClient(cred: JobCredential | undefined, opts: { caPem?: string | undefined; timeoutMs: number; allowAnyAudience?: boolean }): TransferClient {
   const connect: Record<string, unknown> = { timeout: Math.min(opts.timeoutMs, 30_000) };
   if (opts.caPem) connect.ca = [...rootCertificates, opts.caPem];
   const headers: Record<string, string> = {};
@@ -41,12 +46,22 @@ export function transferClient(cred: JobCredential | undefined, opts: { caPem?: 
     headers.authorization = `Bearer ${cred.token}`;
   }
   const dispatcher = new Agent({ connect, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
-  return { dispatcher, headers, close: () => dispatcher.close() };
+  const token = cred?.type === "jwt" ? cred.token : undefined;
+  return {
+    dispatcher,
+    headers,
+    refuse: (url) => (token === undefined ? undefined : tokenRefusal(token, url, opts.allowAnyAudience ?? false)),
+    maxRedirections: token === undefined ? 5 : 0,
+    close: () => dispatcher.close(),
+  };
 }
 
-function checkScheme(url: string): void {
+/** Scheme and credential checks before anything is sent; a refusal is final (not retried). */
+function checkTarget(client: TransferClient, url: string): void {
   const scheme = new URL(url).protocol;
   if (scheme !== "https:" && scheme !== "http:") throw new TransferError(`Unsupported protocol ${scheme.replace(/:$/, "")} in ${redact(url)}`, false);
+  const refused = client.refuse(url);
+  if (refused) throw new TransferError(`token not sent to ${redact(url)}: ${refused}`, false);
 }
 
 /** URLs may carry credentials or A-REX `;opt=val` options; logs get neither. */
@@ -77,15 +92,29 @@ export interface DownloadOptions {
   signal: AbortSignal;
   size?: number | undefined;
   checksum?: string | undefined;
+  /** File mode of the result (0o755 for executables), given at creation of the temporary file. */
+  mode?: number | undefined;
   onBytes?: (n: number) => void;
 }
 
-/** GET into `dest` via a temporary name, verifying size and checksum before the rename. */
-export async function download(client: TransferClient, url: string, dest: string, o: DownloadOptions): Promise<number> {
-  checkScheme(url);
-  const part = `${dest}.ce-part-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+/** Where a download lands: entry `name` of a session directory we hold open. */
+export interface SessionDest {
+  dir: Dir;
+  name: string;
+  /** Session-relative path, for messages. */
+  at: string;
+}
+
+/**
+ * GET into `dest` via a new temporary entry of the held directory (O_EXCL|O_NOFOLLOW: never an
+ * existing file or link), verifying size and checksum before the rename within that directory.
+ */
+export async function download(client: TransferClient, url: string, dest: SessionDest, o: DownloadOptions): Promise<number> {
+  checkTarget(client, url);
+  const part = `.ce-part-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+  let fh: FileHandle | undefined;
   try {
-    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: 5 }).catch(wrapNetwork);
+    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: client.maxRedirections }).catch(wrapNetwork);
     if (res.statusCode >= 300) {
       await res.body.dump().catch(() => undefined);
       throw httpError(res.statusCode, `GET ${redact(url)}`);
@@ -101,26 +130,50 @@ export async function download(client: TransferClient, url: string, dest: string
         cb(null, chunk);
       },
     });
-    await pipeline(res.body, count, createWriteStream(part, { flags: "wx", mode: 0o644 }), { signal: o.signal }).catch(wrapNetwork);
+    // The mode is set at creation (O_EXCL|O_NOFOLLOW): no chmod by path afterwards.
+    fh = await createFileIn(dest.dir, part, dest.at, o.mode ?? 0o644);
+    await pipeline(res.body, count, fh.createWriteStream(), { signal: o.signal }).catch(wrapNetwork);
+    fh = undefined; // closed by the stream
     if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch: got ${bytes} bytes, expected ${o.size}`, true);
     if (sum?.expected && hasher && !sameDigest(hasher.digest(), sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch`, true);
-    await rename(part, dest);
+    await rename(dest.dir.at(part), dest.dir.at(dest.name));
     return bytes;
   } finally {
-    await rm(part, { force: true });
+    await fh?.close().catch(() => undefined);
+    await unlink(dest.dir.at(part)).catch(() => undefined);
   }
 }
 
-/** PUT a file; WebDAV targets get missing parent collections created (MKCOL) on 404/409. */
-export async function upload(client: TransferClient, file: string, url: string, o: { signal: AbortSignal }): Promise<number> {
-  checkScheme(url);
-  const size = (await stat(file)).size;
+/** Positional reads from 0 to `size`: every attempt (retry, after MKCOL) sends the same bytes. */
+async function* readAt(handle: FileHandle, size: number): AsyncGenerator<Buffer> {
+  for (let pos = 0; pos < size; ) {
+    const buf = Buffer.allocUnsafe(Math.min(64 * 1024, size - pos));
+    const { bytesRead } = await handle.read(buf, 0, buf.length, pos);
+    if (bytesRead === 0) throw new TransferError(`file shrank while uploading (${pos} of ${size} bytes)`, false);
+    pos += bytesRead;
+    yield buf.subarray(0, bytesRead);
+  }
+}
+
+/** A file to upload: the descriptor opened (and checked) in the session, and its size then. */
+export interface UploadSource {
+  handle: FileHandle;
+  size: number;
+}
+
+/**
+ * PUT a file, streaming from the descriptor we opened (never re-opened by path); WebDAV targets
+ * get missing parent collections created (MKCOL) on 404/409.
+ */
+export async function upload(client: TransferClient, file: UploadSource, url: string, o: { signal: AbortSignal }): Promise<number> {
+  checkTarget(client, url);
+  const { size } = file;
   const put = () =>
     request(url, {
       method: "PUT",
       dispatcher: client.dispatcher,
       headers: { ...client.headers, "content-length": String(size) },
-      body: createReadStream(file),
+      body: size === 0 ? "" : Readable.from(readAt(file.handle, size)),
       signal: o.signal,
     }).catch(wrapNetwork);
   let res = await put();

@@ -1,7 +1,6 @@
-import { lstat, readdir, readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { Dir, readSmallFile, removeEntry, SessionFsError, walkFiles } from "@ce/sessionfs";
 import type { JobDescription, OutputFile } from "@ce/model";
-import { sessionPath } from "./paths.js";
+import { refusalText, sessionSegments } from "./paths.js";
 
 export type Outcome = "success" | "failed" | "killed";
 
@@ -19,7 +18,12 @@ export interface OutputPlan {
   /** Directories kept whole. */
   keepDirs: string[];
   uploads: UploadItem[];
+  /** `@list` files that could not be read safely (a link, a FIFO, a hard link, too large): reasons. */
+  refused: string[];
 }
+
+/** An `@list` output list is a few lines per file; a bigger one is refused, not read whole. */
+export const MAX_LIST_BYTES = 1024 * 1024;
 
 const wanted = (o: OutputFile, outcome: Outcome) => (outcome === "success" ? o.useIfSuccess : outcome === "failed" ? o.useIfFailure : o.useIfCancel);
 const strip = (n: string) => n.replace(/^\/+/, "");
@@ -31,7 +35,7 @@ const strip = (n: string) => n.replace(/^\/+/, "");
  * `@list` outputs are expanded from the named session file (`name [url]` lines).
  */
 export async function outputPlan(sessionDir: string, desc: JobDescription, outcome: Outcome, rerun: number): Promise<OutputPlan> {
-  const plan: OutputPlan = { keep: [], keepDirs: [], uploads: [] };
+  const plan: OutputPlan = { keep: [], keepDirs: [], uploads: [], refused: [] };
   const add = (o: OutputFile, name: string) => {
     if (o.target && !wanted(o, outcome)) return;
     const clean = strip(name);
@@ -46,7 +50,7 @@ export async function outputPlan(sessionDir: string, desc: JobDescription, outco
     }
     const listName = o.name.slice(1);
     plan.keep.push(strip(listName));
-    const text = await sessionPath(sessionDir, listName).then((p) => readFile(p, "utf8")).catch(() => "");
+    const text = await readList(sessionDir, listName, plan);
     for (const line of text.split("\n")) {
       const [name, url] = line.trim().split(/\s+/, 2);
       if (!name) continue;
@@ -57,40 +61,71 @@ export async function outputPlan(sessionDir: string, desc: JobDescription, outco
   return plan;
 }
 
-/** Removes everything from the session dir that the plan does not keep. Never follows links. */
+/** An `@list` file's text, read through `@ce/sessionfs`; missing = empty (A-REX), unsafe = refused. */
+async function readList(sessionDir: string, listName: string, plan: OutputPlan): Promise<string> {
+  try {
+    return (await readSmallFile(sessionDir, sessionSegments(listName), MAX_LIST_BYTES, { refuseHardLinks: true })).toString("utf8");
+  } catch (e) {
+    if (e instanceof SessionFsError && e.kind === "missing") return "";
+    plan.refused.push(`output list ${refusalText(e)}`);
+    return "";
+  }
+}
+
+/**
+ * Removes everything from the session dir that the plan does not keep. Never follows links:
+ * directories are entered relative to the held parent (O_NOFOLLOW), deletion is iterative.
+ * Recursion only follows the kept names' ancestors, whose depth the description bounds.
+ */
 export async function purgeSession(sessionDir: string, plan: Pick<OutputPlan, "keep" | "keepDirs">): Promise<number> {
   const keep = new Set(plan.keep);
   const all = [...plan.keep, ...plan.keepDirs];
   let removed = 0;
-  const walk = async (dir: string, rel: string): Promise<void> => {
-    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const e of entries) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
+  const walk = async (dir: Dir, rel: string): Promise<void> => {
+    for (const name of await dir.entries().catch(() => [] as string[])) {
+      const r = rel ? `${rel}/${name}` : name;
       if (keep.has(r) || plan.keepDirs.some((d) => r === d || r.startsWith(`${d}/`))) continue;
-      if (e.isDirectory() && all.some((k) => k.startsWith(`${r}/`))) {
-        await walk(join(dir, e.name), r);
-        continue;
+      const st = await dir.lstat(name).catch(() => undefined);
+      if (!st) continue;
+      if (st.isDirectory() && all.some((k) => k.startsWith(`${r}/`))) {
+        const child = await dir.child(name).catch(() => undefined); // swapped for a link: left alone
+        if (child) {
+          try {
+            await walk(child, r);
+          } finally {
+            await child.close();
+          }
+          continue;
+        }
       }
-      await rm(join(dir, e.name), { recursive: true, force: true });
-      removed++;
+      // A race the job wins (a directory moved mid-delete) leaves that entry; the wipe retries it.
+      const gone = await removeEntry(dir, name, `/${r}`).then(() => true, (e: unknown) => {
+        if (e instanceof SessionFsError) return false;
+        throw e;
+      });
+      if (gone) removed++;
     }
   };
-  await walk(sessionDir, "");
+  const root = await Dir.open(sessionDir).catch(() => undefined);
+  if (!root) return 0;
+  try {
+    await walk(root, "");
+  } finally {
+    await root.close();
+  }
   return removed;
 }
 
-/** Files under a directory output (relative to the session dir), regular files only. */
-export async function filesUnder(sessionDir: string, dirName: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (rel: string): Promise<void> => {
-    const abs = await sessionPath(sessionDir, rel);
-    for (const e of await readdir(abs, { withFileTypes: true }).catch(() => [])) {
-      const r = `${rel}/${e.name}`;
-      if (e.isDirectory()) await walk(r);
-      else if (e.isFile()) out.push(r);
-    }
-  };
-  const st = await lstat(join(sessionDir, dirName)).catch(() => undefined);
-  if (st?.isDirectory()) await walk(dirName.replace(/\/+$/, ""));
-  return out;
+/**
+ * Files under a directory output (relative to the session dir), regular files only; symlinks,
+ * special files and hard links in it come back as refusal reasons (the job fails on them).
+ */
+export async function filesUnder(sessionDir: string, dirName: string): Promise<{ files: string[]; refused: string[] }> {
+  try {
+    const r = await walkFiles(sessionDir, sessionSegments(dirName));
+    return { files: r.files, refused: r.refused.map((e) => `refused ${e.reason}`) };
+  } catch (e) {
+    if (e instanceof SessionFsError && e.kind === "missing") return { files: [], refused: [] };
+    return { files: [], refused: [refusalText(e)] };
+  }
 }

@@ -1,29 +1,31 @@
-import { lstat } from "node:fs/promises";
-import { join, normalize, sep } from "node:path";
+import type { Stats } from "node:fs";
+import { openRegular, segmentsOf, SessionFsError } from "@ce/sessionfs";
 
-export class UnsafePathError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UnsafePathError";
-    Object.setPrototypeOf(this, new.target.prototype);
+export { SessionFsError };
+
+/**
+ * A session-relative name as path segments. Every access the JEM makes on a job's behalf goes
+ * through `@ce/sessionfs` with these segments: components are opened one by one relative to the
+ * held parent with O_NOFOLLOW, so a link the job planted (`out -> /etc/grid-security/hostkey.pem`)
+ * is refused, never followed. Empty, `.` and `..` components are refused here.
+ */
+export function sessionSegments(name: string): string[] {
+  return segmentsOf(name);
+}
+
+/** Stat of a regular file in the session (no link followed), or undefined when missing or refused. */
+export async function sessionFileStat(root: string, name: string): Promise<Stats | undefined> {
+  try {
+    const { handle, stat } = await openRegular(root, sessionSegments(name));
+    await handle.close();
+    return stat;
+  } catch (e) {
+    if (e instanceof SessionFsError) return undefined;
+    throw e;
   }
 }
 
-/**
- * Absolute path of a session-relative name. The job owns the session dir and could plant
- * symlinks (`out -> /etc`), so every existing parent must be a real directory: the JEM never
- * reads or writes through a link on the job's behalf.
- */
-export async function sessionPath(root: string, name: string): Promise<string> {
-  const clean = normalize(name).replace(/^\/+/, "").replace(/\/+$/, "");
-  if (clean === "" || clean === "." || clean === ".." || clean.startsWith(`..${sep}`)) throw new UnsafePathError(`invalid file name: ${name}`);
-  const full = join(root, clean);
-  if (!full.startsWith(root.endsWith(sep) ? root : root + sep)) throw new UnsafePathError(`file name leaves the session directory: ${name}`);
-  let cur = root;
-  for (const part of clean.split(sep).slice(0, -1)) {
-    cur = join(cur, part);
-    const st = await lstat(cur).catch(() => undefined);
-    if (st && !st.isDirectory()) throw new UnsafePathError(`${name}: ${part} is not a directory`);
-  }
-  return full;
+/** A reason line for the job's `errors` file: what was refused and why. */
+export function refusalText(e: unknown): string {
+  return e instanceof SessionFsError ? `refused ${e.reason}` : (e as Error).message;
 }

@@ -1,5 +1,5 @@
-import { chmod, mkdir, readFile, rm } from "node:fs/promises";
-import { dirname } from "node:path";
+import { readFile } from "node:fs/promises";
+import { openParent, openRegular, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
 import type { JobCredential, JobRecord, QueueCatalog } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
@@ -7,7 +7,7 @@ import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "..
 import { forEachLimit, Semaphore } from "../semaphore.js";
 import { download, redact, transferClient, upload, withRetries, type TransferClient } from "./http.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
-import { sessionPath } from "./paths.js";
+import { refusalText, sessionSegments } from "./paths.js";
 
 /** Transfers of one job running at once (the worker's concurrency bounds jobs). */
 const PER_JOB = 4;
@@ -46,7 +46,7 @@ export function createStagingProcessor(ctx: JemContext) {
       let c = clients.get(key);
       if (!c) {
         const cred: JobCredential | undefined = await credentialFor(ctx, job, delegationId);
-        c = transferClient(cred, { caPem: await caPem, timeoutMs: ctx.config.staging.timeoutMs });
+        c = transferClient(cred, { caPem: await caPem, timeoutMs: ctx.config.staging.timeoutMs, allowAnyAudience: ctx.config.staging.allowAnyAudienceTokens });
         clients.set(key, c);
       }
       return c;
@@ -116,22 +116,31 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
     const url = f.source!;
     const start = new Date();
     try {
-      const dest = await sessionPath(session, f.name);
-      await mkdir(dirname(dest), { recursive: true });
-      await rm(dest, { force: true, recursive: true });
-      const client = await clientFor(f.delegationId ?? desc.delegationId);
-      const checksum = f.checksum ?? f.options.checksum;
-      const size = await global.run(() =>
-        transfer(ctx, job, ac, `download ${f.name}`, (signal, onBytes) => download(client, url, dest, { signal, size: f.size, checksum, onBytes })),
-      );
-      if (f.executable) await chmod(dest, 0o755);
+      // Parents are created and entered without following links (a restarted job's session may
+      // hold whatever the job left); an existing entry of that name is removed, never followed.
+      const segs = sessionSegments(f.name);
+      const { dir, name } = await openParent(session, segs, true);
+      let size: number;
+      try {
+        await removeEntry(dir, name!, `/${f.name}`).catch((e: unknown) => {
+          if (!(e instanceof SessionFsError && e.kind === "missing")) throw e;
+        });
+        const client = await clientFor(f.delegationId ?? desc.delegationId);
+        const checksum = f.checksum ?? f.options.checksum;
+        const dest = { dir, name: name!, at: `/${f.name}` };
+        size = await global.run(() =>
+          transfer(ctx, job, ac, `download ${f.name}`, (signal, onBytes) => download(client, url, dest, { signal, size: f.size, checksum, mode: f.executable ? 0o755 : undefined, onBytes })),
+        );
+      } finally {
+        await dir.close();
+      }
       await ctx.control.append(job.id, "input_status", `/${f.name}`);
       await ctx.control.append(job.id, "statistics", `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=no`);
       await logErrors(ctx, job.id, `Staging: downloaded ${redact(url)} -> /${f.name} (${size} bytes)`);
     } catch (e) {
       if (ac.signal.aborted) return;
-      const msg = `${f.name}: ${(e as Error).message}`;
-      await logErrors(ctx, job.id, `Staging: download of ${redact(url)} failed: ${(e as Error).message}`);
+      const msg = `${f.name}: ${refusalText(e)}`;
+      await logErrors(ctx, job.id, `Staging: download of ${redact(url)} failed: ${refusalText(e)}`);
       if (f.options.failureallowed === "yes") return;
       failures.push(msg);
       ac.abort(); // a failed mandatory download cancels the job's other transfers (arex-jem §5.3)
@@ -149,11 +158,17 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
   const desc = await readSpec(ctx, job.id);
   const session = ctx.control.sessionDir(job.id);
   const failures: string[] = [];
+  /** A file the JEM will not read on the job's behalf: logged, and the stage-out fails on it. */
+  const refuse = async (reason: string, optional = false) => {
+    await logErrors(ctx, job.id, `Staging: output not uploaded, ${reason}`);
+    if (!optional) failures.push(reason);
+  };
   if (desc) {
     const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun);
     const removed = await purgeSession(session, plan);
     const log = jobLog(ctx, job);
     log.info({ removed, uploads: plan.uploads.length }, "stage-out started");
+    for (const r of plan.refused) await refuse(r);
     const sent = new Set(((await ctx.control.read(job.id, "output_status")) ?? "").split("\n").map((l) => l.split(" ")[0]?.replace(/^\/+/, "")).filter(Boolean));
     // Directory outputs become one upload per file; `dir/` + target collection URL.
     const items: Array<{ name: string; url: string; delegationId?: string | undefined; optional: boolean }> = [];
@@ -162,7 +177,9 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
       if (u.name.endsWith("/")) {
         const base = u.target.endsWith("/") ? u.target : `${u.target}/`;
         const dir = u.name.replace(/\/+$/, "");
-        for (const f of await filesUnder(session, dir)) items.push({ name: f, url: base + encodeURI(f.slice(dir.length + 1)), delegationId: u.delegationId, optional });
+        const { files, refused } = await filesUnder(session, dir);
+        for (const r of refused) await refuse(r, optional);
+        for (const f of files) items.push({ name: f, url: base + encodeURI(f.slice(dir.length + 1)), delegationId: u.delegationId, optional });
       } else {
         const url = u.target.endsWith("/") ? u.target + encodeURIComponent(u.name.split("/").pop()!) : u.target;
         items.push({ name: u.name, url, delegationId: u.delegationId, optional });
@@ -172,17 +189,25 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
       if (ac.signal.aborted) return;
       const start = new Date();
       try {
-        const file = await sessionPath(session, i.name);
-        const client = await clientFor(i.delegationId ?? desc.delegationId);
-        const size = await global.run(() => transfer(ctx, job, ac, `upload ${i.name}`, (signal) => upload(client, file, i.url, { signal })));
+        const segs = sessionSegments(i.name);
+        // The descriptor checked here is the one streamed: a swap after the check changes nothing.
+        const { handle, stat } = await openRegular(session, segs, { refuseHardLinks: true });
+        let size: number;
+        try {
+          const client = await clientFor(i.delegationId ?? desc.delegationId);
+          size = await global.run(() => transfer(ctx, job, ac, `upload ${i.name}`, (signal) => upload(client, { handle, size: stat.size }, i.url, { signal })));
+        } finally {
+          await handle.close();
+        }
         await ctx.control.append(job.id, "output_status", `/${i.name} ${redact(i.url)}`);
         await ctx.control.append(job.id, "statistics", `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`);
         await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${size} bytes)`);
-        await rm(file, { force: true }); // uploaded copies leave the session dir (arex-jem §5.3)
+        // Uploaded copies leave the session dir (arex-jem §5.3): the entry itself, never a target.
+        await removePath(session, segs).catch(() => undefined);
       } catch (e) {
         if (ac.signal.aborted) return;
-        await logErrors(ctx, job.id, `Staging: upload of /${i.name} to ${redact(i.url)} failed: ${(e as Error).message}`);
-        if (!i.optional) failures.push(`${i.name}: ${(e as Error).message}`);
+        await logErrors(ctx, job.id, `Staging: upload of /${i.name} to ${redact(i.url)} failed: ${refusalText(e)}`);
+        if (!i.optional) failures.push(`${i.name}: ${refusalText(e)}`);
       }
     });
     log.info({ failures: failures.length }, "stage-out finished");

@@ -1,9 +1,11 @@
 import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
+import { removeSessionDir } from "../files.js";
 import { WAIT, type Step } from "./step.js";
 
 /** Removes every trace of a job: session dir, control dir, Redis record and indexes. */
 export async function cleanJob(ctx: JemContext, job: JobRecord): Promise<void> {
+  await removeSessionDir(ctx, job.id); // never through a link the job left
   await ctx.control.removeAll(job.id);
   await ctx.jobs.remove(job.id);
   jobLog(ctx, job).info("job cleaned");

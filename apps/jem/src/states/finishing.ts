@@ -1,5 +1,6 @@
 import { mdsTime, type JobChange, type JobRecord } from "@ce/store";
 import { enqueueStaging, jobLog, type JemContext } from "../context.js";
+import { removeProxyFile } from "../credentials.js";
 import { readPrivate, readSpec, removePrivate, updateLocal } from "../files.js";
 import { outputPlan, purgeSession } from "../staging/outputs.js";
 import { outcomeOf } from "../staging/worker.js";
@@ -16,11 +17,14 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
     await ctx.publishAbort(job.id);
     return finish(ctx, job, failureChange(job, KILL_TEXT, { state: "FINISHING", cause: "client" }), KILL_TEXT);
   }
+  // The batch job is over: its proxy file is no longer needed (staging reads the delegation store).
+  await removeProxyFile(ctx, job);
   const desc = await readSpec(ctx, job.id);
   if (!desc) return finish(ctx, job, {});
   const session = ctx.control.sessionDir(job.id);
   const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun);
-  if (plan.uploads.length === 0) {
+  // A refused `@list` file goes through the stage-out, which reports the refusal as a failure.
+  if (plan.uploads.length === 0 && plan.refused.length === 0) {
     await purgeSession(session, plan);
     return finish(ctx, job, {});
   }
@@ -57,6 +61,7 @@ export async function finish(ctx: JemContext, job: JobRecord, change: JobChange,
   if (next) {
     await updateLocal(ctx, job.id, { cleanuptime: mdsTime(new Date(cleanupAt)) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "local not updated"));
     await removePrivate(ctx, job.id, "stageout.done", "stagein.failed", "submitting");
+    await removeProxyFile(ctx, job);
   }
   return moved(next);
 }

@@ -1,10 +1,9 @@
-import { lstat } from "node:fs/promises";
 import type { JobDescription } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import { enqueueStaging, type JemContext } from "../context.js";
 import { readInputStatus, readPrivate, readSpec } from "../files.js";
 import { inLrms, underLimit } from "../limits.js";
-import { sessionPath } from "../staging/paths.js";
+import { sessionFileStat } from "../staging/paths.js";
 import { moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
 
@@ -67,9 +66,8 @@ async function checkUploads(ctx: JemContext, job: JobRecord, desc: JobDescriptio
       missing.push(f.name);
       continue;
     }
-    const path = await sessionPath(ctx.control.sessionDir(job.id), f.name).catch(() => undefined);
-    const st = path ? await lstat(path).catch(() => undefined) : undefined;
-    if (!st || !st.isFile()) {
+    const st = await sessionFileStat(ctx.control.sessionDir(job.id), f.name);
+    if (!st) {
       missing.push(f.name);
       continue;
     }

@@ -15,12 +15,21 @@ export interface Storage {
   caPem: string;
   files: Map<string, Buffer>;
   requests: StorageRequest[];
+  /** The bearer token `/token/...` accepts: a JWT whose `aud` is this storage's origin. */
+  token: string;
   /** The next `n` requests for `path` answer 503 (retry tests). */
   flaky(path: string, n: number): void;
   close(): Promise<void>;
 }
 
-export const TOKEN = "test-token-abc";
+/**
+ * A JWT-shaped token with the given audience. The JEM reads only `aud` (the gateway verified the
+ * signature when the token was delegated), so a fixed test signature is enough here.
+ */
+export function testJwt(aud: string | string[]): string {
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64url");
+  return `${part({ alg: "RS256", typ: "JWT" })}.${part({ sub: "test-user", iss: "https://issuer.test", aud, exp: Math.floor(Date.now() / 1000) + 3600 })}.c2ln`;
+}
 
 export interface TestPki {
   ca: TestCredential;
@@ -37,7 +46,7 @@ export function testPki(): TestPki {
 /**
  * A tiny WebDAV-ish HTTPS storage on 127.0.0.1: `/x509/...` needs a client certificate (proxies
  * accepted: OpenSSL would refuse them, so the chain is checked by presence only), `/token/...`
- * needs `Bearer TOKEN`; GET, PUT (parent collection must exist → 409), MKCOL.
+ * needs `Bearer <token>` (a JWT for this origin); GET, PUT (parent collection must exist → 409), MKCOL.
  */
 export async function startStorage(pki: TestPki): Promise<Storage> {
   const host = issueHostCert(pki.ca, { hostnames: ["127.0.0.1", "localhost"] });
@@ -45,6 +54,7 @@ export async function startStorage(pki: TestPki): Promise<Storage> {
   const collections = new Set<string>(["/", "/x509/", "/token/", "/open/"]);
   const requests: StorageRequest[] = [];
   const flakes = new Map<string, number>();
+  let token = "";
   const server: Server = createServer({ key: host.keyPem, cert: host.certPem, ca: pki.ca.certPem, requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? "/", "https://x").pathname);
     const cert = (req.socket as TLSSocket).getPeerCertificate();
@@ -60,7 +70,7 @@ export async function startStorage(pki: TestPki): Promise<Storage> {
         return void res.writeHead(503).end("try later");
       }
       if (path.startsWith("/x509/") && !peer) return void res.writeHead(403).end("client certificate required");
-      if (path.startsWith("/token/") && req.headers.authorization !== `Bearer ${TOKEN}`) return void res.writeHead(401).end("token required");
+      if (path.startsWith("/token/") && req.headers.authorization !== `Bearer ${token}`) return void res.writeHead(401).end("token required");
       const parent = path.replace(/[^/]+\/?$/, "");
       switch (req.method) {
         case "GET": {
@@ -85,8 +95,10 @@ export async function startStorage(pki: TestPki): Promise<Storage> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
+  token = testJwt(`https://127.0.0.1:${port}`);
   return {
     url: `https://127.0.0.1:${port}`,
+    token,
     caPem: pki.ca.certPem,
     files,
     requests,
