@@ -1,2 +1,3 @@
 export * from "./schema.js";
 export * from "./load.js";
+export * from "./mapping.js";

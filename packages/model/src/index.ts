@@ -36,3 +36,4 @@ export {
   type ParseOptions,
   type SettledDescription,
 } from "./description/index.js";
+export type { LocalUser } from "./localuser.js";

@@ -1,0 +1,26 @@
+import type { Redis } from "ioredis";
+import type { MappingConfig } from "@ce/config";
+import { PoolLeases } from "./pool.js";
+
+export { type MatchIdentity, allMatch, invalidRules, ruleMatches } from "./rules.js";
+export { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownUids } from "./accounts.js";
+export { type GridMap, type GridMapEntry, GridMapFile, parseGridMap } from "./gridmap.js";
+export { PoolLeases, type ReleaseResult } from "./pool.js";
+export { MappingKeys } from "./keys.js";
+export { Mapper, type MapperOptions, poolAccounts, poolName } from "./mapper.js";
+export { MappingConfigError, MappingRefused } from "./errors.js";
+
+const DEFAULT_GRACE_SECONDS = 600;
+
+/**
+ * For the JEM's wipe and removal paths: after a job of `owner` was wiped or removed, frees the
+ * owner's pool leases when no other job of it is left. Cheap when the owner holds none.
+ */
+export async function onJobWiped(redis: Redis, prefix: string, owner: string, mapping?: MappingConfig): Promise<void> {
+  await new PoolLeases(redis, prefix).release(owner, (mapping?.leaseGraceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000);
+}
+
+/** For the JEM's expiry pass: releases leases whose identities have no jobs left (safety net). */
+export async function sweepLeases(redis: Redis, prefix: string, mapping?: MappingConfig): Promise<number> {
+  return new PoolLeases(redis, prefix).sweep((mapping?.leaseGraceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000);
+}

@@ -1,0 +1,81 @@
+import { readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+import { MappingKeys } from "./keys.js";
+
+const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
+const LEASE = script("pool-lease");
+const RELEASE = script("pool-release");
+
+interface LeaseCommands {
+  ceMapLease(...args: (string | number)[]): Promise<string | null>;
+  ceMapRelease(...args: (string | number)[]): Promise<number>;
+}
+
+const defined = new WeakSet<Redis>();
+function commands(redis: Redis): LeaseCommands {
+  if (!defined.has(redis)) {
+    redis.defineCommand("ceMapLease", { numberOfKeys: 3, lua: LEASE });
+    redis.defineCommand("ceMapRelease", { numberOfKeys: 5, lua: RELEASE });
+    defined.add(redis);
+  }
+  return redis as unknown as LeaseCommands;
+}
+
+/** Outcome of a release attempt. */
+export type ReleaseResult = { released: number } | { kept: "jobs" | "grace" };
+
+/**
+ * Pool leases in Redis: one account per grid identity, never held by two identities at once
+ * (across every pool), the same account back while the identity holds it. Released when the
+ * identity has no job left but WIPED ones and its lease was not used within the grace time.
+ */
+export class PoolLeases {
+  readonly keys: MappingKeys;
+
+  constructor(readonly redis: Redis, prefix: string) {
+    this.keys = new MappingKeys(prefix);
+  }
+
+  /** The identity's account in `pool`, or undefined when every account is held by others. */
+  async lease(identity: string, pool: string, accounts: readonly string[], now = Date.now()): Promise<string | undefined> {
+    const k = this.keys;
+    const res = await commands(this.redis).ceMapLease(k.leases(), k.held(identity), k.touched(), identity, pool, now, ...accounts);
+    return res ?? undefined;
+  }
+
+  async release(identity: string, graceMs: number, now = Date.now()): Promise<ReleaseResult> {
+    const k = this.keys;
+    const n = Number(
+      await commands(this.redis).ceMapRelease(k.leases(), k.held(identity), k.touched(), k.ownerJobs(identity), k.ownerWiped(identity), identity, now, graceMs),
+    );
+    if (n === -1) return { kept: "jobs" };
+    if (n === -2) return { kept: "grace" };
+    return { released: n };
+  }
+
+  /** Who holds `account` (diagnostics, tests). */
+  async holder(account: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.leases(), account)) ?? undefined;
+  }
+
+  /**
+   * Releases the leases of identities last used before the grace time whose jobs are all gone:
+   * the safety net for jobs removed on paths that do not call `release`, and for submissions
+   * that leased but never committed. Pages through at most `max` identities per call (those that
+   * still have jobs stay listed, so paging keeps them from hiding the rest).
+   */
+  async sweep(graceMs: number, now = Date.now(), max = 10_000): Promise<number> {
+    const PAGE = 500;
+    let released = 0;
+    for (let offset = 0; offset < max; ) {
+      const due = await this.redis.zrangebyscore(this.keys.touched(), 0, now - graceMs, "LIMIT", offset, PAGE);
+      for (const identity of due) {
+        const r = await this.release(identity, graceMs, now);
+        if ("released" in r) released += r.released;
+        else offset++; // still listed
+      }
+      if (due.length < PAGE) break;
+    }
+    return released;
+  }
+}
