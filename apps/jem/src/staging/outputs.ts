@@ -87,16 +87,17 @@ export async function purgeSession(sessionDir: string, plan: Pick<OutputPlan, "k
       if (keep.has(r) || plan.keepDirs.some((d) => r === d || r.startsWith(`${d}/`))) continue;
       const st = await dir.lstat(name).catch(() => undefined);
       if (!st) continue;
-      if (st.isDirectory() && all.some((k) => k.startsWith(`${r}/`))) {
-        const child = await dir.child(name).catch(() => undefined); // swapped for a link: left alone
-        if (child) {
-          try {
-            await walk(child, r);
-          } finally {
-            await child.close();
-          }
-          continue;
+      if (all.some((k) => k.startsWith(`${r}/`))) {
+        // An output's parent that is not a directory (a link the job planted) is left in place
+        // for the upload to refuse by name; it is never entered.
+        const child = st.isDirectory() ? await dir.child(name).catch(() => undefined) : undefined;
+        if (!child) continue;
+        try {
+          await walk(child, r);
+        } finally {
+          await child.close();
         }
+        continue;
       }
       // A race the job wins (a directory moved mid-delete) leaves that entry; the wipe retries it.
       const gone = await removeEntry(dir, name, `/${r}`).then(() => true, (e: unknown) => {
