@@ -86,14 +86,15 @@ export async function readSmallFile(root: string, segments: readonly string[], m
   }
 }
 
-/** Opens (creating parents and the file) a regular file for writing, without truncating. */
+/** Opens (creating parents and the file) a regular file with one link for writing, without truncating. */
 export async function openForWrite(root: string, segments: readonly string[]): Promise<FileHandle> {
   const at = `/${segments.join("/")}`;
   const { dir, name } = await openParent(root, segments, true);
   try {
     if (name === undefined) throw new SessionFsError("is-dir", "/");
     const handle = await open(dir.at(name), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o644).catch((e: unknown) => classify(e, at));
-    await checkFile(handle, at, {});
+    // Writing into a hard link would change the file's other names (maybe outside the session).
+    await checkFile(handle, at, { refuseHardLinks: true });
     return handle;
   } finally {
     await dir.close();

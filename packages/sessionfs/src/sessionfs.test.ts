@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Dir, openRegular, openTarget, readSmallFile, removePath, SessionFsError, walkFiles } from "./index.js";
+import { Dir, openForWrite, openRegular, openTarget, readSmallFile, removePath, SessionFsError, walkFiles } from "./index.js";
 
 let base: string;
 let session: string;
@@ -60,6 +60,16 @@ describe("opening names in a session directory", () => {
     const t = await openTarget(session, ["out"]);
     if (t.kind === "file") await t.handle.close();
     expect(t.kind).toBe("file");
+  });
+
+  it("never writes into a hard link (it would change the file outside the session)", async () => {
+    await link(secret, join(session, "up"));
+    expect((await refusal(openForWrite(session, ["up"]))).kind).toBe("hard-link");
+    expect(await readFile(secret, "utf8")).toBe("HOST PRIVATE KEY");
+    const h = await openForWrite(session, ["new", "file"]);
+    await h.write("x");
+    await h.close();
+    expect(await readFile(join(session, "new/file"), "utf8")).toBe("x");
   });
 
   it("refuses a FIFO without blocking", async () => {
