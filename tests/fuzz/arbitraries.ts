@@ -81,3 +81,12 @@ export const idListBody = fc.oneof(
   { arbitrary: jsonBomb, weight: 1 },
   { arbitrary: rawText, weight: 2 },
 );
+
+let calls = 0;
+/**
+ * Lets the event loop run every 256 cases: a long run of synchronous checks otherwise starves
+ * vitest's worker RPC ("Timeout calling onTaskUpdate") and fails `pnpm fuzz` with no finding.
+ */
+export async function breathe(): Promise<void> {
+  if (++calls % 256 === 0) await new Promise<void>((r) => setImmediate(r));
+}

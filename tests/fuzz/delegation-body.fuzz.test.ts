@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { acceptDelegatedChain, createCsr, derToPem, normalizeCsrPem, pemBlocks, pemToDer, TrustStore, type KeyPair } from "@ce/x509";
 import { createCA, createProxy, issueUserCert, signCsrAsProxy, testKey } from "@ce/x509/testing";
 import { fc, fuzz } from "../support/fuzz.js";
-import { rawText, wellFormedOrBroken } from "./arbitraries.js";
+import { breathe, rawText, wellFormedOrBroken } from "./arbitraries.js";
 
 const USER = "/DC=org/DC=cetest/CN=Fuzz User";
 const ca = createCA({ dn: "/DC=org/DC=cetest/CN=Fuzz CA" });
@@ -65,7 +65,8 @@ const body = fc.oneof(
 
 describe("fuzz: delegation bodies", () => {
   it("acceptDelegatedChain: ok for the caller, else a designed code with a reason; never throws", async () => {
-    await fuzz("delegation-body", body, (text) => {
+    await fuzz("delegation-body", body, async (text) => {
+      await breathe();
       const r = acceptDelegatedChain(text, priv, store, USER);
       if (r.ok) {
         expect(r.identity).toBe(USER);
@@ -84,7 +85,8 @@ describe("fuzz: delegation bodies", () => {
       { arbitrary: rawText, weight: 2 },
       { arbitrary: unmatched, weight: 1 },
     );
-    await fuzz("pem-csr", csrText, (text) => {
+    await fuzz("pem-csr", csrText, async (text) => {
+      await breathe();
       for (const f of [() => normalizeCsrPem(text), () => pemToDer(text), () => pemToDer(text, "CERTIFICATE REQUEST")]) {
         try {
           const out = f();
@@ -99,7 +101,8 @@ describe("fuzz: delegation bodies", () => {
   it("pemBlocks pairs markers exactly as the former BEGIN…END\\1 regex did", async () => {
     const REF = /-----BEGIN ([A-Z0-9 ]{1,64})-----([\s\S]*?)-----END \1-----/g;
     const small = fc.array(fc.oneof(label.map((l) => `-----BEGIN ${l}-----`), label.map((l) => `-----END ${l}-----`), fc.constantFrom("\n", "-", "--", "AAAA", " ", "\r\n"), b64), { maxLength: 12 }).map((p) => p.join(""));
-    await fuzz("pem-blocks-reference", small, (text) => {
+    await fuzz("pem-blocks-reference", small, async (text) => {
+      await breathe();
       const src = text.replace(/\r\n?/g, "\n");
       const ref = [...src.matchAll(REF)].map((m) => m[1]);
       expect(pemBlocks(text).map((b) => b.label)).toEqual(ref);

@@ -10,7 +10,7 @@ import { routingPath } from "../../apps/gateway/src/app.js";
 import { CeError } from "../../apps/gateway/src/errors.js";
 import { parseSessionPath } from "../../apps/gateway/src/services/session-path.js";
 import { fc, fuzz } from "../support/fuzz.js";
-import { rawText } from "./arbitraries.js";
+import { breathe, rawText } from "./arbitraries.js";
 
 const ROOT = "/arex/rest/1.1/jobs/0b7e2c1a-9f3d-4e2b-8c1d-2a3b4c5d6e7f/session";
 
@@ -33,7 +33,8 @@ const FORBIDDEN = /[\0/]/;
 
 describe("fuzz: session paths", () => {
   it("BAD_PATH or segments that resolve inside the session", async () => {
-    await fuzz("session-path", target, (raw) => {
+    await fuzz("session-path", target, async (raw) => {
+      await breathe();
       let p;
       try {
         p = parseSessionPath(raw, ROOT);
@@ -54,7 +55,8 @@ describe("fuzz: session paths", () => {
 
   it("routingPath: one slash per separator, no trailing slash, never the query", async () => {
     const url = fc.tuple(target, fc.oneof(fc.constant(""), rawText.map((q) => `?${q}`))).map(([p, q]) => `https://localhost:8443${p}${q}`);
-    await fuzz("routing-path", url, (u) => {
+    await fuzz("routing-path", url, async (u) => {
+      await breathe();
       let req: Request;
       try {
         req = new Request(u);
