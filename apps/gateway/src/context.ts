@@ -5,6 +5,7 @@ import type { CompiledConfig } from "@ce/config";
 import type { ControlDir, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
 import type { KeyPool, TrustStore } from "@ce/x509";
 import type { CeMetrics } from "@ce/ops";
+import type { Mapper } from "@ce/mapping";
 /** Negotiated response format of structured responses. */
 export type Format = "json" | "xml" | "html";
 
@@ -35,6 +36,8 @@ export interface Services {
   trust: TrustStore;
   keyPool: KeyPool;
   logger: Logger;
+  /** Identity → local account (absent when the configuration has no `mapping` section). */
+  mapper?: Mapper | undefined;
   /** Prometheus metrics (absent in unit harnesses that do not need them). */
   metrics?: CeMetrics | undefined;
 }

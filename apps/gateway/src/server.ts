@@ -12,6 +12,7 @@ import type { CompiledConfig } from "@ce/config";
 import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from "@ce/store";
 import { KeyPool, TrustStore } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
+import { Mapper } from "@ce/mapping";
 import { createApp } from "./app.js";
 import { capConnectionsPerAddress } from "./connections.js";
 import { authConfigProblems } from "./auth/config-check.js";
@@ -80,6 +81,10 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     throw new Error(`cannot load the CA directory ${config.auth.caDir}: ${(e as Error).message}`);
   }
   for (const w of trust.warnings) logger.warn({ warning: w }, "CA directory");
+  // Bad rules, forbidden or missing accounts and unreadable grid-mapfiles stop the boot here.
+  const onWarning = (warning: string) => logger.warn({ warning }, "identity mapping");
+  const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch((e: unknown) => { redis.disconnect(); throw e; }) : undefined;
+  if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
   const connection = bullConnection(config.redis.url);
   const queues = { commands: new Queue("commands", { prefix, connection }), advance: new Queue("advance", { prefix, connection }) };
   return {
@@ -92,6 +97,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     trust,
     keyPool: new KeyPool({ size: config.delegations.keyPoolSize }),
     logger,
+    mapper,
     metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands, queues.advance] }),
   };
 }

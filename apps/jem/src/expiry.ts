@@ -1,5 +1,6 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { onJobWiped, sweepLeases } from "@ce/mapping";
 import { sweepDelegations } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { jobLog } from "./context.js";
@@ -27,6 +28,8 @@ export async function expiryPass(ctx: JemContext, now = Date.now()): Promise<num
   }
   await sweepDelegationsOnce(ctx, now);
   await sweepOrphans(ctx, now);
+  // Pool leases of identities whose jobs are all gone (paths that did not release them).
+  await sweepLeases(ctx.redis, ctx.config.redis.prefix, ctx.config.mapping).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease sweep failed"));
   return handled;
 }
 
@@ -71,6 +74,7 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
       if (!next) return false;
       await ctx.jobs.scheduleExpiry(id, removeAt);
       await wipe(ctx, id);
+      await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease not released"));
       jobLog(ctx, job).info("session directory expired; job is WIPED");
       return true;
     }

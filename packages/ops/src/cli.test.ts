@@ -29,7 +29,8 @@ beforeAll(async () => {
   redis = new Redis(inject("redisUrl"));
   const store = new JobStore(redis, prefix);
   const rec = (id: string, owner: string) => JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
-  await store.create([rec("c1", "/DC=org/CN=alice"), rec("c2", "/DC=org/CN=bob")], 100);
+  const mapped = { ...rec("c1", "/DC=org/CN=alice"), localUser: { account: "grid007", uid: 5007, gid: 100, groups: [100, 5000], rule: "mapping.rules[1] pool atlas" } };
+  await store.create([mapped, rec("c2", "/DC=org/CN=bob")], 100);
 });
 afterAll(async () => {
   await redis.quit();
@@ -55,7 +56,8 @@ describe("ceadm", () => {
 
   it("shows one job, and fails cleanly for a missing one", async () => {
     const shown = JSON.parse((await ceadm("jobs", "show", "c1", "--json")).stdout);
-    expect(shown).toMatchObject({ id: "c1", owner: "/DC=org/CN=alice", state: "ACCEPTED" });
+    expect(shown).toMatchObject({ id: "c1", owner: "/DC=org/CN=alice", state: "ACCEPTED", localUser: { account: "grid007", uid: 5007, gid: 100 } });
+    expect((await ceadm("jobs", "show", "c1")).stdout).toMatch(/localUser\s+grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/);
     const missing = await ceadm("jobs", "show", "zz");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("job zz not found");

@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { ConfigError, loadConfig } from "@ce/config";
+import type { LocalUser } from "@ce/model";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 
 /**
@@ -82,7 +83,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
         if (!arg) throw new UsageError(`jobs ${sub ?? ""}: a job id is required`);
         if (sub === "show") {
           const r = await ops.getJob(arg);
-          print(r, () => table(["FIELD", "VALUE"], Object.entries(r).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : /^(created|updated|stateSince|startedAt|endedAt|cleanupAt|removeAt|delegationExpires)$/.test(k) ? iso(v as number) : String(v)])));
+          print(r, () => table(["FIELD", "VALUE"], Object.entries(r).map(([k, v]) => [k, showField(k, v)])));
           return 0;
         }
         if (sub === "kill" || sub === "clean") {
@@ -115,6 +116,16 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     await Promise.all(queues.map((q) => q.close()));
     redis.disconnect();
   }
+}
+
+/** One record field for `jobs show`: times as ISO, the mapped account spelled out. */
+export function showField(k: string, v: unknown): string {
+  if (k === "localUser" && v && typeof v === "object") {
+    const u = v as LocalUser;
+    return `${u.account} (uid ${u.uid}, gid ${u.gid}, groups ${u.groups?.join(",") ?? "-"}; by ${u.rule})`;
+  }
+  if (typeof v === "object") return JSON.stringify(v);
+  return /^(created|updated|stateSince|startedAt|endedAt|cleanupAt|removeAt|delegationExpires)$/.test(k) ? (iso(v as number) ?? "-") : String(v);
 }
 
 // Run only as a program, not when a test imports `main`/`table`.

@@ -18,6 +18,8 @@ export interface ActivityFacts {
   exitCode?: number;
   errors?: string;
   owner?: string;
+  /** The mapped local account (GLUE2 LocalOwner). */
+  localOwner?: string;
   requestedTotalWallTime?: number;
   requestedTotalCpuTime?: number;
   requestedSlots?: number;
@@ -63,6 +65,7 @@ export function activityInputFor(record: JobRecord, opts: { hostname: string; no
     exitCode: record.exitCode,
     errors: record.failure,
     owner: record.owner,
+    localOwner: record.localUser?.account,
     // GLUE2 "total" wall time is per-slot time × slots, as A-REX publishes it.
     requestedTotalWallTime: s.wallTime !== undefined ? s.wallTime * slots : undefined,
     requestedTotalCpuTime: s.cpuTime,

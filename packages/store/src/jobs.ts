@@ -6,6 +6,7 @@ import {
   type LrmsState,
   type Outcome,
   type RestState,
+  type LocalUser,
   isInternalState,
   isRestState,
 } from "@ce/model";
@@ -60,6 +61,8 @@ export interface JobRecord {
   delegationExpires?: number | undefined;
   /** JSON summary of description fields the activity document shows. */
   summary?: JobSummary | undefined;
+  /** The local account the job runs as (@ce/mapping), decided at submission; never changes. */
+  localUser?: LocalUser | undefined;
   startedAt?: number | undefined;
   endedAt?: number | undefined;
   /** Execution node(s), comma separated. */
@@ -85,13 +88,14 @@ const NUM = new Set([
   "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB",
 ]);
 const BOOL = new Set(["pending", "killRequested", "cleanRequested"]);
+const JSON_FIELDS = new Set(["summary", "localUser"]);
 
 export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(r)) {
     if (v === undefined || v === null) continue;
     if (k === "delegations") out[k] = (v as string[]).join(",");
-    else if (k === "summary") out[k] = JSON.stringify(v);
+    else if (JSON_FIELDS.has(k)) out[k] = JSON.stringify(v);
     else if (BOOL.has(k)) out[k] = v ? "1" : "0";
     else out[k] = String(v);
   }
@@ -105,7 +109,7 @@ export function decodeRecord(h: Record<string, string>): JobRecord | undefined {
     if (NUM.has(k)) r[k] = Number(v);
     else if (BOOL.has(k)) r[k] = v === "1";
     else if (k === "delegations") r[k] = v ? v.split(",") : [];
-    else if (k === "summary") r[k] = safeJson(v);
+    else if (JSON_FIELDS.has(k)) r[k] = safeJson(v);
     else r[k] = v === "" ? undefined : v;
   }
   r.delegations ??= [];
@@ -123,7 +127,7 @@ function safeJson(v: string): unknown {
 const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
 
 /** Fields a state change may set; `rest` is always recomputed from them. */
-export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created">>;
+export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser">>;
 
 export class JobStore {
   readonly keys: Keys;
@@ -217,6 +221,8 @@ export class JobStore {
    * or the job is gone, so two JEMs can never advance the same job twice.
    */
   async update(current: JobRecord, change: JobChange, expect: Partial<Record<keyof JobRecord, string>> = {}): Promise<JobRecord | undefined> {
+    // The mapping is decided once (at submission): nothing may change it afterwards.
+    if ("localUser" in change) throw new Error(`job ${current.id}: localUser never changes`);
     const next = { ...current, ...change, updated: Date.now() } as JobRecord;
     if (change.state && change.state !== current.state) next.stateSince = next.updated;
     next.rest = toRestState(next);

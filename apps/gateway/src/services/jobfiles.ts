@@ -1,6 +1,6 @@
 import { mkdir, writeFile as writeFileCb } from "node:fs";
 import { promisify } from "node:util";
-import type { InputFile, JobDescription, OutputFile } from "@ce/model";
+import type { InputFile, JobDescription, LocalUser, OutputFile } from "@ce/model";
 import { type ControlDir, type ControlFile, formatKeyValues, mdsTime } from "@ce/store";
 
 // The callback API works on plain fds; fs/promises wraps every file in a FileHandle object,
@@ -27,6 +27,8 @@ export interface JobFilesInput {
   clientSoftware?: string | undefined;
   requestId: string;
   now: Date;
+  /** The mapped local account (absent when mapping is off). */
+  localUser?: LocalUser | undefined;
 }
 
 /** A-REX token escaping in `.local` args and `.input`/`.output` lines: space, backslash, CR, LF. */
@@ -75,6 +77,10 @@ export function localFile(j: JobFilesInput, sessionDir?: string): string {
     ["priority", d.priority ?? 50],
     ["dryrun", d.dryRun ?? false],
     ["requestid", j.requestId],
+    // The mapping decided at submission (our keys; A-REX keeps it outside the .local file).
+    ["localuser", j.localUser?.account],
+    ["localuid", j.localUser?.uid],
+    ["localgid", j.localUser?.gid],
   ];
   return formatKeyValues(entries);
 }

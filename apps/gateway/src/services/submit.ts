@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
 import { Forbidden, ServiceUnavailable } from "../errors.js";
 import { ruleMatches } from "../middleware/identity/policy.js";
+import { mapLocalUser } from "./mapping.js";
 import { settleDescriptions } from "./descriptions.js";
 import { isDraining } from "./info.js";
 import { mapLimit, writeJobFiles } from "./jobfiles.js";
@@ -153,6 +154,7 @@ export function rteAvailable(r: { name: string; version?: string | undefined }, 
 /** Files → one atomic create → bind → notify. Returns one result per plan, in order. */
 async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minRequired: number): Promise<BulkItem[]> {
   if (plans.length === 0) return [];
+  const localUser = await mapLocalUser(s, req.identity); // once per request; stored on every record
   const { config } = s;
   const owner = req.identity.subject;
   const now = new Date();
@@ -175,6 +177,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
         requestId: req.requestId,
         clientHost: req.clientHost,
         delegationExpires: p.delegationExpires,
+        localUser,
         summary: {
           stdin: d.stdin,
           stdout: d.stdout,
@@ -200,7 +203,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
           id, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
           endpointUrl: config.endpoint.url.replace(/\/+$/, ""), hostname, version: req.version, lifetime: records[i]!.lifetime,
           rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
-          clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now,
+          clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now, localUser,
         });
         return true;
       } catch (err) {

@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PoolLeases } from "@ce/mapping";
+import type { Jem } from "../src/daemon.js";
+import { sendCommand, shellJob, submitTestJob, testEnv, testJem, waitFor, waitForRest, type TestEnv } from "./helpers.js";
+
+// Pool leases end with the identity's last job: the JEM's wipe (expiry) and removal (clean) paths
+// release them. No grace time here, so the release happens at once.
+let env: TestEnv;
+let jem: Jem;
+let leases: PoolLeases;
+
+beforeAll(async () => {
+  env = await testEnv({ jobs: { sessionLifetimeSeconds: 1, wipedRecordSeconds: 60 }, mapping: { leaseGraceSeconds: 0 } });
+  jem = await testJem(env);
+  leases = new PoolLeases(env.redis, env.config.redis.prefix);
+});
+afterAll(async () => {
+  await jem?.stop();
+  await env?.close();
+});
+
+describe("pool leases and the JEM", () => {
+  it("the lease is kept while a job is left and released when the last one is wiped", async () => {
+    const owner = "/DC=org/CN=Wiped Owner";
+    expect(await leases.lease(owner, "p", ["acct1", "acct2"])).toBe("acct1");
+    const first = await submitTestJob(env, shellJob("true"), { owner });
+    const second = await submitTestJob(env, shellJob("sleep 3"), { owner });
+    await waitForRest(env, first, "WIPED", 15_000);
+    expect(await leases.holder("acct1")).toBe(owner); // the second job still runs as it
+    await waitForRest(env, second, "WIPED", 20_000);
+    await waitFor("lease released", async () => (await leases.holder("acct1")) === undefined, 10_000);
+    expect(await leases.lease("/CN=someone else", "p", ["acct1", "acct2"])).toBe("acct1");
+  });
+
+  it("a clean (record removed at once) releases it too", async () => {
+    const owner = "/DC=org/CN=Cleaned Owner";
+    expect(await leases.lease(owner, "q", ["c1"])).toBe("c1");
+    const id = await submitTestJob(env, shellJob("true"), { owner });
+    await waitForRest(env, id, "FINISHED");
+    await sendCommand(env, "clean", id);
+    await waitFor("lease released", async () => (await leases.holder("c1")) === undefined, 10_000);
+    expect(await env.jobs.get(id)).toBeUndefined();
+  });
+});
