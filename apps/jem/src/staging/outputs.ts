@@ -124,7 +124,7 @@ export async function purgeSession(sessionDir: string, plan: Pick<OutputPlan, "k
 export async function filesUnder(sessionDir: string, dirName: string): Promise<{ files: string[]; refused: string[] }> {
   try {
     const r = await walkFiles(sessionDir, sessionSegments(dirName));
-    return { files: r.files, refused: r.refused.map((e) => `refused ${e.reason}`) };
+    return { files: r.files, refused: r.refused.map(refusalText) };
   } catch (e) {
     if (e instanceof SessionFsError && e.kind === "missing") return { files: [], refused: [] };
     return { files: [], refused: [refusalText(e)] };

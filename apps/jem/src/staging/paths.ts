@@ -27,5 +27,6 @@ export async function sessionFileStat(root: string, name: string): Promise<Stats
 
 /** A reason line for the job's `errors` file: what was refused and why. */
 export function refusalText(e: unknown): string {
-  return e instanceof SessionFsError ? `refused ${e.reason}` : (e as Error).message;
+  if (!(e instanceof SessionFsError)) return (e as Error).message;
+  return e.kind === "missing" ? e.reason : `refused ${e.reason}`;
 }
