@@ -9,7 +9,7 @@ for g in "${groups[@]}"; do
   case "$g" in
     base) want+=(redis-server redis-tools openssl time procps python3) ;;
     slurm) want+=(slurm-wlm munge) ;;
-    arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed) ;;
+    arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients) ;;
     browser) want+=(chromium) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac

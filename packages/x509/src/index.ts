@@ -22,3 +22,7 @@ export {
   type KeyPoolOptions,
 } from "./delegation.js";
 export { peerCertificateChain } from "./tls.js";
+export { parseVomsExtension, parseAc, VOMS_OID, VomsParseError, type VomsAc } from "./voms.js";
+export { verifyVomsAc, vomsAttributesOf, type VomsAttributes, type VomsResult, type VomsTrust, type VomsVerifyOptions } from "./voms-verify.js";
+export { VomsDir, parseLsc } from "./voms-dir.js";
+export { DEFAULT_TRUST_POLICY, type TrustPolicy } from "./truststore.js";

@@ -2,3 +2,4 @@
 export * from "./testing-pki.js";
 export * from "./testing-proxy.js";
 export * from "./testing-attacks.js";
+export * from "./testing-voms.js";
