@@ -35,6 +35,12 @@ describe("grid-mapfile parsing", () => {
     expect(m.warnings).toEqual([]);
   });
 
+  it("a stray CR inside an unquoted line is text, not a crash (found by the fuzz target)", () => {
+    const m = parseGridMap('/\t1\r\r4"x,\n/CN=ok ok\n');
+    expect(m.entries.get("/CN=ok")?.accounts).toEqual(["ok"]);
+    expect(m.warnings).toEqual(['line 1: accounts are separated by commas, not spaces ("1\r\r4"x")']);
+  });
+
   it("the first line for a DN wins", () => {
     const m = parseGridMap('"/CN=A" first\n"/CN=A" second\n');
     expect(m.entries.get("/CN=A")?.accounts).toEqual(["first"]);

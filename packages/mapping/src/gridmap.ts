@@ -61,7 +61,7 @@ function parseLine(line: string): { dn: string; accounts: string[] } | string {
     rest = line.slice(i + 1);
     if (rest !== "" && !/^\s/.test(rest)) return "no space after the quoted DN";
   } else {
-    const m = /^(\S+)(.*)$/.exec(line)!;
+    const m = /^(\S+)(.*)$/s.exec(line)!; // s: a stray CR inside a line is text, not an end
     dn = m[1]!;
     rest = m[2]!;
   }
