@@ -1,15 +1,28 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { redisAclFile } from "@ce/config";
 
-/** A throwaway real redis-server on a free loopback port (the project's own, not a container). */
+/**
+ * A throwaway real redis-server on a free loopback port (the project's own, not a container),
+ * with the production ACL: `default` off, users `gateway` and `jem` with the CE rules (keys under
+ * `{...}` prefixes, since every suite uses its own hash-tag prefix). `url` logs in as `ce-test`:
+ * the same rules plus KEYS, which the suites' fixture cleanup uses.
+ */
 export interface RedisHandle {
+  /** `redis://ce-test:<password>@127.0.0.1:<port>` */
   url: string;
   port: number;
+  /** The CE's ACL users and their passwords. */
+  users: Record<"gateway" | "jem", { username: string; password: string }>;
   stop(): Promise<void>;
 }
+
+/** Key pattern of the test server's CE users: every suite prefix is a `{...}` hash tag. */
+export const TEST_KEY_PATTERN = "{*";
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -24,12 +37,18 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startRedis(): Promise<RedisHandle> {
+/** `keyPattern`: the CE users' key/channel pattern (production: `{ce}*`). */
+export async function startRedis(opts: { keyPattern?: string } = {}): Promise<RedisHandle> {
   const dir = mkdtempSync(join(tmpdir(), "ce-redis-"));
   const port = await freePort();
+  const pw = () => randomBytes(24).toString("base64url");
+  const users = { gateway: { username: "gateway", password: pw() }, jem: { username: "jem", password: pw() } };
+  const test = { username: "ce-test", password: pw(), extraRules: "+keys" };
+  writeFileSync(join(dir, "users.acl"), redisAclFile(opts.keyPattern ?? TEST_KEY_PATTERN, [users.gateway, users.jem, test]), { mode: 0o600 });
   const child: ChildProcess = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+      "--aclfile", join(dir, "users.acl")],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let log = "";
@@ -42,8 +61,9 @@ export async function startRedis(): Promise<RedisHandle> {
     await new Promise((r) => setTimeout(r, 20));
   }
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${test.username}:${test.password}@127.0.0.1:${port}`,
     port,
+    users,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once("exit", r));

@@ -8,7 +8,7 @@ import { createAdaptorServer } from "@hono/node-server";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { CompiledConfig } from "@ce/config";
+import { redisAuth, type CompiledConfig } from "@ce/config";
 import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from "@ce/store";
 import { KeyPool, TrustStore } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
@@ -68,7 +68,9 @@ export function loadSecretBox(config: CompiledConfig, log: Logger): SecretBox {
 }
 
 export async function createServices(config: CompiledConfig, logger: Logger): Promise<Services> {
-  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false });
+  // ACL user `gateway`; the password file is read here, at boot (refused when group/other-readable).
+  const auth = redisAuth(config.redis, "gateway");
+  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false, ...auth });
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
   const prefix = config.redis.prefix;
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
@@ -85,7 +87,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   const onWarning = (warning: string) => logger.warn({ warning }, "identity mapping");
   const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch((e: unknown) => { redis.disconnect(); throw e; }) : undefined;
   if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
-  const connection = bullConnection(config.redis.url);
+  const connection = bullConnection(config.redis.url, auth);
   const queues = { commands: new Queue("commands", { prefix, connection }), advance: new Queue("advance", { prefix, connection }) };
   return {
     config,

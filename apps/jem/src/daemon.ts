@@ -3,7 +3,7 @@ import { instrumentBackend } from "./lrms/instrumented.js";
 import { Queue, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { CompiledConfig } from "@ce/config";
+import { redisAuth, type CompiledConfig } from "@ce/config";
 import { ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, bullConnection, type QueueCatalog, type QueueName } from "@ce/store";
 import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
@@ -47,7 +47,9 @@ export interface Jem {
 export async function startJem(config: CompiledConfig, opts: JemOptions = {}): Promise<Jem> {
   const log = opts.logger ?? createLogger("jem", config.logging.level, { pid: process.pid });
   const prefix = config.redis.prefix;
-  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+  // ACL user `jem`; the password file is read at boot (refused when group/other-readable).
+  const auth = redisAuth(config.redis, "jem");
+  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null, ...auth });
   // Connected before SUBSCRIBE: ioredis' ready check (INFO) must not run in subscriber mode.
   const sub = redis.duplicate({ lazyConnect: true, enableReadyCheck: false });
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
@@ -61,7 +63,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const backends = new Map<string, Backend>();
   for (const b of opts.backends ?? [createBackend(config, log)]) backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
 
-  const connection = bullConnection(config.redis.url);
+  const connection = bullConnection(config.redis.url, auth);
   const queue = <N extends QueueName>(name: N) => new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
   const abortChannel = `${prefix}:jem:abort`;
 

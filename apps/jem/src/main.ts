@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import { loadConfig } from "@ce/config";
+import { loadConfig, redisAuth } from "@ce/config";
 import { createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
 
@@ -15,8 +15,9 @@ if (process.argv.includes("--check-config")) {
   process.exit(0);
 }
 const log = createLogger("jem", config.logging.level, { pid: process.pid });
-const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
-const queues = openQueues(config);
+const redisAuthJem = redisAuth(config.redis, "jem");
+const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null, ...redisAuthJem });
+const queues = openQueues(config, undefined, redisAuthJem);
 const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
 const jem = await startJem(config, { logger: log, metrics });
 const admin = config.admin.enabled

@@ -1,3 +1,4 @@
 export * from "./schema.js";
 export * from "./load.js";
+export * from "./redis.js";
 export * from "./mapping.js";

@@ -104,12 +104,23 @@ export function compileConfig(input: ConfigInput, baseDir = process.cwd()): Comp
       sessionRoot: abs(cfg.paths.sessionRoot ?? `${stateDir}/session`),
       rteDir: abs(cfg.paths.rteDir ?? `${stateDir}/rte`),
     },
+    redis: { ...cfg.redis, users: redisUsers(cfg, stateDir, abs) },
     auth: { ...cfg.auth, caDir: abs(cfg.auth.caDir ?? `${stateDir}/pki/ca`) },
     jobs: { ...cfg.jobs, defaultQueue },
     lrms: { ...cfg.lrms, scriptsDir: abs(cfg.lrms.scriptsDir ?? resolve(import.meta.dirname, "../../../apps/jem/backends")) },
     origin: url.origin,
     mountPath: url.pathname.replace(/\/+$/, ""),
   };
+}
+
+/** Password files made absolute; the embedded setup's default files under <stateDir>/secrets. */
+function redisUsers(cfg: Config, stateDir: string, abs: (p: string) => string): Config["redis"]["users"] {
+  const user = (role: "gateway" | "jem") => {
+    const u = cfg.redis.users[role];
+    const file = u.passwordFile ?? (cfg.redis.embedded ? `${stateDir}/secrets/redis-${role}.password` : undefined);
+    return { username: u.username, ...(file ? { passwordFile: abs(file) } : {}) };
+  };
+  return { gateway: user("gateway"), jem: user("jem") };
 }
 
 /** Boot-time entry: `CE_CONFIG` (YAML or JSON file) merged with `CE__*` environment overrides. */

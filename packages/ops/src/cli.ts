@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { ConfigError, loadConfig } from "@ce/config";
+import { ConfigError, loadConfig, redactRedisUrl, redisAuth } from "@ce/config";
 import type { LocalUser } from "@ce/model";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 
@@ -30,9 +30,6 @@ export function table(headers: string[], rows: (string | number | undefined)[][]
   return cells.map((r) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join("  ")).join("\n");
 }
 
-/** Never print a Redis password. */
-const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, "//***@");
-
 const iso = (ms: number | undefined) => (ms ? new Date(ms).toISOString().replace(/\.\d+Z$/, "Z") : undefined);
 
 export async function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
@@ -55,7 +52,9 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   }
   const config = loadConfig(values.config ? { file: values.config } : {});
   // Fail fast instead of retrying forever when Redis is down.
-  const redis = new Redis(config.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, retryStrategy: () => null });
+  // ceadm logs in as the JEM's ACL user (an operator on the JEM's host can read its password file).
+  const auth = redisAuth(config.redis, "jem");
+  const redis = new Redis(config.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, retryStrategy: () => null, ...auth });
   let lastError: Error | undefined;
   redis.on("error", (e: Error) => (lastError = e)); // reported below instead of as an unhandled event
 
@@ -63,9 +62,9 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   const needsQueues = cmd === "queues" || (cmd === "jobs" && (sub === "kill" || sub === "clean"));
   try {
     await redis.connect().catch((e: Error) => {
-      throw new Error(`cannot reach Redis at ${redactUrl(config.redis.url)}: ${(lastError ?? e).message}`);
+      throw new Error(`cannot reach Redis at ${redactRedisUrl(config.redis.url)}: ${(lastError ?? e).message}`);
     });
-    if (needsQueues) queues = openQueues(config);
+    if (needsQueues) queues = openQueues(config, undefined, auth);
     const ops = new AdminOps(redis, config.redis.prefix, queues);
     const print = (json: unknown, human: () => string) => out(values.json ? JSON.stringify(json, null, 2) : human());
 

@@ -1,6 +1,6 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import type { CompiledConfig } from "@ce/config";
+import type { CompiledConfig, RedisAuth } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
 import { bullConnection, JobStore, QUEUE_DEFAULTS, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
 
@@ -43,8 +43,13 @@ export class OpsError extends Error {
 }
 
 /** Opens one BullMQ Queue per catalog name under the CE prefix (same options as the producers). */
-export function openQueues(config: { redis: Pick<CompiledConfig["redis"], "url" | "prefix"> }, names: readonly QueueName[] = QUEUE_NAMES): Queue[] {
-  const connection = bullConnection(config.redis.url);
+export function openQueues(
+  config: { redis: Pick<CompiledConfig["redis"], "url" | "prefix"> },
+  names: readonly QueueName[] = QUEUE_NAMES,
+  /** The process's ACL credentials (`redisAuth(config.redis, role)`). */
+  auth: RedisAuth = {},
+): Queue[] {
+  const connection = bullConnection(config.redis.url, auth);
   return names.map((name) => new Queue(name, { connection, prefix: config.redis.prefix, defaultJobOptions: QUEUE_DEFAULTS[name] }));
 }
 

@@ -30,13 +30,19 @@ export function advanceJobId(jobId: string, reason: string): string {
   return `${jobId}_${reason.replace(/[^A-Za-z0-9-]/g, "-")}_${Date.now()}`;
 }
 
-export function bullConnection(url: string): ConnectionOptions {
+/**
+ * BullMQ connection options from the Redis URL plus the process's ACL credentials (`redisAuth` of
+ * @ce/config), which take precedence over any userinfo in the URL.
+ */
+export function bullConnection(url: string, auth: { username?: string; password?: string } = {}): ConnectionOptions {
   const u = new URL(url);
+  const username = auth.username ?? (u.username ? decodeURIComponent(u.username) : undefined);
+  const password = auth.password ?? (u.password ? decodeURIComponent(u.password) : undefined);
   return {
     host: u.hostname,
     port: Number(u.port || 6379),
-    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
-    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(password ? { password } : {}),
+    ...(username ? { username } : {}),
     ...(u.pathname.length > 1 ? { db: Number(u.pathname.slice(1)) } : {}),
     maxRetriesPerRequest: null,
   };
