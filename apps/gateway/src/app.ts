@@ -11,6 +11,7 @@ import { jobRoutes } from "./routes/jobs.js";
 import { sessionRoutes } from "./routes/session.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { delegationRoutes } from "./routes/delegations.js";
+import { resolveDotSegments } from "./services/session-path.js";
 
 export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
 
@@ -28,7 +29,9 @@ export function routingPath(req: Request): string {
   // The query and a fragment (a raw client may send `#`; the URL keeps it) are not routed on.
   const rest = url.slice(start);
   const q = rest.search(/[?#]/);
-  const path = rest.slice(0, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
+  // Dot segments are resolved here too: Node 20's URL parser leaves them in after a segment that
+  // starts with "." (`/a/.x/b/../c` stays as is), so routing must not rely on it.
+  const path = resolveDotSegments(rest.slice(0, q === -1 ? undefined : q).replace(/\/{2,}/g, "/"));
   return path.length > 1 ? path.replace(/\/$/, "") : path;
 }
 

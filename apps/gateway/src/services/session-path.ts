@@ -79,6 +79,31 @@ export function parseSessionPath(rawPath: string, rootHref: string): SessionPath
   };
 }
 
+const SINGLE_DOT = /^(?:\.|%2e)$/i;
+const DOUBLE_DOT = /^(?:\.|%2e){2}$/i;
+
+/**
+ * RFC 3986 / WHATWG dot-segment removal on an absolute URL path (`.`, `..` and their `%2e`
+ * spellings); never climbs above `/`. A trailing dot segment leaves a trailing slash.
+ */
+export function resolveDotSegments(path: string): string {
+  if (!path.includes(".") && !/%2e/i.test(path)) return path;
+  const out: string[] = [];
+  const segs = path.split("/").slice(1);
+  segs.forEach((seg, i) => {
+    const last = i === segs.length - 1;
+    if (DOUBLE_DOT.test(seg)) {
+      if (out.length > 0) out.pop();
+      if (last) out.push("");
+    } else if (SINGLE_DOT.test(seg)) {
+      if (last) out.push("");
+    } else {
+      out.push(seg);
+    }
+  });
+  return `/${out.join("/")}`;
+}
+
 /**
  * Percent-encodes one path segment for an href: only what a URL path cannot carry literally
  * (space, controls, `%`, `?`, `#`, non-ASCII, quotes, `<>` and the like). Unreserved characters
