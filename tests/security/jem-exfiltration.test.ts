@@ -8,6 +8,8 @@
  * travels over https to its audience.
  */
 import { createServer, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { issueHostCert } from "@ce/x509/testing";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -219,6 +221,34 @@ describe("secrets", () => {
     } finally {
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
+    }
+  });
+
+  it("a redirect to another origin does not carry the token", async () => {
+    const seen: string[] = [];
+    const other: Server = createServer((req, res) => {
+      seen.push(req.headers.authorization ?? "(none)");
+      res.writeHead(200, { "content-length": 4 }).end("data");
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const otherUrl = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+    const host = issueHostCert(pki.ca, { hostnames: ["127.0.0.1"] });
+    const aud = createHttpsServer({ key: host.keyPem, cert: host.certPem }, (req, res) => {
+      seen.push(`aud:${req.headers.authorization ? "token" : "(none)"}`);
+      res.writeHead(302, { location: `${otherUrl}/in.bin` }).end();
+    });
+    await new Promise<void>((resolve) => aud.listen(0, "127.0.0.1", resolve));
+    try {
+      const origin = `https://127.0.0.1:${(aud.address() as { port: number }).port}`;
+      const tok = await env.delegations.create(OWNER, "jwt", { token: testJwt(origin), expires: Date.now() + 3_600_000 });
+      const id = await submitTestJob(env, shellJob("true", { inputFiles: [{ name: "in.bin", source: `${origin}/in.bin`, executable: false, options: {} }] }), { mainDelegation: tok, delegations: [tok] });
+      await waitForRest(env, id, ["FINISHED", "FAILED"]);
+      expect(seen).toEqual(["aud:token", "(none)"]); // the audience got it, the redirect target did not
+    } finally {
+      for (const srv of [other, aud]) {
+        srv.closeAllConnections();
+        await new Promise<void>((resolve) => srv.close(() => resolve()));
+      }
     }
   });
 

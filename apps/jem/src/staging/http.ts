@@ -22,8 +22,6 @@ export interface TransferClient {
   headers: Record<string, string>;
   /** Why this client's credential must not be sent to `url` (undefined = allowed). */
   refuse(url: string): string | undefined;
-  /** A bearer token is never carried across a redirect: redirects are not followed with one. */
-  maxRedirections: number;
   close(): Promise<void>;
 }
 
@@ -51,7 +49,6 @@ export function transferClient(cred: JobCredential | undefined, opts: { caPem?: 
     dispatcher,
     headers,
     refuse: (url) => (token === undefined ? undefined : tokenRefusal(token, url, opts.allowAnyAudience ?? false)),
-    maxRedirections: token === undefined ? 5 : 0,
     close: () => dispatcher.close(),
   };
 }
@@ -114,7 +111,8 @@ export async function download(client: TransferClient, url: string, dest: Sessio
   const part = `.ce-part-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
   let fh: FileHandle | undefined;
   try {
-    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: client.maxRedirections }).catch(wrapNetwork);
+    // undici drops Authorization on a redirect to another origin: a token stays with its audience.
+    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: 5 }).catch(wrapNetwork);
     if (res.statusCode >= 300) {
       await res.body.dump().catch(() => undefined);
       throw httpError(res.statusCode, `GET ${redact(url)}`);
