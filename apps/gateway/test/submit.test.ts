@@ -170,7 +170,7 @@ describe("descriptions that do not parse: per-item 400 inside 201 (decisions #20
     const r = await post("1.1", `+(${XRSL("ok")})(${XRSL("bomb", `${chain}(arguments=$(V30))`)})`);
     const items = r.json().job as J[];
     expect(items.map((i) => i["status-code"])).toEqual(["201", "400"]);
-    expect(items[1].reason).toMatch(/exceeds the limit maxValueChars=1048576/);
+    expect(items[1].reason).toMatch(/exceeds the limit maxValueChars=131072/);
   });
 });
 

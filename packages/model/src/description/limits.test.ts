@@ -31,25 +31,26 @@ describe("expansion caps (xRSL)", () => {
     const [item] = parseDescriptionsSettled(doubling(40));
     const e = failure(item);
     expect(e.code).toBe("LIMIT_EXCEEDED");
-    expect(e.message).toMatch(/limit maxValueChars=1048576/);
+    expect(e.message).toMatch(/limit maxValueChars=131072/);
     expect(performance.now() - t0).toBeLessThan(1000);
     // Within the caps the same shape is fine.
     expect(parseDescriptionsSettled(doubling(4))[0]?.ok).toBe(true);
   });
 
   it("many references to one big variable hit the per-description total", () => {
-    const v = "y".repeat(512 * 1024);
+    const v = "y".repeat(100 * 1024);
     const refs = " $(B)".repeat(40);
     const [item] = parseDescriptionsSettled(`&(executable=/bin/true)(rsl_substitution=("B" "${v}"))(arguments=${refs})`);
-    expect(failure(item).message).toMatch(/limit maxExpandedChars=8388608/);
+    expect(failure(item).message).toMatch(/limit maxExpandedChars=1048576/);
   });
 
   it("the body total is shared by every description of a + bundle", () => {
-    const v = "z".repeat(900 * 1024);
+    // 6 × 128,000 = 768,000 characters per part (< 1 MiB); the 11th part passes 8 MiB.
+    const v = "z".repeat(128_000);
     const part = `(&(executable=/bin/true)(rsl_substitution=("B" "${v}"))(arguments=$(B) $(B) $(B) $(B) $(B)))`;
-    const items = parseDescriptionsSettled(`+${part.repeat(8)}`, { maxBytes: 16 * 1024 * 1024 });
-    expect(items.slice(0, 5).every((i) => i.ok)).toBe(true);
-    expect(failure(items[7]).message).toMatch(/limit maxTotalExpandedChars=33554432/);
+    const items = parseDescriptionsSettled(`+${part.repeat(12)}`, { maxBytes: 16 * 1024 * 1024 });
+    expect(items.slice(0, 10).every((i) => i.ok)).toBe(true);
+    expect(failure(items[11]).message).toMatch(/limit maxTotalExpandedChars=8388608/);
   });
 
   it("variables defined through too many other variables, and too many variables", () => {
@@ -114,8 +115,8 @@ describe("one broken description does not sink the others", () => {
     const wrap = (inner: string) => `<ActivityDescription><Application>${inner}</Application></ActivityDescription>`;
     expect(failure(parseDescriptionsSettled(wrap("<a>".repeat(100) + "</a>".repeat(100)))[0]).message).toMatch(/limit maxDepth=64/);
     expect(failure(parseDescriptionsSettled(wrap("<Argument/>".repeat(10_001)))[0]).message).toMatch(/limit maxListItems=10000/);
-    const long = wrap(`<Executable><Path>${"p".repeat(1024 * 1024 + 1)}</Path></Executable>`);
-    expect(failure(parseDescriptionsSettled(long)[0]).message).toMatch(/limit maxValueChars=1048576/);
+    const long = wrap(`<Executable><Path>${"p".repeat(128 * 1024 + 1)}</Path></Executable>`);
+    expect(failure(parseDescriptionsSettled(long)[0]).message).toMatch(/limit maxValueChars=131072/);
     const many = `<ActivityDescriptions>${wrap("").repeat(1001)}</ActivityDescriptions>`;
     expect(thrown(() => parseDescriptionsSettled(many)).message).toMatch(/limit maxDescriptions=1000/);
   });

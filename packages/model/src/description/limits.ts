@@ -28,9 +28,15 @@ export interface DescriptionLimits {
   maxTotalExpandedChars: number;
 }
 
-const MIB = 1024 * 1024;
+const KIB = 1024;
+const MIB = 1024 * KIB;
 
-/** Far above any real job (a few dozen relations, a few KB), far below what hurts a gateway. */
+/**
+ * Far above any real job (a few dozen relations, a few KB), far below what hurts a gateway: an
+ * accepted description is copied several times on its way to the control files, so the body
+ * budget is what one request can cost. One value is capped like one Linux argument
+ * (MAX_ARG_STRLEN, 128 KiB): longer could not be passed to the job anyway.
+ */
 export const DESCRIPTION_LIMITS: Readonly<DescriptionLimits> = Object.freeze({
   maxDescriptions: 1000,
   maxDepth: 64,
@@ -38,9 +44,9 @@ export const DESCRIPTION_LIMITS: Readonly<DescriptionLimits> = Object.freeze({
   maxListItems: 10_000,
   maxVariables: 1000,
   maxSubstitutionDepth: 32,
-  maxValueChars: 1 * MIB,
-  maxExpandedChars: 8 * MIB,
-  maxTotalExpandedChars: 32 * MIB,
+  maxValueChars: 128 * KIB,
+  maxExpandedChars: 1 * MIB,
+  maxTotalExpandedChars: 8 * MIB,
 });
 
 export function resolveLimits(overrides?: Partial<DescriptionLimits>): DescriptionLimits {
