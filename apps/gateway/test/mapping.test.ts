@@ -55,6 +55,10 @@ describe.runIf(TestAccounts.available())("identity mapping at submission", () =>
     const info = await t.request("POST", `${t.rest}/1.1/jobs?action=info`, { body: `<jobs><job><id>${ida}</id></job></jobs>`, accept: "text/xml", headers: { "content-type": "application/xml" } });
     expect(info.status).toBe(201);
     expect(info.text).toContain(`<LocalOwner>${real.account}</LocalOwner>`);
+    // The owner's diagnose view of the same control file.
+    const diag = await t.request("GET", `${t.rest}/1.1/jobs/${ida}/diagnose/local`);
+    expect(diag.status).toBe(200);
+    expect(diag.text).toContain(`localuser=${real.account}`);
   });
 
   it("the mapping never changes for a job", async () => {

@@ -39,8 +39,13 @@ export class PoolLeases {
   /** The identity's account in `pool`, or undefined when every account is held by others. */
   async lease(identity: string, pool: string, accounts: readonly string[], now = Date.now()): Promise<string | undefined> {
     const k = this.keys;
-    const res = await commands(this.redis).ceMapLease(k.leases(), k.held(identity), k.touched(), identity, pool, now, ...accounts);
-    return res ?? undefined;
+    const call = (list: readonly string[]) => commands(this.redis).ceMapLease(k.leases(), k.held(identity), k.touched(), identity, pool, now, ...list);
+    // Most submissions come from identities that hold their account already: renew without
+    // sending the whole pool (up to 10,000 names); the full call only for a new or moved lease.
+    const held = await call([]);
+    if (held && accounts.includes(held)) return held;
+    if (accounts.length === 0) return undefined;
+    return (await call(accounts)) ?? undefined;
   }
 
   async release(identity: string, graceMs: number, now = Date.now()): Promise<ReleaseResult> {
