@@ -56,7 +56,7 @@ const ruleSchema = z
     /** Pool of accounts leased one per grid identity. */
     pool: poolSchema.optional(),
     /** Grid-mapfile (`"DN" account[,account]`), reloaded when it changes. */
-    gridmap: z.string().min(1).optional(),
+    gridmap: z.string().startsWith("/", "gridmap must be an absolute path").optional(),
   })
   .strict()
   .superRefine((r, ctx) => {

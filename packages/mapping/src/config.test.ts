@@ -20,6 +20,7 @@ describe("mapping configuration", () => {
     [{ rules: [{ match: "*", pool: { accounts: ["a"], prefix: "g", from: 1, to: 2 } }] }, "mapping.rules.0.pool: a pool has either `accounts` or `prefix`+`from`+`to`, not both"],
     [{ rules: [{ match: "*", pool: { prefix: "g" } }] }, "mapping.rules.0.pool: a pool needs `accounts` or all of `prefix`, `from`, `to`"],
     [{ rules: [{ match: "*", pool: { accounts: ["a", "a"] } }] }, "mapping.rules.0.pool: a pool lists an account twice"],
+    [{ rules: [{ match: "*", gridmap: "etc/grid-mapfile" }] }, "mapping.rules.0.gridmap: gridmap must be an absolute path"],
     [{ onNoMatch: "allow" }, "mapping.onNoMatch"],
     [{ minUid: 0 }, "mapping.minUid"],
   ])("refuses %j naming the rule", (mapping, message) => {

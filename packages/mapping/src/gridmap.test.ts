@@ -104,6 +104,23 @@ describe("grid-mapfile reload", () => {
     expect(loads).toBe(2);
   });
 
+  it("a slow reload does not hold the request: the previous map answers until it is done", async () => {
+    const path = join(dir, "gm3");
+    writeFileSync(path, '"/CN=A" a1\n');
+    let release: () => void = () => undefined;
+    let slow = false;
+    const f = new GridMapFile(path, { checkMs: 0, maxWaitMs: 50, onLoad: () => (slow ? new Promise<void>((r) => (release = r)) : undefined) });
+    await f.load();
+    slow = true;
+    writeFileSync(path, '"/CN=A" a2-longer\n');
+    const t0 = Date.now();
+    expect((await f.lookup("/CN=A"))?.accounts).toEqual(["a1"]);
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    release();
+    await new Promise((r) => setTimeout(r, 10));
+    expect((await f.lookup("/CN=A"))?.accounts).toEqual(["a2-longer"]);
+  });
+
   it("the first load fails loudly (boot stops) for a missing file or a directory", async () => {
     await expect(new GridMapFile(join(dir, "nope"), { checkMs: 0 }).load()).rejects.toThrow(/grid-mapfile .*nope.*ENOENT/);
     const p = join(dir, "a-directory");

@@ -77,7 +77,8 @@ function parseLine(line: string): { dn: string; accounts: string[] } | string {
 
 /**
  * A grid-mapfile that follows its file: on use, at most every `checkMs`, one `stat`; a changed
- * mtime/size/inode re-reads it (one load at a time, shared by concurrent callers). A file that
+ * mtime/size/inode re-reads it (one load at a time, shared by concurrent callers, waited for at
+ * most `maxWaitMs`). A file that
  * becomes unreadable or does not load keeps the last good map (and says so through `onWarning`).
  */
 export class GridMapFile {
@@ -90,7 +91,7 @@ export class GridMapFile {
 
   constructor(
     readonly path: string,
-    private readonly opts: { checkMs: number; onLoad?: (m: GridMap) => Promise<void> | void; onWarning?: (msg: string) => void },
+    private readonly opts: { checkMs: number; maxWaitMs?: number; onLoad?: (m: GridMap) => Promise<void> | void; onWarning?: (msg: string) => void },
   ) {}
 
   /** First load: errors propagate (the boot stops on an unreadable grid-mapfile). */
@@ -113,8 +114,13 @@ export class GridMapFile {
     const now = Date.now();
     if (now - this.checkedAt < this.opts.checkMs) return;
     this.checkedAt = now;
-    this.loading ??= this.reload(false).finally(() => (this.loading = undefined));
-    await this.loading;
+    const loading = (this.loading ??= this.reload(false).finally(() => (this.loading = undefined)));
+    // A slow reload (huge file, slow NSS for new accounts) finishes in the background; the request
+    // waits at most `maxWaitMs` and meanwhile gets the previous map.
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.opts.maxWaitMs ?? 2_000)));
+    await Promise.race([loading, waited]);
+    clearTimeout(timer);
   }
 
   private async reload(strict: boolean): Promise<void> {
