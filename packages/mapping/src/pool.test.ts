@@ -58,6 +58,21 @@ describe("pool leases", () => {
     }
   });
 
+  it("50 parallel identities for 20 accounts: exactly 20 leased, each once, the other 30 refused", async () => {
+    const p = new PoolLeases(redis, prefix());
+    const pool = Array.from({ length: 20 }, (_, i) => `q${i}`);
+    const conns = Array.from({ length: 10 }, () => new Redis(inject("redisUrl")));
+    try {
+      const got = await Promise.all(Array.from({ length: 50 }, (_, i) => new PoolLeases(conns[i % 10]!, p.keys.prefix).lease(`/CN=u${i}`, "pool", pool)));
+      const leased = got.filter((a): a is string => a !== undefined);
+      expect(leased).toHaveLength(20);
+      expect(new Set(leased).size).toBe(20);
+      expect(Object.keys(await redis.hgetall(p.keys.leases())).sort()).toEqual([...pool].sort());
+    } finally {
+      await Promise.all(conns.map((c) => c.quit()));
+    }
+  });
+
   it("an exhausted pool leases nothing; a freed account goes to the next identity", async () => {
     const pfx = prefix();
     const p = new PoolLeases(redis, pfx);
