@@ -19,7 +19,7 @@ const root = resolve(import.meta.dirname, "..");
 const deployDir = import.meta.dirname;
 // `yaml` is a dependency of @ce/config; resolve it from there (deploy/ is not a workspace package).
 const YAML = createRequire(join(root, "packages/config/package.json"))("yaml") as typeof import("yaml");
-const { loadConfig } = (await import(join(root, "packages/config/src/index.ts"))) as typeof import("../packages/config/src/index.ts");
+const { loadConfig, redisAclRules } = (await import(join(root, "packages/config/src/index.ts"))) as typeof import("../packages/config/src/index.ts");
 
 const errors: string[] = [];
 const warnings: string[] = [];
@@ -70,6 +70,7 @@ function safeList(dir: string): string[] {
 
 // --- 2-4. per built service -------------------------------------------------------------------
 const checkedImages = new Set<string>();
+const ceServices: { name: string; role: "gateway" | "jem"; config: ReturnType<typeof loadConfig> }[] = [];
 for (const [name, svc] of Object.entries(compose.services)) {
   const build = svc.build as { context?: string; dockerfile?: string } | string | undefined;
   if (!build) continue;
@@ -128,6 +129,7 @@ for (const [name, svc] of Object.entries(compose.services)) {
     continue;
   }
   ok(`${name}: ${relative(root, cfgFile)} + ${Object.keys(ceEnv).length} CE__ overrides pass the config schema`);
+  ceServices.push({ name, role, config });
   checkMounted(where, mounts, svc, role, config);
   const adminPort = role === "jem" ? config.admin.jemPort : config.admin.port;
   const hc = JSON.stringify((svc.healthcheck as { test?: unknown } | undefined)?.test ?? "");
@@ -157,6 +159,7 @@ function checkMounted(where: string, mounts: VolumeMount[], svc: Record<string, 
     ["auth.caDir", c.auth.caDir],
     ["admin.tokenFile", c.admin.tokenFile],
     ["delegations.encryptionKeyFile", c.delegations.encryptionKeyFile],
+    [`redis.users.${role}.passwordFile`, c.redis.users[role as "gateway" | "jem"].passwordFile],
   ];
   if (role === "gateway") paths.push(["gateway.tls.certFile", c.gateway.tls.certFile], ["gateway.tls.keyFile", c.gateway.tls.keyFile]);
   if (role === "jem") paths.push(["paths.rteDir", c.paths.rteDir]);
@@ -202,6 +205,36 @@ function replay(where: string, context: string, instrs: Instr[], cmd: string[], 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+// --- 4b. Redis requires the CE's ACL users ----------------------------------------------------
+checkRedisAcl();
+function checkRedisAcl() {
+  const redis = compose.services.redis;
+  if (!redis) return fail("compose.yaml: no redis service");
+  const cmd = (redis.command as string[] | undefined) ?? [];
+  if (!cmd.includes("--aclfile")) fail("redis: redis-server runs without --aclfile (anyone reaching it gets every key)");
+  if (redis.ports) fail("redis: its port must not be published");
+  const env = normaliseEnv(redis.environment);
+  const users = new Map((env.REDIS_ACL_USERS ?? "").split(/\s+/).filter(Boolean).map((e) => [e.split(":")[0]!, e.slice(e.indexOf(":") + 1)]));
+  const redisSecrets = ((redis.secrets as unknown[] | undefined) ?? []).map(String);
+  for (const { name, role, config } of ceServices) {
+    const u = config.redis.users[role];
+    if (!u.passwordFile) {
+      fail(`${name}: redis.users.${role}.passwordFile is not set (the Redis ACL has no anonymous access)`);
+      continue;
+    }
+    // Same secret on both sides: the app's /run/secrets/<name> is the file the aclfile is built from.
+    if (users.get(u.username) !== u.passwordFile) fail(`${name}: Redis user ${u.username} with ${u.passwordFile} is not in the redis service's REDIS_ACL_USERS`);
+    const secret = u.passwordFile.replace(/^\/run\/secrets\//, "");
+    if (!redisSecrets.includes(secret)) fail(`redis: secret ${secret} (password of ${u.username}) is not given to the redis service`);
+    const rules = redisAclRules(`${config.redis.prefix}*`);
+    if (env.REDIS_ACL_RULES !== rules && !errors.some((e) => e.startsWith("redis: REDIS_ACL_RULES"))) fail(`redis: REDIS_ACL_RULES ${JSON.stringify(env.REDIS_ACL_RULES)} differ from the CE's rules for prefix ${config.redis.prefix}: ${JSON.stringify(rules)}`);
+    if (new URL(config.redis.url).password) fail(`${name}: redis.url carries a password; use redis.users.${role}.passwordFile`);
+  }
+  const script = join(deployDir, "redis/start.sh");
+  if (!existsSync(script) || !readFileSync(script, "utf8").includes("user default off")) fail("redis: deploy/redis/start.sh is missing or leaves the default user on");
+  if (errors.length === 0) ok(`redis: ACL users ${[...users.keys()].join(", ")} from secrets, default user off, rules match the CE prefix`);
 }
 
 // --- 5. secrets the site must create ---------------------------------------------------------

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `pnpm start`: the embedded development CE — local Redis (started if nothing answers, data under
-# .ce/redis), the JEM with the fork back end, one gateway on https://localhost:8443/arex (by default).
+# `pnpm start`: the embedded development CE — local Redis (ACL users gateway/jem with passwords in
+# .ce/secrets, `default` off; data under .ce/redis), the JEM with the fork back end, one gateway on
+# https://localhost:8443/arex (by default).
 # Development certificates and .ce/ce.yaml are generated on first start. Ctrl-C stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,9 @@ bash scripts/ensure-system-deps.sh base
 node --import tsx scripts/dev/setup.ts "$STATE" >/dev/null
 export CE_CONFIG="${CE_CONFIG:-$STATE/ce.yaml}"
 # Ports and URLs come from the configuration (file + CE__* overrides), like everything else.
-read -r REDIS_PORT URL ADMIN_PORT JEM_PORT < <(node --import tsx -e 'import("@ce/config").then(({loadConfig})=>{const c=loadConfig();console.log(new URL(c.redis.url).port||6379, c.endpoint.url, c.admin.port, c.admin.jemPort)})')
+read -r URL ADMIN_PORT JEM_PORT < <(node --import tsx -e 'import("@ce/config").then(({loadConfig})=>{const c=loadConfig();console.log(c.endpoint.url, c.admin.port, c.admin.jemPort)})')
+# The aclfile from the prefix and the password files (refused when group/other-readable).
+read -r REDIS_PORT REDIS_ACL REDIS_USER REDIS_PWFILE < <(node --import tsx scripts/dev/redis-acl.ts) || { echo "ce: cannot prepare the Redis ACL (above)" >&2; exit 1; }
 
 pids=()
 cleanup() {
@@ -20,14 +23,24 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-if redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1; then
-  echo "ce: reusing the Redis already answering on 127.0.0.1:$REDIS_PORT"
+# The password goes through the environment (REDISCLI_AUTH), never redis-cli's argv (visible in ps).
+as_jem() { REDISCLI_AUTH="$(cat "$REDIS_PWFILE")" redis-cli --user "$REDIS_USER" -h 127.0.0.1 -p "$REDIS_PORT" "$@" 2>/dev/null; }
+anon=$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>&1 || true)
+if [[ "$anon" == PONG || "$anon" == *NOAUTH* || "$anon" == *WRONGPASS* ]]; then
+  # Something answers: reuse it only when it is ours (our jem password works, no anonymous access).
+  if [[ "$anon" != PONG && "$(as_jem ping)" == PONG ]]; then
+    echo "ce: reusing the CE's Redis already answering on 127.0.0.1:$REDIS_PORT (ACL users, no anonymous access)"
+  else
+    echo "ce: 127.0.0.1:$REDIS_PORT is answered by a Redis without the CE's ACL users$([[ "$anon" == PONG ]] && echo " (it accepts anyone without a password)")." >&2
+    echo "ce: stop it, or run the CE's own Redis on another port: CE__REDIS__URL=redis://127.0.0.1:6380 ./ce start" >&2
+    exit 1
+  fi
 else
-  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$STATE/redis" --appendonly yes \
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --protected-mode yes --aclfile "$REDIS_ACL" --dir "$STATE/redis" --appendonly yes \
     --daemonize yes --pidfile "$STATE/redis/redis.pid" --logfile "$STATE/logs/redis.log"
   STARTED_REDIS=1
-  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  echo "ce: started redis-server on 127.0.0.1:$REDIS_PORT (data in $STATE/redis)"
+  for _ in $(seq 50); do [[ "$(as_jem ping)" == PONG ]] && break; sleep 0.1; done
+  echo "ce: started redis-server on 127.0.0.1:$REDIS_PORT (data in $STATE/redis; ACL users gateway, jem; passwords in $STATE/secrets/)"
 fi
 
 node --import tsx apps/jem/src/main.ts >>"$STATE/logs/jem.log" 2>&1 & pids+=($!)
@@ -40,7 +53,7 @@ node --max-old-space-size=256 apps/gateway/dist/main.js >>"$STATE/logs/gateway.l
 PKI="$STATE/pki"
 for _ in $(seq 100); do
   curl -s -o /dev/null --cacert "$PKI/ca/ca.pem" "$URL/rest" && break
-  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || { echo "ce: a component exited; see $STATE/logs/" >&2; tail -20 "$STATE/logs/"*.log >&2; exit 1; }; done
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || { echo "ce: a component exited; see $STATE/logs/" >&2; tail -n 20 "$STATE/logs/"*.log >&2; exit 1; }; done
   sleep 0.2
 done
 cat <<MSG

@@ -22,6 +22,8 @@ function write(path: string, content: string, mode = 0o644) {
 for (const d of ["pki/ca", "pki/ca-private", "pki/host", "pki/user", "control", "session", "rte", "redis", "logs", "secrets"]) {
   mkdirSync(`${state}/${d}`, { recursive: true });
 }
+// Secrets (Redis passwords, keys, tokens) and Redis' data/aclfile: the CE account only.
+for (const d of ["secrets", "redis"]) chmodSync(`${state}/${d}`, 0o700);
 
 let created = false;
 if (!existsSync(`${pki}/ca-private/ca.key`)) {
@@ -59,13 +61,21 @@ const secret = (name: string, make: () => string) => {
 };
 const keyFile = secret("delegation.key", () => SecretBox.generateKey());
 const adminFile = secret("admin.token", () => randomBytes(24).toString("base64url"));
+// Redis ACL users of the embedded Redis (scripts/dev/redis-acl.ts writes the aclfile from them).
+const redisGateway = secret("redis-gateway.password", () => randomBytes(24).toString("base64url"));
+const redisJem = secret("redis-jem.password", () => randomBytes(24).toString("base64url"));
 
 const cfgPath = `${state}/ce.yaml`;
 if (!existsSync(cfgPath)) {
   const cfg = {
     endpoint: { url: "https://localhost:8443/arex", adminDomain: "DEV" },
     paths: { stateDir: state },
-    redis: { url: "redis://127.0.0.1:6379", prefix: "{ce}", embedded: true },
+    redis: {
+      url: "redis://127.0.0.1:6379",
+      prefix: "{ce}",
+      embedded: true,
+      users: { gateway: { username: "gateway", passwordFile: redisGateway }, jem: { username: "jem", passwordFile: redisJem } },
+    },
     gateway: { host: "127.0.0.1", port: 8443, tls: { certFile: `${pki}/host/cert.pem`, keyFile: `${pki}/host/key.pem` } },
     auth: { caDir: `${pki}/ca` },
     delegations: { encryptionKeyFile: keyFile },
