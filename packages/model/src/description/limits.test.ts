@@ -121,3 +121,22 @@ describe("one broken description does not sink the others", () => {
     expect(thrown(() => parseDescriptionsSettled(many)).message).toMatch(/limit maxDescriptions=1000/);
   });
 });
+
+describe("pathological 5 MiB bodies are read in linear time", () => {
+  const M = 5 * 1024 * 1024 - 64 * 1024;
+  it.each([
+    ["999 broken + parts far apart", "+" + ("\n".repeat(5000) + "(&(=x))").repeat(999)],
+    ["a text of quotes", "&(a=" + '"'.repeat(M) + ")"],
+    ["tags that never close", "<ActivityDescriptions>" + "<ActivityDescription ".repeat(M / 21)],
+    ["unterminated bundle children", "<ActivityDescriptions>" + "<ActivityDescription><a>".repeat(999) + " ".repeat(M - 30_000)],
+  ])("%s", (_, body) => {
+    const t0 = performance.now();
+    try {
+      parseDescriptionsSettled(body);
+    } catch (e) {
+      if (!(e instanceof DescriptionError)) throw e;
+    }
+    // Quadratic behaviour takes minutes here; linear takes well under a second.
+    expect(performance.now() - t0).toBeLessThan(5000);
+  });
+});

@@ -194,11 +194,16 @@ function scanSpans(text: string, limits: DescriptionLimits): Span[] {
       let quote: string | undefined;
       for (; j < text.length; j++) {
         const c = text[j];
+        // `<` is never allowed inside a tag (not even in a quoted value): refusing it here keeps
+        // fast-xml-parser's validator from slow rescans of tags that never end.
+        if (c === "<") throw new AdlSyntaxError("'<' inside a tag: a tag is not closed with '>'", positionAt(text, j));
         if (quote) {
           if (c === quote) quote = undefined;
         } else if (c === '"' || c === "'") quote = c;
         else if (c === ">") break;
       }
+      // An unterminated tag runs to the end: stop, rather than rescan the rest for every `<`.
+      if (j >= text.length) break;
       const qname = /^[^\s/>]+/.exec(text.slice(lt + 1, lt + 200))?.[0] ?? "";
       const node: Span = { qname, start: lt, end: j + 1, innerStart: j + 1, innerEnd: j + 1, children: [] };
       const siblings = stack[stack.length - 1]?.children ?? roots;

@@ -313,20 +313,20 @@ class RslParser {
   /** `"..."` / `'...'`; a doubled quote character inside stands for one quote. */
   private parseQuoted(q: string): RslLiteral {
     const start = this.pos;
-    let i = this.pos + 1;
-    let value = "";
+    const { text } = this;
+    // One pass to the closing quote, then one replace: linear even for a text of only quotes.
+    let i = start + 1;
+    let doubled = false;
     for (;;) {
-      const close = this.text.indexOf(q, i);
-      if (close < 0) this.fail(`unterminated quoted string: no closing ${q} for the one opened here`, start);
-      value += this.text.slice(i, close);
-      if (this.text[close + 1] === q) {
-        value += q;
-        i = close + 2;
-        continue;
-      }
-      this.pos = close + 1;
-      return { kind: "literal", value, start, end: this.pos };
+      i = text.indexOf(q, i);
+      if (i < 0) this.fail(`unterminated quoted string: no closing ${q} for the one opened here`, start);
+      if (text[i + 1] !== q) break;
+      doubled = true;
+      i += 2;
     }
+    const raw = text.slice(start + 1, i);
+    this.pos = i + 1;
+    return { kind: "literal", value: doubled ? raw.replaceAll(q + q, q) : raw, start, end: this.pos };
   }
 }
 
