@@ -138,6 +138,9 @@ describe("descriptions that do not parse: per-item 400 inside 201 (decisions #20
     expect(await only("<adl:ActivityDescription xmlns:adl='x'><oops></adl:ActivityDescription>")).toMatch(/^ADL syntax error/);
     expect(await only("hello")).toMatch(/not a job description/);
     expect(await only("<JobDefinition/>", { ct: "application/xml" })).toMatch(/not an ADL ActivityDescription/);
+    // With a declared language, a body that is neither is read as that language.
+    expect(await only("hello", { ct: "application/rsl" })).toMatch(/^xRSL syntax error at line 1, column 1: expected '&', '\|' or '\+'/);
+    expect(await only("hello", { ct: "application/xml" })).toMatch(/^ADL syntax error/);
   });
   it("the ARC client's shape: XML, no Content-Type", async () => {
     const r = await post("1.0", "&(executable=", { accept: "text/xml" });

@@ -31,19 +31,22 @@ export function settleDescriptions(
   if (body.length === 0) throw new BadRequest("Missing payload: the request body holds no job description", "EMPTY_BODY");
   if (body.trim() === "") throw new BadRequest("Payload is empty: the request body is only whitespace", "EMPTY_BODY");
   const sniffed = detectFormat(body);
+  let format: "xrsl" | "adl" | undefined;
   if (contentType !== undefined && !GENERIC_TYPES.has(contentType)) {
     if (JSON_TYPES.has(contentType) || contentType.endsWith("+json")) throw jsonRefused();
     const declared = ADL_TYPES.has(contentType) ? "adl" : XRSL_TYPES.has(contentType) ? "xrsl" : undefined;
     if (!declared) {
       throw new UnsupportedMediaType(`Content-Type ${contentType} is not a job description type; use application/xml (ADL) or application/rsl (xRSL)`);
     }
-    if (sniffed !== declared && sniffed !== "json") {
+    // A body that is neither language is read as the declared one: its syntax error is the item's reason.
+    if (sniffed === "unknown") format = declared;
+    else if (sniffed !== declared && sniffed !== "json") {
       throw new BadRequest(`Content-Type ${contentType} announces ${declared === "adl" ? "ADL" : "xRSL"} but the body is not ${declared === "adl" ? "XML" : "xRSL"}`, "CONTENT_TYPE_MISMATCH");
     }
   }
   if (sniffed === "json") throw jsonRefused();
   try {
-    return parseDescriptionsSettled(body, { maxBytes: opts.maxBytes, maxRerun: opts.maxRerun, limits: { maxDescriptions: opts.maxDescriptions } });
+    return parseDescriptionsSettled(body, { format, maxBytes: opts.maxBytes, maxRerun: opts.maxRerun, limits: { maxDescriptions: opts.maxDescriptions } });
   } catch (e) {
     if (e instanceof DescriptionTooLargeError) throw new PayloadTooLarge("Job description", e.limit);
     if (isBodyLimit(e)) {

@@ -20,6 +20,8 @@ export type DescriptionFormat = "xrsl" | "adl" | "json" | "unknown";
 export interface ParseOptions extends ValidateOptions {
   /** Largest accepted body in bytes (UTF-8); default 5 MiB. */
   maxBytes?: number | undefined;
+  /** Read the body as this language instead of sniffing it (a declared Content-Type). */
+  format?: "xrsl" | "adl" | undefined;
   /** Overrides of the expansion caps (limits.ts), e.g. `maxDescriptions` from the gateway's config. */
   limits?: Partial<DescriptionLimits> | undefined;
 }
@@ -50,7 +52,7 @@ export function parseDescriptionsSettled(body: string, opts: ParseOptions = {}):
   if (size > maxBytes) throw new DescriptionTooLargeError(size, maxBytes);
   const limits = resolveLimits(opts.limits);
   const text = body.replace(/^\uFEFF/, "");
-  const format = detectFormat(text);
+  const format = opts.format ?? detectFormat(text);
   let items: SettledDescription[];
   switch (format) {
     case "xrsl":
