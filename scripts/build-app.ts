@@ -2,7 +2,7 @@
 // packages and npm dependencies inlined (no TypeScript loader at run time: ~15 MB less RSS and a
 // faster start), plus the store's Lua scripts next to it (loaded relative to the module).
 // Usage: node --import tsx scripts/build-app.ts gateway
-import { cpSync, mkdirSync } from "node:fs";
+import { cpSync, mkdirSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { build } from "tsup";
 
@@ -22,7 +22,17 @@ export async function buildApp(app: string, outDir = join(ROOT, "apps", app, "di
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   });
   mkdirSync(join(outDir, "lua"), { recursive: true });
-  cpSync(join(ROOT, "packages/store/src/lua"), join(outDir, "lua"), { recursive: true });
+  // Every package that reads `./lua/<name>.lua` next to itself: in the bundle that is dist/lua.
+  // Script names are unique across packages (a collision would overwrite; checked here).
+  const seen = new Set<string>();
+  for (const pkg of ["store", "mapping"]) {
+    const dir = join(ROOT, `packages/${pkg}/src/lua`);
+    for (const f of readdirSync(dir)) {
+      if (seen.has(f)) throw new Error(`Lua script name ${f} exists in two packages`);
+      seen.add(f);
+    }
+    cpSync(dir, join(outDir, "lua"), { recursive: true });
+  }
   return join(outDir, "main.js");
 }
 

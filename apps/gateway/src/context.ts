@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import type { ControlDir, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
-import type { KeyPool, TrustStore } from "@ce/x509";
+import type { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import type { CeMetrics } from "@ce/ops";
 import type { Mapper } from "@ce/mapping";
 /** Negotiated response format of structured responses. */
@@ -18,8 +18,12 @@ export interface Identity {
   issuer: string;
   /** Token scopes (`compute.read` ...); undefined for x509 callers, who are not scope-limited. */
   scopes?: ReadonlySet<string> | undefined;
-  /** wlcg.groups of a token. */
+  /** Groups: wlcg.groups of a token, or the group part of each VOMS FQAN (identity/groups.ts). */
   groups?: readonly string[] | undefined;
+  /** FQANs in short form, primary first (VOMS), or the wlcg.groups of a token. */
+  fqans?: readonly string[] | undefined;
+  /** VO names of the FQANs / groups. */
+  vos?: readonly string[] | undefined;
   /** Earliest notAfter of the chain / token exp (ms). */
   expires?: number | undefined;
   /** A limited proxy (x509): may not start jobs (routes/jobs.ts). */
@@ -34,6 +38,8 @@ export interface Services {
   control: ControlDir;
   queues: { [K in "commands" | "advance"]: Queue<QueueCatalog[K]> };
   trust: TrustStore;
+  /** vomsdir: trusted VOMS servers per VO (`.lsc` files, certificates). */
+  voms: VomsDir;
   keyPool: KeyPool;
   logger: Logger;
   /** Identity → local account (absent when the configuration has no `mapping` section). */

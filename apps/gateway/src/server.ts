@@ -10,7 +10,7 @@ import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { redisAuth, type CompiledConfig } from "@ce/config";
 import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from "@ce/store";
-import { KeyPool, TrustStore } from "@ce/x509";
+import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
 import { createApp } from "./app.js";
@@ -83,6 +83,8 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     throw new Error(`cannot load the CA directory ${config.auth.caDir}: ${(e as Error).message}`);
   }
   for (const w of trust.warnings) logger.warn({ warning: w }, "CA directory");
+  const voms = await VomsDir.load(config.auth.voms.dir);
+  for (const w of voms.warnings) logger.warn({ warning: w }, "vomsdir");
   // Bad rules, forbidden or missing accounts and unreadable grid-mapfiles stop the boot here.
   const onWarning = (warning: string) => logger.warn({ warning }, "identity mapping");
   const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch((e: unknown) => { redis.disconnect(); throw e; }) : undefined;
@@ -97,6 +99,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     control,
     queues,
     trust,
+    voms,
     keyPool: new KeyPool({ size: config.delegations.keyPoolSize }),
     logger,
     mapper,
@@ -164,6 +167,8 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
   const reloadTrust = async () => {
     await services.trust.reload();
     for (const w of services.trust.warnings) logger.warn({ warning: w }, "CA directory");
+    await services.voms.reload();
+    for (const w of services.voms.warnings) logger.warn({ warning: w }, "vomsdir");
   };
   const reload = setInterval(() => void reloadTrust().catch((err) => logger.warn({ err }, "CA reload failed")), 10 * 60_000);
   reload.unref();

@@ -6,7 +6,7 @@ import pino from "pino";
 import { compileConfig, type ConfigInput } from "@ce/config";
 import { negotiateFormat } from "@ce/glue2";
 import { DelegationStore, SecretBox, type JobStore, type ControlDir } from "@ce/store";
-import { KeyPool, TrustStore } from "@ce/x509";
+import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import type { AppEnv, Identity, Services } from "../src/context.js";
 import { CeError, NotFound } from "../src/errors.js";
 import { renderError } from "../src/render.js";
@@ -38,6 +38,7 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
     control: {} as ControlDir,
     queues: {} as Services["queues"],
     trust: TrustStore.fromPem(caPem),
+    voms: VomsDir.fromFiles({}),
     keyPool,
     logger: pino({ level: "silent" }),
   };

@@ -13,7 +13,7 @@ import pino from "pino";
 import { compileConfig, type ConfigInput } from "@ce/config";
 import { negotiateFormat } from "@ce/glue2";
 import { bullConnection, ControlDir, JobStore, type DelegationStore, type JobRecord } from "@ce/store";
-import type { KeyPool, TrustStore } from "@ce/x509";
+import { VomsDir, type KeyPool, type TrustStore } from "@ce/x509";
 import type { AppEnv, Identity, Services } from "../src/context.js";
 import { CeError, NotFound } from "../src/errors.js";
 import { renderError } from "../src/render.js";
@@ -77,6 +77,7 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
       advance: new Queue("advance", { connection, prefix }),
     },
     trust: {} as TrustStore,
+    voms: VomsDir.fromFiles({}),
     keyPool: {} as KeyPool,
     logger: pino({ level: "silent" }),
   };

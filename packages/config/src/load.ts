@@ -7,7 +7,7 @@ import { configSchema, type Config, type ConfigInput } from "./schema.js";
 /** Configuration after defaults are applied and every derived value is resolved (absolute paths, default queue). */
 export interface CompiledConfig extends Config {
   paths: Config["paths"] & { stateDir: string; controlDir: string; sessionRoot: string; rteDir: string };
-  auth: Config["auth"] & { caDir: string };
+  auth: Config["auth"] & { caDir: string; voms: Config["auth"]["voms"] & { dir: string; hostNames: string[] } };
   jobs: Config["jobs"] & { defaultQueue: string };
   lrms: Config["lrms"] & { scriptsDir: string };
   /** `scheme://host[:port]` of endpoint.url, the default token audience. */
@@ -105,7 +105,15 @@ export function compileConfig(input: ConfigInput, baseDir = process.cwd()): Comp
       rteDir: abs(cfg.paths.rteDir ?? `${stateDir}/rte`),
     },
     redis: { ...cfg.redis, users: redisUsers(cfg, stateDir, abs) },
-    auth: { ...cfg.auth, caDir: abs(cfg.auth.caDir ?? `${stateDir}/pki/ca`) },
+    auth: {
+      ...cfg.auth,
+      caDir: abs(cfg.auth.caDir ?? `${stateDir}/pki/ca`),
+      voms: {
+        ...cfg.auth.voms,
+        dir: abs(cfg.auth.voms.dir ?? `${stateDir}/pki/vomsdir`),
+        hostNames: cfg.auth.voms.hostNames.length ? cfg.auth.voms.hostNames : [new URL(cfg.endpoint.url).hostname],
+      },
+    },
     jobs: { ...cfg.jobs, defaultQueue },
     lrms: { ...cfg.lrms, scriptsDir: abs(cfg.lrms.scriptsDir ?? resolve(import.meta.dirname, "../../../apps/jem/backends")) },
     origin: url.origin,

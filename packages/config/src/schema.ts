@@ -190,6 +190,17 @@ export const configSchema = z.object({
           maxRsaBits: z.number().int().max(16384).default(8192),
         })
         .default({}),
+      /** VOMS attributes in X.509 proxies (FQANs), verified against the CA directory and the vomsdir. */
+      voms: z
+        .object({
+          /** vomsdir layout: `<dir>/<vo>/<host>.lsc` (or the server's certificate). Default: <stateDir>/pki/vomsdir */
+          dir: z.string().optional(),
+          /** A proxy whose AC does not verify: `refuse` (401 naming the reason, as VOMS-aware services do) or `ignore` the AC. */
+          invalidAc: z.enum(["refuse", "ignore"]).default("refuse"),
+          /** Names a targeted AC must carry one of; default: the endpoint's host name. */
+          hostNames: z.array(z.string()).default([]),
+        })
+        .default({}),
       tokens: z
         .object({
           enabled: z.boolean().default(true),

@@ -31,6 +31,8 @@ export interface ActivityInput {
   /** Grid identity (DN or token `iss/sub`). */
   owner?: string;
   localOwner?: string;
+  /** VOMS FQANs / token groups at submission, primary first: published as `OtherInfo: FQAN=…`. */
+  fqans?: readonly string[];
   /** Seconds. */
   requestedTotalWallTime?: number;
   /** Seconds. */
@@ -95,6 +97,7 @@ export function buildActivityDocument(input: ActivityInput): El {
       el("ID", glueIds.activity(input.hostname, input.id)),
       leaf("Name", input.name),
       el("OtherInfo", `SubmittedVia=${ARCREST_INTERFACE}`),
+      leaves("OtherInfo", (input.fqans ?? []).map((f) => `FQAN=${f}`)),
       el("Type", "single"),
       el("IDFromEndpoint", glueIds.idFromEndpoint(input.id)),
       leaf("LocalIDFromManager", input.localIdFromManager),

@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import type { MappingConfig } from "@ce/config";
 import { PoolLeases } from "./pool.js";
 
-export { type MatchIdentity, allMatch, invalidRules, ruleMatches } from "./rules.js";
+export { type MatchIdentity, allMatch, fqanForms, invalidRules, ruleMatches, shortFqan } from "./rules.js";
 export { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownUids } from "./accounts.js";
 export { type GridMap, type GridMapEntry, GridMapFile, parseGridMap } from "./gridmap.js";
 export { PoolLeases, type ReleaseResult } from "./pool.js";

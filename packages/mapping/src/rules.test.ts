@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MAPPING_MATCH } from "@ce/config";
-import { allMatch, invalidRules, type MatchIdentity, ruleMatches } from "./rules.js";
+import { allMatch, fqanForms, invalidRules, type MatchIdentity, ruleMatches, shortFqan } from "./rules.js";
 
 const jane: MatchIdentity = { subject: "/DC=org/DC=example/CN=Jane Doe", kind: "x509", issuer: "/DC=org/CN=Example CA", vos: ["atlas"], fqans: ["/atlas/Role=production/Capability=NULL", "/atlas"] };
 const tok: MatchIdentity = { subject: "https://idp.example/abc-123", kind: "token", issuer: "https://idp.example", groups: ["/cms/uscms"] };
@@ -20,8 +20,20 @@ describe("rule matcher", () => {
     ["ca:/DC=org/CN=Example CA", jane, true],
     ["constructor:x", jane, false], // prototype names are not rule kinds
     ["__proto__:x", jane, false],
+    // Short and long FQAN forms match either way; VOMS groups and token groups share group:
+    ["fqan:/atlas/Role=production", jane, true],
+    ["fqan:/atlas/Role=NULL/Capability=NULL", jane, true],
+    ["fqan:/atlas/lcg1", { ...jane, fqans: ["/atlas/lcg1/Role=NULL/Capability=NULL"] }, true],
+    ["fqan:/cms/uscms", { ...tok, fqans: ["/cms/uscms"] }, true],
+    ["group:/atlas", { ...jane, groups: ["/atlas"] }, true],
   ] as const)("%s", (rule, id, expected) => {
     expect(ruleMatches(rule, id)).toBe(expected);
+  });
+
+  it("FQAN forms", () => {
+    expect(shortFqan("/atlas/lcg1/Role=NULL/Capability=NULL")).toBe("/atlas/lcg1");
+    expect(shortFqan("/atlas/Role=production/Capability=NULL")).toBe("/atlas/Role=production");
+    expect(fqanForms("/atlas")).toEqual(["/atlas", "/atlas/Role=NULL/Capability=NULL"]);
   });
 
   it("a match list needs every condition; an empty one matches nothing", () => {

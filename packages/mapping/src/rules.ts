@@ -7,11 +7,16 @@
  *   `ca:<glob>`            X.509: DN of the CA that issued the end-entity certificate
  *   `iss:<url>`            token issuer, exact
  *   `sub:<glob>`           token identity `<iss>/<sub>` (sub is unique only per issuer)
- *   `group:<group>`        token `wlcg.groups` entry, exact (WLCG groups are not hierarchical)
+ *   `group:<group>`        a group, exact: a token `wlcg.groups` entry or the group part of a VOMS
+ *                          FQAN (`/atlas/lcg1`); groups are not hierarchical
  *   `scope:<scope>`        token carries this scope, exact
  *   `kind:x509|token`      how the caller authenticated
- *   `vo:<name>`            VOMS: the identity carries an attribute of this VO, exact
- *   `fqan:<glob>`          VOMS: some FQAN (`/atlas/Role=production/Capability=NULL`) matches
+ *   `vo:<name>`            the identity carries a VOMS attribute or a token group of this VO, exact
+ *   `fqan:<glob>`          some FQAN matches, in its short form (`/atlas/Role=production`,
+ *                          `/atlas/lcg1`) or its long form (`…/Role=NULL/Capability=NULL`);
+ *                          a token's wlcg.groups entries count as FQANs
+ * One vocabulary for both credentials: the gateway fills groups/fqans/vos from VOMS ACs and from
+ * token wlcg.groups alike (identity/groups.ts).
  * A rule that does not parse never matches (so a typo cannot open access); `invalidRules` lets
  * the boot code refuse such a configuration.
  */
@@ -46,13 +51,13 @@ const KINDS: Record<string, (pattern: string) => Rule | undefined> = {
     const g = glob(p);
     return (id) => id.kind === "token" && g.test(id.subject);
   },
-  group: (p) => (id) => id.kind === "token" && (id.groups ?? []).includes(p),
+  group: (p) => (id) => (id.groups ?? []).includes(p),
   scope: (p) => (id) => id.kind === "token" && (id.scopes?.has(p) ?? false),
   kind: (p) => (p === "x509" || p === "token" ? (id) => id.kind === p : undefined),
   vo: (p) => (id) => (id.vos ?? []).includes(p),
   fqan: (p) => {
     const g = glob(p);
-    return (id) => (id.fqans ?? []).some((f) => g.test(f));
+    return (id) => (id.fqans ?? []).some((f) => fqanForms(f).some((x) => g.test(x)));
   },
 };
 
@@ -85,6 +90,20 @@ export function allMatch(rules: readonly string[], id: MatchIdentity): boolean {
 /** Rules that do not parse (for boot-time validation). */
 export function invalidRules(rules: readonly string[]): string[] {
   return rules.filter((r) => compile(r) === undefined);
+}
+
+/** `/atlas/lcg1/Role=NULL/Capability=NULL` → `/atlas/lcg1` (how ARC and voms-proxy-info print FQANs). */
+export function shortFqan(fqan: string): string {
+  return fqan.replace(/\/Capability=NULL$/i, "").replace(/\/Role=NULL$/i, "");
+}
+
+/** The short and the long (VOMS wire) forms of an FQAN, for matching either. */
+export function fqanForms(fqan: string): string[] {
+  const short = shortFqan(fqan);
+  if (!short.startsWith("/")) return [fqan];
+  const withRole = /\/Role=/i.test(short) ? short : `${short}/Role=NULL`;
+  const long = /\/Capability=/i.test(withRole) ? withRole : `${withRole}/Capability=NULL`;
+  return [...new Set([fqan, short, long])];
 }
 
 function glob(p: string): RegExp {

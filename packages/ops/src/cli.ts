@@ -123,6 +123,7 @@ export function showField(k: string, v: unknown): string {
     const u = v as LocalUser;
     return `${u.account} (uid ${u.uid}, gid ${u.gid}, groups ${u.groups?.join(",") ?? "-"}; by ${u.rule})`;
   }
+  if (k === "fqans" && Array.isArray(v)) return v.join(", ");
   if (typeof v === "object") return JSON.stringify(v);
   return /^(created|updated|stateSince|startedAt|endedAt|cleanupAt|removeAt|delegationExpires)$/.test(k) ? (iso(v as number) ?? "-") : String(v);
 }

@@ -20,6 +20,7 @@ export interface ActivityFacts {
   owner?: string;
   /** The mapped local account (GLUE2 LocalOwner). */
   localOwner?: string;
+  fqans?: readonly string[];
   requestedTotalWallTime?: number;
   requestedTotalCpuTime?: number;
   requestedSlots?: number;
@@ -66,6 +67,7 @@ export function activityInputFor(record: JobRecord, opts: { hostname: string; no
     errors: record.failure,
     owner: record.owner,
     localOwner: record.localUser?.account,
+    fqans: record.fqans,
     // GLUE2 "total" wall time is per-slot time × slots, as A-REX publishes it.
     requestedTotalWallTime: s.wallTime !== undefined ? s.wallTime * slots : undefined,
     requestedTotalCpuTime: s.cpuTime,

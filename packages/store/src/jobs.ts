@@ -63,6 +63,8 @@ export interface JobRecord {
   summary?: JobSummary | undefined;
   /** The local account the job runs as (@ce/mapping), decided at submission; never changes. */
   localUser?: LocalUser | undefined;
+  /** VOMS FQANs (short form, primary first) or token groups in effect at submission; never change. */
+  fqans?: string[] | undefined;
   startedAt?: number | undefined;
   endedAt?: number | undefined;
   /** Execution node(s), comma separated. */
@@ -88,7 +90,7 @@ const NUM = new Set([
   "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB",
 ]);
 const BOOL = new Set(["pending", "killRequested", "cleanRequested"]);
-const JSON_FIELDS = new Set(["summary", "localUser"]);
+const JSON_FIELDS = new Set(["summary", "localUser", "fqans"]);
 
 export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -127,7 +129,7 @@ function safeJson(v: string): unknown {
 const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
 
 /** Fields a state change may set; `rest` is always recomputed from them. */
-export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser">>;
+export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans">>;
 
 export class JobStore {
   readonly keys: Keys;
@@ -223,6 +225,7 @@ export class JobStore {
   async update(current: JobRecord, change: JobChange, expect: Partial<Record<keyof JobRecord, string>> = {}): Promise<JobRecord | undefined> {
     // The mapping is decided once (at submission): nothing may change it afterwards.
     if ("localUser" in change) throw new Error(`job ${current.id}: localUser never changes`);
+    if ("fqans" in change) throw new Error(`job ${current.id}: fqans never change`);
     const next = { ...current, ...change, updated: Date.now() } as JobRecord;
     if (change.state && change.state !== current.state) next.stateSince = next.updated;
     next.rest = toRestState(next);

@@ -58,6 +58,7 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
     ...(q.maxSlotsPerJob !== undefined ? { maxSlotsPerJob: q.maxSlotsPerJob } : {}),
     // Per-queue counters are not indexed; with one queue the CE-wide ones are exact.
     counts: single ? counts : {},
+    ...vosField(q.allow),
   }));
   const url = new URL(config.endpoint.url);
   const doc = buildInfoDocument({
@@ -75,8 +76,26 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
     workingAreaLifeTime: config.jobs.sessionLifetimeSeconds,
     runtimeEnvironments: [...config.jobs.runtimeEnvironments],
     executionEnvironment: { logicalCpus: slots, mainMemorySize: Math.floor(totalmem() / 2 ** 20) },
+    ...vosField(config.auth.allow),
     now,
   });
   cache = { at: now.getTime(), key: s, doc };
   return doc;
 }
+
+/**
+ * The VOs a rule list admits, for GLUE2 `vo:<name>` policy rules (endpoint AccessPolicy from
+ * auth.allow, share MappingPolicy from a queue's allow), so brokers such as arcsub's pick queues
+ * that accept the user. Published only when every rule names a VO (`vo:atlas`, `fqan:/atlas/…`):
+ * a list that also admits by DN or token cannot be said in `vo:` rules without misleading brokers.
+ */
+export function vosOfRules(rules: readonly string[]): string[] | undefined {
+  if (rules.length === 0) return undefined;
+  const vos = rules.map((r) => /^vo:([^*?/]+)$/.exec(r)?.[1] ?? /^fqan:\/([^/*?]+)/.exec(r)?.[1]);
+  return vos.every((v): v is string => !!v) ? [...new Set(vos)] : undefined;
+}
+
+const vosField = (rules: readonly string[] | undefined) => {
+  const vos = rules ? vosOfRules(rules) : undefined;
+  return vos ? { vos } : {};
+};

@@ -29,6 +29,8 @@ export interface JobFilesInput {
   now: Date;
   /** The mapped local account (absent when mapping is off). */
   localUser?: LocalUser | undefined;
+  /** FQANs in effect at submission, primary first (A-REX writes them as `voms=` lines). */
+  fqans?: readonly string[] | undefined;
 }
 
 /** A-REX token escaping in `.local` args and `.input`/`.output` lines: space, backslash, CR, LF. */
@@ -81,6 +83,7 @@ export function localFile(j: JobFilesInput, sessionDir?: string): string {
     ["localuser", j.localUser?.account],
     ["localuid", j.localUser?.uid],
     ["localgid", j.localUser?.gid],
+    ...(j.fqans ?? []).map((f): [string, string] => ["voms", f]),
   ];
   return formatKeyValues(entries);
 }

@@ -178,6 +178,8 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
         clientHost: req.clientHost,
         delegationExpires: p.delegationExpires,
         localUser,
+        // The groups in effect at submission (accounting needs them; a later proxy cannot change them).
+        fqans: req.identity.fqans?.length ? [...req.identity.fqans] : undefined,
         summary: {
           stdin: d.stdin,
           stdout: d.stdout,
@@ -203,7 +205,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
           id, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
           endpointUrl: config.endpoint.url.replace(/\/+$/, ""), hostname, version: req.version, lifetime: records[i]!.lifetime,
           rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
-          clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now, localUser,
+          clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now, localUser, fqans: records[i]!.fqans,
         });
         return true;
       } catch (err) {

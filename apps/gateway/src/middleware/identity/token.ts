@@ -1,3 +1,4 @@
+import { tokenGroupFields } from "./groups.js";
 import type { Context } from "hono";
 import type { AppEnv, Identity } from "../../context.js";
 import { ServiceUnavailable, Unauthorized } from "../../errors.js";
@@ -47,5 +48,5 @@ export async function tokenIdentity(c: Context<AppEnv>): Promise<Identity | unde
     throw new Unauthorized(`Invalid token: ${res.reason}`, invalidTokenChallenge(res.reason), `TOKEN_${res.code}`);
   }
   const t = res.token;
-  return { subject: t.subject, kind: "token", issuer: t.issuer, scopes: t.scopes, groups: t.groups, expires: t.expires };
+  return { subject: t.subject, kind: "token", issuer: t.issuer, scopes: t.scopes, ...tokenGroupFields(t.groups ?? []), expires: t.expires };
 }

@@ -2,7 +2,8 @@ import { X509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import type { TLSSocket, DetailedPeerCertificate } from "node:tls";
 import type { Context } from "hono";
-import { verifyChain, type VerifyOptions, type VerifyResult } from "@ce/x509";
+import { verifyChain, vomsAttributesOf, type VerifyOptions, type VerifyResult } from "@ce/x509";
+import { vomsGroupFields } from "./groups.js";
 import type { AppEnv, Identity } from "../../context.js";
 import { Unauthorized } from "../../errors.js";
 
@@ -48,7 +49,7 @@ function fromTlsSocket(c: Context<AppEnv>, socket: TLSSocket): Identity | undefi
     return checkExpiry(remembered.id);
   }
   const result = verifyChain(chain, c.get("services").trust, verifyOptions(c));
-  const out = toIdentity(result);
+  const out = toIdentity(c, result);
   perSocket.set(socket, out);
   if (out instanceof Unauthorized) {
     logRejection(c, result);
@@ -87,11 +88,25 @@ function collectChain(peer: DetailedPeerCertificate, max = 65): X509Certificate[
   return out;
 }
 
-function toIdentity(r: VerifyResult): Identity | Unauthorized {
+function toIdentity(c: Context<AppEnv>, r: VerifyResult): Identity | Unauthorized {
   if (!r.ok) {
     return new Unauthorized(`Client certificate rejected (${r.code.toLowerCase().replace(/_/g, " ")}): ${r.reason}`, undefined, `CERT_${r.code}`);
   }
-  return { subject: r.identity, kind: "x509", issuer: r.issuerCA, expires: r.notAfter.getTime(), limited: r.limited };
+  // VOMS attributes only add groups; the identity stays the end-entity DN.
+  const { config, trust, voms } = c.get("services");
+  const { leewaySeconds } = config.auth.tokens;
+  const attrs = vomsAttributesOf(r, trust, voms, { hostNames: config.auth.voms.hostNames, leewaySeconds });
+  for (const reason of attrs.invalid) c.get("log").info({ subject: r.identity, reason }, "VOMS attribute certificate rejected");
+  if (attrs.invalid.length > 0 && config.auth.voms.invalidAc === "refuse") {
+    return new Unauthorized(`Client certificate rejected (invalid VOMS attributes): ${attrs.invalid[0]}`, undefined, "CERT_VOMS_INVALID");
+  }
+  // The AC's validity bounds how long these groups may be used on a keep-alive connection.
+  const acUntil = Math.min(...attrs.valid.map((a) => a.notAfter.getTime()));
+  const expires = Math.min(r.notAfter.getTime(), acUntil);
+  return {
+    subject: r.identity, kind: "x509", issuer: r.issuerCA, expires, limited: r.limited,
+    ...(attrs.valid.length ? vomsGroupFields(attrs.valid) : {}),
+  };
 }
 
 /** A keep-alive connection can outlive its proxy certificate. */
@@ -119,7 +134,7 @@ function fromProxyHeader(c: Context<AppEnv>, peer: string | undefined): Identity
   }
   // The proxy forwards the chain it verified the handshake for, leaf first: the path starts there.
   const result = verifyChain(pem, c.get("services").trust, verifyOptions(c));
-  const out = toIdentity(result);
+  const out = toIdentity(c, result);
   if (out instanceof Unauthorized) {
     logRejection(c, result);
     throw out;
