@@ -30,6 +30,8 @@ export interface StackOptions {
   /** Deep-merged into the generated ce.yaml. */
   config?: Record<string, unknown>;
   env?: NodeJS.ProcessEnv;
+  /** Runs after the state directory (PKI, secrets, ce.yaml) exists and before any process starts. */
+  prepare?: (state: string) => void;
 }
 
 function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
@@ -44,6 +46,7 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
 export async function startStack(o: StackOptions): Promise<Stack> {
   const state = mkdtempSync(join(tmpdir(), "ce-stack-"));
   execFileSync("node", ["--import", "tsx", "scripts/dev/setup.ts", state], { cwd: ROOT, stdio: "ignore" });
+  o.prepare?.(state);
   const cfgPath = join(state, "ce.yaml");
   const n = o.gateways ?? 1;
   const ports = await Promise.all(Array.from({ length: n * 2 + 1 }, () => freePort()));
