@@ -102,7 +102,7 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
   beforeAll(async () => {
     if (skip) return;
     if (backend === "slurm") slurm = await startSlurm(`/tmp/ce-slurm-e${process.pid}`);
-    stack = await startStack({ redisUrl: inject("redisUrl"), backend,
+    stack = await startStack({ redisUrl: inject("redisUrl"), redisUsers: inject("redisUsers"), backend,
       env: slurm ? { SLURM_CONF: slurm.conf } : {},
       // Two queues (= Slurm partitions main and debug); flaky asks for debug, sleep for main (the
       // client's broker picks a random queue for descriptions that name none).

@@ -50,7 +50,7 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
   const jobs = { listing: "", scriptName: "", failing: "" };
 
   beforeAll(async () => {
-    stack = await startStack({ redisUrl: inject("redisUrl"), backend: "fork" });
+    stack = await startStack({ redisUrl: inject("redisUrl"), redisUsers: inject("redisUsers"), backend: "fork" });
     rest = `${stack.url}/rest`;
     const ce = ceClient(stack.url, stack.pki);
     jobs.listing = await ce.submit(LISTING_XRSL);

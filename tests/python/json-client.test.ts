@@ -36,6 +36,7 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
     issuer = await startTokenIssuer({ audience: "set-per-token" });
     stack = await startStack({
       redisUrl: inject("redisUrl"),
+      redisUsers: inject("redisUsers"),
       backend: "fork",
       config: {
         auth: { tokens: { issuers: [{ issuer: issuer.issuer, caFile: issuer.caFile }] } },

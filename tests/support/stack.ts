@@ -25,6 +25,11 @@ export interface Stack {
 
 export interface StackOptions {
   redisUrl: string;
+  /**
+   * The test Redis' CE users (`inject("redisUsers")`): the stack then logs in as `gateway` and
+   * `jem` with password files, as in production. Without them it uses the URL's credentials.
+   */
+  redisUsers?: Record<"gateway" | "jem", { username: string; password: string }>;
   backend?: "fork" | "slurm";
   gateways?: number;
   /** Deep-merged into the generated ce.yaml. */
@@ -46,6 +51,11 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
 export async function startStack(o: StackOptions): Promise<Stack> {
   const state = mkdtempSync(join(tmpdir(), "ce-stack-"));
   execFileSync("node", ["--import", "tsx", "scripts/dev/setup.ts", state], { cwd: ROOT, stdio: "ignore" });
+  if (o.redisUsers) {
+    for (const role of ["gateway", "jem"] as const) {
+      writeFileSync(join(state, "secrets", `redis-${role}.password`), o.redisUsers[role].password, { mode: 0o600 });
+    }
+  }
   o.prepare?.(state);
   const cfgPath = join(state, "ce.yaml");
   const n = o.gateways ?? 1;
@@ -61,7 +71,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     const cfg = merge(
       merge(base, {
         endpoint: { url: `https://localhost:${ports[i]}/arex` },
-        redis: { url: o.redisUrl, prefix, embedded: false },
+        redis: o.redisUsers
+          ? { url: o.redisUrl.replace(/\/\/[^@/]*@/, "//"), prefix, embedded: false }
+          : { url: o.redisUrl, prefix, embedded: false },
         gateway: { port: ports[i] },
         lrms: { backend: o.backend ?? "fork", pollIntervalMs: 500 },
         jem: { scanIntervalMs: 1000 },
@@ -69,6 +81,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       }),
       o.config ?? {},
     );
+    // Without the CE users, the URL's own credentials are the only ones sent.
+    if (!o.redisUsers) delete (cfg.redis as { users?: unknown }).users;
     const p = join(state, `ce-${i}.yaml`);
     writeFileSync(p, YAML.stringify(cfg));
     return p;

@@ -31,8 +31,28 @@ export const REDACT_PATHS = [
   "*.encryptionKey",
   "adminToken",
   "*.adminToken",
+  // ioredis attaches the failed command to its errors: AUTH/HELLO carry the Redis password.
+  "command.args",
+  "*.command.args",
 ];
 
-export function createLogger(service: "gateway" | "jem" | "ceadm", level: string, base: Record<string, unknown> = {}): Logger {
-  return pino({ level, base: { svc: service, ...base }, redact: { paths: REDACT_PATHS, censor: "[redacted]" } });
+/**
+ * Errors: the standard serializer, minus the command arguments ioredis hangs on ReplyErrors
+ * (`AUTH <user> <password>`, or job data): only the command name is kept.
+ */
+function errSerializer(e: unknown): unknown {
+  const out = pino.stdSerializers.err(e as Error) as unknown as Record<string, unknown>;
+  const cmd = out.command as { name?: string } | undefined;
+  if (cmd && typeof cmd === "object") out.command = { name: cmd.name };
+  return out;
+}
+
+export function createLogger(service: "gateway" | "jem" | "ceadm", level: string, base: Record<string, unknown> = {}, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
+    level,
+    base: { svc: service, ...base },
+    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    serializers: { err: errSerializer, error: errSerializer },
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
