@@ -3,7 +3,7 @@ import { access, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
-import { formatKeyValues, parseKeyValues } from "@ce/store";
+import { parseKeyValues, updateKeyValues } from "@ce/store";
 import type { JemContext } from "./context.js";
 
 /** JEM-private per-job files next to the control files (never served by diagnose). */
@@ -83,12 +83,8 @@ async function parseSpec(text: string | undefined): Promise<JobDescription | und
 
 /** Sets (or with `undefined` removes) keys of the `.local`-style `local` file. */
 export async function updateLocal(ctx: JemContext, id: string, entries: Record<string, string | number | undefined>): Promise<void> {
-  const kv = parseKeyValues((await ctx.control.read(id, "local")) ?? "");
-  for (const [k, v] of Object.entries(entries)) {
-    if (v === undefined || v === "") delete kv[k];
-    else kv[k] = String(v);
-  }
-  await ctx.control.write(id, "local", formatKeyValues(Object.entries(kv)));
+  // Line-wise: repeated keys (voms=, notify=) must survive the JEM's updates.
+  await ctx.control.write(id, "local", updateKeyValues((await ctx.control.read(id, "local")) ?? "", entries));
 }
 
 /** `lrms_done` per arex-jem §1.4.4: `<code> <message>`; empty = 0; unparsable code = -1 + whole line. */

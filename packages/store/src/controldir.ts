@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { appendFile, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { appendFile, chmod, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
@@ -58,15 +58,23 @@ export class ControlDir {
     return join(this.eventsDir(), id);
   }
 
+  /**
+   * Roots with the modes of README "Privilege separation": control, jobs and the session root are
+   * traverse-only for others (0711: a job reaches its own batch and session dir by name, lists
+   * nothing); events is write-only for others (1733: a batch job rings its doorbell, sees no other).
+   */
   async ensureRoots(): Promise<void> {
-    await mkdir(join(this.root, "jobs"), { recursive: true });
-    await mkdir(this.eventsDir(), { recursive: true });
-    await mkdir(this.sessionRoot, { recursive: true });
+    await mkdir(join(this.root, "jobs"), { recursive: true, mode: 0o711 });
+    await mkdir(this.eventsDir(), { recursive: true, mode: 0o1733 });
+    await mkdir(this.sessionRoot, { recursive: true, mode: 0o711 });
+    const modes: Array<[string, number]> = [[this.root, 0o711], [join(this.root, "jobs"), 0o711], [this.eventsDir(), 0o1733], [this.sessionRoot, 0o711]];
+    // Not ours (a site-made volume root): the site set its modes.
+    for (const [dir, mode] of modes) await chmod(dir, mode).catch(() => undefined);
   }
 
   async createJobDirs(id: string): Promise<void> {
     await mkdir(this.jobDir(id), { recursive: true, mode: 0o700 });
-    await mkdir(this.sessionDir(id), { recursive: true, mode: 0o755 });
+    await mkdir(this.sessionDir(id), { recursive: true, mode: 0o700 });
   }
 
   /** Whole-file replace via rename, so readers never see a half-written file. */
@@ -124,12 +132,26 @@ export function formatKeyValues(entries: Array<[string, string | number | boolea
     .concat("\n");
 }
 
+/**
+ * Sets (or, with undefined/"", removes) keys of a `.local`-style text, keeping every other line
+ * as it is, in order: keys that repeat by design (`voms=`, `notify=`) survive an update.
+ */
+export function updateKeyValues(text: string, entries: Record<string, string | number | undefined>): string {
+  const keep = text.split("\n").filter((line) => {
+    const i = line.indexOf("=");
+    return i > 0 && !Object.hasOwn(entries, line.slice(0, i).trim());
+  });
+  const added = formatKeyValues(Object.entries(entries).map(([k, v]): [string, string | undefined] => [k, v === undefined ? undefined : String(v)]));
+  return [...keep, added.trimEnd()].filter(Boolean).join("\n").concat("\n");
+}
+
 export function parseKeyValues(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of text.split("\n")) {
     const i = line.indexOf("=");
     if (i <= 0) continue;
-    out[line.slice(0, i).trim()] = line.slice(i + 1).replace(/\\n/g, "\n").replace(/\\\\/g, "\\");
+    // One pass, so an escaped backslash before `n` stays a backslash (inverse of formatKeyValues).
+    out[line.slice(0, i).trim()] = line.slice(i + 1).replace(/\\([\\n])/g, (_, c: string) => (c === "n" ? "\n" : "\\"));
   }
   return out;
 }

@@ -1,0 +1,89 @@
+/**
+ * The real ARC client with a VOMS proxy against a CE whose only queue is open to one VO role:
+ * arcsub → arcstat → arcget succeed with a `/atlas/Role=production` proxy; a plain proxy and a
+ * proxy of another role are refused at submission. The proxies are real VOMS proxies made by
+ * voms-proxy-fake (AC signed by a test VOMS server that the CE's vomsdir lists).
+ */
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { credential, HAS_VOMS_FAKE, issueHostCert, lscFor, vomsProxy } from "@ce/x509/testing";
+import { startStack, type Stack } from "../support/stack.js";
+import { arc, HAS_ARC, ok, parseArcstat, restCall, submittedJobs, waitFor } from "./arc-tools.js";
+
+const XRSL = `&(executable="/bin/sh")(arguments="-c" "echo vo job ran")(jobname="voms-e2e")(queue="atlasprod")(stdout="out.txt")(outputfiles=("out.txt" ""))`;
+
+describe.skipIf(!HAS_ARC || !HAS_VOMS_FAKE)("ARC client with a VOMS proxy against a VO-only queue", () => {
+  let stack: Stack;
+  let work: string;
+  const proxies: Record<"prod" | "plain" | "pilot", string> = { prod: "", plain: "", pilot: "" };
+
+  beforeAll(async () => {
+    stack = await startStack({
+      redisUrl: inject("redisUrl"),
+      redisUsers: inject("redisUsers"),
+      config: { jobs: { queues: [{ name: "atlasprod", allow: ["fqan:/atlas/Role=production"] }], defaultQueue: "atlasprod" } },
+      prepare: (state) => {
+        const pki = join(state, "pki");
+        const ca = credential(new X509Certificate(readFileSync(join(pki, "ca", "ca.pem"))), createPrivateKey(readFileSync(join(pki, "ca-private", "ca.key"))));
+        const server = issueHostCert(ca, { hostnames: ["voms.example.org"], dn: "/DC=org/DC=ce-dev/CN=voms.example.org" });
+        mkdirSync(join(pki, "vomsdir", "atlas"), { recursive: true });
+        writeFileSync(join(pki, "vomsdir", "atlas", "voms.example.org.lsc"), lscFor(server));
+        const user = credential(new X509Certificate(readFileSync(join(pki, "user", "cert.pem"))), createPrivateKey(readFileSync(join(pki, "user", "key.pem"))), ca);
+        const write = (name: keyof typeof proxies, pem: string) => {
+          proxies[name] = join(state, "home-proxies", `${name}.pem`);
+          mkdirSync(join(state, "home-proxies"), { recursive: true });
+          writeFileSync(proxies[name], pem, { mode: 0o600 });
+        };
+        write("prod", vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=production", "/atlas"] }, join(pki, "ca")));
+        write("pilot", vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=pilot", "/atlas"] }, join(pki, "ca")));
+        proxies.plain = join(pki, "user", "proxy.pem");
+      },
+    });
+    work = join(stack.state, "work");
+    mkdirSync(work, { recursive: true });
+    writeFileSync(join(work, "job.xrsl"), XRSL);
+  }, 180_000);
+  afterAll(async () => {
+    await stack?.stop();
+  }, 60_000);
+
+  const env = (proxy: string) => ({ ...stack.arcEnv, X509_USER_PROXY: proxy, X509_VOMS_DIR: join(stack.pki, "vomsdir") });
+  const run = (proxy: string, tool: string, args: string[]) => arc(tool, args, { env: env(proxy), cwd: work, timeoutMs: 60_000 });
+
+  it("arcsub/arcstat/arcget work with the production-role proxy", { timeout: 180_000 }, async () => {
+    const jobsDat = join(stack.state, "home", "jobs-prod.dat");
+    const sub = ok(await run(proxies.prod, "arcsub", ["-j", jobsDat, "-C", stack.url, "-T", "arcrest", "job.xrsl"]), "arcsub");
+    const [url] = submittedJobs(sub.stdout);
+    expect(url).toBeDefined();
+    const id = url!.split("/").pop()!;
+    await waitFor("job finished", async () => {
+      const st = parseArcstat((await run(proxies.prod, "arcstat", ["-j", jobsDat, "-l", url!])).stdout).get(id)?.state;
+      if (st === "Failed") throw new Error("job failed");
+      return st === "Finished" ? st : undefined;
+    }, 90_000);
+    // The server recorded the FQANs in effect at submission (before arcget cleans the job).
+    const r = await restCall({ url: `${stack.url}/rest/1.0/jobs/${id}/diagnose/local`, proxyFile: proxies.prod, caFile: join(stack.pki, "ca", "ca.pem") });
+    expect(r.body).toMatch(/^voms=\/atlas\/Role=production$/m);
+    ok(await run(proxies.prod, "arcget", ["-j", jobsDat, "-D", work, url!]), "arcget");
+    expect(readFileSync(join(work, id, "out.txt"), "utf8")).toBe("vo job ran\n");
+  });
+
+  it("a plain proxy and a proxy of another role are refused at submission", async () => {
+    for (const p of [proxies.plain, proxies.pilot]) {
+      const r = await run(p, "arcsub", ["-j", join(stack.state, "home", "jobs-no.dat"), "-C", stack.url, "-T", "arcrest", "job.xrsl"]);
+      expect(r.code, r.stdout + r.stderr).not.toBe(0);
+      expect(submittedJobs(r.stdout)).toEqual([]);
+      expect(r.stdout + r.stderr).toMatch(/not submitted/);
+    }
+    // What the client was told, through the same interface: a per-item 403 naming the queue.
+    const direct = await restCall({
+      url: `${stack.url}/rest/1.0/jobs?action=new`, method: "POST", body: XRSL, headers: { "content-type": "application/rsl" },
+      proxyFile: proxies.pilot, caFile: join(stack.pki, "ca", "ca.pem"),
+    });
+    const item = (JSON.parse(direct.body) as { job: { "status-code": string; reason: string }[] }).job[0]!;
+    expect(item["status-code"]).toBe("403");
+    expect(item.reason).toMatch(/atlasprod/);
+  });
+});
