@@ -66,6 +66,15 @@ describe.skipIf(!HAS_ARC || !HAS_VOMS_FAKE)("ARC client with a VOMS proxy agains
     // The server recorded the FQANs in effect at submission (before arcget cleans the job).
     const r = await restCall({ url: `${stack.url}/rest/1.0/jobs/${id}/diagnose/local`, proxyFile: proxies.prod, caFile: join(stack.pki, "ca", "ca.pem") });
     expect(r.body).toMatch(/^voms=\/atlas\/Role=production$/m);
+    // The delegation arcsub made keeps the VOMS attributes (storage elements authorize by VO).
+    const deleg = /^delegationid=(.+)$/m.exec(r.body)?.[1];
+    expect(deleg).toBeDefined();
+    const d = await restCall({ url: `${stack.url}/rest/1.0/delegations/${deleg}?action=get`, method: "POST", proxyFile: proxies.prod, caFile: join(stack.pki, "ca", "ca.pem") });
+    expect(d.status).toBe(200);
+    const certs = d.body.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    const withAc = certs.map((p) => new X509Certificate(p)).filter((c) => c.raw.includes(Buffer.from("2b06010401be45646405", "hex")));
+    expect(withAc.length).toBeGreaterThan(0);
+    expect(d.body).not.toMatch(/PRIVATE KEY/);
     ok(await run(proxies.prod, "arcget", ["-j", jobsDat, "-D", work, url!]), "arcget");
     expect(readFileSync(join(work, id, "out.txt"), "utf8")).toBe("vo job ran\n");
   });
