@@ -245,6 +245,28 @@ def x509_part(a, ctx, token_client):
     check("x509: clean '202'", cl[0].get("status-code") == "202", f"{cl!r}")
 
 
+def voms_part(a, cafile):
+    """A VOMS proxy (RFC 3820 + AC) on a queue open only to its VO role; the plain proxy is refused there."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.load_cert_chain(a.voms_proxy)
+    c = Client(a.url, ctx)
+    c.version = "1.1"
+    q = f"&queue={a.voms_queue}"
+    status, _, doc = c.submit('&(executable="/bin/echo")(arguments="vo")(stdout="out")(jobname="py-voms")', q)
+    vid = doc["job"][0].get("id") if status == 201 else None
+    check("voms: submit to the VO queue '201'", status == 201 and doc["job"][0].get("status-code") == "201" and vid, f"{status} {doc!r}")
+    info = c.bulk("info", [vid])
+    other = as_list(((info[0].get("info_document") or {}).get("ComputingActivity") or {}).get("OtherInfo"))
+    check("voms: activity carries the FQAN", any(str(o).startswith("FQAN=/") for o in other), f"{info!r}")
+    plain = ssl.create_default_context(cafile=cafile)
+    plain.load_cert_chain(a.proxy)
+    pc = Client(a.url, plain)
+    pc.version = "1.1"
+    status, _, doc = pc.submit('&(executable="/bin/echo")(jobname="py-novoms")', q)
+    item = doc["job"][0] if status == 201 else {}
+    check("voms: plain proxy refused on the VO queue (per-item '403')", item.get("status-code") == "403" and a.voms_queue in item.get("reason", ""), f"{status} {doc!r}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True, help="service endpoint, e.g. https://localhost:8443/arex")
@@ -255,6 +277,8 @@ def main():
     p.add_argument("--deleg-token2", required=True)
     p.add_argument("--proxy", help="X.509 proxy file (cert + key + chain) for the x509 part")
     p.add_argument("--max-per-request", type=int, default=4, help="the CE's jobsPerSubmission limit")
+    p.add_argument("--voms-proxy", help="VOMS proxy whose FQAN admits it to --voms-queue")
+    p.add_argument("--voms-queue", default="atlasprod")
     a = p.parse_args()
     client = None
     try:
@@ -266,6 +290,11 @@ def main():
             x509_part(a, ssl.create_default_context(cafile=a.cafile), client or Client(a.url, ssl.create_default_context(cafile=a.cafile), a.token))
         except Exception as e:
             check("x509 part ran to the end", False, repr(e))
+    if a.voms_proxy and a.proxy:
+        try:
+            voms_part(a, a.cafile)
+        except Exception as e:
+            check("voms part ran to the end", False, repr(e))
     print(f"{PASSED} passed, {FAILED} failed")
     sys.exit(1 if FAILED else 0)
 

@@ -5,7 +5,10 @@
  * summary line, and show its transcript on failure.
  */
 import { spawn, spawnSync } from "node:child_process";
+import { createPrivateKey, X509Certificate } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { credential, HAS_VOMS_FAKE, issueHostCert, lscFor, vomsProxy } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startStack, type Stack } from "../support/stack.js";
 import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
@@ -30,6 +33,7 @@ function python(args: string[], timeoutMs: number): Promise<{ code: number | nul
 describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the CE", () => {
   let issuer: TokenIssuer;
   let stack: Stack;
+  let vomsFile: string | undefined;
 
   beforeAll(async () => {
     // The gateway's accepted audience defaults to its endpoint origin; tokens are minted for it below.
@@ -41,6 +45,19 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
       config: {
         auth: { tokens: { issuers: [{ issuer: issuer.issuer, caFile: issuer.caFile }] } },
         gateway: { limits: { jobsPerSubmission: MAX_PER_REQUEST } },
+        jobs: { queues: [{ name: "main" }, { name: "atlasprod", allow: ["fqan:/atlas/Role=production"] }], defaultQueue: "main" },
+      },
+      // A real VOMS proxy (voms-proxy-fake) whose AC a test VOMS server in the vomsdir signed.
+      prepare: (state) => {
+        if (!HAS_VOMS_FAKE) return;
+        const pki = join(state, "pki");
+        const ca = credential(new X509Certificate(readFileSync(join(pki, "ca", "ca.pem"))), createPrivateKey(readFileSync(join(pki, "ca-private", "ca.key"))));
+        const server = issueHostCert(ca, { hostnames: ["voms.example.org"], dn: "/DC=org/DC=ce-dev/CN=voms.example.org" });
+        mkdirSync(join(pki, "vomsdir", "atlas"), { recursive: true });
+        writeFileSync(join(pki, "vomsdir", "atlas", "voms.example.org.lsc"), lscFor(server));
+        const user = credential(new X509Certificate(readFileSync(join(pki, "user", "cert.pem"))), createPrivateKey(readFileSync(join(pki, "user", "key.pem"))), ca);
+        vomsFile = join(pki, "user", "voms-proxy.pem");
+        writeFileSync(vomsFile, vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=production"] }, join(pki, "ca")), { mode: 0o600 });
       },
     });
   }, 120_000);
@@ -59,7 +76,8 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
     const deleg2 = await issuer.mint({ aud: "https://storage.example.org", sub: "py-user", scope: "storage.read:/" });
     const r = await python(
       ["--url", stack.url, "--cafile", join(stack.pki, "ca", "ca.pem"), "--token", token, "--read-token", readToken,
-        "--deleg-token", deleg, "--deleg-token2", deleg2, "--proxy", stack.arcEnv.X509_USER_PROXY!, "--max-per-request", String(MAX_PER_REQUEST)],
+        "--deleg-token", deleg, "--deleg-token2", deleg2, "--proxy", stack.arcEnv.X509_USER_PROXY!, "--max-per-request", String(MAX_PER_REQUEST),
+        ...(vomsFile ? ["--voms-proxy", vomsFile] : [])],
       150_000,
     );
     const summary = /^(\d+) passed, (\d+) failed$/m.exec(r.out);
@@ -67,6 +85,11 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
     else console.info(`ce_json_client.py: ${summary[0]}`);
     expect(r.out.split("\n").filter((l) => l.startsWith("FAIL"))).toEqual([]);
     expect(summary?.[2]).toBe("0");
+    if (HAS_VOMS_FAKE) {
+      for (const step of ["voms: submit to the VO queue '201'", "voms: activity carries the FQAN", "voms: plain proxy refused on the VO queue (per-item '403')"]) {
+        expect(r.out).toContain(`ok   ${step}`);
+      }
+    }
     expect(Number(summary?.[1])).toBeGreaterThanOrEqual(50);
     expect(r.code).toBe(0);
   }, 180_000);
