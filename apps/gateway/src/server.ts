@@ -4,7 +4,7 @@ import { createServer as createHttpServer, type Server as HttpServer } from "nod
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
-import { createAdaptorServer } from "@hono/node-server";
+import { getRequestListener } from "@hono/node-server";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -31,6 +31,22 @@ export { REDACT_PATHS } from "@ce/ops";
 
 export function createLogger(config: CompiledConfig): Logger {
   return createOpsLogger("gateway", config.logging.level);
+}
+
+/**
+ * Requests the Node adapter refuses before the app runs (a backslash in the path, a bad Host
+ * header or absolute URL) still get a reason and an error code; anything else is a logged 500.
+ */
+function adaptorErrors(logger: Logger) {
+  return (err: unknown): Response => {
+    const e = err as Error;
+    if (e?.name === "RequestError") {
+      const body = JSON.stringify({ "status-code": "400", reason: `Bad request: ${e.message}` });
+      return new Response(body, { status: 400, headers: { "content-type": "application/json", "X-Error-Code": "BAD_REQUEST_TARGET" } });
+    }
+    logger.error({ err: e }, "request failed outside the app");
+    return new Response(JSON.stringify({ "status-code": "500", reason: "Internal server error" }), { status: 500, headers: { "content-type": "application/json" } });
+  };
 }
 
 export interface GatewayHandle {
@@ -124,13 +140,13 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
   // Node checks header/request deadlines on this interval (default 30 s): check often enough that
   // the configured timeouts are what a slow client actually gets.
   const httpOptions = { maxHeaderSize: conn.maxHeaderBytes, connectionsCheckingInterval: 1_000 };
+  // The adapter's listener, with an error handler for requests it refuses before the app runs.
+  const listener = getRequestListener(app.fetch, { errorHandler: adaptorErrors(logger) });
   const server = (
     plain
-      ? createAdaptorServer({ fetch: app.fetch, createServer: createHttpServer, serverOptions: httpOptions })
-      : createAdaptorServer({
-          fetch: app.fetch,
-          createServer: createHttpsServer,
-          serverOptions: {
+      ? createHttpServer(httpOptions, listener)
+      : createHttpsServer(
+          {
             ...httpOptions,
             // A TLS handshake that never finishes is cut as a slow request head would be.
             handshakeTimeout: Math.max(1, conn.headersTimeoutSeconds) * 1000,
@@ -141,7 +157,8 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
             minVersion: "TLSv1.2",
             secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
           },
-        })
+          listener,
+        )
   ) as HttpServer;
   // Slowloris bounds: the head within headersTimeout, the whole request within requestTimeout
   // (long: uploads are big), no silence longer than the idle timeout, and a cap per address.
