@@ -28,6 +28,8 @@ export interface JemContext {
   hostname: string;
   /** Prometheus metrics of this JEM (absent in tests that do not need them). */
   metrics?: import("@ce/ops").CeMetrics | undefined;
+  /** The privileged component (src/priv): present when mapping is on; jobs then run as their mapped accounts. */
+  priv?: import("./priv/priv.js").Privileged | undefined;
   /** Lease of the per-job lock (ms). */
   jobLockMs: number;
 }

@@ -13,6 +13,7 @@ import { Locks } from "./locks.js";
 import { createBackend } from "./lrms/index.js";
 import type { Backend } from "./lrms/types.js";
 import { startPoller } from "./poller.js";
+import { Privileged } from "./priv/priv.js";
 import { recover } from "./recovery.js";
 import { createStagingProcessor } from "./staging/worker.js";
 import { advanceJob } from "./states/index.js";
@@ -30,6 +31,11 @@ export interface JemOptions {
   recoveryIntervalMs?: number;
   /** File events for `lrms_done` (default on); the periodic scan always runs. */
   watch?: boolean;
+  /**
+   * `false`: no privileged component even with a mapping section (jobs run as the CE). Only for
+   * in-process tests of other concerns (pool leases) whose jobs carry no mapped account; main.ts never sets it.
+   */
+  privileged?: false;
   /** Prometheus metrics: batch calls, staging bytes, queue depths (main.ts passes them). */
   metrics?: CeMetrics;
 }
@@ -54,6 +60,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const sub = redis.duplicate({ lazyConnect: true, enableReadyCheck: false });
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
+  // Mapping on: the privileged component runs every job as its mapped account (refuses to boot unless root).
+  const priv = opts.privileged === false ? undefined : await Privileged.create(config, control);
+  if (priv) log.info({ ceGid: priv.ceGid }, "mapping is on: every job runs as its mapped local account (setpriv), session dirs owned by it");
+  else log.warn("mapping is off: jobs run as the CE's own account (developer-only mode; configure `mapping` for a site)");
   let delegations: DelegationStore | undefined;
   try {
     delegations = new DelegationStore(redis, prefix, loadSecretBox(config));
@@ -85,6 +95,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     hostname: new URL(config.endpoint.url).hostname,
     metrics: opts.metrics,
     jobLockMs: opts.jobLockMs ?? 30_000,
+    priv,
   };
 
   await sub.connect();

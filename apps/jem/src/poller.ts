@@ -5,6 +5,7 @@ import { enqueueAdvance, type JemContext } from "./context.js";
 import { exists, logErrors } from "./files.js";
 import type { Lease } from "./locks.js";
 import type { PollState } from "./lrms/types.js";
+import { batchDirOf, collectBatch } from "./priv/jobs.js";
 import { writeXml } from "./states/transition.js";
 
 interface Polled {
@@ -58,7 +59,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
       }
       let states: Map<string, PollState>;
       try {
-        states = await backend.poll(jobs.map((j) => ({ jobId: j.id, localId: j.localId, jobDir: ctx.control.jobDir(j.id) })));
+        states = await backend.poll(jobs.map((j) => ({ jobId: j.id, localId: j.localId, jobDir: batchDirOf(ctx, j.id) })));
       } catch (e) {
         ctx.log.warn({ err: e, backend: backend.name }, "batch poll failed; every job stays as it is");
         continue;
@@ -85,6 +86,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
 
   async function onDone(j: Polled, s: Extract<PollState, { kind: "done" }>): Promise<void> {
     const done = ctx.control.file(j.id, "lrms_done");
+    await collectBatch(ctx, j.id);
     if (!(await exists(done))) {
       // A cancelled job's wrapper never writes the marker; a normally ending one may still be doing so.
       const first = firstDone.get(j.id) ?? Date.now();

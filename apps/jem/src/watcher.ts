@@ -45,7 +45,10 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     try {
       for (const name of await readdir(dir).catch(() => [] as string[])) await ring(`${dir}/${name}`, "lrms-done-doorbell-scan");
       const ids = [...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))];
-      for (const id of ids) if (await exists(ctx.control.file(id, "lrms_done"))) await kick(id, "lrms-done-scan");
+      for (const id of ids) {
+        const done = (await exists(ctx.control.file(id, "lrms_done"))) || (ctx.priv !== undefined && (await exists(`${ctx.priv.batchDir(id)}/lrms_done`)));
+        if (done) await kick(id, "lrms-done-scan");
+      }
     } finally {
       scanning = false;
     }

@@ -11,7 +11,8 @@ let leases: PoolLeases;
 
 beforeAll(async () => {
   env = await testEnv({ jobs: { sessionLifetimeSeconds: 1, wipedRecordSeconds: 60 }, mapping: { leaseGraceSeconds: 0 } });
-  jem = await testJem(env);
+  // These jobs carry no mapped account (no gateway): run them as the CE, the lease logic is the subject.
+  jem = await testJem(env, { privileged: false });
   leases = new PoolLeases(env.redis, env.config.redis.prefix);
 });
 afterAll(async () => {

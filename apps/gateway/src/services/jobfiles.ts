@@ -99,7 +99,8 @@ export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fil
 export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Promise<void> {
   await Promise.all([
     mkdirP(control.jobDir(j.id), { recursive: true, mode: 0o700 }),
-    mkdirP(control.sessionDir(j.id), { recursive: true, mode: 0o755 }),
+    // Nobody but the CE until the JEM hands it to the mapped account (2770) at submission.
+    mkdirP(control.sessionDir(j.id), { recursive: true, mode: 0o700 }),
   ]);
   const files: Array<[ControlFile, string]> = [
     ["description", j.source],

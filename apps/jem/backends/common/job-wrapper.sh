@@ -81,6 +81,9 @@ __jem_on_signal() {
 trap '__jem_on_signal TERM' TERM
 trap '__jem_on_signal INT' INT
 
+# Files the job creates stay readable and writable for the CE's group (mapped accounts: the
+# session dir is <account>:<CE group> 2770) and for nobody else.
+umask 0007
 __jem_diag ""
 cd -- "$JEM_SESSION_DIR" || __jem_finish 1 "Cannot enter session directory"
 : "${PATH:=/usr/local/bin:/usr/bin:/bin}"

@@ -15,8 +15,9 @@ proc_state() {
 # done_line JOBDIR -> "<code> <message>" from the wrapper's lrms_done (empty file = 0), fails if absent.
 done_line() {
   local f=$1/lrms_done line code msg
-  [[ -f $f ]] || return 1
-  IFS= read -r line <"$f" || true
+  [[ -f $f && ! -L $f ]] || return 1
+  # The file is the job's (mapped account): never follow a link it planted, never block on a FIFO.
+  IFS= read -r line < <(dd if="$f" iflag=nofollow,nonblock bs=4096 count=1 status=none 2>/dev/null) || true
   line=${line//$'\r'/}
   code=${line%% *}
   msg=${line#"$code"}; msg=${msg# }

@@ -19,13 +19,13 @@ export interface ScriptResult {
 export async function runScript(
   file: string,
   args: string[],
-  opts: { input?: string; timeoutMs: number; env?: Record<string, string>; cwd?: string },
+  opts: { input?: string; timeoutMs: number; env?: Record<string, string>; cwd?: string; extendEnv?: boolean },
 ): Promise<ScriptResult> {
   const started = performance.now();
   const child = execa(file, args, {
     input: opts.input ?? "",
     env: opts.env,
-    extendEnv: true,
+    extendEnv: opts.extendEnv ?? true,
     cwd: opts.cwd,
     reject: false,
     detached: true,

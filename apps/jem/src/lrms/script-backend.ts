@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { buildBatchFile, loadWrapperBody, renderBatchEnv, renderJobScript, type BatchFile } from "./batch.js";
 import { TokenBucket } from "./rate-limit.js";
 import { runScript, type ScriptResult } from "./run-script.js";
-import { BackendError, type Backend, type BatchJobSpec, type PollState } from "./types.js";
+import { BackendError, type Backend, type BatchJobSpec, type PollState, type RunAsJob } from "./types.js";
 
 /** Local ids travel as one argv word and one token of a poll line. */
 const LOCAL_ID = /^[A-Za-z0-9._:@+-]{1,128}$/;
@@ -104,14 +104,16 @@ export class ScriptBackend implements Backend {
     this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath };
   }
 
-  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string): Promise<ScriptResult> {
+  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string, runAs?: RunAsJob): Promise<ScriptResult> {
     const waited = performance.now();
     await this.limiter.take();
     const queuedMs = Math.round(performance.now() - waited);
-    const r = await runScript(join(this.opts.dir, op), args, {
+    const cmd = runAs ? runAs.wrap(join(this.opts.dir, op), args) : { file: join(this.opts.dir, op), args };
+    const r = await runScript(cmd.file, cmd.args, {
       input,
       timeoutMs: this.opts.config.lrms.scriptTimeoutMs,
-      env: this.env,
+      env: runAs ? runAs.env(this.env) : this.env,
+      extendEnv: !runAs,
     });
     const fields = { op, exitCode: r.exitCode, signal: r.signal, ms: r.durationMs, queuedMs, timedOut: r.timedOut };
     if (r.timedOut || r.exitCode !== 0) this.log.warn({ ...fields, stderr: r.stderr.slice(-2000) }, `lrms ${op} failed`);
@@ -126,13 +128,16 @@ export class ScriptBackend implements Backend {
   }
 
   /** Stage 0 of each RTE on the front end, before submission (arex-jem §8). */
-  private async stage0(batch: BatchFile): Promise<void> {
+  private async stage0(batch: BatchFile, runAs?: RunAsJob): Promise<void> {
     for (const rte of batch.runtimeEnvironments) {
-      const r = await runScript(
-        "/bin/bash",
-        ["-c", 'source "$1" || exit 1; rte=$2; shift 2; source "$rte" 0 "$@"', "rte-stage0", join(batch.jobDir, "batch.env"), rte.path, ...rte.options],
-        { timeoutMs: this.opts.config.lrms.scriptTimeoutMs, cwd: batch.sessionDir, env: this.env },
-      );
+      const args = ["-c", 'source "$1" || exit 1; rte=$2; shift 2; source "$rte" 0 "$@"', "rte-stage0", join(batch.jobDir, "batch.env"), rte.path, ...rte.options];
+      const cmd = runAs ? runAs.wrap("/bin/bash", args) : { file: "/bin/bash", args };
+      const r = await runScript(cmd.file, cmd.args, {
+        timeoutMs: this.opts.config.lrms.scriptTimeoutMs,
+        cwd: batch.sessionDir,
+        env: runAs ? runAs.env(this.env) : this.env,
+        extendEnv: !runAs,
+      });
       if (r.timedOut || r.exitCode !== 0) {
         throw new BackendError("SUBMIT_FAILED", `Runtime environment ${rte.name} failed in stage 0: ${r.timedOut ? "timed out" : reason(r)}`, {
           stderr: r.stderr.slice(-4096),
@@ -145,20 +150,21 @@ export class ScriptBackend implements Backend {
     const log = this.log.child({ jobId: spec.jobId, ...(spec.requestId ? { requestId: spec.requestId } : {}) });
     const batch = buildBatchFile(spec, this.opts.config);
     const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
-    await writeAtomic(join(spec.jobDir, "batch.json"), `${JSON.stringify(batch, null, 2)}\n`, 0o600);
-    await writeAtomic(join(spec.jobDir, "batch.env"), renderBatchEnv(batch), 0o600);
-    await writeAtomic(batch.wrapper, script, 0o700);
-    await this.stage0(batch);
-    const r = await this.call("submit", [spec.jobDir]);
+    const write = spec.runAs ? (name: string, text: string, mode: number) => spec.runAs!.writeFile(name, text, mode) : (name: string, text: string, mode: number) => writeAtomic(join(spec.jobDir, name), text, mode);
+    await write("batch.json", `${JSON.stringify(batch, null, 2)}\n`, 0o600);
+    await write("batch.env", renderBatchEnv(batch), 0o600);
+    await write("job.sh", script, 0o700);
+    await this.stage0(batch, spec.runAs);
+    const r = await this.call("submit", [spec.jobDir], undefined, spec.runAs);
     if (r.timedOut || r.exitCode !== 0) throw this.failure("SUBMIT_FAILED", "submit", r);
     const localId = parseSubmitOutput(r.stdout);
     log.info({ localId, queue: spec.queue, partition: batch.partition }, "job submitted to the batch system");
     return { localId };
   }
 
-  async cancel(localId: string, spec: { jobId: string; jobDir: string }): Promise<void> {
+  async cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void> {
     if (!LOCAL_ID.test(localId)) throw new BackendError("CANCEL_FAILED", `invalid local id ${JSON.stringify(localId.slice(0, 80))}`);
-    const r = await this.call("cancel", [localId, spec.jobDir]);
+    const r = await this.call("cancel", [localId, spec.jobDir], undefined, spec.runAs);
     if (r.timedOut || r.exitCode !== 0) throw this.failure("CANCEL_FAILED", "cancel", r);
     this.log.info({ jobId: spec.jobId, localId }, "job cancelled in the batch system");
   }

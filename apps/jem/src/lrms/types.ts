@@ -22,6 +22,18 @@ export interface BatchJobSpec {
   runtimeEnvironments: string[];
   credentialFile?: string;
   requestId?: string;
+  /** Mapping on: scripts run as the job's account and job files are written owned by it (src/priv). */
+  runAs?: RunAsJob | undefined;
+}
+
+/** How a back end runs a job's scripts as its mapped account (provided by src/priv/priv.ts). */
+export interface RunAsJob {
+  /** argv of `file args` as the account. */
+  wrap(file: string, args: string[]): { file: string; args: string[] };
+  /** The whole environment of such a process (nothing of the JEM's own). */
+  env(extra: Record<string, string>): Record<string, string>;
+  /** Writes a file into the job's batch dir owned by the account. */
+  writeFile(name: string, content: string, mode: number): Promise<string>;
 }
 
 /**
@@ -38,7 +50,7 @@ export interface Backend {
   /** Writes batch.json + job.sh into spec.jobDir, runs RTE stage 0, then the back end's submit. */
   submit(spec: BatchJobSpec): Promise<{ localId: string }>;
   /** Succeeds also when the job is already gone. */
-  cancel(localId: string, spec: { jobId: string; jobDir: string }): Promise<void>;
+  cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void>;
   /**
    * One batch-system query for all jobs. Never throws: a failed or garbled query yields
    * `unknown` for the affected jobs (reason starts with the BackendError code).

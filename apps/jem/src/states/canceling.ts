@@ -1,6 +1,7 @@
 import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { logErrors } from "../files.js";
+import { batchDirOf, collectBatch, runAsOf } from "../priv/jobs.js";
 import { completion } from "./inlrms.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { transition } from "./transition.js";
@@ -13,6 +14,7 @@ const GIVE_UP_MS = 3_600_000;
  * repeating the cancel every 30 s and giving up after an hour (arex-jem §2.3).
  */
 export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> {
+  await collectBatch(ctx, job.id);
   const done = await ctx.control.read(job.id, "lrms_done");
   const age = Date.now() - job.stateSince;
   if (done === undefined && age > GIVE_UP_MS) {
@@ -21,7 +23,9 @@ export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> 
   } else if (done === undefined) {
     if (age > RECANCEL_MS && job.localId) {
       const backend = ctx.backends.get(job.backend) ?? ctx.backends.values().next().value;
-      await backend?.cancel(job.localId, { jobId: job.id, jobDir: ctx.control.jobDir(job.id) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "batch cancel failed"));
+      await runAsOf(ctx, job)
+        .then((runAs) => backend?.cancel(job.localId!, { jobId: job.id, jobDir: batchDirOf(ctx, job.id), runAs }))
+        .catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "batch cancel failed"));
     }
     return waitUntil(Date.now() + RECANCEL_MS);
   }

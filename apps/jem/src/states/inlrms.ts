@@ -2,6 +2,7 @@ import type { JobChange, JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { logErrors, parseDiag, parseLrmsDone, readSpec } from "../files.js";
 import { inStageOut, underLimit } from "../limits.js";
+import { batchDirOf, collectBatch, runAsOf } from "../priv/jobs.js";
 import { moved, WAIT, type Step } from "./step.js";
 import { failToFinishing, failureChange, KILL_TEXT, transition } from "./transition.js";
 
@@ -25,6 +26,7 @@ export async function completion(ctx: JemContext, job: JobRecord): Promise<{ cod
  */
 export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (job.pending) return toFinishing(ctx, job, {}, undefined);
+  await collectBatch(ctx, job.id);
   const done = await ctx.control.read(job.id, "lrms_done");
   if (done === undefined) return job.killRequested ? cancel(ctx, job) : WAIT;
 
@@ -56,7 +58,7 @@ async function cancel(ctx: JemContext, job: JobRecord): Promise<Step> {
   const backend = ctx.backends.get(job.backend) ?? ctx.backends.values().next().value;
   if (!job.localId || !backend) return moved(await failToFinishing(ctx, job, KILL_TEXT, where));
   try {
-    await backend.cancel(job.localId, { jobId: job.id, jobDir: ctx.control.jobDir(job.id) });
+    await backend.cancel(job.localId, { jobId: job.id, jobDir: batchDirOf(ctx, job.id), runAs: await runAsOf(ctx, job) });
   } catch (e) {
     // The CANCELING handler asks again; the batch job may also end by itself.
     jobLog(ctx, job).warn({ err: e }, "batch cancel failed");

@@ -1,8 +1,8 @@
 import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
-import { resolveCredential } from "../credentials.js";
+import { credentialFor, resolveCredential } from "../credentials.js";
 import { leftoverLocalId, readPrivate, readSpec, removePrivate, updateLocal, utcStamp, writePrivate } from "../files.js";
-import type { BatchJobSpec } from "../lrms/types.js";
+import type { BatchJobSpec, RunAsJob } from "../lrms/types.js";
 import { moved, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 
@@ -27,12 +27,27 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (previous) log.warn({ previous: previous.trim() }, "an earlier submission attempt left no local id; submitting again");
   await writePrivate(ctx, job.id, "submitting", `${utcStamp()} ${process.pid}\n`);
 
-  const cred = await resolveCredential(ctx, job, desc.delegationId);
+  // Mapping on: the session and a fresh batch dir become the account's, scripts run as it (src/priv).
+  let runAs: RunAsJob | undefined;
+  let jobDir = ctx.control.jobDir(job.id);
+  if (ctx.priv) {
+    try {
+      const as = await ctx.priv.accountFor(job.id, job.localUser);
+      await ctx.priv.prepareSession(job.id, as);
+      jobDir = await ctx.priv.prepareBatchDir(job.id, as);
+      runAs = ctx.priv.forJob(job.id, as);
+    } catch (e) {
+      log.warn({ err: e }, "job cannot run as its mapped account");
+      return fail(`Job submission to LRMS failed: cannot run the job as its mapped account: ${(e as Error).message}`.slice(0, 1024));
+    }
+  }
+  const cred = runAs ? await credentialFor(ctx, job, desc.delegationId) : await resolveCredential(ctx, job, desc.delegationId);
   const spec: BatchJobSpec = {
     jobId: job.id,
     owner: job.owner,
     sessionDir: ctx.control.sessionDir(job.id),
-    jobDir: ctx.control.jobDir(job.id),
+    jobDir,
+    runAs,
     eventFile: ctx.control.eventFile(job.id),
     description: desc,
     queue: job.queue,
@@ -42,7 +57,8 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   const partition = ctx.config.jobs.queues.find((q) => q.name === job.queue)?.partition;
   if (partition) spec.partition = partition;
   // Only an X.509 delegation becomes a proxy file; token jobs never see a proxy path (anchors §3.1).
-  if (cred?.file && cred.type === "x509") spec.credentialFile = cred.file;
+  if (runAs && cred?.type === "x509") spec.credentialFile = await runAs.writeFile("proxy", cred.proxyPem, 0o600);
+  else if (cred && "file" in cred && cred.file && cred.type === "x509") spec.credentialFile = cred.file as string;
   if (job.requestId) spec.requestId = job.requestId;
 
   const t0 = Date.now();

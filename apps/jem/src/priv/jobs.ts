@@ -1,0 +1,25 @@
+import type { JobRecord } from "@ce/store";
+import type { JemContext } from "../context.js";
+import type { RunAsJob } from "../lrms/types.js";
+
+/**
+ * The state handlers' view of the privileged component: with mapping on (`ctx.priv`), a job's
+ * batch files live in its account's batch dir and its scripts run as the account; with mapping
+ * off (developer mode) everything stays in the job dir and runs as the CE.
+ */
+
+/** Where the back end writes and reads the job's batch files (job.sh, comment, diag, lrms_done). */
+export function batchDirOf(ctx: JemContext, jobId: string): string {
+  return ctx.priv ? ctx.priv.batchDir(jobId) : ctx.control.jobDir(jobId);
+}
+
+/** The job's account for the back end; undefined with mapping off. Throws PrivRefused with the reason. */
+export async function runAsOf(ctx: JemContext, job: Pick<JobRecord, "id" | "localUser">): Promise<RunAsJob | undefined> {
+  if (!ctx.priv) return undefined;
+  return ctx.priv.forJob(job.id, await ctx.priv.accountFor(job.id, job.localUser));
+}
+
+/** Copies lrms_done/diag/comment the batch job wrote into the job dir (no-op with mapping off). */
+export async function collectBatch(ctx: JemContext, jobId: string): Promise<void> {
+  await ctx.priv?.collect(jobId);
+}

@@ -1,0 +1,229 @@
+import { constants } from "node:fs";
+import { chmod, chown, lstat, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { execa } from "execa";
+import type { CompiledConfig } from "@ce/config";
+import { ACCOUNT_NAME } from "@ce/config";
+import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts } from "@ce/mapping";
+import type { LocalUser } from "@ce/model";
+import { removePath, SessionFsError } from "@ce/sessionfs";
+import { type ControlDir, JOB_ID_RE, parseKeyValues } from "@ce/store";
+import type { RunAsJob } from "../lrms/types.js";
+
+/**
+ * The JEM's privileged component (README "Privilege separation"). Everything the CE does as root
+ * for a job is here, behind `<operation>(jobId)`: the account always comes from the job's `local`
+ * control file (written by the gateway, not writable by jobs), re-checked against the current
+ * mapping configuration and the name service on every call; whatever touches the job's own files
+ * or starts its processes runs under `setpriv` as that account with its groups.
+ */
+
+/** The mapped account a privileged operation acts as, checked. */
+export interface RunAs {
+  account: string;
+  uid: number;
+  gid: number;
+}
+
+/** Sub-directory of the job's control dir owned by the account: job.sh, comment, diag, lrms_done, proxy. */
+export const BATCH_SUBDIR = "lrms";
+
+export class PrivRefused extends Error {
+  readonly code = "PRIV_REFUSED";
+  constructor(message: string) {
+    super(message);
+    this.name = "PrivRefused";
+  }
+}
+
+const SMALL = 64 * 1024;
+const COMMENT_MAX = 1024 * 1024;
+
+export class Privileged {
+  private gridmaps = new Map<string, { key: string; accounts: Set<string> }>();
+
+  private constructor(
+    private readonly config: CompiledConfig,
+    private readonly control: ControlDir,
+    /** Group of the CE (gateway, JEM): shares the session and batch dirs with the account. */
+    readonly ceGid: number,
+    private readonly ceUids: number[],
+  ) {}
+
+  /** Undefined when mapping is off (jobs run as the CE). Throws when mapping is on but the JEM cannot switch users. */
+  static async create(config: CompiledConfig, control: ControlDir): Promise<Privileged | undefined> {
+    if (!config.mapping) return undefined;
+    if (process.geteuid?.() !== 0) {
+      throw new Error("mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see README \"Privilege separation\")");
+    }
+    // The CE's own account is whoever owns the control dir (the gateway's account in compose).
+    const owner = await stat(control.root);
+    const ceGid = Number(process.env.CE_GID ?? owner.gid);
+    return new Privileged(config, control, ceGid, [...new Set([...ownUids(), owner.uid])]);
+  }
+
+  /** Accounts the current configuration may map to (fixed, pools, default, grid-mapfiles). */
+  private async targets(): Promise<Set<string>> {
+    const m = this.config.mapping!;
+    const out = new Set<string>();
+    if (typeof m.onNoMatch === "object") out.add(m.onNoMatch.user);
+    for (const r of m.rules) {
+      if (r.user) out.add(r.user);
+      else if (r.pool) for (const a of poolAccounts(r.pool)) out.add(a);
+      else if (r.gridmap) for (const a of await this.gridmapAccounts(r.gridmap)) out.add(a);
+    }
+    return out;
+  }
+
+  private async gridmapAccounts(path: string): Promise<Set<string>> {
+    const st = await stat(path).catch(() => undefined);
+    const key = st ? `${st.ino}:${st.size}:${st.mtimeMs}` : "missing";
+    const hit = this.gridmaps.get(path);
+    if (hit?.key === key) return hit.accounts;
+    const text = st ? await readFile(path, "utf8").catch(() => "") : "";
+    const accounts = new Set([...parseGridMap(text).entries.values()].map((e) => e.accounts[0]!));
+    this.gridmaps.set(path, { key, accounts });
+    return accounts;
+  }
+
+  /**
+   * The account of a job, from its `local` control file, refused unless it is a mapping target of
+   * the current configuration that exists with the uid/gid recorded at submission and may run jobs
+   * (never root, the CE's own account, a uid below mapping.minUid or the root group).
+   */
+  async accountFor(jobId: string, record?: LocalUser): Promise<RunAs> {
+    if (!JOB_ID_RE.test(jobId)) throw new PrivRefused(`not a job id: ${JSON.stringify(jobId.slice(0, 80))}`);
+    const text = await readSmall(this.control.file(jobId, "local"), SMALL);
+    const kv = parseKeyValues(text ?? "");
+    const name = kv.localuser;
+    const uid = Number(kv.localuid);
+    const gid = Number(kv.localgid);
+    if (!name || !Number.isInteger(uid) || !Number.isInteger(gid)) throw new PrivRefused(`job ${jobId} has no mapped account in its local file`);
+    if (!ACCOUNT_NAME.test(name)) throw new PrivRefused(`job ${jobId}: ${JSON.stringify(name)} is not an account name`);
+    if (record && (record.account !== name || record.uid !== uid)) throw new PrivRefused(`job ${jobId}: the local file and the job record name different accounts`);
+    if (!(await this.targets()).has(name)) throw new PrivRefused(`job ${jobId}: account ${name} is not a mapping target of the current configuration`);
+    const a = (await lookupAccounts([name])).get(name);
+    if (!a) throw new PrivRefused(`job ${jobId}: account ${name} does not exist`);
+    if (a.uid !== uid || a.gid !== gid) throw new PrivRefused(`job ${jobId}: account ${name} is uid ${a.uid}/gid ${a.gid} now, ${uid}/${gid} at submission`);
+    const why = accountProblem(a, { minUid: this.config.mapping!.minUid, ceUids: this.ceUids });
+    if (why) throw new PrivRefused(`job ${jobId}: ${why}`);
+    return { account: name, uid, gid };
+  }
+
+  /** `setpriv` argv running `file args` as the account with its supplementary groups (initgroups). */
+  wrap(as: RunAs, file: string, args: string[]): { file: string; args: string[] } {
+    return { file: "setpriv", args: [`--reuid=${as.uid}`, `--regid=${as.gid}`, "--init-groups", "--", file, ...args] };
+  }
+
+  /** The environment a process of the account gets: nothing of the JEM's (secrets may be there). */
+  envFor(as: RunAs, extra: Record<string, string>): Record<string, string> {
+    const keep = Object.entries(process.env).filter(([k]) => k === "SLURM_CONF" || k.startsWith("JEM_SLURM_"));
+    return { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", USER: as.account, LOGNAME: as.account, HOME: "/", ...Object.fromEntries(keep) as Record<string, string>, ...extra };
+  }
+
+  /** What a back end needs to run one job's scripts as its account. */
+  forJob(jobId: string, as: RunAs): RunAsJob {
+    return {
+      wrap: (file, args) => this.wrap(as, file, args),
+      env: (extra) => this.envFor(as, extra),
+      writeFile: (name, content, mode) => this.writeFile(jobId, as, name, content, mode),
+    };
+  }
+
+  /** The proxy in the batch dir goes once the batch job is over (staging reads the delegation store). */
+  async removeProxy(jobId: string): Promise<void> {
+    await rm(join(this.batchDir(jobId), "proxy"), { force: true });
+  }
+
+  batchDir(jobId: string): string {
+    return join(this.control.jobDir(jobId), BATCH_SUBDIR);
+  }
+
+  /**
+   * prepare-session: the session dir becomes the account's (group: the CE's, setgid, 2770; files
+   * ug+rw, nothing for others). Ownership changes as root without following links (chown -h -R);
+   * the modes are set as the account, which can only change what it owns.
+   */
+  async prepareSession(jobId: string, as: RunAs): Promise<void> {
+    const dir = this.control.sessionDir(jobId);
+    const st = await lstat(dir);
+    if (!st.isDirectory()) throw new PrivRefused(`session directory of job ${jobId} is not a directory`);
+    await run("chown", ["-R", "-P", "-h", "--", `${as.uid}:${this.ceGid}`, dir]);
+    const w = this.wrap(as, "/bin/sh", ["-c", 'chmod -R u+rwX,g+rwX,o-rwx -- "$1" && find "$1" -type d -exec chmod g+s -- {} +', "prepare-session", dir]);
+    await run(w.file, w.args, this.envFor(as, {}));
+  }
+
+  /** prepare-batch: a fresh `<jobdir>/lrms` owned by the account (2770, CE group); the job dir itself becomes traversable (0711). */
+  async prepareBatchDir(jobId: string, as: RunAs): Promise<string> {
+    const jobDir = this.control.jobDir(jobId);
+    // The job reaches <jobdir>/lrms by name through traverse-only levels; it lists and reads nothing else.
+    for (const d of [dirname(dirname(jobDir)), dirname(jobDir), jobDir]) await chmod(d, 0o711);
+    const dir = this.batchDir(jobId);
+    await removePath(dir, []).catch((e: unknown) => {
+      if (!(e instanceof SessionFsError && e.kind === "missing")) throw e;
+    });
+    await mkdir(dir, { mode: 0o700 });
+    await chown(dir, as.uid, this.ceGid);
+    await chmod(dir, 0o2770);
+    return dir;
+  }
+
+  /** Writes a file of the batch dir (job.sh, batch.env, proxy) owned by the account; never follows a planted link. */
+  async writeFile(jobId: string, as: RunAs, name: string, content: string, mode: number): Promise<string> {
+    if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new PrivRefused(`bad batch file name ${name}`);
+    const path = join(this.batchDir(jobId), name);
+    const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    const h = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      await h.writeFile(content);
+      await h.chown(as.uid, as.gid);
+      await h.chmod(mode);
+    } finally {
+      await h.close();
+    }
+    await rename(tmp, path);
+    return path;
+  }
+
+  /**
+   * Copies what the batch job wrote (lrms_done, diag, comment) from the account's batch dir into
+   * the CE's job dir, where diagnose and the state handlers read them. Regular files only, no
+   * link followed, bounded sizes. True when the batch job has finished (lrms_done present).
+   */
+  async collect(jobId: string): Promise<boolean> {
+    const dir = this.batchDir(jobId);
+    const done = await readSmall(join(dir, "lrms_done"), SMALL);
+    if (done === undefined) return false;
+    for (const [name, max] of [["diag", SMALL], ["comment", COMMENT_MAX]] as const) {
+      const text = await readSmall(join(dir, name), max, true);
+      if (text !== undefined) await this.control.write(jobId, name, text);
+    }
+    if ((await this.control.read(jobId, "lrms_done")) === undefined) await this.control.write(jobId, "lrms_done", done);
+    return true;
+  }
+}
+
+/** A regular file's first `max` bytes (or last, `tail`), undefined when absent, a link, or not a regular file. */
+export async function readSmall(path: string, max: number, tail = false): Promise<string | undefined> {
+  let h;
+  try {
+    h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = await h.stat();
+    if (!st.isFile()) return undefined;
+    const len = Math.min(st.size, max);
+    const buf = Buffer.alloc(len);
+    const { bytesRead } = await h.read(buf, 0, len, tail ? Math.max(0, st.size - len) : 0);
+    return buf.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await h.close();
+  }
+}
+
+async function run(file: string, args: string[], env?: Record<string, string>): Promise<void> {
+  const r = await execa(file, args, { reject: false, timeout: 300_000, ...(env ? { env, extendEnv: false } : {}) });
+  if (r.exitCode !== 0) throw new Error(`${file} failed (exit ${r.exitCode ?? r.signal}): ${String(r.stderr).slice(-500)}`);
+}
