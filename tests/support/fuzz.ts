@@ -21,9 +21,12 @@ export async function fuzz<T>(name: string, arb: fc.Arbitrary<T>, check: (v: T) 
   const runs = fuzzRuns(quick);
   const t0 = performance.now();
   let findings = 0;
+  let n = 0;
   try {
     await fc.assert(
       fc.asyncProperty(arb, async (v) => {
+        // Long synchronous runs would starve vitest's worker messages (onTaskUpdate time-outs).
+        if (++n % 256 === 0) await new Promise((r) => setImmediate(r));
         await check(v);
       }),
       { numRuns: runs, endOnFailure: true },
