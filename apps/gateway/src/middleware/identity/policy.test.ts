@@ -3,6 +3,7 @@ import { compileConfig } from "@ce/config";
 import type { Identity } from "../../context.js";
 import { checkAccessPolicy, invalidRules, matchesAny, ruleMatches } from "./policy.js";
 import { missingScope, OPERATION_SCOPES } from "./scopes.js";
+import { tokenGroupFields, vomsGroupFields } from "./groups.js";
 
 const jane: Identity = { subject: "/DC=org/DC=example/CN=Jane Doe", kind: "x509", issuer: "/DC=org/DC=example/CN=Example CA" };
 const tok: Identity = {
@@ -12,6 +13,25 @@ const tok: Identity = {
   scopes: new Set(["compute.read"]),
   groups: ["/atlas/prod"],
 };
+
+describe("VO rules on VOMS and token identities alike (one vocabulary: identity/groups.ts)", () => {
+  const vomsJane: Identity = { ...jane, ...vomsGroupFields([{ vo: "atlas", fqans: ["/atlas/Role=pilot/Capability=NULL", "/atlas/lcg1/Role=NULL/Capability=NULL"], issuer: "/CN=voms", notAfter: new Date() }]) };
+  const dteamTok: Identity = { ...tok, ...tokenGroupFields(["/dteam", "/atlas/prod"]) };
+
+  it("fills fqans (short form, primary first), groups and vos", () => {
+    expect(vomsJane).toMatchObject({ fqans: ["/atlas/Role=pilot", "/atlas/lcg1"], groups: ["/atlas", "/atlas/lcg1"], vos: ["atlas"] });
+    expect(dteamTok).toMatchObject({ fqans: ["/dteam", "/atlas/prod"], groups: ["/dteam", "/atlas/prod"], vos: ["dteam", "atlas"] });
+  });
+
+  it("auth.deny by role and auth.allow by VO apply to both credentials", () => {
+    const cfg = compileConfig({ auth: { allow: ["vo:atlas", "vo:dteam"], deny: ["fqan:/atlas/Role=pilot"] } });
+    expect(checkAccessPolicy(cfg, vomsJane)).toMatch(/deny rule fqan:\/atlas\/Role=pilot/);
+    expect(checkAccessPolicy(cfg, dteamTok)).toBeUndefined();
+    expect(checkAccessPolicy(cfg, jane)).toMatch(/matches no allow rule/);
+    expect(matchesAny(["group:/atlas/lcg1"], vomsJane)).toBe(true);
+    expect(matchesAny(["group:/atlas/lcg1"], dteamTok)).toBe(false);
+  });
+});
 
 describe("access rules", () => {
   it.each([
