@@ -10,7 +10,12 @@ bash scripts/ensure-system-deps.sh base
 node --import tsx scripts/dev/setup.ts "$STATE" >/dev/null
 export CE_CONFIG="${CE_CONFIG:-$STATE/ce.yaml}"
 # Ports and URLs come from the configuration (file + CE__* overrides), like everything else.
-read -r URL ADMIN_PORT JEM_PORT < <(node --import tsx -e 'import("@ce/config").then(({loadConfig})=>{const c=loadConfig();console.log(c.endpoint.url, c.admin.port, c.admin.jemPort)})')
+read -r URL ADMIN_PORT JEM_PORT MAPPED < <(node --import tsx -e 'import("@ce/config").then(({loadConfig})=>{const c=loadConfig();const m=c.mapping?[...new Set(c.mapping.rules.map((r)=>r.user??(r.pool?"pool":"gridmap")))].join(","):"-";console.log(c.endpoint.url, c.admin.port, c.admin.jemPort, m)})')
+if [[ "$MAPPED" == - ]]; then
+  echo "ce: mapping is off: jobs run as $(id -un), the CE's own account (developer-only mode; run as root or configure \`mapping\` for isolation)"
+else
+  echo "ce: mapping is on: jobs run as the mapped local account ($MAPPED), never as the CE ($(id -un))"
+fi
 # The aclfile from the prefix and the password files (refused when group/other-readable).
 read -r REDIS_PORT REDIS_ACL REDIS_USER REDIS_PWFILE < <(node --import tsx scripts/dev/redis-acl.ts) || { echo "ce: cannot prepare the Redis ACL (above)" >&2; exit 1; }
 

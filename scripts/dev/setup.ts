@@ -1,7 +1,7 @@
 // First-start setup of the embedded development CE (`./ce start`): a development CA, a host
 // certificate for localhost, a user certificate (+ .p12 for browsers and a fresh RFC 3820 proxy),
 // secrets, and `.ce/ce.yaml`. Idempotent: existing files are kept; the proxy is renewed when old.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -65,6 +65,18 @@ const adminFile = secret("admin.token", () => randomBytes(24).toString("base64ur
 const redisGateway = secret("redis-gateway.password", () => randomBytes(24).toString("base64url"));
 const redisJem = secret("redis-jem.password", () => randomBytes(24).toString("base64url"));
 
+// Run as root: every job runs as one unprivileged account (README "Privilege separation"), made
+// here when missing; the state dir is then traverse-only for it (session and batch dirs by name).
+// Not root: no mapping, jobs run as the developer's own account (developer-only mode).
+const JOB_ACCOUNT = process.env.CE_DEV_JOB_ACCOUNT ?? "cejob";
+const asRoot = process.getuid?.() === 0 && process.env.CE_DEV_MAPPING !== "off";
+if (asRoot) {
+  const known = spawnSync("getent", ["passwd", JOB_ACCOUNT]).status === 0;
+  // A user group of its own (gid ≥ 1000), no home, no login shell.
+  if (!known) execFileSync("useradd", ["-M", "-U", "-s", "/usr/sbin/nologin", "-c", "CE jobs (embedded default)", JOB_ACCOUNT]);
+  chmodSync(state, 0o711);
+}
+
 const cfgPath = `${state}/ce.yaml`;
 if (!existsSync(cfgPath)) {
   const cfg = {
@@ -82,6 +94,7 @@ if (!existsSync(cfgPath)) {
     jobs: { queues: [{ name: "main" }] },
     lrms: { backend: "fork" },
     admin: { tokenFile: adminFile },
+    ...(asRoot ? { mapping: { rules: [{ name: "embedded default", match: "*", user: JOB_ACCOUNT }] } } : {}),
   };
   write(cfgPath, `# Development configuration written by ./ce start (every key: README "Configuration").\n${YAML.stringify(cfg)}`);
 }

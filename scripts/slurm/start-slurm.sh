@@ -37,7 +37,8 @@ for bin in munged mungekey slurmctld slurmd sinfo scontrol; do
 done
 
 mkdir -p "$DIR"/{etc,munge,state,spool,log,run}
-chmod 700 "$DIR/munge"
+# 0711: mapped accounts submit through the socket (the key inside stays 0600, like /run/munge).
+chmod 711 "$DIR/munge"
 CONF=$DIR/etc/slurm.conf
 export SLURM_CONF=$CONF
 

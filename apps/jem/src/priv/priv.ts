@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { chmod, chown, lstat, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { chmod, chown, lstat, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import type { CompiledConfig } from "@ce/config";
@@ -149,8 +149,36 @@ export class Privileged {
     const st = await lstat(dir);
     if (!st.isDirectory()) throw new PrivRefused(`session directory of job ${jobId} is not a directory`);
     await run("chown", ["-R", "-P", "-h", "--", `${as.uid}:${this.ceGid}`, dir]);
-    const w = this.wrap(as, "/bin/sh", ["-c", 'chmod -R u+rwX,g+rwX,o-rwx -- "$1" && find "$1" -type d -exec chmod g+s -- {} +', "prepare-session", dir]);
+    const w = this.wrap(as, "/bin/sh", ["-c", 'chmod -R u+rwX,g+rwX,o-rwx -- "$1"', "prepare-session", dir]);
     await run(w.file, w.args, this.envFor(as, {}));
+    await this.setgidDirs(dir, as);
+  }
+
+  /**
+   * setgid on every directory of the session (files the job creates get the CE's group). As root:
+   * the kernel drops setgid for an owner outside the group. Only directories opened without
+   * following a link and owned by the account are touched, never a file (a setgid executable of
+   * the CE's group would hand that group to the account).
+   */
+  private async setgidDirs(root: string, as: RunAs): Promise<void> {
+    const todo = [root];
+    for (let n = 0; todo.length > 0 && n < 100_000; n++) {
+      const d = todo.pop()!;
+      let h;
+      try {
+        h = await open(d, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      } catch {
+        continue;
+      }
+      try {
+        const st = await h.stat();
+        if (!st.isDirectory() || st.uid !== as.uid) continue;
+        await h.chmod((st.mode & 0o770) | 0o2000);
+      } finally {
+        await h.close();
+      }
+      for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) todo.push(join(d, e.name));
+    }
   }
 
   /** prepare-batch: a fresh `<jobdir>/lrms` owned by the account (2770, CE group); the job dir itself becomes traversable (0711). */
