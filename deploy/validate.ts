@@ -170,6 +170,22 @@ function checkMounted(where: string, mounts: VolumeMount[], svc: Record<string, 
   }
   const session = mounts.find((m) => m.target === c.paths.sessionRoot);
   if (session && session.source !== session.target) fail(`${where}: the session root must be mounted at the same path as on the host (worker nodes see host paths)`);
+  // Batch jobs write comment/diag/lrms_done into the control dir on the worker nodes.
+  const control = mounts.find((m) => m.target === c.paths.controlDir);
+  if (!control || control.source !== control.target || !control.source.startsWith("/")) fail(`${where}: the control directory must be a host path mounted at the same path (worker nodes reach it), not a named volume`);
+  if (role === "jem" && c.mapping) checkPrivileged(where, svc);
+}
+
+/** The JEM runs jobs as mapped accounts: root with exactly the capabilities of the privileged component. */
+function checkPrivileged(where: string, svc: Record<string, unknown>) {
+  const need = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE"];
+  const add = ((svc.cap_add as string[] | undefined) ?? []).map(String);
+  const drop = ((svc.cap_drop as string[] | undefined) ?? []).map(String);
+  if (!String(svc.user ?? "").startsWith("0:")) fail(`${where}: with mapping on the JEM runs as uid 0 (user "0:<CE group>") to switch to mapped accounts`);
+  if (!drop.includes("ALL")) fail(`${where}: cap_drop must be [ALL] (the JEM gets only what the privileged component needs)`);
+  for (const cap of need) if (!add.includes(cap)) fail(`${where}: cap_add lacks ${cap} (needed by the privileged component)`);
+  for (const cap of add) if (!need.includes(cap)) fail(`${where}: cap_add ${cap} is more than the privileged component needs`);
+  ok(`${where}: runs as root with only ${need.join(", ")} (jobs run as their mapped accounts)`);
 }
 
 /** Replays COPY + `pnpm install` of the Dockerfile in a scratch dir, then the CMD's config check. */

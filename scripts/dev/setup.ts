@@ -71,9 +71,15 @@ const redisJem = secret("redis-jem.password", () => randomBytes(24).toString("ba
 const JOB_ACCOUNT = process.env.CE_DEV_JOB_ACCOUNT ?? "cejob";
 const asRoot = process.getuid?.() === 0 && process.env.CE_DEV_MAPPING !== "off";
 if (asRoot) {
-  const known = spawnSync("getent", ["passwd", JOB_ACCOUNT]).status === 0;
-  // A user group of its own (gid ≥ 1000), no home, no login shell.
-  if (!known) execFileSync("useradd", ["-M", "-U", "-s", "/usr/sbin/nologin", "-c", "CE jobs (embedded default)", JOB_ACCOUNT]);
+  const known = () => spawnSync("getent", ["passwd", JOB_ACCOUNT]).status === 0;
+  // A user group of its own (gid ≥ 1000), no home, no login shell. Parallel setups (test stacks)
+  // race here: /etc/passwd locked (exit 10) is retried, "exists" (9) is success.
+  for (let i = 0; !known(); i++) {
+    const r = spawnSync("useradd", ["-M", "-U", "-s", "/usr/sbin/nologin", "-c", "CE jobs (embedded default)", JOB_ACCOUNT], { encoding: "utf8" });
+    if (r.status === 0 || r.status === 9) break;
+    if (i >= 50) throw new Error(`useradd ${JOB_ACCOUNT} failed: ${r.stderr}`);
+    execFileSync("sleep", ["0.1"]);
+  }
   chmodSync(state, 0o711);
 }
 
