@@ -56,6 +56,13 @@ export class Privileged {
     if (process.geteuid?.() !== 0) {
       throw new Error("mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see README \"Privilege separation\")");
     }
+    // Jobs reach their session and batch dirs by path: every ancestor must be traversable.
+    for (const root of [control.root, control.sessionRoot]) {
+      for (let d = dirname(root); ; d = dirname(d)) {
+        if (((await stat(d)).mode & 0o001) === 0) throw new Error(`mapping is on but ${d} is not traversable by other users (o+x), so mapped accounts cannot reach ${root}: chmod o+x ${d}`);
+        if (d === dirname(d)) break;
+      }
+    }
     // The CE's own account is whoever owns the control dir (the gateway's account in compose).
     const owner = await stat(control.root);
     const ceGid = Number(process.env.CE_GID ?? owner.gid);
