@@ -239,6 +239,18 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
     expect(c.get(id, "result.txt").status).toBe(404);
   });
 
+  it("a kill cancels the fork job as its account: the job's processes end", async () => {
+    const c = client(stack, second);
+    const id = c.submit(`&(executable="/bin/sh")(arguments="-c" "sleep 300")(jobname="iso-kill")`);
+    await c.waitState(id, ["RUNNING"]);
+    const running = () => spawnSync("pgrep", ["-u", pool[1]!, "-f", "sleep 300"], { encoding: "utf8" }).stdout.trim();
+    expect(running()).not.toBe("");
+    const r = c.curl(["-X", "POST", "-H", "Content-Type: application/json", "-H", "Accept: application/json", "--data-binary", "@-", `${c.api}/jobs?action=kill`], JSON.stringify({ job: [{ id }] }));
+    expect(r.status).toBe(201);
+    expect(await c.waitState(id, ["KILLED", "FAILED", "FINISHED"])).toBe("KILLED");
+    expect(running()).toBe("");
+  }, 120_000);
+
   it("session dirs are not readable by another local user", () => {
     for (const id of [ids.p, ids.f]) { // S was fetched (and cleaned) by arcget
       const r = spawnSync("runuser", ["-u", other, "--", "ls", join(stack.state, "session", id)], { encoding: "utf8" });
