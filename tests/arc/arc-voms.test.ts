@@ -4,12 +4,13 @@
  * proxy of another role are refused at submission. The proxies are real VOMS proxies made by
  * voms-proxy-fake (AC signed by a test VOMS server that the CE's vomsdir lists).
  */
-import { X509Certificate, createPrivateKey } from "node:crypto";
+import { X509Certificate } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { credential, HAS_VOMS_FAKE, issueHostCert, lscFor, vomsProxy } from "@ce/x509/testing";
+import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { startStack, type Stack } from "../support/stack.js";
+import { stackVoms } from "../support/voms.js";
 import { arc, HAS_ARC, ok, parseArcstat, restCall, submittedJobs, waitFor } from "./arc-tools.js";
 
 const XRSL = `&(executable="/bin/sh")(arguments="-c" "echo vo job ran")(jobname="voms-e2e")(queue="atlasprod")(stdout="out.txt")(outputfiles=("out.txt" ""))`;
@@ -25,20 +26,11 @@ describe.skipIf(!HAS_ARC || !HAS_VOMS_FAKE)("ARC client with a VOMS proxy agains
       redisUsers: inject("redisUsers"),
       config: { jobs: { queues: [{ name: "atlasprod", allow: ["fqan:/atlas/Role=production"] }], defaultQueue: "atlasprod" } },
       prepare: (state) => {
-        const pki = join(state, "pki");
-        const ca = credential(new X509Certificate(readFileSync(join(pki, "ca", "ca.pem"))), createPrivateKey(readFileSync(join(pki, "ca-private", "ca.key"))));
-        const server = issueHostCert(ca, { hostnames: ["voms.example.org"], dn: "/DC=org/DC=ce-dev/CN=voms.example.org" });
-        mkdirSync(join(pki, "vomsdir", "atlas"), { recursive: true });
-        writeFileSync(join(pki, "vomsdir", "atlas", "voms.example.org.lsc"), lscFor(server));
-        const user = credential(new X509Certificate(readFileSync(join(pki, "user", "cert.pem"))), createPrivateKey(readFileSync(join(pki, "user", "key.pem"))), ca);
-        const write = (name: keyof typeof proxies, pem: string) => {
-          proxies[name] = join(state, "home-proxies", `${name}.pem`);
-          mkdirSync(join(state, "home-proxies"), { recursive: true });
-          writeFileSync(proxies[name], pem, { mode: 0o600 });
-        };
-        write("prod", vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=production", "/atlas"] }, join(pki, "ca")));
-        write("pilot", vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=pilot", "/atlas"] }, join(pki, "ca")));
-        proxies.plain = join(pki, "user", "proxy.pem");
+        const voms = stackVoms(state, ["atlas"]);
+        mkdirSync(join(state, "home-proxies"), { recursive: true });
+        proxies.prod = voms.proxy(join(state, "home-proxies", "prod.pem"), { vo: "atlas", fqans: ["/atlas/Role=production", "/atlas"] });
+        proxies.pilot = voms.proxy(join(state, "home-proxies", "pilot.pem"), { vo: "atlas", fqans: ["/atlas/Role=pilot", "/atlas"] });
+        proxies.plain = join(state, "pki", "user", "proxy.pem");
       },
     });
     work = join(stack.state, "work");

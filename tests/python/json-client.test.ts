@@ -5,13 +5,12 @@
  * summary line, and show its transcript on failure.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { createPrivateKey, X509Certificate } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { credential, HAS_VOMS_FAKE, issueHostCert, lscFor, vomsProxy } from "@ce/x509/testing";
+import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startStack, type Stack } from "../support/stack.js";
 import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
+import { stackVoms } from "../support/voms.js";
 
 const SCRIPT = resolve(import.meta.dirname, "ce_json_client.py");
 const HAS_PYTHON = spawnSync("python3", ["--version"]).status === 0;
@@ -50,14 +49,7 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
       // A real VOMS proxy (voms-proxy-fake) whose AC a test VOMS server in the vomsdir signed.
       prepare: (state) => {
         if (!HAS_VOMS_FAKE) return;
-        const pki = join(state, "pki");
-        const ca = credential(new X509Certificate(readFileSync(join(pki, "ca", "ca.pem"))), createPrivateKey(readFileSync(join(pki, "ca-private", "ca.key"))));
-        const server = issueHostCert(ca, { hostnames: ["voms.example.org"], dn: "/DC=org/DC=ce-dev/CN=voms.example.org" });
-        mkdirSync(join(pki, "vomsdir", "atlas"), { recursive: true });
-        writeFileSync(join(pki, "vomsdir", "atlas", "voms.example.org.lsc"), lscFor(server));
-        const user = credential(new X509Certificate(readFileSync(join(pki, "user", "cert.pem"))), createPrivateKey(readFileSync(join(pki, "user", "key.pem"))), ca);
-        vomsFile = join(pki, "user", "voms-proxy.pem");
-        writeFileSync(vomsFile, vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=production"] }, join(pki, "ca")), { mode: 0o600 });
+        vomsFile = stackVoms(state, ["atlas"]).proxy(join(state, "pki", "user", "voms-proxy.pem"), { vo: "atlas", fqans: ["/atlas/Role=production"] });
       },
     });
   }, 120_000);
