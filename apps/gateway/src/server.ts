@@ -1,15 +1,14 @@
 import { constants as cryptoConstants } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { dirname, join } from "node:path";
 import { getRequestListener } from "@hono/node-server";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { redisAuth, type CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, SecretBox, bullConnection } from "@ce/store";
+import { ControlDir, DelegationStore, JobStore, bullConnection, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
@@ -64,23 +63,9 @@ export interface StartOptions {
   drainMs?: number;
 }
 
-/** The delegation encryption key: configured, from a file, or (dev) generated once under stateDir. */
+/** The delegation encryption key (one loader: @ce/store); the gateway logs a generated dev key. */
 export function loadSecretBox(config: CompiledConfig, log: Logger): SecretBox {
-  const { encryptionKey, encryptionKeyFile } = config.delegations;
-  if (encryptionKey) return new SecretBox(encryptionKey);
-  const file = encryptionKeyFile ?? join(config.paths.stateDir, "delegation.key");
-  if (!existsSync(file)) {
-    if (encryptionKeyFile) throw new Error(`delegations.encryptionKeyFile ${file} does not exist`);
-    mkdirSync(dirname(file), { recursive: true });
-    // wx: two gateways starting together must not overwrite each other's key.
-    try {
-      writeFileSync(file, SecretBox.generateKey() + "\n", { mode: 0o600, flag: "wx" });
-      log.warn({ file }, "generated a delegation encryption key (development default)");
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-  }
-  return new SecretBox(readFileSync(file, "utf8").trim());
+  return loadStoreSecretBox(config, (file) => log.warn({ file }, "generated a delegation encryption key (development default)"));
 }
 
 export async function createServices(config: CompiledConfig, logger: Logger): Promise<Services> {

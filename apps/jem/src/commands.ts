@@ -103,7 +103,7 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
     if (target !== "INLRMS") Object.assign(change, { exitCode: undefined, nodes: undefined, usedWallSeconds: undefined, usedCpuSeconds: undefined, usedMemoryMB: undefined });
     const next = await transition(ctx, job, target, { pending: true, reason: `Job restarted from ${job.failedState} (${job.rerun - 1} restarts left)`, change });
     if (!next) return;
-    await ctx.redis.zrem(ctx.jobs.keys.expiry(), jobId);
+    await ctx.jobs.unscheduleExpiry(jobId);
     await ctx.control.remove(jobId, "failed");
     await ctx.control.remove(jobId, "lrms_done");
     await removePrivate(ctx, jobId, "stageout.done", "stagein.failed", "submitting");

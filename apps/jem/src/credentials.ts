@@ -1,30 +1,8 @@
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import type { CompiledConfig } from "@ce/config";
-import { SecretBox, type JobCredential, type JobRecord } from "@ce/store";
+import type { JobCredential, JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "./context.js";
 
-/**
- * The key that seals delegations at rest: `delegations.encryptionKey`, else the key file, else the
- * development key under the state dir (created on first use, exclusive create so racing gateways
- * and JEMs end up with the same key).
- */
-export function loadSecretBox(config: CompiledConfig): SecretBox {
-  const d = config.delegations;
-  if (d.encryptionKey) return new SecretBox(d.encryptionKey);
-  const file = d.encryptionKeyFile ?? join(config.paths.stateDir, "delegation.key");
-  try {
-    return new SecretBox(readFileSync(file, "utf8").trim());
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOENT" || d.encryptionKeyFile) throw e;
-  }
-  try {
-    writeFileSync(file, SecretBox.generateKey(), { mode: 0o600, flag: "wx" });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-  }
-  return new SecretBox(readFileSync(file, "utf8").trim());
-}
+/** The key that seals delegations at rest: the one loader of @ce/store (daemon.ts imports it from here). */
+export { loadSecretBox } from "@ce/store";
 
 /**
  * A job's credential for staging or the batch job: the given (per-file) delegation, else the

@@ -61,7 +61,7 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
   try {
     const job = await ctx.jobs.get(id);
     if (!job) {
-      await ctx.redis.zrem(ctx.jobs.keys.expiry(), id);
+      await ctx.jobs.unscheduleExpiry(id);
       return false;
     }
     if (job.state === "FINISHED") {
@@ -90,7 +90,7 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
       return true;
     }
     // Not final (restarted, or scheduled just before a lost CAS): the FINISHED transition re-adds it.
-    await ctx.redis.zrem(ctx.jobs.keys.expiry(), id);
+    await ctx.jobs.unscheduleExpiry(id);
     return false;
   } finally {
     await lease.release();

@@ -1,5 +1,5 @@
 import type { RestState } from "@ce/model";
-import { ownerKey, type JobRecord } from "@ce/store";
+import type { JobRecord } from "@ce/store";
 import { enqueueAdvance, type JemContext } from "./context.js";
 
 /** REST states of an active job (PREPARING…FINISHING incl. pending ones), for the per-owner limit. */
@@ -29,11 +29,7 @@ export async function underLimit<T>(ctx: JemContext, name: string, limit: number
 }
 
 export async function activeOfOwner(ctx: JemContext, owner: string): Promise<number> {
-  const ok = ownerKey(owner);
-  const pipe = ctx.redis.pipeline();
-  for (const s of ACTIVE_REST) pipe.scard(ctx.jobs.keys.ownerRest(ok, s));
-  const res = (await pipe.exec()) ?? [];
-  return res.reduce((n, [, v]) => n + Number(v ?? 0), 0);
+  return ctx.jobs.countOwnerRest(owner, ACTIVE_REST);
 }
 
 /** Jobs in SUBMIT + INLRMS (A-REX maxjobs n2). */
@@ -47,8 +43,8 @@ export async function inStageOut(ctx: JemContext): Promise<number> {
 }
 
 /** Asks a few pending jobs to look again; the periodic recovery pass catches the rest. */
-async function wake(ctx: JemContext, key: string, n: number): Promise<void> {
-  const ids = await ctx.redis.srandmember(key, n);
+async function wake(ctx: JemContext, rest: RestState, n: number, owner?: string): Promise<void> {
+  const ids = await ctx.jobs.sampleRest(rest, n, owner);
   await Promise.all(ids.map((id) => enqueueAdvance(ctx, id, "slot")));
 }
 
@@ -56,7 +52,7 @@ const LRMS = new Set(["SUBMIT", "INLRMS"]);
 
 export async function afterTransition(ctx: JemContext, before: JobRecord, after: JobRecord): Promise<void> {
   if (before.state === after.state) return;
-  if (LRMS.has(before.state) && !LRMS.has(after.state)) await wake(ctx, ctx.jobs.keys.rest("PREPARED"), 4);
-  if (before.state === "FINISHING") await wake(ctx, ctx.jobs.keys.rest("EXECUTED"), 4);
-  if (after.state === "FINISHED") await wake(ctx, ctx.jobs.keys.ownerRest(ownerKey(after.owner), "ACCEPTED"), 4);
+  if (LRMS.has(before.state) && !LRMS.has(after.state)) await wake(ctx, "PREPARED", 4);
+  if (before.state === "FINISHING") await wake(ctx, "EXECUTED", 4);
+  if (after.state === "FINISHED") await wake(ctx, "ACCEPTED", 4, after.owner);
 }

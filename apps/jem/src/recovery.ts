@@ -16,7 +16,7 @@ export async function recover(ctx: JemContext, opts: { includeInlrms: boolean; t
   for (const s of ACTIVE) for (const id of await ctx.jobs.idsInState(s)) ids.add(id);
   if (opts.includeInlrms) for (const id of await ctx.jobs.idsInState("INLRMS")) ids.add(id);
   // EXECUTED (PENDING:INLRMS) waits for a staging slot, not for the batch system.
-  else for (const id of await ctx.redis.smembers(ctx.jobs.keys.rest("EXECUTED"))) ids.add(id);
+  else for (const id of await ctx.jobs.idsInRest(["EXECUTED"])) ids.add(id);
   const list = [...ids];
   for (let i = 0; i < list.length; i += 500) {
     await ctx.queues.advance.addBulk(

@@ -4,7 +4,7 @@ import { matchedRoutes } from "hono/route";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { REST_STATES } from "@ce/model";
-import { Keys } from "@ce/store";
+import { JobStore } from "@ce/store";
 
 /**
  * The CE's metric catalog. Names and label sets are fixed here so dashboards and alerts have one
@@ -171,11 +171,7 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
 
 /** Jobs per REST state in one pipeline of SCARDs over the store's state indexes. */
 export async function readJobCounts(redis: Redis, prefix: string): Promise<Record<string, number>> {
-  const keys = new Keys(prefix);
-  const pipe = redis.pipeline();
-  for (const s of REST_STATES) pipe.scard(keys.rest(s));
-  const res = (await pipe.exec()) ?? [];
-  return Object.fromEntries(REST_STATES.map((s, i) => [s, Number(res[i]?.[1] ?? 0)]));
+  return new JobStore(redis, prefix).countByRest(REST_STATES);
 }
 
 export async function readQueueDepth(queues: readonly Queue[]): Promise<Record<string, Record<string, number>>> {

@@ -2,16 +2,15 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CompiledConfig, RedisAuth } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
-import { bullConnection, JobStore, QUEUE_DEFAULTS, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+import { bullConnection, CeFlags, JobStore, QUEUE_DEFAULTS, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
 
 /**
  * Operations shared by the admin HTTP API and `ceadm`: both talk to Redis directly, so the CLI
  * works when no gateway or JEM is up.
  */
 
-/** Field of the flags hash the gateway checks before accepting new jobs. */
-export const DRAIN_FLAG = "drain";
-const DRAIN_SINCE = "drainSince";
+/** The drain flag lives in the store (Keys.flags, CeFlags); re-exported for existing callers. */
+export { DRAIN_FLAG, type DrainStatus } from "@ce/store";
 export const QUEUE_COUNT_STATES = ["waiting", "active", "delayed", "failed", "completed", "paused"] as const;
 
 export type JobCommand = Extract<QueueCatalog["commands"]["action"], "kill" | "clean">;
@@ -24,11 +23,6 @@ export interface JobRow {
   queue: string;
   created: number;
   updated: number;
-}
-
-export interface DrainStatus {
-  draining: boolean;
-  since?: number | undefined;
 }
 
 export class OpsError extends Error {
@@ -55,6 +49,7 @@ export function openQueues(
 
 export class AdminOps {
   readonly store: JobStore;
+  readonly flags: CeFlags;
 
   constructor(
     readonly redis: Redis,
@@ -63,6 +58,7 @@ export class AdminOps {
     readonly queues: readonly Queue[] = [],
   ) {
     this.store = new JobStore(redis, prefix);
+    this.flags = new CeFlags(redis, prefix);
   }
 
   parseStates(raw: string | undefined): RestState[] | undefined {
@@ -83,11 +79,9 @@ export class AdminOps {
     if (opts.owner) {
       ids = (await this.store.list(opts.owner, opts.states)).map((j) => j.id);
     } else if (opts.states) {
-      const pipe = this.redis.pipeline();
-      for (const s of opts.states) pipe.smembers(this.store.keys.rest(s));
-      ids = ((await pipe.exec()) ?? []).flatMap(([, v]) => (v as string[] | null) ?? []);
+      ids = await this.store.idsInRest(opts.states);
     } else {
-      ids = await this.redis.zrevrange(this.store.keys.all(), 0, limit - 1);
+      ids = await this.store.newest(limit);
       return { total: await this.store.total(), jobs: await this.rows(ids) };
     }
     return { total: ids.length, jobs: await this.rows(ids.slice(0, limit)) };
@@ -117,19 +111,11 @@ export class AdminOps {
   }
 
   async drainStatus(): Promise<DrainStatus> {
-    const [flag, since] = await this.redis.hmget(this.store.keys.flags(), DRAIN_FLAG, DRAIN_SINCE);
-    return { draining: flag === "1", since: since ? Number(since) : undefined };
+    return this.flags.drainStatus();
   }
 
   async setDrain(on: boolean): Promise<DrainStatus> {
-    const key = this.store.keys.flags();
-    if (on) {
-      // HSETNX keeps the original start time when drain is switched on twice.
-      await this.redis.multi().hset(key, DRAIN_FLAG, "1").hsetnx(key, DRAIN_SINCE, String(Date.now())).exec();
-    } else {
-      await this.redis.hdel(key, DRAIN_FLAG, DRAIN_SINCE);
-    }
-    return this.drainStatus();
+    return this.flags.setDrain(on);
   }
 
   async queueCounts(): Promise<Record<string, Record<string, number>>> {

@@ -1,16 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import { Keys, ownerKey } from "./keys.js";
+import { runScript } from "./scripts.js";
 import type { SecretBox } from "./secretbox.js";
 
 export type DelegationType = "x509" | "jwt";
-
-const DELEG_CREATE = readFileSync(new URL("./lua/deleg-create.lua", import.meta.url), "utf8");
-
-interface DelegCommands {
-  ceDelegCreate(...args: (string | number)[]): Promise<number>;
-}
 
 /** The owner already holds `limit` delegations. */
 export class DelegationQuotaReached extends Error {
@@ -50,14 +44,14 @@ export class DelegationStore {
     return randomBytes(8).toString("hex");
   }
 
-  /** ZSET id → time a CSR was issued and not yet answered by a PUT (abandoned-slot sweep). */
+  /** ZSET id → time a CSR was issued and not yet answered by a PUT (Keys.delegPending). */
   pendingIndex() {
-    return `${this.keys.prefix}:dpend`;
+    return this.keys.delegPending();
   }
 
-  /** ZSET id → credential end time (expired-delegation sweep). */
+  /** ZSET id → credential end time (Keys.delegExpiry). */
   expiryIndex() {
-    return `${this.keys.prefix}:dexp`;
+    return this.keys.delegExpiry();
   }
 
   private aad(id: string, owner: string, what: string) {
@@ -69,7 +63,6 @@ export class DelegationStore {
    * count is checked and the slot added in one script, so concurrent requests cannot overshoot.
    */
   async create(owner: string, type: DelegationType, secret: { privateKeyPem: string } | { token: string; expires?: number | undefined }, id?: string, maxPerOwner = 0): Promise<string> {
-    if (!("ceDelegCreate" in this.redis)) this.redis.defineCommand("ceDelegCreate", { numberOfKeys: 3, lua: DELEG_CREATE });
     for (let attempt = 0; attempt < 5; attempt++) {
       const did = id ?? DelegationStore.newId();
       const now = Date.now();
@@ -87,11 +80,8 @@ export class DelegationStore {
           [index, score] = [this.expiryIndex(), String(secret.expires)];
         }
       }
-      const res = Number(
-        await (this.redis as unknown as DelegCommands).ceDelegCreate(
-          this.keys.deleg(did), this.keys.ownerDelegs(ownerKey(owner)), index || this.pendingIndex(), did, maxPerOwner, score, ...Object.entries(fields).flat(),
-        ),
-      );
+      const keys = [this.keys.deleg(did), this.keys.ownerDelegs(ownerKey(owner)), index || this.pendingIndex()];
+      const res = Number(await runScript(this.redis, "ceDelegCreate", keys, [did, maxPerOwner, score, ...Object.entries(fields).flat()]));
       if (res === -1) throw new DelegationQuotaReached(maxPerOwner);
       if (res === 1) return did;
       if (id) throw new Error("delegation id already exists");
@@ -169,7 +159,7 @@ export class DelegationStore {
   private async propagateExpiry(id: string, expires: number): Promise<void> {
     const jobs = await this.jobsOf(id);
     if (jobs.length === 0) return;
-    await this.redis.eval(PROPAGATE_EXPIRY, jobs.length, ...jobs.map((j) => this.keys.job(j)), id, String(expires));
+    await runScript(this.redis, "ceDelegExpiry", jobs.map((j) => this.keys.job(j)), [id, String(expires)]);
   }
 
   /** x509: the public chain (no key); jwt: the token. */
@@ -231,12 +221,6 @@ export class DelegationStore {
     return { type: "x509", delegationId, proxyPem: this.box.open(sealed, this.aad(delegationId, owner, "proxy")), expires: rec.expires };
   }
 }
-
-const PROPAGATE_EXPIRY = `
-for i, key in ipairs(KEYS) do
-  if redis.call('HGET', key, 'mainDelegation') == ARGV[1] then redis.call('HSET', key, 'delegationExpires', ARGV[2]) end
-end
-return 0`;
 
 export interface SweepOptions {
   /** CSR slots never answered by a PUT are removed after this (config.delegations.pendingLifetimeSeconds). */

@@ -6,3 +6,7 @@ export * from "./secretbox.js";
 export * from "./delegations.js";
 export * from "./activity.js";
 export * from "./quotas.js";
+export * from "./flags.js";
+export * from "./locks.js";
+export * from "./ratelimit.js";
+export * from "./scripts.js";

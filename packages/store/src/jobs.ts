@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import {
   toRestState,
@@ -11,6 +10,7 @@ import {
   isRestState,
 } from "@ce/model";
 import { Keys, ownerKey } from "./keys.js";
+import { runScript } from "./scripts.js";
 
 /**
  * The job record: Redis is the source of truth for everything the REST interface reports.
@@ -126,8 +126,6 @@ function safeJson(v: string): unknown {
   }
 }
 
-const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
-
 /** Fields a state change may set; `rest` is always recomputed from them. */
 export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans">>;
 
@@ -136,9 +134,6 @@ export class JobStore {
 
   constructor(readonly redis: Redis, prefix: string) {
     this.keys = new Keys(prefix);
-    redis.defineCommand("ceCreateJobs", { numberOfKeys: 0, lua: script("create") });
-    redis.defineCommand("ceUpdateJob", { numberOfKeys: 0, lua: script("update") });
-    redis.defineCommand("ceRemoveJob", { numberOfKeys: 0, lua: script("remove") });
   }
 
   /** Builds a new record in ACCEPTED (REST ACCEPTING). */
@@ -178,8 +173,11 @@ export class JobStore {
    */
   async createBounded(records: JobRecord[], o: { maxTotal: number; minRequired?: number; maxPerOwner?: number }): Promise<{ created: number; limitedBy?: "total" | "owner" }> {
     if (records.length === 0) return { created: 0 };
+    const k = this.keys;
     const payload = records.map((r) => JSON.stringify(encodeRecord(r)));
-    const res = await (this.redis as unknown as CeCommands).ceCreateJobs(this.keys.prefix, o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, ...payload);
+    const keys = [k.all(), k.rest("WIPED")];
+    for (const r of records) keys.push(k.job(r.id), k.owner(r.ownerKey), k.ownerRest(r.ownerKey, "WIPED"), k.ownerRest(r.ownerKey, r.rest), k.internal(r.state), k.rest(r.rest));
+    const res = await runScript(this.redis, "ceCreateJobs", keys, [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, ...payload]);
     const [n, by] = res as unknown as [number, string];
     return by === "total" || by === "owner" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
   }
@@ -232,12 +230,15 @@ export class JobStore {
     const set: Record<string, string | null> = encodeRecord({ ...change, updated: next.updated, stateSince: next.stateSince, rest: next.rest });
     // Explicitly cleared fields (undefined in `change`) are removed from the hash.
     for (const [k, v] of Object.entries(change)) if (v === undefined) set[k] = null;
-    const res = await (this.redis as unknown as CeCommands).ceUpdateJob(this.keys.prefix, current.id, JSON.stringify(expect), JSON.stringify(set));
+    const k = this.keys;
+    const keys = [k.job(current.id), k.ownerSessionBytes(current.ownerKey || ownerKey(current.owner)), k.uploads(current.id)];
+    const res = await runScript(this.redis, "ceUpdateJob", keys, [k.prefix, current.id, JSON.stringify(expect), JSON.stringify(set)]);
     return Number(res) === 1 ? next : undefined;
   }
 
   async remove(id: string): Promise<boolean> {
-    return Number(await (this.redis as unknown as CeCommands).ceRemoveJob(this.keys.prefix, id)) === 1;
+    const k = this.keys;
+    return Number(await runScript(this.redis, "ceRemoveJob", [k.job(id), k.all(), k.expiry(), k.uploads(id)], [k.prefix, id])) === 1;
   }
 
   async countByInternal(states: readonly InternalState[]): Promise<Record<string, number>> {
@@ -256,6 +257,40 @@ export class JobStore {
 
   async idsInState(state: InternalState): Promise<string[]> {
     return this.redis.smembers(this.keys.internal(state));
+  }
+
+  /** Ids of every job in one of the REST states (any owner). */
+  async idsInRest(states: readonly RestState[]): Promise<string[]> {
+    if (states.length === 0) return [];
+    const pipe = this.redis.pipeline();
+    for (const s of states) pipe.smembers(this.keys.rest(s));
+    return ((await pipe.exec()) ?? []).flatMap(([, v]) => (v as string[] | null) ?? []);
+  }
+
+  /** Up to `n` random ids of jobs in a REST state, of one owner when given (waking waiters). */
+  async sampleRest(rest: RestState, n: number, owner?: string): Promise<string[]> {
+    return this.redis.srandmember(owner === undefined ? this.keys.rest(rest) : this.keys.ownerRest(ownerKey(owner), rest), n);
+  }
+
+  /** How many of an owner's jobs are in any of the REST states (per-owner limits). */
+  async countOwnerRest(owner: string, states: readonly RestState[]): Promise<number> {
+    const ok = ownerKey(owner);
+    const pipe = this.redis.pipeline();
+    for (const s of states) pipe.scard(this.keys.ownerRest(ok, s));
+    return ((await pipe.exec()) ?? []).reduce((n, [, v]) => n + Number(v ?? 0), 0);
+  }
+
+  /** The newest `limit` job ids (any owner), newest first. */
+  async newest(limit: number): Promise<string[]> {
+    return this.redis.zrevrange(this.keys.all(), 0, limit - 1);
+  }
+
+  /** Some fields of many records in one round trip (null where a record or field is missing). */
+  async fieldsOf<F extends string>(ids: readonly string[], fields: readonly F[]): Promise<(string | null)[][]> {
+    if (ids.length === 0) return [];
+    const pipe = this.redis.pipeline();
+    for (const id of ids) pipe.hmget(this.keys.job(id), ...fields);
+    return ((await pipe.exec()) ?? []).map(([err, v]) => (err ? fields.map(() => null) : (v as (string | null)[])));
   }
 
   /** Every record, WIPED ones included (see `held` for what counts against the limit). */
@@ -286,13 +321,12 @@ export class JobStore {
     await this.redis.zadd(this.keys.expiry(), at, id);
   }
 
+  /** Drops a job from the expiry schedule (gone, restarted, or no longer final). */
+  async unscheduleExpiry(id: string): Promise<void> {
+    await this.redis.zrem(this.keys.expiry(), id);
+  }
+
   async dueExpiries(now = Date.now(), limit = 500): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.expiry(), 0, now, "LIMIT", 0, limit);
   }
-}
-
-interface CeCommands {
-  ceCreateJobs(...args: (string | number)[]): Promise<number>;
-  ceUpdateJob(...args: (string | number)[]): Promise<number>;
-  ceRemoveJob(...args: (string | number)[]): Promise<number>;
 }

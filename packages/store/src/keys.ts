@@ -2,11 +2,19 @@ import { createHash } from "node:crypto";
 import type { InternalState, RestState } from "@ce/model";
 
 /**
- * Every Redis key of the CE. All keys share the configured hash tag (default `{ce}`), so the
- * multi-key Lua scripts stay in one slot on Redis Cluster, and BullMQ uses the same prefix.
+ * Every Redis key (and pub/sub channel) of the CE, built here only. All keys start with the
+ * configured prefix, which config requires to be a hash tag (default `{ce}`): the whole keyspace
+ * shares one slot, so the multi-key Lua scripts (lua/*.lua) stay atomic on Redis Cluster too.
+ *
+ * Not listed here, because their owners build them under the same prefix:
+ * - BullMQ queues (`<prefix>:<queue>:*`, see queues.ts) — BullMQ's own layout;
+ * - identity-mapping pool leases (`<prefix>:map:*`) — `MappingKeys` of @ce/mapping.
  */
 export class Keys {
   constructor(readonly prefix: string) {}
+
+  // ── Job records and their indexes (jobs.ts, lua/create|update|remove.lua) ──
+  /** HASH: one job record. */
   job(id: string) { return `${this.prefix}:job:${id}`; }
   /** ZSET of every job id, scored by creation time (total count, expiry sweep). */
   all() { return `${this.prefix}:all`; }
@@ -20,19 +28,38 @@ export class Keys {
   rest(rest: RestState) { return `${this.prefix}:r:${rest}`; }
   /** ZSET id → time of the next expiry action (session removal, then record removal). */
   expiry() { return `${this.prefix}:expiry`; }
-  deleg(id: string) { return `${this.prefix}:d:${id}`; }
-  ownerDelegs(ownerKey: string) { return `${this.prefix}:o:${ownerKey}:d`; }
-  delegJobs(id: string) { return `${this.prefix}:d:${id}:jobs`; }
   /** ZSET id → time: jobs whose files are being written before their record is committed. */
   creating() { return `${this.prefix}:creating`; }
-  /** HASH of CE-wide flags (drain). */
-  flags() { return `${this.prefix}:flags`; }
-  /** HASH normalized path → JSON range list of a job's partially uploaded files. */
+
+  // ── Delegations (delegations.ts, lua/deleg-*.lua) ──
+  /** HASH: one delegation (metadata in clear, secrets sealed). */
+  deleg(id: string) { return `${this.prefix}:d:${id}`; }
+  /** SET of an owner's delegation ids (quota, listing). */
+  ownerDelegs(ownerKey: string) { return `${this.prefix}:o:${ownerKey}:d`; }
+  /** SET of the job ids bound to a delegation. */
+  delegJobs(id: string) { return `${this.prefix}:d:${id}:jobs`; }
+  /** ZSET id → time a CSR was issued and not yet answered by a PUT (abandoned-slot sweep). */
+  delegPending() { return `${this.prefix}:dpend`; }
+  /** ZSET id → credential end time (expired-delegation sweep). */
+  delegExpiry() { return `${this.prefix}:dexp`; }
+  /** Counter of an owner's delegation renewals in one minute window (lua/window.lua). */
+  ownerRenewals(ownerKey: string, minute: number) { return `${this.prefix}:o:${ownerKey}:rn:${minute}`; }
+
+  // ── Uploads and quotas (quotas.ts) ──
+  /** HASH normalized path → range list of a job's partially uploaded files (lua/upload-range.lua). */
   uploads(jobId: string) { return `${this.prefix}:up:${jobId}`; }
   /** HASH of an owner's uploaded session bytes: field = job id, `*` = the owner's total. */
   ownerSessionBytes(ownerKey: string) { return `${this.prefix}:o:${ownerKey}:sb`; }
-  /** Counter of an owner's delegation renewals in one minute window. */
-  ownerRenewals(ownerKey: string, minute: number) { return `${this.prefix}:o:${ownerKey}:rn:${minute}`; }
+  /** HASH {tokens, ts}: the request token bucket of one client (lua/token-bucket.lua). */
+  rateLimit(client: string) { return `${this.prefix}:rl:${client}`; }
+
+  // ── CE-wide state (flags.ts, locks.ts) ──
+  /** HASH of CE-wide flags: `drain` ("1" = refuse new jobs), `drainSince` (ms). */
+  flags() { return `${this.prefix}:flags`; }
+  /** STRING: a JEM lease (token of the holder), e.g. `job:<id>`, `limit:<name>`, `poll` (locks.ts). */
+  lock(name: string) { return `${this.prefix}:jem:lock:${name}`; }
+  /** Pub/sub CHANNEL: job ids whose running step (staging, submission) every JEM must abort. */
+  abortChannel() { return `${this.prefix}:jem:abort`; }
 }
 
 /** Owners are arbitrary strings (DNs, iss/sub); keys use a fixed-length digest of them. */

@@ -1,29 +1,12 @@
-import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import { Keys, ownerKey } from "./keys.js";
+import { runScript } from "./scripts.js";
 
 /**
  * Per-file upload bookkeeping and per-owner quotas. Every check-and-count is one Lua script, so
  * all gateways share the same numbers and two concurrent requests cannot both take the last unit.
  * Each script does bounded work (no loop over anything a client can grow without limit).
  */
-
-const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
-
-interface QuotaCommands {
-  ceUploadRange(key: string, path: string, s: number, e: number, total: number, ttlMs: number, maxRanges: number, maxFiles: number): Promise<number>;
-  ceSessionBytes(key: string, jobId: string, delta: number, maxJob: number, maxOwner: number): Promise<[number, number, number]>;
-  ceWindow(key: string, limit: number, windowMs: number): Promise<number>;
-}
-
-function commands(redis: Redis): Redis & QuotaCommands {
-  if (!("ceUploadRange" in redis)) {
-    redis.defineCommand("ceUploadRange", { numberOfKeys: 1, lua: script("upload-range") });
-    redis.defineCommand("ceSessionBytes", { numberOfKeys: 1, lua: script("session-bytes") });
-    redis.defineCommand("ceWindow", { numberOfKeys: 1, lua: script("window") });
-  }
-  return redis as Redis & QuotaCommands;
-}
 
 export type RangeResult = "complete" | "recorded" | "too-many-ranges" | "too-many-files";
 
@@ -47,7 +30,7 @@ export class UploadRanges {
   /** Merges [start, end) of `path` (file length `total`); "complete" when [0,total) is covered. */
   async add(jobId: string, path: string, start: number, end: number, total: number): Promise<RangeResult> {
     const { maxRanges, maxFiles, ttlMs } = this.limits;
-    const r = Number(await commands(this.redis).ceUploadRange(this.keys.uploads(jobId), path, start, end, total, ttlMs, maxRanges, maxFiles));
+    const r = Number(await runScript(this.redis, "ceUploadRange", [this.keys.uploads(jobId)], [path, start, end, total, ttlMs, maxRanges, maxFiles]));
     return r === 1 ? "complete" : r === 0 ? "recorded" : r === -1 ? "too-many-ranges" : "too-many-files";
   }
 
@@ -113,7 +96,7 @@ export class SessionBytes {
   }
 
   private async apply(owner: string, jobId: string, delta: number): Promise<[number, number, number]> {
-    const res = await commands(this.redis).ceSessionBytes(this.keys.ownerSessionBytes(ownerKey(owner)), jobId, delta, this.limits.perJob, this.limits.perOwner);
+    const res = (await runScript(this.redis, "ceSessionBytes", [this.keys.ownerSessionBytes(ownerKey(owner))], [jobId, delta, this.limits.perJob, this.limits.perOwner])) as number[];
     return [Number(res[0]), Number(res[1]), Number(res[2])];
   }
 }
@@ -125,6 +108,6 @@ export class SessionBytes {
 export async function takeFromMinuteWindow(redis: Redis, prefix: string, owner: string, limit: number, now = Date.now()): Promise<number | undefined> {
   const minute = Math.floor(now / 60_000);
   const key = new Keys(prefix).ownerRenewals(ownerKey(owner), minute);
-  const n = Number(await commands(redis).ceWindow(key, limit, 120_000));
+  const n = Number(await runScript(redis, "ceWindow", [key], [limit, 120_000]));
   return n < 0 ? Math.max(1, Math.ceil(((minute + 1) * 60_000 - now) / 1000)) : undefined;
 }

@@ -1,4 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 
 /**
  * AES-256-GCM for secrets at rest in Redis (delegated private keys, tokens).
@@ -30,5 +32,47 @@ export class SecretBox {
     d.setAAD(Buffer.from(aad));
     d.setAuthTag(buf.subarray(12, 28));
     return Buffer.concat([d.update(buf.subarray(28)), d.final()]).toString("utf8");
+  }
+}
+
+/** What `loadSecretBox` reads: `delegations.encryptionKey[File]` and `paths.stateDir` of the config. */
+export interface SecretBoxConfig {
+  delegations: { encryptionKey?: string | undefined; encryptionKeyFile?: string | undefined };
+  paths: { stateDir: string };
+}
+
+/**
+ * The one loader of the delegation encryption key (gateway and JEM): `delegations.encryptionKey`,
+ * else `delegations.encryptionKeyFile` (must exist), else the development key `<stateDir>/delegation.key`,
+ * created on first use with an exclusive create so racing gateways and JEMs end up with the same key.
+ * `onGenerated` is told when this process created that development key (the gateway logs it).
+ * A key that is not 32 bytes of base64 is refused with the place it came from.
+ */
+export function loadSecretBox(config: SecretBoxConfig, onGenerated?: (file: string) => void): SecretBox {
+  const { encryptionKey, encryptionKeyFile } = config.delegations;
+  if (encryptionKey) return boxFrom(encryptionKey, "delegations.encryptionKey");
+  const file = encryptionKeyFile ?? join(config.paths.stateDir, "delegation.key");
+  // Read first (no exists-then-read race); only a missing development key is created.
+  try {
+    return boxFrom(readFileSync(file, "utf8").trim(), file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    if (encryptionKeyFile) throw new Error(`delegations.encryptionKeyFile ${file} does not exist`);
+  }
+  mkdirSync(dirname(file), { recursive: true });
+  try {
+    writeFileSync(file, SecretBox.generateKey() + "\n", { mode: 0o600, flag: "wx" });
+    onGenerated?.(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+  }
+  return boxFrom(readFileSync(file, "utf8").trim(), file);
+}
+
+function boxFrom(key: string, source: string): SecretBox {
+  try {
+    return new SecretBox(key);
+  } catch (e) {
+    throw new Error(`${source}: ${(e as Error).message}`);
   }
 }

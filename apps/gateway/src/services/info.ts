@@ -1,6 +1,7 @@
 import { availableParallelism, totalmem } from "node:os";
 import { type El, type InfoInput, type JobCounts, type QueueInput, buildInfoDocument } from "@ce/glue2";
 import { REST_STATES, type RestState } from "@ce/model";
+import { CeFlags } from "@ce/store";
 import type { Services } from "../context.js";
 
 export const IMPLEMENTATION_VERSION = "0.1.0";
@@ -8,7 +9,7 @@ export const IMPLEMENTATION_VERSION = "0.1.0";
 /** Is the CE refusing new jobs? Configuration (`jobs.allowNew: false`) or the Redis drain flag. */
 export async function isDraining(s: Services): Promise<boolean> {
   if (!s.config.jobs.allowNew) return true;
-  return (await s.redis.hget(s.jobs.keys.flags(), "drain")) === "1";
+  return new CeFlags(s.redis, s.jobs.keys.prefix).draining();
 }
 
 /** GLUE2 counters from the live per-REST-state sets (decisions #16: batch sub-states included). */

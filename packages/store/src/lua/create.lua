@@ -1,28 +1,30 @@
 -- Atomically create jobs with all their indexes, within the CE-wide job limit and the per-owner quota.
 -- WIPED records (kept only for their final state) count against neither.
--- KEYS: none besides those built from the prefix (all share one hash tag / slot).
--- ARGV[1] prefix, ARGV[2] maxTotal, ARGV[3] minRequired, ARGV[4] now(ms), ARGV[5] maxPerOwner (0 = none),
--- ARGV[6..] JSON job records.
+-- KEYS[1] every job (Keys.all), KEYS[2] WIPED jobs (Keys.rest WIPED), then six keys per record i
+-- (base = 2 + 6*(i-1)): +1 the record hash (Keys.job), +2 the owner's jobs (Keys.owner),
+-- +3 the owner's WIPED jobs, +4 the owner's jobs in the record's REST state (Keys.ownerRest),
+-- +5 the record's internal-state set (Keys.internal), +6 its REST-state set (Keys.rest).
+-- ARGV[1] maxTotal, ARGV[2] minRequired, ARGV[3] now(ms), ARGV[4] maxPerOwner (0 = none),
+-- ARGV[5..] JSON job records, in the order of their keys.
 -- Returns {created, limitedBy}: the first min(n, room) records are created, or none when fewer than
 -- minRequired fit; limitedBy is 'total', 'owner' or '' (everything fitted).
-local prefix = ARGV[1]
-local maxTotal = tonumber(ARGV[2])
-local minRequired = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
-local maxPerOwner = tonumber(ARGV[5])
-local first = 6
+local maxTotal = tonumber(ARGV[1])
+local minRequired = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local maxPerOwner = tonumber(ARGV[4])
+local first = 5
 local n = #ARGV - first + 1
+if #KEYS ~= 2 + 6 * n then return redis.error_reply('create: ' .. #KEYS .. ' keys for ' .. n .. ' records') end
 local recs = {}
 for i = 1, n do recs[i] = cjson.decode(ARGV[first + i - 1]) end
+local function key(i, k) return KEYS[2 + 6 * (i - 1) + k] end
 
-local used = redis.call('ZCARD', prefix .. ':all') - redis.call('SCARD', prefix .. ':r:WIPED')
+local used = redis.call('ZCARD', KEYS[1]) - redis.call('SCARD', KEYS[2])
 local held = {}
 local count, limitedBy = 0, ''
 for i = 1, n do
   local ok = recs[i].ownerKey
-  if held[ok] == nil then
-    held[ok] = redis.call('ZCARD', prefix .. ':o:' .. ok) - redis.call('SCARD', prefix .. ':o:' .. ok .. ':s:WIPED')
-  end
+  if held[ok] == nil then held[ok] = redis.call('ZCARD', key(i, 2)) - redis.call('SCARD', key(i, 3)) end
   if used + 1 > maxTotal then limitedBy = 'total'; break end
   if maxPerOwner > 0 and held[ok] + 1 > maxPerOwner then limitedBy = 'owner'; break end
   used = used + 1
@@ -33,14 +35,13 @@ if count < minRequired then return {0, limitedBy} end
 
 for i = 1, count do
   local rec = recs[i]
-  local id, ok = rec.id, rec.ownerKey
   local flat = {}
   for k, v in pairs(rec) do flat[#flat + 1] = k; flat[#flat + 1] = tostring(v) end
-  redis.call('HSET', prefix .. ':job:' .. id, unpack(flat))
-  redis.call('ZADD', prefix .. ':all', now, id)
-  redis.call('ZADD', prefix .. ':o:' .. ok, now, id)
-  redis.call('SADD', prefix .. ':o:' .. ok .. ':s:' .. rec.rest, id)
-  redis.call('SADD', prefix .. ':i:' .. rec.state, id)
-  redis.call('SADD', prefix .. ':r:' .. rec.rest, id)
+  redis.call('HSET', key(i, 1), unpack(flat))
+  redis.call('ZADD', KEYS[1], now, rec.id)
+  redis.call('ZADD', key(i, 2), now, rec.id)
+  redis.call('SADD', key(i, 4), rec.id)
+  redis.call('SADD', key(i, 5), rec.id)
+  redis.call('SADD', key(i, 6), rec.id)
 end
 return {count, limitedBy}

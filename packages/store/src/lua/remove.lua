@@ -1,16 +1,23 @@
 -- Remove a job record and every index entry (clean, or end of the WIPED retention).
--- ARGV[1] prefix, ARGV[2] id. Returns 1 removed, 0 no such job.
+-- KEYS[1] the record hash (Keys.job), KEYS[2] every job (Keys.all), KEYS[3] the expiry schedule
+-- (Keys.expiry), KEYS[4] the job's upload bookkeeping (Keys.uploads).
+-- ARGV[1] key prefix, ARGV[2] id.
+-- The owner's and state-index keys and the delegations' job sets are built here from the prefix:
+-- the owner, state and delegations are only known once the record is read inside the script. They
+-- still share KEYS' hash slot: the prefix is the `{ce}` hash tag.
+-- Returns 1 removed, 0 no such job.
 local prefix, id = ARGV[1], ARGV[2]
-local key = prefix .. ':job:' .. id
-local cur = redis.call('HMGET', key, 'state', 'rest', 'ownerKey', 'delegations')
+local cur = redis.call('HMGET', KEYS[1], 'state', 'rest', 'ownerKey', 'delegations')
 if not cur[3] then return 0 end
 local ok = cur[3]
-redis.call('SREM', prefix .. ':i:' .. cur[1], id)
-redis.call('SREM', prefix .. ':r:' .. cur[2], id)
-redis.call('SREM', prefix .. ':o:' .. ok .. ':s:' .. cur[2], id)
+if cur[1] then redis.call('SREM', prefix .. ':i:' .. cur[1], id) end
+if cur[2] then
+  redis.call('SREM', prefix .. ':r:' .. cur[2], id)
+  redis.call('SREM', prefix .. ':o:' .. ok .. ':s:' .. cur[2], id)
+end
 redis.call('ZREM', prefix .. ':o:' .. ok, id)
-redis.call('ZREM', prefix .. ':all', id)
-redis.call('ZREM', prefix .. ':expiry', id)
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZREM', KEYS[3], id)
 if cur[4] and cur[4] ~= '' then
   for d in string.gmatch(cur[4], '[^,]+') do redis.call('SREM', prefix .. ':d:' .. d .. ':jobs', id) end
 end
@@ -19,6 +26,6 @@ local sb = prefix .. ':o:' .. ok .. ':sb'
 local bytes = tonumber(redis.call('HGET', sb, id) or '0')
 if bytes ~= 0 then redis.call('HINCRBY', sb, '*', -bytes) end
 redis.call('HDEL', sb, id)
-redis.call('DEL', prefix .. ':up:' .. id)
-redis.call('DEL', key)
+redis.call('DEL', KEYS[4])
+redis.call('DEL', KEYS[1])
 return 1

@@ -1,8 +1,14 @@
 -- Compare-and-set update of one job record, moving its index memberships when state/rest change.
--- ARGV[1] prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}), ARGV[4] JSON {field: new value}
+-- KEYS[1] the record hash (Keys.job), KEYS[2] the owner's session-bytes hash (Keys.ownerSessionBytes),
+-- KEYS[3] the job's upload bookkeeping (Keys.uploads).
+-- ARGV[1] key prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}),
+-- ARGV[4] JSON {field: new value} (null or '' removes the field).
+-- The state-index keys (<prefix>:i:<state>, <prefix>:r:<rest>, <prefix>:o:<owner>:s:<rest>) are built
+-- here from the prefix because the OLD state is only known once read inside the script (the caller's
+-- copy may be stale). They still share KEYS' hash slot: the prefix is the `{ce}` hash tag.
 -- Returns 1 updated, 0 expectation failed, -1 no such job.
 local prefix, id = ARGV[1], ARGV[2]
-local key = prefix .. ':job:' .. id
+local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then return -1 end
 local expect = cjson.decode(ARGV[3])
 for k, v in pairs(expect) do
@@ -24,11 +30,10 @@ if newState and newState ~= oldState then
   redis.call('SADD', prefix .. ':i:' .. newState, id)
   if newState == 'DELETED' then
     -- WIPED: the session directory is gone, so are its bytes in the owner's quota.
-    local sb = prefix .. ':o:' .. ok .. ':sb'
-    local bytes = tonumber(redis.call('HGET', sb, id) or '0')
-    if bytes ~= 0 then redis.call('HINCRBY', sb, '*', -bytes) end
-    redis.call('HDEL', sb, id)
-    redis.call('DEL', prefix .. ':up:' .. id)
+    local bytes = tonumber(redis.call('HGET', KEYS[2], id) or '0')
+    if bytes ~= 0 then redis.call('HINCRBY', KEYS[2], '*', -bytes) end
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('DEL', KEYS[3])
   end
 end
 if newRest and newRest ~= oldRest then

@@ -1,0 +1,50 @@
+import { readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+
+/**
+ * The store's Lua scripts: one file per script under ./lua (copied next to the gateway bundle by
+ * scripts/build-app.ts), each opening with a comment listing its KEYS and ARGV. Every key a script
+ * touches is passed as KEYS where the caller can compute it; the rest (indexes chosen by data read
+ * inside the script) share the same `{ce}` hash tag, so every script runs in one Cluster slot.
+ */
+export const SCRIPTS = {
+  ceCreateJobs: { file: "create", numberOfKeys: undefined },
+  ceUpdateJob: { file: "update", numberOfKeys: 3 },
+  ceRemoveJob: { file: "remove", numberOfKeys: 4 },
+  ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },
+  ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined },
+  ceUploadRange: { file: "upload-range", numberOfKeys: 1 },
+  ceSessionBytes: { file: "session-bytes", numberOfKeys: 1 },
+  ceWindow: { file: "window", numberOfKeys: 1 },
+  ceTokenBucket: { file: "token-bucket", numberOfKeys: 1 },
+  ceLockExtend: { file: "lock-extend", numberOfKeys: 1 },
+  ceLockRelease: { file: "lock-release", numberOfKeys: 1 },
+} as const satisfies Record<string, { file: string; numberOfKeys: number | undefined }>;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+const sources = new Map<string, string>();
+const source = (file: string) => {
+  let s = sources.get(file);
+  if (s === undefined) sources.set(file, (s = readFileSync(new URL(`./lua/${file}.lua`, import.meta.url), "utf8")));
+  return s;
+};
+
+const defined = new WeakMap<Redis, Set<ScriptName>>();
+
+/**
+ * Runs a store script (EVALSHA, EVAL on a cache miss). Scripts with a variable number of keys
+ * (`numberOfKeys: undefined`) take the key count as their first argument, as ioredis expects.
+ */
+export async function runScript(redis: Redis, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  let set = defined.get(redis);
+  if (!set) defined.set(redis, (set = new Set()));
+  const spec = SCRIPTS[name];
+  if (!set.has(name)) {
+    redis.defineCommand(name, spec.numberOfKeys === undefined ? { lua: source(spec.file) } : { numberOfKeys: spec.numberOfKeys, lua: source(spec.file) });
+    set.add(name);
+  }
+  if (spec.numberOfKeys !== undefined && keys.length !== spec.numberOfKeys) throw new Error(`script ${name}: ${keys.length} keys given, ${spec.numberOfKeys} declared`);
+  const fn = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>)[name]!;
+  return spec.numberOfKeys === undefined ? fn.call(redis, keys.length, ...keys, ...args) : fn.call(redis, ...keys, ...args);
+}
