@@ -1,0 +1,149 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { DelegationStore } from "./delegations.js";
+import { JobStore, type JobRecord } from "./jobs.js";
+import { Keys, ownerKey } from "./keys.js";
+import { SessionBytes, UploadRanges } from "./quotas.js";
+import { SecretBox } from "./secretbox.js";
+
+// The job scripts (lua/create|update|remove.lua) against the real Redis, under a prefix of their own.
+let redis: Redis;
+let jobs: JobStore;
+const prefix = `{jobs-test-${process.pid}}`;
+const keys = new Keys(prefix);
+
+async function clear() {
+  const found = await redis.keys(`${prefix}*`);
+  if (found.length) await redis.del(...found);
+}
+
+beforeAll(() => {
+  redis = new Redis(inject("redisUrl"));
+  jobs = new JobStore(redis, prefix);
+});
+beforeEach(clear);
+afterAll(async () => {
+  await clear();
+  redis.disconnect();
+});
+
+let n = 0;
+const rec = (owner = "alice", over: Partial<JobRecord> = {}): JobRecord => ({
+  ...JobStore.newRecord({ id: `j${++n}z`, owner, queue: "q", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 }),
+  ...over,
+});
+
+/** Every key under the prefix that still refers to `id` (as key name, member or field). */
+async function mentions(id: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const key of await redis.keys(`${prefix}*`)) {
+    if (key.includes(id)) out.push(key);
+    const type = await redis.type(key);
+    if (type === "set" && (await redis.sismember(key, id))) out.push(key);
+    if (type === "zset" && (await redis.zscore(key, id)) !== null) out.push(key);
+    if (type === "hash" && (await redis.hexists(key, id))) out.push(key);
+  }
+  return out.sort();
+}
+
+describe("create (lua/create.lua)", () => {
+  it("writes the record and every index under the keys of Keys", async () => {
+    const r = rec();
+    expect(await jobs.create([r], 10)).toBe(1);
+    expect(await jobs.get(r.id)).toMatchObject({ id: r.id, owner: "alice", state: "ACCEPTED", rest: "ACCEPTING" });
+    const ok = ownerKey("alice");
+    expect(await mentions(r.id)).toEqual([keys.all(), keys.internal("ACCEPTED"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "ACCEPTING"), keys.rest("ACCEPTING")].sort());
+  });
+
+  it("is all-or-nothing under the CE-wide limit: nothing is written when fewer than minRequired fit", async () => {
+    await jobs.create([rec()], 10);
+    const batch = [rec(), rec(), rec()];
+    expect(await jobs.createBounded(batch, { maxTotal: 3 })).toEqual({ created: 0, limitedBy: "total" });
+    for (const r of batch) expect(await mentions(r.id)).toEqual([]);
+    expect(await jobs.total()).toBe(1);
+    // With minRequired 1 the prefix that fits is created, the rest not.
+    expect(await jobs.createBounded(batch, { maxTotal: 3, minRequired: 1 })).toEqual({ created: 2, limitedBy: "total" });
+    expect((await jobs.getMany(batch.map((r) => r.id))).map((r) => r?.id)).toEqual([batch[0]!.id, batch[1]!.id, undefined]);
+  });
+
+  it("refuses past the owner's quota, counting owners separately and WIPED jobs for nobody", async () => {
+    const wiped = rec("bob", { state: "DELETED", rest: "WIPED" });
+    expect(await jobs.create([rec("bob"), wiped], 10)).toBe(2);
+    expect(await jobs.createBounded([rec("bob"), rec("bob")], { maxTotal: 10, maxPerOwner: 2 })).toEqual({ created: 0, limitedBy: "owner" });
+    expect(await jobs.heldBy("bob")).toBe(1);
+    expect(await jobs.createBounded([rec("bob"), rec("carol"), rec("carol")], { maxTotal: 10, maxPerOwner: 2 })).toEqual({ created: 3 });
+    expect(await jobs.heldBy("bob")).toBe(2);
+    expect(await jobs.held()).toBe(4);
+    expect(await jobs.total()).toBe(5);
+  });
+});
+
+describe("update (lua/update.lua)", () => {
+  it("refuses a stale expectation and leaves the record as it was", async () => {
+    const r = rec();
+    await jobs.create([r], 10);
+    const moved = await jobs.update(r, { state: "PREPARING" }, { state: "ACCEPTED" });
+    expect(moved?.state).toBe("PREPARING");
+    // A second worker still holding the ACCEPTED copy loses the race.
+    expect(await jobs.update(r, { state: "SUBMIT" }, { state: "ACCEPTED" })).toBeUndefined();
+    expect(await jobs.get(r.id)).toMatchObject({ state: "PREPARING", rest: "PREPARING" });
+    expect(await redis.sismember(keys.internal("SUBMIT"), r.id)).toBe(0);
+  });
+
+  it("answers undefined for a job that is gone, without re-creating it", async () => {
+    const r = rec();
+    expect(await jobs.update(r, { state: "PREPARING" })).toBeUndefined();
+    expect(await mentions(r.id)).toEqual([]);
+  });
+
+  it("moves every index with the state, and removes explicitly cleared fields", async () => {
+    const r = rec();
+    await jobs.create([{ ...r, failure: "old" }], 10);
+    const ok = ownerKey("alice");
+    const next = await jobs.update({ ...r, failure: "old" }, { state: "INLRMS", pending: false, lrms: "RUNNING", failure: undefined });
+    expect(next?.rest).toBe("RUNNING");
+    expect(await mentions(r.id)).toEqual([keys.all(), keys.internal("INLRMS"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "RUNNING"), keys.rest("RUNNING")].sort());
+    expect(await redis.hexists(keys.job(r.id), "failure")).toBe(0);
+    // Same internal state, different REST state: only the REST indexes move.
+    await jobs.update(next!, { pending: true });
+    expect(await redis.sismember(keys.internal("INLRMS"), r.id)).toBe(1);
+    expect(await redis.sismember(keys.rest("RUNNING"), r.id)).toBe(0);
+    expect(await redis.sismember(keys.ownerRest(ok, "EXECUTED"), r.id)).toBe(1);
+    expect(await jobs.countByRest(["EXECUTED", "RUNNING"])).toEqual({ EXECUTED: 1, RUNNING: 0 });
+  });
+
+  it("gives the session bytes back and drops upload bookkeeping when the job is wiped", async () => {
+    const r = rec();
+    await jobs.create([r], 10);
+    const bytes = new SessionBytes(redis, prefix, { perJob: 1000, perOwner: 1000 });
+    expect(await bytes.reserve("alice", r.id, 400)).toBeUndefined();
+    await new UploadRanges(redis, prefix, { maxRanges: 8, maxFiles: 8, ttlMs: 60_000 }).add(r.id, "/f", 0, 1, 10);
+    await jobs.update(r, { state: "DELETED" });
+    expect(await bytes.usage("alice", r.id)).toEqual({ job: 0, owner: 0 });
+    expect(await redis.exists(keys.uploads(r.id))).toBe(0);
+    expect(await jobs.heldBy("alice")).toBe(0);
+  });
+});
+
+describe("remove (lua/remove.lua)", () => {
+  it("removes the record and every index, binding and quota entry of it — and nothing of other jobs", async () => {
+    const [r, other] = [rec("alice", { delegations: ["d1", "d2"] }), rec("alice", { delegations: ["d1"] })];
+    await jobs.create([r, other], 10);
+    await new DelegationStore(redis, prefix, new SecretBox(SecretBox.generateKey())).bind(["d1", "d2"], [r.id, other.id]);
+    const bytes = new SessionBytes(redis, prefix, { perJob: 1000, perOwner: 1000 });
+    await bytes.reserve("alice", r.id, 300);
+    await bytes.reserve("alice", other.id, 5);
+    await new UploadRanges(redis, prefix, { maxRanges: 8, maxFiles: 8, ttlMs: 60_000 }).add(r.id, "/f", 0, 1, 10);
+    await jobs.scheduleExpiry(r.id, Date.now());
+    const moved = await jobs.update(r, { state: "FINISHED", outcome: "failed" });
+    expect(moved?.rest).toBe("FAILED");
+    expect((await mentions(r.id)).length).toBeGreaterThan(8);
+
+    expect(await jobs.remove(r.id)).toBe(true);
+    expect(await mentions(r.id)).toEqual([]);
+    expect(await bytes.usage("alice", other.id)).toEqual({ job: 5, owner: 5 });
+    expect(await redis.smembers(keys.delegJobs("d1"))).toEqual([other.id]);
+    expect(await jobs.get(other.id)).toMatchObject({ id: other.id, state: "ACCEPTED" });
+    expect(await jobs.remove(r.id)).toBe(false);
+  });
+});

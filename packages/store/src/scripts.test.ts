@@ -1,0 +1,72 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { Keys } from "./keys.js";
+import { Locks } from "./locks.js";
+import { RateLimiter } from "./ratelimit.js";
+import { runScript, SCRIPTS } from "./scripts.js";
+
+const dir = (pkg: string) => new URL(`../../${pkg}/src/lua/`, import.meta.url);
+const luaFiles = (pkg: string) => readdirSync(dir(pkg)).filter((f) => f.endsWith(".lua"));
+
+describe("Lua script files", () => {
+  it("are all registered, and each opens with a comment naming its KEYS and ARGV", () => {
+    const files = luaFiles("store").map((f) => f.replace(/\.lua$/, ""));
+    expect(files.sort()).toEqual(Object.values(SCRIPTS).map((s) => s.file).sort());
+    for (const f of luaFiles("store")) {
+      const head = readFileSync(new URL(f, dir("store")), "utf8").split("\n").filter((l) => l.startsWith("--")).join("\n");
+      expect(head, f).toMatch(/KEYS/);
+      expect(head, f).toMatch(/ARGV/);
+    }
+  });
+
+  it("have names unique across the packages the gateway bundle copies into one lua/ folder", () => {
+    const all = [...luaFiles("store"), ...luaFiles("mapping")];
+    expect(new Set(all).size).toBe(all.length);
+  });
+});
+
+describe("scripts against Redis", () => {
+  let redis: Redis;
+  const prefix = `{scripts-test-${process.pid}}`;
+  beforeAll(() => {
+    redis = new Redis(inject("redisUrl"));
+  });
+  afterAll(async () => {
+    const found = await redis.keys(`${prefix}*`);
+    if (found.length) await redis.del(...found);
+    redis.disconnect();
+  });
+
+  it("refuses a call with another number of keys than the script declares", async () => {
+    await expect(runScript(redis, "ceLockRelease", [], ["x"])).rejects.toThrow(/0 keys given, 1 declared/);
+  });
+
+  it("leases: a holder whose lease expired can neither extend nor release the next holder's", async () => {
+    const a = new Locks(redis, prefix);
+    const b = new Locks(redis, prefix);
+    const first = await a.tryAcquire("job:x", 150);
+    expect(first?.key).toBe(new Keys(prefix).lock("job:x"));
+    expect(await b.tryAcquire("job:x", 5_000)).toBeUndefined();
+    // Stop the refresh without releasing (a frozen process), let the lease expire.
+    await redis.pexpire(first!.key, 1);
+    await new Promise((r) => setTimeout(r, 20));
+    const second = await b.tryAcquire("job:x", 5_000);
+    expect(second?.held).toBe(true);
+    await first!.release();
+    expect(await redis.exists(first!.key)).toBe(1);
+    await second!.release();
+    expect(await redis.exists(first!.key)).toBe(0);
+  });
+
+  it("token bucket: the burst passes, the next request waits about 1/rate", async () => {
+    const rl = new RateLimiter(redis, prefix);
+    const who = { subject: "/CN=burst" };
+    for (let i = 0; i < 3; i++) expect(await rl.take(who, 2, 3)).toBeUndefined();
+    const wait = await rl.take(who, 2, 3);
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(500);
+    // Another client has its own bucket.
+    expect(await rl.take({ address: "192.0.2.1" }, 2, 3)).toBeUndefined();
+  });
+});
