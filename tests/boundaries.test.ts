@@ -1,0 +1,40 @@
+import { resolve } from "node:path";
+import { ESLint } from "eslint";
+import { describe, expect, it } from "vitest";
+
+// The module boundaries of eslint.config.js (issue 12), checked on sample imports so a config edit
+// that silently drops one fails here, not in review.
+const eslint = new ESLint({ cwd: resolve(import.meta.dirname, "..") });
+
+async function restricted(file: string, from: string): Promise<boolean> {
+  const [res] = await eslint.lintText(`import { x } from "${from}";\nexport { x };\n`, { filePath: resolve(import.meta.dirname, "..", file) });
+  return (res?.messages ?? []).some((m) => m.ruleId === "no-restricted-imports");
+}
+
+describe("import boundaries", () => {
+  it.each([
+    ["packages/store/src/x.ts", "../../../apps/jem/src/locks.js"],
+    ["packages/ops/src/x.ts", "@ce/gateway"],
+    ["packages/model/src/x.ts", "@ce/jem/src/daemon.js"],
+    ["apps/gateway/src/routes/x.ts", "../../../jem/src/locks.js"],
+    ["apps/gateway/src/x.ts", "@ce/jem"],
+    ["apps/jem/src/x.ts", "../../gateway/src/app.js"],
+    ["apps/jem/test/x.ts", "@ce/gateway"],
+    ["apps/gateway/src/services/x.ts", "../routes/jobs.js"],
+    ["apps/gateway/src/services/x.ts", "../app.js"],
+    ["apps/gateway/src/services/x.test.ts", "../routes/session.js"],
+  ])("%s may not import %s", async (file, from) => {
+    expect(await restricted(file, from)).toBe(true);
+  });
+
+  it.each([
+    ["packages/ops/src/x.ts", "@ce/store"],
+    ["apps/gateway/src/routes/x.ts", "../services/submit.js"],
+    ["apps/gateway/src/services/x.ts", "@ce/store"],
+    ["apps/gateway/src/services/x.ts", "../errors.js"],
+    ["apps/jem/src/x.ts", "./locks.js"],
+    ["tests/security/x.ts", "../../apps/gateway/src/server.js"],
+  ])("%s may import %s", async (file, from) => {
+    expect(await restricted(file, from)).toBe(false);
+  });
+});
