@@ -68,7 +68,7 @@ describe("upload range bookkeeping is capped", () => {
   it("adjacent ranges merge: a file sent in 50 sequential pieces completes", async () => {
     for (let i = 0; i < 50; i++) expect((await put("/seq", "ab", `bytes ${2 * i}-${2 * i + 1}/100`)).status).toBe(200);
     expect((await t.request("GET", sess("/seq"))).text).toBe("ab".repeat(50));
-    expect(await t.gw.services.redis.hexists(`${t.prefix}:up:${id}`, "/seq")).toBe(0);
+    expect(await t.gw.services.redis.hexists(t.gw.services.jobs.keys.uploads(id), "/seq")).toBe(0);
   });
 
   it("a fourth disjoint range is a 409 naming gateway.limits.uploadRanges; filling the gaps completes", async () => {
@@ -77,7 +77,7 @@ describe("upload range bookkeeping is capped", () => {
     expect(over.status).toBe(409);
     expect(over.json().reason).toMatch(/more than 3 disjoint byte ranges \(gateway\.limits\.uploadRanges\)/);
     expect((await put("/holes", "x".repeat(30), "bytes 0-29/30")).status).toBe(200);
-    expect(await t.gw.services.redis.hexists(`${t.prefix}:up:${id}`, "/holes")).toBe(0);
+    expect(await t.gw.services.redis.hexists(t.gw.services.jobs.keys.uploads(id), "/holes")).toBe(0);
   });
 
   it("a Content-Range total beyond the upload limit is refused up front (413)", async () => {

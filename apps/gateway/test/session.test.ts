@@ -272,10 +272,10 @@ describe("E6 upload-completion bookkeeping (arex-jem.md §5.2)", () => {
     await put(id, "/p", "cd", { "content-range": "bytes 2-3/6" });
     await put(id, "/p", "ab", { "content-range": "bytes 0-1/6" });
     expect(await inputStatus(id)).toBe("");
-    expect(await h.services.redis.hget(`${h.services.jobs.keys.prefix}:up:${id}`, "/p")).toBe("6|0,4"); // total|merged ranges
+    expect(await h.services.redis.hget(h.services.jobs.keys.uploads(id), "/p")).toBe("6|0,4"); // total|merged ranges
     await put(id, "/p", "ef", { "content-range": "bytes 4-5/6" });
     expect(await inputStatus(id)).toBe("/p\n");
-    expect(await h.services.redis.hexists(`${h.services.jobs.keys.prefix}:up:${id}`, "/p")).toBe(0);
+    expect(await h.services.redis.hexists(h.services.jobs.keys.uploads(id), "/p")).toBe(0);
     expect((await h.raw("GET", sess(id, "/p"))).text).toBe("abcdef");
   });
 
