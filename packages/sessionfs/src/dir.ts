@@ -25,7 +25,9 @@ export type FsErrorKind =
   | "race"
   | "too-large"
   /** Not a usable session-relative name (empty, `.`, `..`, NUL). */
-  | "invalid";
+  | "invalid"
+  /** The job (its owner) took the CE's access away (chmod): refused, named, never a crash. */
+  | "denied";
 
 const REASONS: Record<FsErrorKind, string> = {
   missing: "no such file or directory",
@@ -38,6 +40,7 @@ const REASONS: Record<FsErrorKind, string> = {
   race: "the directory changed while it was being walked",
   "too-large": "too large",
   invalid: "not a valid name inside the session directory",
+  denied: "permission denied (the job's files are not accessible to the CE group)",
 };
 
 /** A refusal with a kind callers map to a status or an error line; `at` is the relative path. */
@@ -115,6 +118,9 @@ export function classify(e: unknown, at: string): never {
       throw new SessionFsError("too-long", at);
     case "ENOTEMPTY":
       throw new SessionFsError("race", at);
+    case "EACCES":
+    case "EPERM":
+      throw new SessionFsError("denied", at);
     default:
       throw e;
   }

@@ -235,3 +235,24 @@ describe("walking and deleting", () => {
   });
 });
 
+
+describe("files the job made inaccessible", () => {
+  // Root reads everything, so the refusal is shown from an unprivileged process (setpriv).
+  const runAsNobody = process.getuid?.() === 0 && existsSync("/usr/bin/setpriv");
+  it.skipIf(!runAsNobody)("EACCES is a named `denied` refusal, not an exception", async () => {
+    const d = await mkdtemp(join(tmpdir(), "sfs-denied-"));
+    try {
+      await mkdir(join(d, "s"), { mode: 0o755 });
+      await writeFile(join(d, "s", "secret"), "x", { mode: 0o000 });
+      execFileSync("chmod", ["755", d]);
+      const probe = join(d, "probe.mts");
+      await writeFile(probe, `import { openRegular, SessionFsError } from ${JSON.stringify(join(import.meta.dirname, "index.ts"))};
+try { await openRegular(${JSON.stringify(join(d, "s"))}, ["secret"]); console.log("opened"); }
+catch (e) { console.log(e instanceof SessionFsError ? "kind=" + e.kind + " at=" + e.at : "other " + e); }`);
+      const out = execFileSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--import", "tsx", probe], { encoding: "utf8", cwd: join(import.meta.dirname, "..") });
+      expect(out.trim()).toBe("kind=denied at=/secret");
+    } finally {
+      await rm(d, { recursive: true, force: true });
+    }
+  });
+});

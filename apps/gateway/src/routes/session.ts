@@ -2,7 +2,7 @@ import type { Context, Hono } from "hono";
 import { sessionListingDoc } from "@ce/glue2";
 import { SessionBytes } from "@ce/store";
 import type { AppEnv } from "../context.js";
-import { BadRequest, CeError, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
+import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
 import { respond } from "../render.js";
 import { checkDeclaredLength, drainBody, writeBody } from "../services/session-body.js";
@@ -62,6 +62,8 @@ class Conflict extends CeError {
 function fsError(e: unknown, op: "read" | "write" | "delete"): never {
   if (!(e instanceof SessionFsError)) throw e;
   if (e.kind === "too-long") throw new BadRequest("Invalid session path: path too long", "BAD_PATH");
+  // A job may chmod its own files away from the CE group: that is the owner's choice, said plainly.
+  if (e.kind === "denied") throw new Forbidden(`Permission denied: ${e.at} is not accessible to the CE (the job changed its permissions)`, "SESSION_DENIED");
   if (e.kind === "missing" || op !== "write") throw new NotFound("Not found");
   switch (e.kind) {
     case "symlink":
