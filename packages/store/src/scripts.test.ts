@@ -10,13 +10,16 @@ const dir = (pkg: string) => new URL(`../../${pkg}/src/lua/`, import.meta.url);
 const luaFiles = (pkg: string) => readdirSync(dir(pkg)).filter((f) => f.endsWith(".lua"));
 
 describe("Lua script files", () => {
-  it("are all registered, and each opens with a comment naming its KEYS and ARGV", () => {
+  it("are all registered, and each (store and mapping) opens with a comment naming its KEYS and ARGV", () => {
     const files = luaFiles("store").map((f) => f.replace(/\.lua$/, ""));
     expect(files.sort()).toEqual(Object.values(SCRIPTS).map((s) => s.file).sort());
-    for (const f of luaFiles("store")) {
-      const head = readFileSync(new URL(f, dir("store")), "utf8").split("\n").filter((l) => l.startsWith("--")).join("\n");
-      expect(head, f).toMatch(/KEYS/);
-      expect(head, f).toMatch(/ARGV/);
+    for (const pkg of ["store", "mapping"]) {
+      for (const f of luaFiles(pkg)) {
+        const lines = readFileSync(new URL(f, dir(pkg)), "utf8").split("\n");
+        const head = lines.slice(0, lines.findIndex((l) => !l.startsWith("--"))).join("\n");
+        expect(head, f).toMatch(/KEYS\[1(\]|\.\.)/);
+        expect(head, f).toMatch(/ARGV/);
+      }
     }
   });
 
