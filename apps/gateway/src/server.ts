@@ -184,7 +184,11 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
       const timer = setTimeout(() => server.closeAllConnections(), opts.drainMs ?? 10_000);
       await done;
       clearTimeout(timer);
-      await Promise.allSettled([services.queues.commands.close(), services.queues.advance.close()]);
+      // A queue closed while its connection is still starting leaves BullMQ's start-up commands
+      // to be flushed with "Connection is closed" as unhandled rejections: let them settle first.
+      const queues = [services.queues.commands, services.queues.advance];
+      await Promise.race([Promise.allSettled(queues.map((q) => q.waitUntilReady())), new Promise((r) => setTimeout(r, 2_000).unref())]);
+      await Promise.allSettled(queues.map((q) => q.close()));
       await services.keyPool.close();
       await services.redis.quit().catch(() => undefined);
       logger.info("gateway stopped");
