@@ -4,7 +4,7 @@ import { Queue, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { redisAuth, type CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, bullConnection, type QueueCatalog, type QueueName } from "@ce/store";
+import { ControlDir, DelegationStore, JobStore, Keys, QUEUE_DEFAULTS, bullConnection, type QueueCatalog, type QueueName } from "@ce/store";
 import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
@@ -75,7 +75,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
 
   const connection = bullConnection(config.redis.url, auth);
   const queue = <N extends QueueName>(name: N) => new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
-  const abortChannel = `${prefix}:jem:abort`;
+  const abortChannel = new Keys(prefix).abortChannel();
 
   const ctx: JemContext = {
     config,

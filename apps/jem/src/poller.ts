@@ -7,6 +7,7 @@ import type { Lease } from "./locks.js";
 import type { PollState } from "./lrms/types.js";
 import { batchDirOf, collectBatch } from "./priv/jobs.js";
 import { writeXml } from "./states/transition.js";
+import { backendFor } from "./lrms/index.js";
 
 interface Polled {
   id: string;
@@ -38,12 +39,10 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
   async function pollOnce(): Promise<void> {
     const ids = [...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))];
     if (ids.length === 0) return;
-    const pipe = ctx.redis.pipeline();
-    for (const id of ids) pipe.hmget(ctx.jobs.keys.job(id), ...FIELDS);
-    const rows = (await pipe.exec()) ?? [];
+    const rows = await ctx.jobs.fieldsOf(ids, FIELDS);
     const byBackend = new Map<string, Polled[]>();
-    rows.forEach(([err, v], i) => {
-      const [state, pending, localId, backend, lrms] = (err ? [] : (v as (string | null)[])) ?? [];
+    rows.forEach((v, i) => {
+      const [state, pending, localId, backend, lrms] = v;
       if (!localId || !state || pending === "1") return;
       const p: Polled = { id: ids[i]!, state, pending: false, localId, backend: backend ?? "", lrms: (lrms ?? undefined) as LrmsState | undefined };
       const list = byBackend.get(p.backend) ?? [];
@@ -52,7 +51,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
     });
     const t0 = Date.now();
     for (const [name, jobs] of byBackend) {
-      const backend = ctx.backends.get(name) ?? (ctx.backends.size === 1 ? ctx.backends.values().next().value : undefined);
+      const backend = backendFor(ctx.backends, name);
       if (!backend) {
         ctx.log.warn({ backend: name, jobs: jobs.length }, "jobs of an unconfigured back end are not polled");
         continue;

@@ -35,3 +35,14 @@ export function createBackend(config: CompiledConfig, log: Logger): Backend {
   }
   return new ScriptBackend(name, { dir, wrapperDir, config, log });
 }
+
+/**
+ * The back end a job was submitted to (its record names it). One rule for every caller: the named
+ * back end, or the only configured one when there is exactly one (records from before a rename);
+ * with several and no match, none — a job is never handed to a batch system it did not name.
+ */
+export function backendFor(backends: ReadonlyMap<string, Backend>, name: string | undefined): Backend | undefined {
+  const named = name ? backends.get(name) : undefined;
+  if (named) return named;
+  return backends.size === 1 ? backends.values().next().value : undefined;
+}

@@ -5,6 +5,7 @@ import { batchDirOf, collectBatch, runAsOf } from "../priv/jobs.js";
 import { completion } from "./inlrms.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { transition } from "./transition.js";
+import { backendFor } from "../lrms/index.js";
 
 const RECANCEL_MS = 30_000;
 const GIVE_UP_MS = 3_600_000;
@@ -22,7 +23,7 @@ export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> 
     await logErrors(ctx, job.id, "Batch job did not end within an hour of the cancel request; giving up");
   } else if (done === undefined) {
     if (age > RECANCEL_MS && job.localId) {
-      const backend = ctx.backends.get(job.backend) ?? ctx.backends.values().next().value;
+      const backend = backendFor(ctx.backends, job.backend);
       await runAsOf(ctx, job)
         .then((runAs) => backend?.cancel(job.localId!, { jobId: job.id, jobDir: batchDirOf(ctx, job.id), runAs }))
         .catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "batch cancel failed"));

@@ -5,6 +5,7 @@ import { inStageOut, underLimit } from "../limits.js";
 import { batchDirOf, collectBatch, runAsOf } from "../priv/jobs.js";
 import { moved, WAIT, type Step } from "./step.js";
 import { failToFinishing, failureChange, KILL_TEXT, transition } from "./transition.js";
+import { backendFor } from "../lrms/index.js";
 
 /** Record fields from `lrms_done` + `diag` once the batch job ended. */
 export async function completion(ctx: JemContext, job: JobRecord): Promise<{ code: number; message: string; change: JobChange }> {
@@ -55,7 +56,7 @@ async function toFinishing(ctx: JemContext, job: JobRecord, change: JobChange, f
 /** Kill of a job in the batch system: cancel there, then wait in CANCELING for its end. */
 async function cancel(ctx: JemContext, job: JobRecord): Promise<Step> {
   const where = { state: "INLRMS" as const, cause: "client" as const };
-  const backend = ctx.backends.get(job.backend) ?? ctx.backends.values().next().value;
+  const backend = backendFor(ctx.backends, job.backend);
   if (!job.localId || !backend) return moved(await failToFinishing(ctx, job, KILL_TEXT, where));
   try {
     await backend.cancel(job.localId, { jobId: job.id, jobDir: batchDirOf(ctx, job.id), runAs: await runAsOf(ctx, job) });

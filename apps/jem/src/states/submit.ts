@@ -5,6 +5,7 @@ import { leftoverLocalId, readPrivate, readSpec, removePrivate, updateLocal, utc
 import type { BatchJobSpec, RunAsJob } from "../lrms/types.js";
 import { moved, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
+import { backendFor } from "../lrms/index.js";
 
 /**
  * SUBMIT (REST SUBMITTING): hand the job to the batch system exactly once. A kill is deferred
@@ -18,8 +19,8 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (adopted) return toInlrms(ctx, job, adopted, "Job is passed to LRMS (adopted after restart)");
 
   const fail = async (text: string) => moved(await failToFinishing(ctx, job, text, { state: "SUBMIT", cause: "internal" }));
-  const backend = ctx.backends.get(job.backend) ?? ctx.backends.values().next().value;
-  if (!backend) return fail("Job submission to LRMS failed: no batch system back end configured");
+  const backend = backendFor(ctx.backends, job.backend);
+  if (!backend) return fail(`Job submission to LRMS failed: batch system back end ${JSON.stringify(job.backend)} is not configured`);
   const desc = await readSpec(ctx, job.id);
   if (!desc) return fail("Could not process job description");
 
