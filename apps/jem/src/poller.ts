@@ -1,12 +1,11 @@
 import { writeFile } from "node:fs/promises";
 import type { LrmsState } from "@ce/model";
-import type { JobRecord } from "@ce/store";
 import { enqueueAdvance, type JemContext } from "./context.js";
 import { exists, logErrors } from "./files.js";
 import type { Lease } from "./locks.js";
 import type { PollState } from "./lrms/types.js";
 import { batchDirOf, collectBatch } from "./priv/jobs.js";
-import { writeXml } from "./states/transition.js";
+import { setLrmsSubstate } from "./states/transition.js";
 import { backendFor } from "./lrms/index.js";
 
 interface Polled {
@@ -127,10 +126,8 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
   };
 }
 
-/** Sub-state change from the poll: a CAS on INLRMS (not a transition: no `errors` line). */
+/** Sub-state change from the poll, through the one owner of record state changes. */
 async function setLrms(ctx: JemContext, j: Polled, lrms: LrmsState): Promise<void> {
   const current = await ctx.jobs.get(j.id);
-  if (!current || current.state !== "INLRMS" || current.pending) return;
-  const next = await ctx.jobs.update(current, { lrms }, { state: "INLRMS", pending: "0", stateSince: String(current.stateSince) });
-  if (next) await writeXml(ctx, next as JobRecord).catch(() => undefined);
+  if (current) await setLrmsSubstate(ctx, current, lrms);
 }

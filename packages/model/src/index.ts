@@ -1,4 +1,5 @@
 export * from "./states.js";
+export * from "./transitions.js";
 export * from "./errors.js";
 export * from "./description/types.js";
 export { parseDuration, parseTimestamp, splitUrlOptions, type UrlWithOptions } from "./description/values.js";

@@ -1,5 +1,5 @@
 import { buildActivityDocument, renderXml } from "@ce/glue2";
-import { formatStatusFile, type InternalState } from "@ce/model";
+import { canMove, formatStatusFile, IllegalMoveError, type InternalState, type LrmsState } from "@ce/model";
 import { activityInputFor, type JobChange, type JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { afterTransition } from "../limits.js";
@@ -25,6 +25,7 @@ export interface TransitionOptions {
 export async function transition(ctx: JemContext, job: JobRecord, to: InternalState, opts: TransitionOptions): Promise<JobRecord | undefined> {
   const pending = opts.pending ?? false;
   if (job.state === to && job.pending === pending && !opts.change) return job;
+  refuseIllegal(ctx, job, to, pending);
   const expect = { state: job.state, pending: job.pending ? "1" : "0", stateSince: String(job.stateSince) } as const;
   const next = await ctx.jobs.update(job, { ...opts.change, state: to, pending }, expect);
   if (!next) return undefined;
@@ -44,6 +45,29 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   }
   log.info({ from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason }, "state change");
   await afterTransition(ctx, job, next).catch((e: unknown) => log.warn({ err: e }, "wake-up of pending jobs failed"));
+  return next;
+}
+
+/**
+ * Refuses a move that `ALLOWED_MOVES` (packages/model) does not list, before any write: a bug in a
+ * handler must stop loudly, never rewrite a job's history.
+ */
+function refuseIllegal(ctx: JemContext, job: JobRecord, to: InternalState, pending: boolean): void {
+  if (canMove(job.state, to, pending)) return;
+  const err = new IllegalMoveError(job.id, job.state, to, pending);
+  jobLog(ctx, job).error({ code: err.code, from: formatStatusFile(job.state, job.pending), to: err.to }, err.message);
+  throw err;
+}
+
+/**
+ * The batch poll's INLRMS sub-state (QUEUING, RUNNING, ...): not a state move, so no table check
+ * and no `errors` line, but the CAS pins `state` to INLRMS (not pending) as read, so it can never
+ * change the state or overwrite a move made meanwhile. Returns the new record, or undefined.
+ */
+export async function setLrmsSubstate(ctx: JemContext, job: JobRecord, lrms: LrmsState): Promise<JobRecord | undefined> {
+  if (job.state !== "INLRMS" || job.pending) return undefined;
+  const next = await ctx.jobs.update(job, { lrms }, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
+  if (next) await writeXml(ctx, next).catch(() => undefined);
   return next;
 }
 

@@ -1,0 +1,103 @@
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { canMove, IllegalMoveError, parseStatusFile } from "@ce/model";
+import type { Jem } from "../src/daemon.js";
+import { transition } from "../src/states/transition.js";
+import { shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
+
+let env: TestEnv;
+let jem: Jem;
+const logged: Array<Record<string, unknown>> = [];
+
+beforeAll(async () => {
+  env = await testEnv();
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split("\n").filter(Boolean)) logged.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  jem = await testJem(env, { logger: pino({ level: "error" }, sink) });
+});
+afterAll(async () => {
+  await jem?.stop();
+  await env?.close();
+});
+
+/** What a refused move must not touch: the record and the control files that mirror it. */
+async function snapshot(id: string) {
+  return { record: await env.jobs.get(id), status: await env.control.read(id, "status"), errors: await env.control.read(id, "errors"), xml: await env.control.read(id, "xml") };
+}
+
+describe("transition() and the table of allowed moves", () => {
+  it("every move a real job made is in the table", async () => {
+    const id = await submitTestJob(env, shellJob("true"));
+    await waitForRest(env, id, "FINISHED");
+    const moves = await transitionsOf(env, id);
+    expect(moves.map((m) => m.to)).toEqual(["PREPARING", "SUBMIT", "INLRMS", "FINISHING", "FINISHED"]);
+    for (const m of moves) {
+      const from = parseStatusFile(m.from)!;
+      const to = parseStatusFile(m.to)!;
+      expect(canMove(from.state, to.state, to.pending), `${m.from} -> ${m.to}`).toBe(true);
+    }
+  });
+
+  it.each([
+    ["FINISHING", false],
+    ["INLRMS", false], // only a restart leaves FINISHED for INLRMS, and then PENDING
+    ["FINISHED", true],
+  ] as const)("refuses FINISHED -> %s (pending %s), logs it, and leaves the job untouched", async (to, pending) => {
+    const id = await submitTestJob(env, shellJob("true"));
+    const job = await waitForRest(env, id, "FINISHED");
+    const before = await snapshot(id);
+    logged.length = 0;
+    const err = await transition(jem.ctx, job!, to, { pending, reason: "test", change: { exitCode: 99 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IllegalMoveError);
+    expect(err).toMatchObject({ code: "ILLEGAL_STATE_MOVE", jobId: id, from: "FINISHED", to: pending ? `PENDING:${to}` : to });
+    expect(await snapshot(id)).toEqual(before);
+    expect(logged).toContainEqual(expect.objectContaining({ jobId: id, code: "ILLEGAL_STATE_MOVE", from: "FINISHED", to: pending ? `PENDING:${to}` : to }));
+  });
+
+  it("refuses any move out of DELETED (WIPED)", async () => {
+    const id = await submitTestJob(env, shellJob("true"));
+    const finished = await waitForRest(env, id, "FINISHED");
+    const wiped = await transition(jem.ctx, finished!, "DELETED", { reason: "test wipe" });
+    expect(wiped?.rest).toBe("WIPED");
+    const before = await snapshot(id);
+    for (const to of ["ACCEPTED", "PREPARING", "FINISHED"] as const) {
+      for (const pending of [false, true]) {
+        await expect(transition(jem.ctx, wiped!, to, { pending, reason: "test" })).rejects.toMatchObject({ code: "ILLEGAL_STATE_MOVE", from: "DELETED" });
+      }
+    }
+    expect(await snapshot(id)).toEqual(before);
+  });
+
+  it("no JEM or ops code changes `state` or `pending` with a bare jobs.update (only transition.ts does)", async () => {
+    const root = join(import.meta.dirname, "../../..");
+    const files = [...(await sources(join(root, "apps/jem/src"))), ...(await sources(join(root, "packages/ops/src")))];
+    let calls = 0;
+    for (const f of files) {
+      const text = await readFile(f, "utf8");
+      for (const m of text.matchAll(/jobs\.update\(\s*[\w.!]+\s*,\s*(\{[^}]*\}|[\w.]+)/g)) {
+        calls++;
+        if (f.endsWith("states/transition.ts")) continue;
+        expect(m[1], `${f}: ${m[0]}`).toMatch(/^\{/);
+        expect(m[1], `${f}: ${m[0]}`).not.toMatch(/\b(state|pending)\b/);
+      }
+    }
+    expect(calls).toBeGreaterThanOrEqual(3); // the scan itself must see the known call sites
+  });
+});
+
+async function sources(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await sources(p)));
+    else if (e.name.endsWith(".ts") && !e.name.endsWith(".test.ts")) out.push(p);
+  }
+  return out;
+}

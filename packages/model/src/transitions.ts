@@ -1,0 +1,63 @@
+/**
+ * The allowed moves between internal job states: the one table the JEM's `transition()` checks
+ * before it changes a record (A-REX `JobsList::ActJob*`, arex-jem §2.3-2.8). Targets are written
+ * as in the `status` file: PENDING is a flag on the target, so `PENDING:X` in row X means "the
+ * job may be parked where it is", and a restart may only enter its state PENDING. Where the job
+ * came from being PENDING or not does not matter. Removing a record (clean, expiry of a WIPED
+ * record) is not a move and is not listed.
+ */
+import type { InternalState } from "./states.js";
+
+/** A move's target as the `status` file spells it: `STATE` or `PENDING:STATE`. */
+export type MoveTarget = InternalState | `PENDING:${InternalState}`;
+
+export const ALLOWED_MOVES: Readonly<Record<InternalState, readonly MoveTarget[]>> = {
+  // Parked by the per-DN limit; starts processing; or fails (bad description, dry run, kill) into
+  // FINISHING, which builds the failure output list.
+  ACCEPTED: ["PENDING:ACCEPTED", "PREPARING", "FINISHING"],
+  // Parked for the client's stage-in confirmation or the running-jobs limit; on to the batch
+  // system; or FINISHING directly (data-only job, stage-in failure, kill).
+  PREPARING: ["PENDING:PREPARING", "SUBMIT", "FINISHING"],
+  // Submitted (batch id known) or submission failed. A kill waits until INLRMS (arex-jem §2.5).
+  SUBMIT: ["INLRMS", "FINISHING"],
+  // Parked by the staging limit (EXECUTED); a kill with a batch id cancels (CANCELING), without
+  // one fails straight to FINISHING; `lrms_done` → FINISHING.
+  INLRMS: ["PENDING:INLRMS", "CANCELING", "FINISHING"],
+  // The batch job ended (or the cancel gave up): outputs are handled in FINISHING.
+  CANCELING: ["FINISHING"],
+  // Stage-out done or failed: a failure in FINISHING still ends in FINISHED.
+  FINISHING: ["FINISHED"],
+  // Expiry wipes the session dir (DELETED = REST WIPED); restart re-enters the failed state's
+  // entry point, always PENDING: PREPARING → ACCEPTED, SUBMIT/INLRMS → ACCEPTED or PREPARING,
+  // FINISHING → INLRMS (arex-jem §2.7).
+  FINISHED: ["DELETED", "PENDING:ACCEPTED", "PENDING:PREPARING", "PENDING:INLRMS"],
+  // Terminal: the record is only ever removed.
+  DELETED: [],
+};
+
+/** The target word of a move, as `formatStatusFile` writes it. */
+export const moveTarget = (to: InternalState, pending = false): MoveTarget => (pending ? `PENDING:${to}` : to);
+
+/** True when the JEM may move a job in `from` to `to` (PENDING when `pending`). */
+export function canMove(from: InternalState, to: InternalState, pending = false): boolean {
+  return ALLOWED_MOVES[from]?.includes(moveTarget(to, pending)) ?? false;
+}
+
+/** A state change that the table above does not allow; the record is left as it was. */
+export class IllegalMoveError extends Error {
+  readonly code = "ILLEGAL_STATE_MOVE";
+  readonly jobId: string;
+  readonly from: InternalState;
+  readonly to: MoveTarget;
+
+  constructor(jobId: string, from: InternalState, to: InternalState, pending = false) {
+    const target = moveTarget(to, pending);
+    const allowed = ALLOWED_MOVES[from]?.join(", ") || "none";
+    super(`job ${jobId}: state move ${from} -> ${target} is not allowed (from ${from}: ${allowed})`);
+    this.name = "IllegalMoveError";
+    this.jobId = jobId;
+    this.from = from;
+    this.to = target;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
