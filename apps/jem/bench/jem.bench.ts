@@ -2,18 +2,20 @@
  * JEM benchmark (`pnpm bench`): 1,000 trivial fork jobs end to end (jobs/s), latency from the
  * batch job's end (`lrms_done` mtime) to FINISHED (p50/p99), and the RSS of a JEM holding
  * 10,000 active jobs. The JEM runs as a child process (its RSS is measured alone); jobs are created
- * the way the gateway creates them. Targets: ≥ 50 jobs/s, ≤ 1 s, ≤ 300 MB. Last line: JSON.
+ * by the gateway's own sequence (@ce/store createJobs). Targets: ≥ 50 jobs/s, ≤ 1 s, ≤ 300 MB. Last line: JSON.
  */
 import { type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type JobDescription } from "@ce/model";
-import { ControlDir, JobStore, QUEUE_DEFAULTS, advanceJobId, bullConnection, formatKeyValues, type JobRecord } from "@ce/store";
+import {
+  ControlDir, JobStore, QUEUE_DEFAULTS, advanceJobId, bullConnection, createJobs as storeCreateJobs, type JobFilesInput, type JobRecord,
+} from "@ce/store";
 import { startRedis } from "../../../tests/support/redis-server.js";
 import { spawnJem, stopGracefully } from "../test/support/child.js";
 
@@ -41,23 +43,26 @@ async function setup(redisUrl: string, extra: Record<string, unknown> = {}) {
 }
 type Env = Awaited<ReturnType<typeof setup>>;
 
-/** Control files + records + advance, as the gateway does, in batches of 500. */
+/** Jobs through the gateway's own sequence (@ce/store `createJobs`), in batches of 500. */
 async function createJobs(env: Env, n: number, desc: Partial<JobDescription>): Promise<string[]> {
   const d: JobDescription = { ...emptyDescription("emies:adl"), ...desc };
   const ids: string[] = [];
   for (let off = 0; off < n; off += 500) {
-    const batch = Array.from({ length: Math.min(500, n - off) }, () => randomUUID());
-    await Promise.all(batch.map(async (id) => {
-      await env.control.createJobDirs(id);
-      await writeFile(env.control.file(id, "spec"), JSON.stringify(d));
-      await writeFile(env.control.file(id, "local"), formatKeyValues([["globalid", id], ["lrms", "fork"]]));
-      await writeFile(env.control.file(id, "input_status"), "\n");
-      await env.control.write(id, "status", "ACCEPTED\n");
-    }));
-    const recs = batch.map((id) => JobStore.newRecord({ id, owner: "/CN=bench", queue: "main", backend: env.config.lrms.backend, language: d.language, rerun: 0, lifetime: 3600, delegations: [] }));
-    await env.jobs.create(recs, env.config.jobs.maxTotal);
-    await env.advance.addBulk(batch.map((id) => ({ name: "advance", data: { jobId: id, reason: "submitted" }, opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "submitted") } })));
-    ids.push(...batch);
+    const recs = Array.from({ length: Math.min(500, n - off) }, () =>
+      JobStore.newRecord({ id: randomUUID(), owner: "/CN=bench", queue: "main", backend: env.config.lrms.backend, language: d.language, rerun: 0, lifetime: 3600, delegations: [] }));
+    const files = (r: JobRecord): JobFilesInput => ({
+      id: r.id, description: d, source: JSON.stringify(d), owner: r.owner, queue: r.queue, backend: r.backend, endpointUrl: "https://ce.bench",
+      hostname: "ce.bench", version: "1.1", lifetime: r.lifetime, rerun: r.rerun, requestId: `bench-${off}`, now: new Date(r.created),
+    });
+    const { committed } = await storeCreateJobs(env, recs.map((r) => ({ record: r, files: files(r) })), {
+      maxTotal: env.config.jobs.maxTotal,
+      notify: async (done) => {
+        await env.advance.addBulk(done.map((r) => ({ name: "advance", data: { jobId: r.id, reason: "submitted" }, opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(r.id, "submitted") } })));
+      },
+      warn: (what, err) => console.warn(`  ${what}: ${String(err)}`),
+    });
+    if (committed.length !== recs.length) throw new Error(`only ${committed.length} of ${recs.length} jobs created`);
+    ids.push(...committed.map((r) => r.id));
   }
   return ids;
 }

@@ -1,7 +1,7 @@
 import { FINAL_INTERNAL_STATES, type InternalState } from "@ce/model";
-import type { JobChange, JobRecord, QueueCatalog } from "@ce/store";
+import { forgetInputs, type JobChange, type JobRecord, type QueueCatalog } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "./context.js";
-import { forgetLocalId, logErrors, readInputStatus, readSpec, removePrivate } from "./files.js";
+import { forgetLocalId, logErrors, readSpec, removePrivate } from "./files.js";
 import type { Lease } from "./locks.js";
 import { sessionFileStat } from "./staging/paths.js";
 import { cleanJob } from "./states/finished.js";
@@ -109,11 +109,8 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
     await removePrivate(ctx, jobId, "stageout.done", "stagein.failed", "submitting");
     // The old batch id must never be adopted by the new submission (arex-jem §2.7 caution).
     await forgetLocalId(ctx, jobId);
-    if (missing.length > 0) {
-      const { paths, complete } = await readInputStatus(ctx, jobId);
-      for (const m of missing) paths.delete(m);
-      await ctx.control.write(jobId, "input_status", [...[...paths].map((p) => `/${p}`), ...(complete ? ["/"] : []), ""].join("\n"));
-    }
+    // Appended, never rewritten: a gateway may be appending an upload record right now.
+    await forgetInputs(ctx.control, jobId, missing);
     log.info({ target }, "job restarted");
     await enqueueAdvance(ctx, jobId, "restart", 0, job.requestId);
   });

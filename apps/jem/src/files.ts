@@ -3,7 +3,7 @@ import { access, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
-import { parseKeyValues, updateKeyValues } from "@ce/store";
+import { type InputStatus, parseKeyValues, readInputStatus as readStoredInputStatus, updateKeyValues } from "@ce/store";
 import type { JemContext } from "./context.js";
 
 /** JEM-private per-job files next to the control files (never served by diagnose). */
@@ -143,17 +143,9 @@ export function parseDiag(text: string | undefined): DiagFacts {
   };
 }
 
-/** `input_status` lines as session-relative paths; a bare `/` line is the free-stage-in confirmation. */
-export async function readInputStatus(ctx: JemContext, id: string): Promise<{ paths: Set<string>; complete: boolean }> {
-  const text = (await ctx.control.read(id, "input_status")) ?? "";
-  const paths = new Set<string>();
-  let complete = false;
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (line === "/") complete = true;
-    else if (line) paths.add(line.replace(/^\/+/, ""));
-  }
-  return { paths, complete };
+/** `input_status` as session-relative paths; the format and its append-only rule live in @ce/store. */
+export function readInputStatus(ctx: JemContext, id: string): Promise<InputStatus> {
+  return readStoredInputStatus(ctx.control, id);
 }
 
 /** Local id a previous (possibly interrupted) submission left in `local` or `grami`. */

@@ -9,7 +9,8 @@ import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
 import {
-  ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, SecretBox, advanceJobId, bullConnection, formatKeyValues, type JobRecord, type QueueCatalog,
+  ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, SecretBox, advanceJobId, bullConnection, completeUpload, createJobs, type JobFilesInput, type JobRecord,
+  type QueueCatalog,
 } from "@ce/store";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
 
@@ -89,42 +90,48 @@ export function shellJob(script: string, extra: Partial<JobDescription> = {}): P
   return { executable: "/bin/sh", arguments: ["-c", script], ...extra };
 }
 
+/** The gateway-side file inputs of a test job (the fields only the gateway knows get test values). */
+export function testJobFiles(rec: JobRecord, d: JobDescription): JobFilesInput {
+  return {
+    id: rec.id, description: d, source: JSON.stringify(d), owner: rec.owner, queue: rec.queue, backend: rec.backend,
+    endpointUrl: "https://ce.test", hostname: "ce.test", version: "1.1", lifetime: rec.lifetime, rerun: rec.rerun,
+    requestId: rec.requestId ?? "req-test", now: new Date(rec.created), localUser: rec.localUser, fqans: rec.fqans,
+  };
+}
+
 /**
- * Creates a job exactly as the gateway does: control files (status ACCEPTED last), the Redis
- * record, then an `advance` {reason: "submitted"}.
+ * Creates a job through the gateway's own sequence (@ce/store `createJobs`: creating mark, control
+ * files with `wx` and status last, the Redis record, then an `advance` {reason: "submitted"}).
  */
 export async function submitTestJob(env: TestEnv, partial: Partial<JobDescription> = {}, record: Partial<JobRecord> = {}, opts: { notify?: boolean } = {}): Promise<string> {
   const d: JobDescription = { ...emptyDescription("emies:adl"), executable: "/bin/true", ...partial };
   const id = randomUUID();
-  const { control, config } = env;
-  await control.createJobDirs(id);
-  const line = (n: string, u?: string) => (u ? `/${n} ${u}` : `/${n}`);
-  const files: Array<[Parameters<ControlDir["file"]>[1], string]> = [
-    ["description", JSON.stringify(d)],
-    ["spec", JSON.stringify(d)],
-    ["local", formatKeyValues([["globalid", id], ["lrms", config.lrms.backend], ["queue", "main"], ["subject", record.owner ?? OWNER], ["rerun", d.rerun ?? 0]])],
-    ["input", d.inputFiles.map((f) => line(f.name, f.source)).join("\n") + "\n"],
-    ["output", d.outputFiles.map((f) => line(f.name, f.target)).join("\n") + "\n"],
-    ["input_status", "\n"],
-  ];
-  await Promise.all(files.map(([n, c]) => writeFile(control.file(id, n), c, { mode: 0o600 })));
-  await control.write(id, "status", "ACCEPTED\n");
+  const { config } = env;
   const rec = JobStore.newRecord({
     id, owner: OWNER, queue: "main", backend: config.lrms.backend, language: d.language, jobName: d.jobName,
     rerun: d.rerun ?? 0, lifetime: d.lifetimeSeconds ?? config.jobs.sessionLifetimeSeconds, delegations: [],
     requestId: `req-${id.slice(0, 8)}`, summary: { stdout: d.stdout, stderr: d.stderr },
     ...record,
   });
-  if ((await env.jobs.create([rec], config.jobs.maxTotal)) !== 1) throw new Error("job not created");
-  if (opts.notify !== false) await env.advance.add("advance", { jobId: id, reason: "submitted" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "submitted") });
+  const notify = async () => {
+    await env.advance.add("advance", { jobId: id, reason: "submitted" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "submitted") });
+  };
+  const problems: string[] = [];
+  const { outcomes } = await createJobs(env, [{ record: rec, files: testJobFiles(rec, d) }], {
+    maxTotal: config.jobs.maxTotal,
+    notify: opts.notify === false ? undefined : notify,
+    warn: (what, err) => problems.push(`${what}: ${String(err)}`),
+  });
+  if (outcomes[0] !== "created" || problems.length) throw new Error(`job not created cleanly (${outcomes[0]}): ${problems.join("; ")}`);
   return id;
 }
 
-/** What the gateway does when a client upload completes. */
+/** A client upload completing, through the gateway's own rule (@ce/store `completeUpload`). */
 export async function clientUpload(env: TestEnv, id: string, name: string, content: string | Buffer): Promise<void> {
   await writeFile(join(env.control.sessionDir(id), name), content);
-  await env.control.append(id, "input_status", `/${name}`);
-  await env.advance.add("advance", { jobId: id, reason: "upload" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "upload") });
+  const job = await env.jobs.get(id);
+  if (!job) throw new Error(`no job ${id}`);
+  await completeUpload(env.control, job, `/${name}`, () => env.advance.add("advance", { jobId: id, reason: "upload" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "upload") }));
 }
 
 export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "restart", jobId: string): Promise<void> {

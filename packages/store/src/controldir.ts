@@ -77,8 +77,13 @@ export class ControlDir {
     await mkdir(this.sessionDir(id), { recursive: true, mode: 0o700 });
   }
 
-  /** Whole-file replace via rename, so readers never see a half-written file. */
+  /**
+   * Whole-file replace via rename, so readers never see a half-written file. Refused for
+   * `input_status`, which both processes append to (inputstatus.ts): a rename would drop a record
+   * appended between the read and the rename.
+   */
   async write(id: string, name: ControlFile, content: string, mode = 0o600): Promise<void> {
+    if (name === "input_status") throw new Error("input_status is append-only: use appendInputs/forgetInputs");
     const path = this.file(id, name);
     const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
     await writeFile(tmp, content, { mode });

@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { sessionListingDoc } from "@ce/glue2";
-import { SessionBytes } from "@ce/store";
+import { completeUpload, SessionBytes } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
@@ -168,10 +168,9 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
 
   const uploads = uploadTracker(c);
   const complete = await uploads.record(job.id, p.normalized, range, received);
-  // Only a job still waiting for its inputs is told; A-REX accepts PUTs at any time.
-  if (complete && (job.state === "ACCEPTED" || job.state === "PREPARING")) {
-    await services.control.append(job.id, "input_status", p.normalized);
-    await services.queues.advance.add("advance", { jobId: job.id, reason: "upload", requestId: c.get("requestId") });
+  // input_status (append) + JEM doorbell, only while the job waits for inputs: @ce/store owns the rule.
+  if (complete) {
+    await completeUpload(services.control, job, p.normalized, () => services.queues.advance.add("advance", { jobId: job.id, reason: "upload", requestId: c.get("requestId") }));
   }
   c.get("log")?.debug({ jobId: job.id, path: p.normalized, bytes: received, complete }, "session upload");
   return c.body(null, 200);

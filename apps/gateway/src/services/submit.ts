@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import type { JobDescription, SettledDescription } from "@ce/model";
-import { JobStore, QUEUE_DEFAULTS, advanceJobId, type JobRecord } from "@ce/store";
+import { JobCommitError, JobStore, QUEUE_DEFAULTS, advanceJobId, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
 import { Forbidden, ServiceUnavailable } from "../errors.js";
@@ -9,7 +9,6 @@ import { ruleMatches } from "../middleware/identity/policy.js";
 import { mapLocalUser } from "./mapping.js";
 import { settleDescriptions } from "./descriptions.js";
 import { isDraining } from "./info.js";
-import { mapLimit, writeJobFiles } from "./jobfiles.js";
 
 /** One `POST /jobs?action=new` after the route parsed its query parameters. */
 export interface SubmitRequest {
@@ -53,9 +52,9 @@ const FILE_CONCURRENCY = 32;
 
 /**
  * E4. Per-description results in request order. Each accepted description becomes a job that is
- * either fully created or not at all: control files first (status last), then ONE atomic Redis
- * call creates every record within the CE-wide limit (the commit point), then delegations are bound
- * and the JEM is notified. Files of jobs that were not committed are removed again.
+ * either fully created or not at all: @ce/store `createJobs` writes the control files (status
+ * last), creates every record in ONE atomic Redis call within the limits (the commit point), then
+ * delegations are bound and the JEM is notified. Files of jobs not committed are removed again.
  */
 export async function submitJobs(s: Services, req: SubmitRequest): Promise<BulkItem[]> {
   const { config } = s;
@@ -195,57 +194,36 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
     );
   });
 
-  // Marked first: if this process dies before the commit, the JEM removes the orphaned files.
-  await s.jobs.markCreating(ids);
+  // mark → files → commit → notify: the one creation sequence of @ce/store (controlfiles.ts).
+  const endpointUrl = config.endpoint.url.replace(/\/+$/, "");
+  let result;
   try {
-    const written = await mapLimit(plans, FILE_CONCURRENCY, async (p, i) => {
-      const id = ids[i]!;
-      try {
-        await writeJobFiles(s.control, {
-          id, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
-          endpointUrl: config.endpoint.url.replace(/\/+$/, ""), hostname, version: req.version, lifetime: records[i]!.lifetime,
-          rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
-          clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now, localUser, fqans: records[i]!.fqans,
-        });
-        return true;
-      } catch (err) {
-        req.log.error({ err, jobId: id }, "writing control files failed");
-        await s.control.removeAll(id).catch(() => undefined);
-        return false;
-      }
+    result = await storeCreateJobs({ control: s.control, jobs: s.jobs }, plans.map((p, i) => ({
+      record: records[i]!,
+      files: {
+        id: ids[i]!, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
+        endpointUrl, hostname, version: req.version, lifetime: records[i]!.lifetime,
+        rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
+        clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now, localUser, fqans: records[i]!.fqans,
+      },
+    })), {
+      maxTotal: config.jobs.maxTotal, minRequired, maxPerOwner: config.quotas.jobsPerOwner, concurrency: FILE_CONCURRENCY,
+      notify: (committed) => afterCommit(s, req, committed),
+      warn: (what, err, jobId) => req.log.warn({ err, jobId }, what),
     });
-    const ready = records.filter((_, i) => written[i]);
-    const removeAll = (recs: JobRecord[]) => mapLimit(recs, FILE_CONCURRENCY, (r) => s.control.removeAll(r.id).catch(() => undefined));
-    if (ready.length < minRequired) {
-      // Not enough jobs could even be prepared: all or nothing (instances_min).
-      await removeAll(ready);
-      return records.map(() => failed(500, "Failed to create the job's control files"));
-    }
-
-    let n: number;
-    let limitedBy: "total" | "owner" | undefined;
-    try {
-      ({ created: n, limitedBy } = await s.jobs.createBounded(ready, { maxTotal: config.jobs.maxTotal, minRequired, maxPerOwner: config.quotas.jobsPerOwner }));
-    } catch (err) {
-      req.log.error({ err }, "job records could not be created");
-      await removeAll(ready);
-      throw new ServiceUnavailable("Job database unavailable; no job was created", "STORE_UNAVAILABLE");
-    }
-    const committed = ready.slice(0, n);
-    await removeAll(ready.slice(n));
-    await afterCommit(s, req, committed);
-
-    const ok = new Set(committed.map((r) => r.id));
-    if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
-    return records.map((r, i) => {
-      if (ok.has(r.id)) return created(r.id);
-      if (!written[i]) return failed(500, "Failed to create the job's control files");
-      if (limitedBy === "owner") return failed(403, `No more jobs allowed: the per-owner quota quotas.jobsPerOwner (${config.quotas.jobsPerOwner} jobs, WIPED ones not counted) is reached`);
-      return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
-    });
-  } finally {
-    await s.jobs.doneCreating(ids).catch((err: unknown) => req.log.warn({ err }, "submission bookkeeping not cleared"));
+  } catch (err) {
+    if (!(err instanceof JobCommitError)) throw err;
+    req.log.error({ err: err.cause }, "job records could not be created");
+    throw new ServiceUnavailable("Job database unavailable; no job was created", "STORE_UNAVAILABLE");
   }
+  const { outcomes, committed, limitedBy } = result;
+  if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
+  return records.map((r, i) => {
+    if (outcomes[i] === "created") return created(r.id);
+    if (outcomes[i] === "files-failed") return failed(500, "Failed to create the job's control files");
+    if (limitedBy === "owner") return failed(403, `No more jobs allowed: the per-owner quota quotas.jobsPerOwner (${config.quotas.jobsPerOwner} jobs, WIPED ones not counted) is reached`);
+    return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
+  });
 }
 
 /** Delegation binding and the JEM wake-up. The job exists already: failures are logged, not fatal. */

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { openParent, openRegular, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
-import type { JobCredential, JobRecord, QueueCatalog } from "@ce/store";
+import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
 import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "../files.js";
@@ -134,7 +134,7 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
       } finally {
         await dir.close();
       }
-      await ctx.control.append(job.id, "input_status", `/${f.name}`);
+      await appendInputs(ctx.control, job.id, [f.name]);
       await ctx.control.append(job.id, "statistics", `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=no`);
       await logErrors(ctx, job.id, `Staging: downloaded ${redact(url)} -> /${f.name} (${size} bytes)`);
     } catch (e) {

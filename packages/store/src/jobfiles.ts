@@ -1,12 +1,18 @@
 import { mkdir, writeFile as writeFileCb } from "node:fs";
 import { promisify } from "node:util";
 import type { InputFile, JobDescription, LocalUser, OutputFile } from "@ce/model";
-import { type ControlDir, type ControlFile, formatKeyValues, mdsTime } from "@ce/store";
+import { type ControlDir, type ControlFile, formatKeyValues, mdsTime } from "./controldir.js";
+import { INPUT_STATUS_EMPTY } from "./inputstatus.js";
 
 // The callback API works on plain fds; fs/promises wraps every file in a FileHandle object,
 // which costs measurable main-thread time when a bulk submission creates hundreds of files.
 const writeFile = promisify(writeFileCb);
 const mkdirP = promisify(mkdir);
+
+/**
+ * The contents of a new job's control files (A-REX formats) and the one writer that creates them.
+ * Only `createJobs` (controlfiles.ts) calls `writeJobFiles`; gateway, JEM tests and bench go through it.
+ */
 
 /** What the gateway knows about a job when it writes its control files. */
 export interface JobFilesInput {
@@ -93,8 +99,9 @@ export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fil
 
 /**
  * Creates the job's directories and control files; `status` = ACCEPTED is written last, so a
- * half-written job never looks like a job. The directories are fresh, so the other
- * files are written directly (no temp+rename): that halves the file-system work of bulk submissions.
+ * half-written job never looks like a job. The directories are fresh, so the other files are
+ * written directly with `wx` (no temp+rename; an existing file is an error, never overwritten):
+ * that halves the file-system work of bulk submissions.
  */
 export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Promise<void> {
   await Promise.all([
@@ -108,7 +115,7 @@ export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Prom
     ["local", localFile(j, control.sessionDir(j.id))],
     ["input", inputFile(j.description.inputFiles)],
     ["output", outputFile(j.description.outputFiles)],
-    ["input_status", "\n"],
+    ["input_status", INPUT_STATUS_EMPTY],
   ];
   if (j.description.acl) files.push(["acl", j.description.acl]);
   await Promise.all(files.map(([name, content]) => writeFile(control.file(j.id, name), content, { mode: 0o600, flag: "wx" })));

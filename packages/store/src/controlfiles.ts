@@ -1,0 +1,129 @@
+import type { ControlDir, ControlFile } from "./controldir.js";
+import { appendInputs } from "./inputstatus.js";
+import type { JobRecord, JobStore } from "./jobs.js";
+import { type JobFilesInput, mapLimit, writeJobFiles } from "./jobfiles.js";
+
+/**
+ * The control-directory protocol, one owner: who writes which per-job file, and when. Everything
+ * that creates a job (gateway, JEM tests, JEM bench) calls `createJobs`; every completed client
+ * upload goes through `completeUpload`; `input_status` is written only by appending (inputstatus.ts).
+ * The rule that keeps two processes from fighting: the gateway writes a file only while the job
+ * has no record yet (creation, `wx`), or by appending; after the commit every rewrite is the JEM's.
+ */
+export const CONTROL_FILE_WRITERS: Readonly<Record<ControlFile, string>> = {
+  description: "gateway, at creation (wx); never changed",
+  spec: "gateway, at creation (wx); never changed",
+  acl: "gateway, at creation (wx), when the description has one",
+  input: "gateway, at creation (wx); never changed",
+  output: "gateway, at creation (wx); never changed",
+  local: "gateway, at creation (wx); then only the JEM rewrites it (localid, mapping) by rename",
+  status: "gateway, at creation (wx, last file: ACCEPTED); then only the JEM (each state move) by rename",
+  input_status: "APPEND-ONLY, both: gateway on a completed upload, JEM on a download and on restart (-/ lines)",
+  errors: "JEM, append (state changes, staging log)",
+  failed: "JEM, append on failure; removed on restart",
+  xml: "JEM, by rename at each state move",
+  output_status: "JEM, append (uploads done at FINISHING)",
+  statistics: "JEM, append (transfer records)",
+  diag: "batch job (via the JEM's batch wrapper); JEM reads",
+  comment: "batch job (via the JEM's batch wrapper); JEM reads",
+  grami: "JEM at SUBMIT; rewritten by rename on restart",
+  lrms_done: "batch job at its end; JEM removes on restart",
+  lrms_job: "JEM at SUBMIT",
+  script: "JEM at SUBMIT",
+  proxy: "JEM (credential for staging/batch); removed when done",
+};
+
+/** The commit failed (Redis unreachable, script error): no job of the call was created; its files are gone. */
+export class JobCommitError extends Error {
+  readonly code = "STORE_UNAVAILABLE";
+  constructor(cause: unknown) {
+    super("job records could not be created", { cause });
+  }
+}
+
+export interface NewJob {
+  record: JobRecord;
+  files: JobFilesInput;
+}
+
+export interface CreateJobsOptions {
+  maxTotal: number;
+  /** All or nothing below this many (instances_min); default: every job. */
+  minRequired?: number | undefined;
+  maxPerOwner?: number | undefined;
+  /** Parallel file creation: enough to keep libuv's pool busy without flooding a shared file system. */
+  concurrency?: number | undefined;
+  /** After the commit: delegation binding and the JEM doorbell. Its failure is reported, not thrown (the jobs exist). */
+  notify?: ((committed: JobRecord[]) => Promise<void>) | undefined;
+  /** Non-fatal problems: a job's files could not be written, notify failed, the creating marks were not cleared. */
+  warn?: ((what: string, err: unknown, jobId?: string) => void) | undefined;
+}
+
+/** Per job, in input order: created, files not written, or stopped by a limit. */
+export type CreateOutcome = "created" | "files-failed" | "limited";
+
+export interface CreateJobsResult {
+  outcomes: CreateOutcome[];
+  committed: JobRecord[];
+  limitedBy?: "total" | "owner" | undefined;
+}
+
+/**
+ * Creates jobs: creating mark → control files (status last) → ONE atomic Redis create within the
+ * limits (the commit point) → notify → mark cleared. Files of jobs not committed are removed again;
+ * if this process dies before the commit, the mark lets the JEM's sweep remove the orphans.
+ */
+export async function createJobs(store: { control: ControlDir; jobs: JobStore }, jobs: readonly NewJob[], o: CreateJobsOptions): Promise<CreateJobsResult> {
+  if (jobs.length === 0) return { outcomes: [], committed: [] };
+  const { control } = store;
+  const warn = o.warn ?? (() => undefined);
+  const minRequired = o.minRequired ?? jobs.length;
+  const concurrency = o.concurrency ?? 32;
+  const ids = jobs.map((j) => j.record.id);
+  const removeAll = (recs: readonly JobRecord[]) => mapLimit(recs, concurrency, (r) => control.removeAll(r.id).catch(() => undefined));
+  await store.jobs.markCreating(ids);
+  try {
+    const written = await mapLimit(jobs, concurrency, async (j) => {
+      try {
+        await writeJobFiles(control, j.files);
+        return true;
+      } catch (err) {
+        warn("writing control files failed", err, j.record.id);
+        await control.removeAll(j.record.id).catch(() => undefined);
+        return false;
+      }
+    });
+    const ready = jobs.filter((_, i) => written[i]).map((j) => j.record);
+    if (ready.length < minRequired) {
+      await removeAll(ready);
+      return { outcomes: jobs.map(() => "files-failed"), committed: [] };
+    }
+    let created: number;
+    let limitedBy: "total" | "owner" | undefined;
+    try {
+      ({ created, limitedBy } = await store.jobs.createBounded(ready, { maxTotal: o.maxTotal, minRequired, maxPerOwner: o.maxPerOwner ?? 0 }));
+    } catch (err) {
+      await removeAll(ready);
+      throw new JobCommitError(err);
+    }
+    const committed = ready.slice(0, created);
+    await removeAll(ready.slice(created));
+    if (o.notify && committed.length > 0) await o.notify(committed).catch((err: unknown) => warn("notification after commit failed", err));
+    const ok = new Set(committed.map((r) => r.id));
+    return { outcomes: jobs.map((j, i) => (ok.has(j.record.id) ? "created" : written[i] ? "limited" : "files-failed")), committed, limitedBy };
+  } finally {
+    await store.jobs.doneCreating(ids).catch((err: unknown) => warn("creating marks not cleared", err));
+  }
+}
+
+/**
+ * A client upload of `path` (session path) completed: recorded in `input_status` (append) and the
+ * JEM told — only while the job still waits for its inputs; A-REX accepts PUTs at any time.
+ * Returns whether the job was told.
+ */
+export async function completeUpload(control: ControlDir, job: { id: string; state: string }, path: string, notify: () => Promise<unknown>): Promise<boolean> {
+  if (job.state !== "ACCEPTED" && job.state !== "PREPARING") return false;
+  await appendInputs(control, job.id, [path]);
+  await notify();
+  return true;
+}
