@@ -24,12 +24,12 @@ export const CONTROL_FILE_WRITERS: Readonly<Record<ControlFile, string>> = {
   xml: "JEM, by rename at each state move",
   output_status: "JEM, append (uploads done at FINISHING)",
   statistics: "JEM, append (transfer records)",
-  diag: "batch job (via the JEM's batch wrapper); JEM reads",
-  comment: "batch job (via the JEM's batch wrapper); JEM reads",
-  grami: "JEM at SUBMIT; rewritten by rename on restart",
-  lrms_done: "batch job at its end; JEM removes on restart",
-  lrms_job: "JEM at SUBMIT",
-  script: "JEM at SUBMIT",
+  diag: "batch job (the JEM's batch wrapper; under privilege separation in its batch dir); JEM reads",
+  comment: "batch job (the JEM's batch wrapper); JEM reads",
+  grami: "JEM's batch back end at SUBMIT; the JEM drops the batch id from it on restart (rename)",
+  lrms_done: "batch job at its end; JEM removes it on restart",
+  lrms_job: "reserved (A-REX name); nothing writes it today",
+  script: "reserved (A-REX name); nothing writes it today",
   proxy: "JEM (credential for staging/batch); removed when done",
 };
 
