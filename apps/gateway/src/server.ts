@@ -4,11 +4,10 @@ import { createServer as createHttpServer, type Server as HttpServer } from "nod
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { redisAuth, type CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, bullConnection, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
+import { ControlDir, DelegationStore, JobStore, bullConnection, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
@@ -91,7 +90,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch((e: unknown) => { redis.disconnect(); throw e; }) : undefined;
   if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
   const connection = bullConnection(config.redis.url, auth);
-  const queues = { commands: new Queue("commands", { prefix, connection }), advance: new Queue("advance", { prefix, connection }) };
+  const queues = { commands: openQueue("commands", connection, prefix), advance: openQueue("advance", connection, prefix) };
   return {
     config,
     redis,

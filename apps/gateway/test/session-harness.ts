@@ -6,13 +6,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve, type ServerType } from "@hono/node-server";
-import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { compileConfig, type ConfigInput } from "@ce/config";
 import { negotiateFormat } from "@ce/glue2";
-import { bullConnection, ControlDir, JobStore, type DelegationStore, type JobRecord } from "@ce/store";
+import { bullConnection, ControlDir, openQueue, JobStore, type DelegationStore, type JobRecord } from "@ce/store";
 import { VomsDir, type KeyPool, type TrustStore } from "@ce/x509";
 import type { AppEnv, Identity, Services } from "../src/context.js";
 import { CeError, NotFound } from "../src/errors.js";
@@ -73,8 +72,8 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
     delegations: {} as DelegationStore,
     control,
     queues: {
-      commands: new Queue("commands", { connection, prefix }),
-      advance: new Queue("advance", { connection, prefix }),
+      commands: openQueue("commands", connection, prefix),
+      advance: openQueue("advance", connection, prefix),
     },
     trust: {} as TrustStore,
     voms: VomsDir.fromFiles({}),

@@ -9,12 +9,11 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type JobDescription } from "@ce/model";
 import {
-  ControlDir, JobStore, QUEUE_DEFAULTS, advanceJobId, bullConnection, createJobs as storeCreateJobs, type JobFilesInput, type JobRecord,
+  ControlDir, JobStore, bullConnection, enqueueAdvances, openQueue, createJobs as storeCreateJobs, type JobFilesInput, type JobRecord,
 } from "@ce/store";
 import { startRedis } from "../../../tests/support/redis-server.js";
 import { spawnJem, stopGracefully } from "../test/support/child.js";
@@ -38,7 +37,7 @@ async function setup(redisUrl: string, extra: Record<string, unknown> = {}) {
   const jobs = new JobStore(redis, prefix);
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
-  const advance = new Queue("advance", { connection: bullConnection(redisUrl), prefix });
+  const advance = openQueue("advance", bullConnection(redisUrl), prefix);
   return { config, redis, jobs, control, advance, stateDir };
 }
 type Env = Awaited<ReturnType<typeof setup>>;
@@ -57,7 +56,7 @@ async function createJobs(env: Env, n: number, desc: Partial<JobDescription>): P
     const { committed } = await storeCreateJobs(env, recs.map((r) => ({ record: r, files: files(r) })), {
       maxTotal: env.config.jobs.maxTotal,
       notify: async (done) => {
-        await env.advance.addBulk(done.map((r) => ({ name: "advance", data: { jobId: r.id, reason: "submitted" }, opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(r.id, "submitted") } })));
+        await enqueueAdvances(env.advance, done.map((r) => ({ jobId: r.id, reason: "submitted" })));
       },
       warn: (what, err) => console.warn(`  ${what}: ${String(err)}`),
     });

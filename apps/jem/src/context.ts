@@ -1,8 +1,9 @@
-import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { QUEUE_DEFAULTS, advanceJobId, type ControlDir, type DelegationStore, type JobRecord, type JobStore, type QueueCatalog } from "@ce/store";
+import {
+  enqueueAdvance as storeEnqueueAdvance, enqueueAdvanceAt as storeEnqueueAdvanceAt, enqueueStaging as storeEnqueueStaging,
+  type ControlDir, type DelegationStore, type JobRecord, type JobStore, type Queues } from "@ce/store";
 import type { Backend } from "./lrms/types.js";
 import type { Locks } from "./locks.js";
 
@@ -19,7 +20,7 @@ export interface JemContext {
   delegations: DelegationStore | undefined;
   /** Back ends by name; jobs carry the name they were submitted with (`JobRecord.backend`). */
   backends: Map<string, Backend>;
-  queues: { [K in keyof QueueCatalog]: Queue<QueueCatalog[K]> };
+  queues: Queues;
   locks: Locks;
   /** Running transfers of this process, per job; aborted on kill (locally and via pub/sub). */
   aborts: Map<string, AbortController>;
@@ -38,36 +39,15 @@ export function jobLog(ctx: JemContext, job: Pick<JobRecord, "id" | "requestId">
   return ctx.log.child(job.requestId ? { jobId: job.id, requestId: job.requestId } : { jobId: job.id });
 }
 
-/** Queues "look at this job" (optionally later). Unique ids: an advance is never swallowed. */
+/** Producers of @ce/store (queues.ts) bound to this JEM's queues; the id rules live there. */
 export async function enqueueAdvance(ctx: JemContext, jobId: string, reason: string, delayMs = 0, requestId?: string, opts: { urgent?: boolean } = {}): Promise<void> {
-  const safeReason = reason.replace(/[^A-Za-z0-9_-]/g, "_");
-  await ctx.queues.advance.add(
-    "advance",
-    requestId ? { jobId, reason, requestId } : { jobId, reason },
-    {
-      ...QUEUE_DEFAULTS.advance,
-      jobId: `${advanceJobId(jobId, safeReason)}${delayMs > 0 ? "d" : ""}`,
-      ...(delayMs > 0 ? { delay: Math.ceil(delayMs) } : {}),
-      // Completions jump the queue: a burst of submissions must not delay FINISHED (latency target).
-      ...(opts.urgent ? { lifo: true } : {}),
-    },
-  );
+  await storeEnqueueAdvance(ctx.queues.advance, jobId, reason, { requestId, delayMs, ...opts });
 }
 
-/** Timer wake-up; the id is derived from the time so repeated waits for one deadline collapse. */
 export async function enqueueAdvanceAt(ctx: JemContext, jobId: string, at: number): Promise<void> {
-  const delay = Math.max(0, Math.ceil(at - Date.now()));
-  await ctx.queues.advance.add("advance", { jobId, reason: "timer" }, { ...QUEUE_DEFAULTS.advance, jobId: `${jobId}:timer:${Math.ceil(at)}`, delay });
+  await storeEnqueueAdvanceAt(ctx.queues.advance, jobId, at);
 }
 
-/**
- * Queues the transfers of a job. BullMQ deduplication keeps one waiting/active staging job per
- * job and direction until it completes, so every handler pass may call this freely.
- */
 export async function enqueueStaging(ctx: JemContext, job: JobRecord, direction: "in" | "out"): Promise<void> {
-  await ctx.queues.staging.add(
-    "staging",
-    job.requestId ? { jobId: job.id, direction, requestId: job.requestId } : { jobId: job.id, direction },
-    { ...QUEUE_DEFAULTS.staging, deduplication: { id: `${direction}-${job.id}` } },
-  );
+  await storeEnqueueStaging(ctx.queues.staging, job.id, direction, job.requestId);
 }

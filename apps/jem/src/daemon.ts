@@ -1,10 +1,10 @@
 import { createLogger, type CeMetrics } from "@ce/ops";
 import { instrumentBackend } from "./lrms/instrumented.js";
-import { Queue, Worker, type Job } from "bullmq";
+import { Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { redisAuth, type CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, Keys, QUEUE_DEFAULTS, bullConnection, type QueueCatalog, type QueueName } from "@ce/store";
+import { ControlDir, DelegationStore, JobStore, Keys, bullConnection, openQueue, type QueueCatalog } from "@ce/store";
 import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
@@ -74,7 +74,6 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   for (const b of opts.backends ?? [createBackend(config, log)]) backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
 
   const connection = bullConnection(config.redis.url, auth);
-  const queue = <N extends QueueName>(name: N) => new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
   const abortChannel = new Keys(prefix).abortChannel();
 
   const ctx: JemContext = {
@@ -85,7 +84,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     control,
     delegations,
     backends,
-    queues: { advance: queue("advance"), commands: queue("commands"), staging: queue("staging") },
+    queues: { advance: openQueue("advance", connection, prefix), commands: openQueue("commands", connection, prefix), staging: openQueue("staging", connection, prefix) },
     locks: new Locks(redis, prefix),
     aborts: new Map(),
     async publishAbort(jobId) {

@@ -1,5 +1,5 @@
 import type { InternalState } from "@ce/model";
-import { QUEUE_DEFAULTS, advanceJobId } from "@ce/store";
+import { enqueueRecovery } from "@ce/store";
 import type { JemContext } from "./context.js";
 
 /** States whose jobs need the JEM; INLRMS is only listed at start (afterwards watch + poll cover it). */
@@ -19,13 +19,7 @@ export async function recover(ctx: JemContext, opts: { includeInlrms: boolean; t
   else for (const id of await ctx.jobs.idsInRest(["EXECUTED"])) ids.add(id);
   const list = [...ids];
   for (let i = 0; i < list.length; i += 500) {
-    await ctx.queues.advance.addBulk(
-      list.slice(i, i + 500).map((id) => ({
-        name: "advance",
-        data: { jobId: id, reason: "recover" },
-        opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "recover"), deduplication: { id: `rec-${id}`, ttl: opts.ttlMs } },
-      })),
-    );
+    await enqueueRecovery(ctx.queues.advance, list.slice(i, i + 500), opts.ttlMs);
   }
   if (list.length > 0) ctx.log.info({ jobs: list.length }, "in-flight jobs queued for another look");
   return list.length;

@@ -9,7 +9,7 @@ import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
 import {
-  ControlDir, DelegationStore, JobStore, QUEUE_DEFAULTS, SecretBox, advanceJobId, bullConnection, completeUpload, createJobs, type JobFilesInput, type JobRecord,
+  ControlDir, DelegationStore, JobStore, SecretBox, bullConnection, completeUpload, createJobs, enqueueAdvance, enqueueCommands, openQueue, type JobFilesInput, type JobRecord,
   type QueueCatalog,
 } from "@ce/store";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
@@ -52,8 +52,8 @@ export async function testEnv(overrides: ConfigInput = {}): Promise<TestEnv> {
     jobs: new JobStore(redis, prefix),
     control,
     delegations: new DelegationStore(redis, prefix, new SecretBox(config.delegations.encryptionKey!)),
-    advance: new Queue("advance", { connection, prefix }),
-    commands: new Queue("commands", { connection, prefix }),
+    advance: openQueue("advance", connection, prefix),
+    commands: openQueue("commands", connection, prefix),
     stateDir,
     async close() {
       await env.advance.close();
@@ -114,7 +114,7 @@ export async function submitTestJob(env: TestEnv, partial: Partial<JobDescriptio
     ...record,
   });
   const notify = async () => {
-    await env.advance.add("advance", { jobId: id, reason: "submitted" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "submitted") });
+    await enqueueAdvance(env.advance, id, "submitted");
   };
   const problems: string[] = [];
   const { outcomes } = await createJobs(env, [{ record: rec, files: testJobFiles(rec, d) }], {
@@ -131,11 +131,11 @@ export async function clientUpload(env: TestEnv, id: string, name: string, conte
   await writeFile(join(env.control.sessionDir(id), name), content);
   const job = await env.jobs.get(id);
   if (!job) throw new Error(`no job ${id}`);
-  await completeUpload(env.control, job, `/${name}`, () => env.advance.add("advance", { jobId: id, reason: "upload" }, { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "upload") }));
+  await completeUpload(env.control, job, `/${name}`, () => enqueueAdvance(env.advance, id, "upload"));
 }
 
 export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "restart", jobId: string): Promise<void> {
-  await env.commands.add(action, { action, jobId }, QUEUE_DEFAULTS.commands);
+  await enqueueCommands(env.commands, [{ action, jobId }]);
 }
 
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {

@@ -2,7 +2,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CompiledConfig, RedisAuth } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
-import { bullConnection, CeFlags, JobStore, QUEUE_DEFAULTS, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+import { bullConnection, CeFlags, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
 
 /**
  * Operations shared by the admin HTTP API and `ceadm`: both talk to Redis directly, so the CLI
@@ -44,7 +44,7 @@ export function openQueues(
   auth: RedisAuth = {},
 ): Queue[] {
   const connection = bullConnection(config.redis.url, auth);
-  return names.map((name) => new Queue(name, { connection, prefix: config.redis.prefix, defaultJobOptions: QUEUE_DEFAULTS[name] }));
+  return names.map((name) => openQueue(name, connection, config.redis.prefix) as Queue);
 }
 
 export class AdminOps {

@@ -1,4 +1,5 @@
-import type { ConnectionOptions, JobsOptions } from "bullmq";
+import { randomUUID } from "node:crypto";
+import { Queue, type ConnectionOptions, type JobsOptions } from "bullmq";
 
 /**
  * Typed catalog of the BullMQ queues between gateways and JEMs. A payload type mismatch is a
@@ -21,13 +22,83 @@ export const QUEUE_DEFAULTS: Record<QueueName, JobsOptions> = {
   staging: { attempts: 1, removeOnComplete: 1000, removeOnFail: 5000 },
 };
 
+/** One typed BullMQ queue per catalog name: the producers below take these. */
+export type Queues = { [N in QueueName]: Queue<QueueCatalog[N]> };
+
+/** THE way to open a queue (gateway, JEM, ops): CE prefix, catalog defaults, the process's connection. */
+export function openQueue<N extends QueueName>(name: N, connection: ConnectionOptions, prefix: string): Queue<QueueCatalog[N]> {
+  return new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
+}
+
+// Job-id rules. No `:` in any id — BullMQ reserves it in custom ids.
+const safe = (s: string) => s.replace(/[^A-Za-z0-9-]/g, "-");
+
 /**
- * BullMQ job ids for `advance`: at most one waiting "advance" per CE job; while one is active a
- * new request must still be queued (the state may have changed), so ids carry a coarse time slot.
+ * `advance` ids are unique per call: a request is never swallowed by one that is waiting or
+ * already running (the state may have changed since it read the job). Handlers are idempotent,
+ * so duplicates only cost a look.
  */
 export function advanceJobId(jobId: string, reason: string): string {
-  // No `:` — BullMQ reserves it in custom ids (tolerated today only in a legacy 3-part form).
-  return `${jobId}_${reason.replace(/[^A-Za-z0-9-]/g, "-")}_${Date.now()}`;
+  return `${jobId}_${safe(reason)}_${Date.now()}_${randomUUID().slice(0, 8)}`;
+}
+
+type AdvanceQueue = Queue<QueueCatalog["advance"]>;
+
+/** "Look at this job" now (or after `delayMs`); `urgent` jumps the queue (completions). */
+export async function enqueueAdvance(
+  queue: AdvanceQueue,
+  jobId: string,
+  reason: string,
+  opts: { requestId?: string | undefined; delayMs?: number; urgent?: boolean } = {},
+): Promise<void> {
+  const delay = Math.ceil(opts.delayMs ?? 0);
+  await queue.add("advance", opts.requestId ? { jobId, reason, requestId: opts.requestId } : { jobId, reason }, {
+    ...QUEUE_DEFAULTS.advance,
+    jobId: advanceJobId(jobId, reason),
+    ...(delay > 0 ? { delay } : {}),
+    ...(opts.urgent ? { lifo: true } : {}),
+  });
+}
+
+/** Many "look at this job" at once (new submissions, uploads); same id rule as enqueueAdvance. */
+export async function enqueueAdvances(queue: AdvanceQueue, jobs: readonly { jobId: string; reason: string; requestId?: string | undefined }[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await queue.addBulk(jobs.map((data) => ({ name: "advance", data, opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(data.jobId, data.reason) } })));
+}
+
+/** Timer wake-up. The id is the deadline's, on purpose: repeated waits for one deadline collapse. */
+export async function enqueueAdvanceAt(queue: AdvanceQueue, jobId: string, at: number): Promise<void> {
+  const delay = Math.max(0, Math.ceil(at - Date.now()));
+  await queue.add("advance", { jobId, reason: "timer" }, { ...QUEUE_DEFAULTS.advance, jobId: `${jobId}_timer_${Math.ceil(at)}`, delay });
+}
+
+/** Recovery pass: at most one recovery look per job per `ttlMs` (BullMQ deduplication), however many JEMs run it. */
+export async function enqueueRecovery(queue: AdvanceQueue, ids: readonly string[], ttlMs: number): Promise<void> {
+  if (ids.length === 0) return;
+  await queue.addBulk(ids.map((id) => ({
+    name: "advance",
+    data: { jobId: id, reason: "recover" },
+    opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(id, "recover"), deduplication: { id: `rec-${id}`, ttl: ttlMs } },
+  })));
+}
+
+/**
+ * The doorbell of kill/clean/restart requests whose truth is already on the job record
+ * (JobStore.request). One waiting/active command per job and action (deduplication until it
+ * completes), so the recovery pass may ring again freely.
+ */
+export async function enqueueCommands(queue: Queue<QueueCatalog["commands"]>, cmds: readonly QueueCatalog["commands"][]): Promise<void> {
+  if (cmds.length === 0) return;
+  await queue.addBulk(cmds.map((data) => ({
+    name: data.action,
+    data,
+    opts: { ...QUEUE_DEFAULTS.commands, jobId: `${data.jobId}_${data.action}_${randomUUID().slice(0, 8)}`, deduplication: { id: `cmd-${data.action}-${data.jobId}` } },
+  })));
+}
+
+/** Transfers of one job: one waiting/active staging job per job and direction (deduplication until it completes). */
+export async function enqueueStaging(queue: Queue<QueueCatalog["staging"]>, jobId: string, direction: "in" | "out", requestId?: string): Promise<void> {
+  await queue.add("staging", requestId ? { jobId, direction, requestId } : { jobId, direction }, { ...QUEUE_DEFAULTS.staging, deduplication: { id: `${direction}-${jobId}` } });
 }
 
 /**

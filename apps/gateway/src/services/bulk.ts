@@ -1,6 +1,6 @@
 import { type BulkItem, buildActivityDocument } from "@ce/glue2";
 import { FINAL_REST_STATES } from "@ce/model";
-import { QUEUE_DEFAULTS, activityInputFor, type JobRecord, type QueueCatalog } from "@ce/store";
+import { activityInputFor, enqueueCommands, type JobRecord, type QueueCatalog } from "@ce/store";
 import type { Logger } from "pino";
 import type { Identity, Services } from "../context.js";
 import { ServiceUnavailable } from "../errors.js";
@@ -76,7 +76,7 @@ export async function runBulk(
 
   if (commands.length > 0) {
     try {
-      await s.queues.commands.addBulk(commands.map((data) => ({ name: data.action, data, opts: QUEUE_DEFAULTS.commands })));
+      await enqueueCommands(s.queues.commands, commands);
     } catch (err) {
       ctx.log.error({ err }, "command queue unavailable");
       throw new ServiceUnavailable("Job command queue unavailable; nothing was queued", "QUEUE_UNAVAILABLE");

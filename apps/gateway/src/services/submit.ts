@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import type { JobDescription, SettledDescription } from "@ce/model";
-import { JobCommitError, JobStore, QUEUE_DEFAULTS, advanceJobId, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
+import { JobCommitError, JobStore, enqueueAdvances, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
 import { Forbidden, ServiceUnavailable } from "../errors.js";
@@ -236,13 +236,7 @@ async function afterCommit(s: Services, req: SubmitRequest, jobs: JobRecord[]): 
     groups.set(k, [...(groups.get(k) ?? []), j.id]);
   }
   const bind = Promise.all([...groups].map(([k, ids]) => s.delegations.bind(k.split(","), ids)));
-  const notify = s.queues.advance.addBulk(
-    jobs.map((j) => ({
-      name: "submitted",
-      data: { jobId: j.id, reason: "submitted", requestId: req.requestId },
-      opts: { ...QUEUE_DEFAULTS.advance, jobId: advanceJobId(j.id, "submitted") },
-    })),
-  );
+  const notify = enqueueAdvances(s.queues.advance, jobs.map((j) => ({ jobId: j.id, reason: "submitted", requestId: req.requestId })));
   const [b, q] = await Promise.allSettled([bind, notify]);
   if (b.status === "rejected") req.log.error({ err: b.reason }, "binding delegations failed");
   // The JEM's periodic scan picks the jobs up anyway; the queue only makes it immediate.
