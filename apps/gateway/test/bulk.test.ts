@@ -66,10 +66,15 @@ describe("kill / clean / restart", () => {
     expect(after.waiting! - before.waiting!).toBe(1);
     const jobs = await s.queues.commands.getJobs(["waiting"]);
     expect(jobs.some((j) => j.data.jobId === mine[0] && j.data.action === "kill")).toBe(true);
+    // The 202 means the request is on the record (the JEM's truth), not only in the queue.
+    expect((await s.jobs.get(mine[0]!))?.killRequested).toBe(true);
+    expect((await s.jobs.get(done))?.killRequested).toBeFalsy();
+    expect(await s.jobs.openRequests()).toContain(mine[0]);
   });
   it("clean → 202 Queued for cleaning", async () => {
     const r = await bulk("1.1", "clean", JSON.stringify({ job: [{ id: mine[2] }] }), { ct: "application/json" });
     expect(r.json().job[0]).toEqual({ "status-code": "202", reason: "Queued for cleaning", id: mine[2] });
+    expect((await t.gw.services.jobs.get(mine[2]!))?.cleanRequested).toBe(true);
   });
   it("restart: 409 unless failed with reruns left", async () => {
     const s = t.gw.services;
@@ -80,6 +85,7 @@ describe("kill / clean / restart", () => {
     const ok = await bulk("1.0", "restart", xmlIds([mine[1]!]));
     expect(ok.json().job[0]).toMatchObject({ "status-code": "202", reason: "Queued for restarting" });
     const again = (await s.jobs.get(mine[1]!))!;
+    expect(again.restartRequested).toBe(true);
     await s.jobs.update(again, { rerun: 0 });
     const none = await bulk("1.0", "restart", xmlIds([mine[1]!]));
     expect(none.json().job[0]).toMatchObject({ "status-code": "409", reason: "No more restarts allowed" });

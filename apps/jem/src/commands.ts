@@ -10,9 +10,11 @@ import { transition } from "./states/transition.js";
 const CAS_ATTEMPTS = 8;
 
 /**
- * kill / clean / restart from the REST interface. Each reads the job and changes it with a CAS
- * on the state it read, so it is idempotent and safe against the job's own progress; a lost
- * race re-reads. The real work of a kill happens in the state handlers (`killRequested`).
+ * kill / clean / restart from the REST interface. The gateway put the request on the record
+ * before answering 202 (requestCommands); a queue message is only the doorbell, rung again by the
+ * recovery pass if it was lost. Each handler reads the job and changes it with a CAS on the state
+ * it read, so it is idempotent and safe against the job's own progress; a lost race re-reads.
+ * The real work of a kill happens in the state handlers (`killRequested`).
  */
 export async function handleCommand(ctx: JemContext, cmd: QueueCatalog["commands"]): Promise<void> {
   if (cmd.action === "kill") return kill(ctx, cmd.jobId);
@@ -25,9 +27,10 @@ const expectOf = (job: JobRecord) => ({ state: job.state, pending: job.pending ?
 async function kill(ctx: JemContext, jobId: string): Promise<void> {
   for (let i = 0; i < CAS_ATTEMPTS; i++) {
     const job = await ctx.jobs.get(jobId);
-    // Final, already cancelling, or already asked: nothing to do (a repeated kill is a no-op).
-    if (!job || FINAL_INTERNAL_STATES.has(job.state) || job.state === "CANCELING" || job.killRequested) return;
-    if (!(await ctx.jobs.update(job, { killRequested: true }, expectOf(job)))) continue;
+    // Final or already cancelling: nothing to do. A flag already on the record is acted on again
+    // (abort + advance are idempotent): the gateway sets it before ringing.
+    if (!job || FINAL_INTERNAL_STATES.has(job.state) || job.state === "CANCELING") return;
+    if (!job.killRequested && !(await ctx.jobs.update(job, { killRequested: true }, expectOf(job)))) continue;
     jobLog(ctx, job).info({ state: job.state }, "kill requested");
     // Transfers stop now, wherever they run; SUBMIT defers the kill until the local id exists.
     if (job.state === "PREPARING" || job.state === "FINISHING") await ctx.publishAbort(jobId);
@@ -87,10 +90,16 @@ async function missingDownloads(ctx: JemContext, job: JobRecord): Promise<string
 async function restart(ctx: JemContext, jobId: string): Promise<void> {
   await withJobLease(ctx, jobId, async () => {
     const job = await ctx.jobs.get(jobId);
-    if (!job || job.state !== "FINISHED" || !job.failure) return; // nothing to restart (or done already)
+    if (!job) return;
+    // Nothing to restart (or done already): the request is answered, its flag goes.
+    if (job.state !== "FINISHED" || !job.failure) {
+      if (job.restartRequested) await ctx.jobs.update(job, { restartRequested: undefined });
+      return;
+    }
     const log = jobLog(ctx, job);
     const target = job.rerun > 0 ? await restartTarget(ctx, job) : undefined;
     if (!target) {
+      await ctx.jobs.update(job, { restartRequested: undefined });
       await logErrors(ctx, jobId, job.rerun > 0 ? "Restart refused: job did not fail in a restartable state" : "Restart refused: no more restarts allowed");
       log.info({ failedState: job.failedState, rerun: job.rerun }, "restart refused");
       return;
@@ -98,7 +107,7 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
     const missing = target === "ACCEPTED" ? await missingDownloads(ctx, job) : [];
     const change: JobChange = {
       rerun: job.rerun - 1, failure: undefined, failedState: undefined, failedCause: undefined, outcome: undefined,
-      localId: undefined, lrms: undefined, endedAt: undefined, cleanupAt: undefined, killRequested: undefined,
+      localId: undefined, lrms: undefined, endedAt: undefined, cleanupAt: undefined, killRequested: undefined, restartRequested: undefined,
     };
     if (target !== "INLRMS") Object.assign(change, { exitCode: undefined, nodes: undefined, usedWallSeconds: undefined, usedCpuSeconds: undefined, usedMemoryMB: undefined });
     const next = await transition(ctx, job, target, { pending: true, reason: `Job restarted from ${job.failedState} (${job.rerun - 1} restarts left)`, change });

@@ -9,7 +9,7 @@ import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
 import {
-  ControlDir, DelegationStore, JobStore, SecretBox, bullConnection, completeUpload, createJobs, enqueueAdvance, enqueueCommands, openQueue, type JobFilesInput, type JobRecord,
+  ControlDir, DelegationStore, JobStore, SecretBox, bullConnection, completeUpload, createJobs, enqueueAdvance, requestCommands, openQueue, type JobFilesInput, type JobRecord,
   type QueueCatalog,
 } from "@ce/store";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
@@ -135,7 +135,7 @@ export async function clientUpload(env: TestEnv, id: string, name: string, conte
 }
 
 export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "restart", jobId: string): Promise<void> {
-  await enqueueCommands(env.commands, [{ action, jobId }]);
+  await requestCommands(env.jobs, env.commands, [{ action, jobId }]); // as the gateway: record, then doorbell
 }
 
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {

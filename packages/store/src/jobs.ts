@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import {
+  FINAL_INTERNAL_STATES,
   toRestState,
   type InternalState,
   type LrmsState,
@@ -51,9 +52,13 @@ export interface JobRecord {
   cleanupAt?: number | undefined;
   /** When the WIPED record itself is removed (ms). */
   removeAt?: number | undefined;
-  /** A kill/clean request arrived while the job could not act on it yet. */
+  /**
+   * kill/clean/restart requests answered 202: set by the gateway before it answers (`request`),
+   * acted on by the JEM; restartRequested is cleared once the restart is done or refused.
+   */
   killRequested?: boolean | undefined;
   cleanRequested?: boolean | undefined;
+  restartRequested?: boolean | undefined;
   /** Request id of the submission, carried into JEM logs. */
   requestId?: string | undefined;
   clientHost?: string | undefined;
@@ -89,7 +94,7 @@ const NUM = new Set([
   "created", "updated", "stateSince", "exitCode", "rerun", "lifetime", "cleanupAt", "removeAt",
   "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB",
 ]);
-const BOOL = new Set(["pending", "killRequested", "cleanRequested"]);
+const BOOL = new Set(["pending", "killRequested", "cleanRequested", "restartRequested"]);
 const JSON_FIELDS = new Set(["summary", "localUser", "fqans"]);
 
 export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
@@ -315,6 +320,28 @@ export class JobStore {
 
   async staleCreating(olderThan: number, limit = 500): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.creating(), 0, olderThan, "LIMIT", 0, limit);
+  }
+
+  /**
+   * Puts kill/clean/restart requests on the job records (the fact behind a 202). A kill of a job
+   * in a final state is a no-op. Returns, per id, whether the request was recorded.
+   */
+  async request(reqs: readonly { action: "kill" | "clean" | "restart"; jobId: string }[]): Promise<boolean[]> {
+    const k = this.keys;
+    return Promise.all(reqs.map(async ({ action, jobId }) => {
+      const noop = action === "kill" ? [...FINAL_INTERNAL_STATES].join(" ") : "";
+      return Number(await runScript(this.redis, "ceRequest", [k.job(jobId), k.requests()], [jobId, `${action}Requested`, noop])) === 1;
+    }));
+  }
+
+  /** Up to `limit` jobs with an open request, a random sample so that none is starved (JEM recovery). */
+  async openRequests(limit = 500): Promise<string[]> {
+    return this.redis.srandmember(this.keys.requests(), limit);
+  }
+
+  /** Forgets ids whose requests are all answered (or whose record is gone). */
+  async closeRequests(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.redis.srem(this.keys.requests(), ...ids);
   }
 
   async scheduleExpiry(id: string, at: number): Promise<void> {

@@ -30,6 +30,8 @@ export class Keys {
   expiry() { return `${this.prefix}:expiry`; }
   /** ZSET id → time: jobs whose files are being written before their record is committed. */
   creating() { return `${this.prefix}:creating`; }
+  /** SET of job ids with a kill/clean/restart request on their record (lua/request.lua; JEM recovery rings again). */
+  requests() { return `${this.prefix}:requests`; }
 
   // ── Delegations (delegations.ts, lua/deleg-*.lua) ──
   /** HASH: one delegation (metadata in clear, secrets sealed). */

@@ -11,6 +11,7 @@ export const SCRIPTS = {
   ceCreateJobs: { file: "create", numberOfKeys: undefined },
   ceUpdateJob: { file: "update", numberOfKeys: 3 },
   ceRemoveJob: { file: "remove", numberOfKeys: 4 },
+  ceRequest: { file: "request", numberOfKeys: 2 },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },
   ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined },
   ceUploadRange: { file: "upload-range", numberOfKeys: 1 },

@@ -1,6 +1,6 @@
 import { type BulkItem, buildActivityDocument } from "@ce/glue2";
 import { FINAL_REST_STATES } from "@ce/model";
-import { activityInputFor, enqueueCommands, type JobRecord, type QueueCatalog } from "@ce/store";
+import { activityInputFor, requestCommands, type JobRecord, type QueueCatalog } from "@ce/store";
 import type { Logger } from "pino";
 import type { Identity, Services } from "../context.js";
 import { ServiceUnavailable } from "../errors.js";
@@ -27,8 +27,8 @@ export const ACTION_SCOPE: Record<BulkAction | "new", OperationClass> = {
 type Command = QueueCatalog["commands"];
 
 /**
- * E5 over any number of ids with ONE Redis round trip for the records and one for the command
- * queue. Another owner's job answers exactly like a missing one (per-item 404 "Job not found").
+ * E5 over any number of ids: one Redis round trip for the records, then (kill/clean/restart) the
+ * requests written on the records and the command queue rung, all before the 202. Another owner's job answers exactly like a missing one (per-item 404 "Job not found").
  */
 export async function runBulk(
   s: Services,
@@ -75,13 +75,14 @@ export async function runBulk(
   });
 
   if (commands.length > 0) {
+    // The request goes on the job record first (the JEM acts on the record); the queue only rings.
     try {
-      await enqueueCommands(s.queues.commands, commands);
+      await requestCommands(s.jobs, s.queues.commands, commands);
     } catch (err) {
-      ctx.log.error({ err }, "command queue unavailable");
-      throw new ServiceUnavailable("Job command queue unavailable; nothing was queued", "QUEUE_UNAVAILABLE");
+      ctx.log.error({ err }, "job command not recorded");
+      throw new ServiceUnavailable("Job store or command queue unavailable; retry the request", "QUEUE_UNAVAILABLE");
     }
-    ctx.log.info({ action, jobs: commands.length }, "job commands queued");
+    ctx.log.info({ action, jobs: commands.length }, "job commands recorded");
   }
   return items;
 }
