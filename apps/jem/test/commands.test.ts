@@ -3,6 +3,7 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { enqueueAdvance } from "@ce/store";
 import type { Jem } from "../src/daemon.js";
 import { output, sendCommand, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
 
@@ -66,7 +67,7 @@ describe("kill", () => {
     expect(await env.jobs.update(r, { state: "SUBMIT" })).toBeTruthy();
     await sendCommand(env, "kill", id);
     await waitFor("kill flag", async () => (await env.jobs.get(id))?.killRequested);
-    await env.advance.add("advance", { jobId: id, reason: "test" });
+    await enqueueAdvance(env.advance, id, "test");
     const end = await waitForRest(env, id, ["KILLED", "FAILED", "FINISHED"], 20_000);
     expect(end?.rest).toBe("KILLED");
     expect(end?.localId).toBeTruthy(); // it was submitted, then cancelled

@@ -2,10 +2,9 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { bullConnection, JobStore, Keys } from "@ce/store";
+import { bullConnection, JobStore, Keys, openQueue } from "@ce/store";
 import { table } from "./cli.js";
 
 const run = promisify(execFile);
@@ -71,7 +70,7 @@ describe("ceadm", () => {
     const human = (await ceadm("queues")).stdout;
     expect(human).toMatch(/^QUEUE\s+WAITING\s+ACTIVE\s+DELAYED\s+FAILED\s+COMPLETED\s+PAUSED/);
     expect(human).toMatch(/commands\s+2\s+0/);
-    const q = new Queue("commands", { connection: bullConnection(inject("redisUrl")), prefix });
+    const q = openQueue("commands", bullConnection(inject("redisUrl")), prefix);
     try {
       expect((await q.getWaiting()).map((j) => j.data.action).sort()).toEqual(["clean", "kill"]);
     } finally {

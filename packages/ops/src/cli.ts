@@ -87,7 +87,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
         }
         if (sub === "kill" || sub === "clean") {
           const res = await ops.command(sub, arg, `ceadm-${process.pid}-${Date.now()}`);
-          print(res, () => `${sub} of job ${arg} queued (command ${res.queued})`);
+          print(res, () => (res.queued ? `${sub} of job ${arg} queued` : `${sub} of job ${arg}: nothing to do (the job already ended)`));
           return 0;
         }
         throw new UsageError(`unknown jobs command: ${sub ?? "(none)"}`);

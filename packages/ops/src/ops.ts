@@ -2,7 +2,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CompiledConfig, RedisAuth } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
-import { bullConnection, CeFlags, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+import { bullConnection, CeFlags, requestCommands, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
 
 /**
  * Operations shared by the admin HTTP API and `ceadm`: both talk to Redis directly, so the CLI
@@ -100,14 +100,16 @@ export class AdminOps {
     return r;
   }
 
-  /** Enqueues a kill/clean on the `commands` queue, exactly what the REST interface does. */
-  async command(action: JobCommand, jobId: string, requestId?: string): Promise<{ jobId: string; action: JobCommand; queued: string }> {
+  /**
+   * A kill/clean exactly as the REST interface does it: the request on the job record, then the
+   * doorbell on the `commands` queue. `queued` is false for a kill of a job that already ended.
+   */
+  async command(action: JobCommand, jobId: string, requestId?: string): Promise<{ jobId: string; action: JobCommand; queued: boolean }> {
     await this.getJob(jobId);
-    const q = this.queues.find((x) => x.name === "commands");
+    const q = this.queues.find((x) => x.name === "commands") as Queue<QueueCatalog["commands"]> | undefined;
     if (!q) throw new Error("the commands queue is not open");
-    const payload: QueueCatalog["commands"] = { action, jobId, requestId };
-    const job = await q.add(action, payload);
-    return { jobId, action, queued: job.id ?? "" };
+    const rung = await requestCommands(this.store, q, [{ action, jobId, requestId }]);
+    return { jobId, action, queued: rung.length > 0 };
   }
 
   async drainStatus(): Promise<DrainStatus> {
