@@ -6,7 +6,7 @@ import { Queue, type ConnectionOptions, type JobsOptions } from "bullmq";
  * compile error at both ends. Queue names live under the CE hash-tag prefix (Redis Cluster safe).
  */
 export interface QueueCatalog {
-  /** kill / clean / restart requests from the REST interface (answered 202). */
+  /** Doorbell of kill / clean / restart: the request itself is on the job record (commands.ts, requestCommands). */
   commands: { action: "kill" | "clean" | "restart"; jobId: string; requestId?: string | undefined };
   /** "look at this job now": new submissions, completed uploads, batch completions, timers. */
   advance: { jobId: string; reason: string; requestId?: string | undefined };
