@@ -45,6 +45,15 @@ export interface VomsResult {
 }
 
 export function verifyVomsAc(ac: VomsAc, holder: X509Certificate, store: TrustStore, trust: VomsTrust, opts: VomsVerifyOptions): VomsAttributes | string {
+  try {
+    return check(ac, holder, store, trust, opts);
+  } catch (e) {
+    // Client-controlled bytes: whatever a parser below throws is a refusal with a reason, never a 500.
+    return `VOMS AC of VO ${JSON.stringify(ac.vo)}: unusable (${(e as Error).message.slice(0, 200)})`;
+  }
+}
+
+function check(ac: VomsAc, holder: X509Certificate, store: TrustStore, trust: VomsTrust, opts: VomsVerifyOptions): VomsAttributes | string {
   const now = (opts.now ?? new Date()).getTime();
   const leeway = (opts.leewaySeconds ?? 300) * 1000;
   const what = `VOMS AC of VO ${JSON.stringify(ac.vo)} from ${JSON.stringify(ac.issuerDn)}`;

@@ -11,6 +11,7 @@ import { AttributeCertificate } from "@peculiar/asn1-x509-attr";
 import forge from "node-forge";
 import { children, readTlv, signedParts, slice } from "./der.js";
 import { nameFromAsn1 } from "./dn.js";
+import { certInfo } from "./cert.js";
 
 export const VOMS_OID = {
   /** Proxy extension: SEQUENCE OF SEQUENCE OF AttributeCertificate. */
@@ -154,7 +155,11 @@ export function parseAc(der: Buffer): VomsAc {
       if (first && children(value, first).length > 0 && children(value, children(value, first)[0]!).length === 3 && readTlv(value, children(value, children(value, first)[0]!)[0]!.start).tag === 0x30) {
         list = first;
       }
-      for (const c of children(value, list)) certs.push(new X509Certificate(slice(value, c)));
+      for (const c of children(value, list)) {
+        const x = new X509Certificate(slice(value, c));
+        certInfo(x); // parsed here, so a malformed carried certificate is a parse error, not a later throw
+        certs.push(x);
+      }
     } else if (e.extnID === VOMS_OID.targets) {
       targets = targetNames(value);
     } else if (e.critical && !KNOWN_AC_EXTENSIONS.has(e.extnID)) {
