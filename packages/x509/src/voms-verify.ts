@@ -71,6 +71,9 @@ function check(ac: VomsAc, holder: X509Certificate, store: TrustStore, trust: Vo
   if (hn !== h.subject.oneLine.toLowerCase() && hn !== h.issuer.oneLine.toLowerCase()) {
     return `${what}: issued for another certificate (holder ${JSON.stringify(ac.holder.issuerDn)})`;
   }
+  // The signer is trusted for this VO only (vomsdir/<vo>/): an FQAN of another VO is forged.
+  const foreign = ac.fqans.find((f) => f !== `/${ac.vo}` && !f.startsWith(`/${ac.vo}/`));
+  if (foreign) return `${what}: FQAN ${JSON.stringify(foreign)} is outside the VO ${JSON.stringify(ac.vo)} its signer is trusted for`;
   if (ac.targets && ac.targets.length > 0) {
     const ours = opts.hostNames.map((n) => n.toLowerCase());
     const named = ac.targets.map((t) => t.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "").replace(/[:/].*$/, "").toLowerCase());

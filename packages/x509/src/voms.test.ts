@@ -101,6 +101,11 @@ describe.skipIf(!HAS_VOMS_FAKE)("VOMS ACs from voms-proxy-fake", () => {
     expect(attrsWith(moved).invalid[0]).toMatch(/issued for another certificate/);
   });
 
+  it("an FQAN of another VO in an AC signed by this VO's server is refused (the signer is trusted per VO)", () => {
+    const pem = vomsProxy(alice, server, { vo: "atlas", fqans: ["/atlas", "/cms/Role=production"] }, caDir);
+    expect(vomsAttributesOf(chainOf(pem), store, vomsdir, opts).invalid[0]).toMatch(/FQAN "\/cms\/Role=production" is outside the VO "atlas"/);
+  });
+
   it("an AC without a certificate list verifies against a vomsdir certificate only", () => {
     const bare = resignAc(realAc(), server, (i) => {
       i.extensions = new Extensions(i.extensions!.filter((e) => e.extnID !== VOMS_OID.certList));

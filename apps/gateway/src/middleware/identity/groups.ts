@@ -24,7 +24,8 @@ const uniq = (xs: (string | undefined)[]) => [...new Set(xs.filter((x): x is str
 
 export function vomsGroupFields(acs: readonly VomsAttributes[]): GroupFields {
   const fqans = uniq(acs.flatMap((a) => a.fqans.map(shortFqan)));
-  return { fqans, groups: uniq(fqans.map(groupPart)), vos: uniq([...acs.map((a) => a.vo), ...fqans.map((f) => voOf(groupPart(f)))]) };
+  // VOs only from the verified ACs (each FQAN lies within its AC's VO: voms-verify.ts).
+  return { fqans, groups: uniq(fqans.map(groupPart)), vos: uniq(acs.map((a) => a.vo)) };
 }
 
 export function tokenGroupFields(wlcgGroups: readonly string[]): GroupFields {
