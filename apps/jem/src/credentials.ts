@@ -78,5 +78,7 @@ export function tokenRefusal(token: string, url: string, allowAny: boolean): str
  * once the batch job is over it goes, instead of lying in the control dir until the wipe.
  */
 export async function removeProxyFile(ctx: JemContext, job: JobRecord): Promise<void> {
-  await ctx.control.remove(job.id, "proxy").catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed"));
+  const warn = (e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed");
+  // Both copies: the control dir's and the one in the account's batch dir (priv.ts).
+  await Promise.all([ctx.control.remove(job.id, "proxy").catch(warn), ctx.priv?.removeProxy(job.id).catch(warn)]);
 }

@@ -19,7 +19,6 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
   }
   // The batch job is over: its proxy file is no longer needed (staging reads the delegation store).
   await removeProxyFile(ctx, job);
-  await ctx.priv?.removeProxy(job.id).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed"));
   const desc = await readSpec(ctx, job.id);
   if (!desc) return finish(ctx, job, {});
   const session = ctx.control.sessionDir(job.id);
