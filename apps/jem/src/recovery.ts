@@ -37,10 +37,10 @@ async function ringOpenRequests(ctx: JemContext): Promise<void> {
   if (ids.length === 0) return;
   const records = await ctx.jobs.getMany(ids);
   const ring: QueueCatalog["commands"][] = [];
-  const closed: string[] = [];
+  const closed: { id: string; record: JobRecord | undefined }[] = [];
   ids.forEach((id, i) => {
     const { open, ring: actions } = openRequests(records[i]);
-    if (!open) closed.push(id);
+    if (!open) closed.push({ id, record: records[i] });
     for (const action of actions) ring.push({ action, jobId: id });
   });
   await enqueueCommands(ctx.queues.commands, ring);

@@ -46,7 +46,11 @@ describe("requestCommands", () => {
     expect((await jobs.openRequests()).sort()).toEqual(["r-active", "r-done"]);
     const queued = (await commands.getJobs(["waiting"])).map((j) => `${j.data.action}:${j.data.jobId}`).sort();
     expect(queued).toEqual(["kill:r-active", "restart:r-done"]);
-    await jobs.closeRequests(["r-active"]);
+    // Closing what was seen before a new request landed keeps the id: the new request stays open.
+    const stale = { ...(await jobs.get("r-active"))!, killRequested: false };
+    await jobs.closeRequests([{ id: "r-active", record: stale }]);
+    expect((await jobs.openRequests()).sort()).toEqual(["r-active", "r-done"]);
+    await jobs.closeRequests([{ id: "r-active", record: await jobs.get("r-active") }]);
     expect(await jobs.openRequests()).toEqual(["r-done"]);
   });
 

@@ -339,9 +339,16 @@ export class JobStore {
     return this.redis.srandmember(this.keys.requests(), limit);
   }
 
-  /** Forgets ids whose requests are all answered (or whose record is gone). */
-  async closeRequests(ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.redis.srem(this.keys.requests(), ...ids);
+  /**
+   * Forgets ids whose requests are all answered (or whose record is gone), as decided from the
+   * records given (undefined: gone). Atomic against a new request recorded since they were read:
+   * an id is dropped only while its state and request flags are still what the caller saw.
+   */
+  async closeRequests(seen: readonly { id: string; record: JobRecord | undefined }[]): Promise<void> {
+    if (seen.length === 0) return;
+    const f = (b: boolean | undefined) => (b ? "1" : "");
+    const args = seen.flatMap(({ id, record: r }) => [id, r ? `${r.state}|${f(r.killRequested)}|${f(r.cleanRequested)}|${f(r.restartRequested)}` : ""]);
+    await runScript(this.redis, "ceCloseRequests", [this.keys.requests(), ...seen.map(({ id }) => this.keys.job(id))], args);
   }
 
   async scheduleExpiry(id: string, at: number): Promise<void> {

@@ -12,6 +12,7 @@ export const SCRIPTS = {
   ceUpdateJob: { file: "update", numberOfKeys: 3 },
   ceRemoveJob: { file: "remove", numberOfKeys: 4 },
   ceRequest: { file: "request", numberOfKeys: 2 },
+  ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },
   ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined },
   ceUploadRange: { file: "upload-range", numberOfKeys: 1 },
