@@ -4,9 +4,9 @@
  */
 import { createPublicKey, generateKeyPair, sign, X509Certificate, type KeyObject } from "node:crypto";
 import forge from "node-forge";
-import { derToPem, parseCertificates } from "./pem.js";
+import { derToPem, parseCertificates, TooManyCertificatesError } from "./pem.js";
 import type { TrustStore } from "./truststore.js";
-import { verifyChain, type VerifyErrorCode, type VerifyOptions } from "./verify.js";
+import { VERIFY_LIMITS, verifyChain, type VerifyErrorCode, type VerifyOptions } from "./verify.js";
 
 export interface KeyPair {
   publicKey: KeyObject;
@@ -113,8 +113,8 @@ export function createCsr(keyPair: KeyPair): string {
 
 export type DelegationErrorCode = VerifyErrorCode | "KEY_MISMATCH" | "IDENTITY_MISMATCH" | "NOT_A_PROXY" | "TOO_MANY_CERTIFICATES";
 
-/** Certificates a delegation body may carry: a proxy, a few proxies above it, the user certificate. */
-export const MAX_DELEGATED_CERTS = 32;
+/** Certificates a delegation body may carry: the verifier's own bound (more would be refused by it anyway). */
+export const MAX_DELEGATED_CERTS = VERIFY_LIMITS.maxCerts;
 
 export type AcceptResult =
   | { ok: true; proxyPem: string; notAfter: Date; identity: string; limited: boolean }
@@ -142,10 +142,9 @@ export function acceptDelegatedChain(
 ): AcceptResult {
   let certs;
   try {
-    certs = parseCertificates(pemBody, MAX_DELEGATED_CERTS);
+    certs = parseCertificates(pemBody, opts.maxCerts ?? MAX_DELEGATED_CERTS);
   } catch (e) {
-    const reason = (e as Error).message;
-    return { ok: false, code: /certificates; at most/.test(reason) ? "TOO_MANY_CERTIFICATES" : "MALFORMED", reason };
+    return { ok: false, code: e instanceof TooManyCertificatesError ? "TOO_MANY_CERTIFICATES" : "MALFORMED", reason: (e as Error).message };
   }
   const leaf = certs[0];
   if (!leaf) return { ok: false, code: "EMPTY", reason: "no certificate in delegation body" };

@@ -89,9 +89,12 @@ export function splitPem(text: string): PemBundle {
  * Parse every certificate of a PEM bundle. Throws (without echoing input) on an unparsable block,
  * and before parsing any when the bundle holds more than `max` certificates.
  */
+/** A bundle with more certificates than the caller accepts (checked before any is parsed). */
+export class TooManyCertificatesError extends Error {}
+
 export function parseCertificates(text: string, max = Infinity): X509Certificate[] {
   const pems = splitPem(text).certificates;
-  if (pems.length > max) throw new Error(`PEM bundle holds ${pems.length} certificates; at most ${max} are accepted`);
+  if (pems.length > max) throw new TooManyCertificatesError(`PEM bundle holds ${pems.length} certificates; at most ${max} are accepted`);
   return pems.map((pem, i) => {
     try {
       return new X509Certificate(pem);
