@@ -1,4 +1,4 @@
-import { X509Certificate } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import type { TLSSocket, DetailedPeerCertificate } from "node:tls";
 import type { Context } from "hono";
@@ -43,10 +43,10 @@ function fromTlsSocket(c: Context<AppEnv>, socket: TLSSocket): Identity | undefi
   if (!peer || !peer.raw) return undefined;
   const chain = collectChain(peer);
   const leafFp = chain[0]!.fingerprint256;
-  const remembered = byLeaf.get(leafFp);
-  if (chain.length === 1 && remembered && remembered.until > Date.now()) {
-    perSocket.set(socket, remembered.id);
-    return checkExpiry(remembered.id);
+  const remembered = chain.length === 1 ? recall(leafFp) : undefined;
+  if (remembered) {
+    perSocket.set(socket, remembered);
+    return checkExpiry(remembered);
   }
   const result = verifyChain(chain, c.get("services").trust, verifyOptions(c));
   const out = toIdentity(c, result);
@@ -55,8 +55,7 @@ function fromTlsSocket(c: Context<AppEnv>, socket: TLSSocket): Identity | undefi
     logRejection(c, result);
     throw out;
   }
-  if (byLeaf.size >= LEAF_CACHE_MAX) byLeaf.delete(byLeaf.keys().next().value as string);
-  byLeaf.set(leafFp, { id: out, until: Math.min(Date.now() + LEAF_CACHE_MS, out.expires ?? 0) });
+  remember(leafFp, out);
   return out;
 }
 
@@ -132,6 +131,11 @@ function fromProxyHeader(c: Context<AppEnv>, peer: string | undefined): Identity
   } catch {
     throw new Unauthorized("Client certificate header is not URL-encoded PEM", undefined, "CERT_MALFORMED");
   }
+  // Every request carries the header: a chain verified once is remembered by the header's hash
+  // (the same bounded cache and lifetime as the TLS path); refusals are not cached.
+  const key = `h:${createHash("sha256").update(raw).digest("base64")}`;
+  const remembered = recall(key);
+  if (remembered) return checkExpiry(remembered);
   // The proxy forwards the chain it verified the handshake for, leaf first: the path starts there.
   const result = verifyChain(pem, c.get("services").trust, verifyOptions(c));
   const out = toIdentity(c, result);
@@ -139,7 +143,18 @@ function fromProxyHeader(c: Context<AppEnv>, peer: string | undefined): Identity
     logRejection(c, result);
     throw out;
   }
+  remember(key, out);
   return out;
+}
+
+function recall(key: string): Identity | undefined {
+  const r = byLeaf.get(key);
+  return r && r.until > Date.now() ? r.id : undefined;
+}
+
+function remember(key: string, id: Identity): void {
+  if (byLeaf.size >= LEAF_CACHE_MAX) byLeaf.delete(byLeaf.keys().next().value as string);
+  byLeaf.set(key, { id, until: Math.min(Date.now() + LEAF_CACHE_MS, id.expires ?? 0) });
 }
 
 export function isTrustedProxy(peer: string, trusted: readonly string[]): boolean {
