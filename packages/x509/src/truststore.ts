@@ -126,25 +126,27 @@ export class TrustStore {
     const byHash = new Map<string, CertInfo[]>();
     const fingerprints = new Set<string>();
     const eaclByCa = new Map<string, Eacl>();
+    // Hash links and .pem copies of one CA are parsed once (by fingerprint).
+    const byFingerprint = new Map<string, CertInfo>();
     for (const { cert: c, hash } of certs) {
-      const known = fingerprints.has(c.fingerprint256);
-      let info: CertInfo | undefined;
-      if (!known) {
+      let info = byFingerprint.get(c.fingerprint256);
+      if (!info) {
         try {
           info = certInfo(c);
         } catch (e) {
           warnings.push((e as Error).message);
           continue;
         }
+        byFingerprint.set(c.fingerprint256, info);
         fingerprints.add(c.fingerprint256);
         const list = byName.get(info.subject.key) ?? [];
         list.push(info);
         byName.set(info.subject.key, list);
-      } else {
-        info = byName.get(certInfo(c).subject.key)?.find((i) => i.x509.fingerprint256 === c.fingerprint256);
       }
-      if (hash && info) {
-        byHash.set(hash, [...(byHash.get(hash) ?? []), info]);
+      if (hash) {
+        const list = byHash.get(hash) ?? [];
+        list.push(info);
+        byHash.set(hash, list);
         const p = policies.get(hash);
         if (p) eaclByCa.set(c.fingerprint256, p);
       }
