@@ -5,25 +5,16 @@ import type { CompiledConfig } from "@ce/config";
 import type { ControlDir, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
 import type { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import type { CeMetrics } from "@ce/ops";
-import type { Mapper } from "@ce/mapping";
+import type { Mapper, MatchIdentity } from "@ce/mapping";
 /** Negotiated response format of structured responses. */
 export type Format = "json" | "xml" | "html";
 
-/** Who is calling: derived only from the verified TLS chain or a verified token, never from a header. */
-export interface Identity {
-  /** Owner string: end-entity DN (`/DC=org/.../CN=Jane`) or `<iss>/<sub>` for tokens. */
-  subject: string;
-  kind: "x509" | "token";
-  /** Issuer CA DN (x509) or token issuer URL. */
-  issuer: string;
-  /** Token scopes (`compute.read` ...); undefined for x509 callers, who are not scope-limited. */
-  scopes?: ReadonlySet<string> | undefined;
-  /** Groups: wlcg.groups of a token, or the group part of each VOMS FQAN (identity/groups.ts). */
-  groups?: readonly string[] | undefined;
-  /** FQANs in short form, primary first (VOMS), or the wlcg.groups of a token. */
-  fqans?: readonly string[] | undefined;
-  /** VO names of the FQANs / groups. */
-  vos?: readonly string[] | undefined;
+/**
+ * Who is calling: derived only from the verified TLS chain or a verified token, never from a header.
+ * The fields rules match on (subject, kind, issuer, scopes, groups/fqans/vos: identity/groups.ts)
+ * are @ce/mapping's MatchIdentity; the gateway adds what only it needs.
+ */
+export interface Identity extends MatchIdentity {
   /** Earliest notAfter of the chain / token exp (ms). */
   expires?: number | undefined;
   /** A limited proxy (x509): may not start jobs (routes/jobs.ts). */

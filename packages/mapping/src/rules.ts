@@ -21,17 +21,20 @@
  * the boot code refuse such a configuration.
  */
 
-/** What a rule can look at; the gateway's Identity is structurally one of these. */
+/** What a rule can look at; the gateway's Identity extends it. */
 export interface MatchIdentity {
-  /** DN, or `<iss>/<sub>` for tokens. */
+  /** Owner string: end-entity DN (`/DC=org/.../CN=Jane`), or `<iss>/<sub>` for tokens. */
   subject: string;
   kind: "x509" | "token";
   /** Issuer CA DN (x509) or token issuer URL. */
   issuer: string;
+  /** Token scopes (`compute.read` ...); undefined for x509 callers, who are not scope-limited. */
   scopes?: ReadonlySet<string> | undefined;
+  /** Groups: token wlcg.groups, or the group part of each verified VOMS FQAN. */
   groups?: readonly string[] | undefined;
-  /** VOMS VOs and FQANs, once another component verifies them. */
+  /** VO names of the verified VOMS ACs, or of the token's groups. */
   vos?: readonly string[] | undefined;
+  /** FQANs in short form, primary first (VOMS), or the token's wlcg.groups. */
   fqans?: readonly string[] | undefined;
 }
 
