@@ -15,12 +15,3 @@ export class Semaphore {
     }
   }
 }
-
-/** Runs `fn` over `items` with at most `limit` in flight; resolves when all settled. */
-export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let i = 0;
-  const lane = async () => {
-    while (i < items.length) await fn(items[i++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-}

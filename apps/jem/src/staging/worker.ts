@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { openParent, openRegular, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
-import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog } from "@ce/store";
+import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog, mapLimit } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
 import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "../files.js";
-import { forEachLimit, Semaphore } from "../semaphore.js";
+import { Semaphore } from "../semaphore.js";
 import { download, redact, transferClient, upload, withRetries, type TransferClient } from "./http.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
 import { refusalText, sessionSegments } from "./paths.js";
@@ -111,7 +111,7 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
   log.info({ files: todo.length }, "stage-in started");
   const session = ctx.control.sessionDir(job.id);
   const failures: string[] = [];
-  await forEachLimit(todo, PER_JOB, async (f) => {
+  await mapLimit(todo, PER_JOB, async (f) => {
     if (ac.signal.aborted || failures.length > 0) return;
     const url = f.source!;
     const start = new Date();
@@ -185,7 +185,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         items.push({ name: u.name, url, delegationId: u.delegationId, optional });
       }
     }
-    await forEachLimit(items.filter((i) => !sent.has(i.name)), PER_JOB, async (i) => {
+    await mapLimit(items.filter((i) => !sent.has(i.name)), PER_JOB, async (i) => {
       if (ac.signal.aborted) return;
       const start = new Date();
       try {
