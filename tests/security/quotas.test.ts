@@ -146,6 +146,16 @@ describe("session bytes per job and per owner", () => {
     await wipe(b);
     expect(await bytes().usage(owner(), b)).toEqual({ job: 0, owner: 0 });
   });
+
+  it("deleting a subdirectory gives back the bytes of every file under it", async () => {
+    expect((await put(a, "d/x", "1".repeat(300))).status).toBe(200);
+    expect((await put(a, "d/e/y", "2".repeat(200))).status).toBe(200);
+    expect((await bytes().usage(owner(), a)).job).toBe(500);
+    expect((await t.request("DELETE", sess(a, "d"))).status).toBe(202);
+    expect(await bytes().usage(owner(), a)).toEqual({ job: 0, owner: 0 });
+    // Without that release the owner's counter would have stayed full: 1000 bytes fit again.
+    expect((await put(a, "again", "3".repeat(1000))).status).toBe(200);
+  });
 });
 
 describe("delegations per owner and renewals per minute", () => {

@@ -72,7 +72,7 @@ function unlinkIgnoringGone(path: string, at: string): void {
  * Removes every non-directory entry of `dir` (unlink never follows a link) and returns the name
  * of one subdirectory left, if any. Entries are streamed, not collected.
  */
-async function clearFiles(dir: Held, at: string): Promise<string | undefined> {
+async function clearFiles(dir: Held, at: string, freed?: Freed): Promise<string | undefined> {
   let sub: string | undefined;
   const it = opendirSync(dir.self, { bufferSize: 64 });
   try {
@@ -83,6 +83,7 @@ async function clearFiles(dir: Held, at: string): Promise<string | undefined> {
         continue;
       }
       try {
+        if (freed && e.isFile()) freed.bytes += lstatSync(dir.at(e.name)).size;
         unlinkSync(dir.at(e.name));
       } catch (err) {
         // EISDIR/EPERM: swapped for a directory since readdir; ENOENT: gone already.
@@ -97,7 +98,7 @@ async function clearFiles(dir: Held, at: string): Promise<string | undefined> {
 }
 
 /** Removes directory `name` of `parent` and everything below it, never following a link. */
-async function removeTree(parent: Dir, name: string, at: string): Promise<void> {
+async function removeTree(parent: Dir, name: string, at: string, freed?: Freed): Promise<void> {
   let cur: Held;
   try {
     cur = Held.open(parent.at(name), `${parent.path}/${name}`);
@@ -123,7 +124,7 @@ async function removeTree(parent: Dir, name: string, at: string): Promise<void> 
   try {
     for (;;) {
       await pace();
-      const sub = await clearFiles(cur, at);
+      const sub = await clearFiles(cur, at, freed);
       if (sub !== undefined) {
         let next: Held;
         try {
@@ -163,34 +164,45 @@ async function removeTree(parent: Dir, name: string, at: string): Promise<void> 
 }
 
 /** Deletes entry `name` of an open directory: a file or link is unlinked, a directory removed whole. */
-export async function removeEntry(parent: Dir, name: string, at: string): Promise<void> {
+/** Bytes of the regular files a deletion removed (quota bookkeeping). */
+interface Freed {
+  bytes: number;
+}
+
+export async function removeEntry(parent: Dir, name: string, at: string, freed?: Freed): Promise<void> {
   const st = await parent.lstat(name).catch((e: unknown) => classify(e, at));
-  if (!st.isDirectory()) return unlinkIgnoringGone(parent.at(name), at);
-  return removeTree(parent, name, at);
+  if (!st.isDirectory()) {
+    if (freed && st.isFile()) freed.bytes += st.size;
+    return unlinkIgnoringGone(parent.at(name), at);
+  }
+  return removeTree(parent, name, at, freed);
 }
 
 /**
  * Deletes what the path names: a file or symlink is unlinked (a symlink itself, never its
  * target), a directory is removed without following any symlink inside it. An empty
  * `segments` removes the whole session directory (`root` itself must not be a link).
+ * Returns the bytes of the regular files removed (for the session quota).
  */
-export async function removePath(root: string, segments: readonly string[]): Promise<void> {
+export async function removePath(root: string, segments: readonly string[]): Promise<number> {
+  const freed: Freed = { bytes: 0 };
   if (segments.length === 0) {
     const slash = root.lastIndexOf("/");
     const parent = await Dir.open(root.slice(0, slash) || "/");
     try {
-      await removeEntry(parent, root.slice(slash + 1), "/");
+      await removeEntry(parent, root.slice(slash + 1), "/", freed);
     } finally {
       await parent.close();
     }
-    return;
+    return freed.bytes;
   }
   const { dir, name } = await openParent(root, segments);
   try {
-    await removeEntry(dir, name!, `/${segments.join("/")}`);
+    await removeEntry(dir, name!, `/${segments.join("/")}`, freed);
   } finally {
     await dir.close();
   }
+  return freed.bytes;
 }
 
 export interface WalkResult {

@@ -209,11 +209,11 @@ async function del(c: Context<AppEnv>, id: string): Promise<Response> {
   const job = await jobWithSession(c, id);
   const p = sessionPath(c, id);
   const root = services.control.sessionDir(job.id);
-  const size = p.segments.length > 0 ? await currentSize(root, p.segments) : 0;
-  await removePath(root, p.segments).catch((e: unknown) => fsError(e, "delete"));
+  // A file or a whole subtree gives back what it held; the session root gives back the job's usage.
+  const removed = await removePath(root, p.segments).catch((e: unknown) => fsError(e, "delete"));
   await uploadTracker(c).forget(job.id, p.normalized);
   const bytes = sessionBytes(c);
-  const freed = p.segments.length === 0 ? (await bytes.usage(job.owner, job.id)).job : size;
+  const freed = p.segments.length === 0 ? (await bytes.usage(job.owner, job.id)).job : removed;
   await bytes.release(job.owner, job.id, freed);
   return c.body(null, 202);
 }
