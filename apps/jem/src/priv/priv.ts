@@ -226,8 +226,6 @@ export class Privileged {
    * link followed, bounded sizes. True when the batch job has finished (lrms_done present).
    */
   async collect(jobId: string): Promise<boolean> {
-    // Collected once: the poller and the state handlers all ask; the copy is final once lrms_done is.
-    if ((await this.control.read(jobId, "lrms_done")) !== undefined) return true;
     const dir = this.batchDir(jobId);
     const done = await readSmall(join(dir, "lrms_done"), SMALL);
     if (done === undefined) return false;
