@@ -1,4 +1,5 @@
-import { accessSync, constants } from "node:fs";
+import { accessSync, chmodSync, constants, cpSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import type { Logger } from "pino";
@@ -13,13 +14,27 @@ export { TokenBucket } from "./rate-limit.js";
 export const SHIPPED_SCRIPTS_DIR = resolve(import.meta.dirname, "../../backends");
 
 /**
+ * With mapping on, submit/cancel run as the job's account, which must be able to reach the
+ * scripts: a checkout or install path under a private directory (mode 0700 anywhere above it) is
+ * not. The scripts are then run from a root-owned copy in a fresh, world-traversable directory
+ * (mkdtemp: a name nobody can pre-create); jobs can read but not change it.
+ */
+function runnableScriptsDir(config: CompiledConfig): string {
+  if (!config.mapping) return config.lrms.scriptsDir;
+  const copy = mkdtempSync(join(tmpdir(), "ce-backends-"));
+  cpSync(config.lrms.scriptsDir, copy, { recursive: true });
+  chmodSync(copy, 0o755);
+  return copy;
+}
+
+/**
  * The configured back end: `<lrms.scriptsDir>/<lrms.backend>/{submit,cancel,poll}`. Any directory
  * with those three executables is a back end. The job wrapper comes from `<scriptsDir>/common`
  * when present there, else from the shipped one. Fails at boot when a script is missing.
  */
 export function createBackend(config: CompiledConfig, log: Logger): Backend {
   const name = config.lrms.backend;
-  const dir = join(config.lrms.scriptsDir, name);
+  const dir = join(runnableScriptsDir(config), name);
   for (const op of ["submit", "cancel", "poll"]) {
     try {
       accessSync(join(dir, op), constants.X_OK);
