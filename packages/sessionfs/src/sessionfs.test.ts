@@ -1,6 +1,6 @@
 import { closeSync, constants, existsSync, mkdirSync, openSync, symlinkSync } from "node:fs";
 import { link, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, unlink, writeFile } from "node:fs/promises";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -238,7 +238,11 @@ describe("walking and deleting", () => {
 
 describe("files the job made inaccessible", () => {
   // Root reads everything, so the refusal is shown from an unprivileged process (setpriv).
-  const runAsNobody = process.getuid?.() === 0 && existsSync("/usr/bin/setpriv");
+  // ...and only where that user can read this checkout (not under a private 0700 directory).
+  const asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+  const runAsNobody =
+    process.getuid?.() === 0 && existsSync("/usr/bin/setpriv") &&
+    spawnSync("setpriv", [...asNobody, "test", "-r", join(import.meta.dirname, "index.ts")]).status === 0;
   it.skipIf(!runAsNobody)("EACCES is a named `denied` refusal, not an exception", async () => {
     const d = await mkdtemp(join(tmpdir(), "sfs-denied-"));
     try {
