@@ -56,7 +56,7 @@ describe("kill / clean / restart", () => {
     const rec = JobStore.newRecord({ id: done, owner: t.pki.dn.alice, queue: "main", backend: "fork", language: "nordugrid:xrsl", delegations: [], rerun: 0, lifetime: 60 });
     await s.jobs.create([{ ...rec }], 1e6);
     const cur = (await s.jobs.get(done))!;
-    await s.jobs.update(cur, { state: "FINISHED", outcome: "success" });
+    await s.jobs.update({ ...cur, state: "FINISHING" }, { state: "FINISHED", outcome: "success" });
     const before = await s.queues.commands.getJobCounts("waiting");
     const r = await bulk("1.0", "kill", xmlIds([mine[0]!, done, bobs]), { accept: "text/xml" });
     expect(r.status).toBe(201);
@@ -81,7 +81,7 @@ describe("kill / clean / restart", () => {
     const notFailed = await bulk("1.0", "restart", xmlIds([mine[1]!]));
     expect(notFailed.json().job[0]).toMatchObject({ "status-code": "409", reason: "Job has not failed" });
     const cur = (await s.jobs.get(mine[1]!))!;
-    await s.jobs.update(cur, { state: "FINISHED", outcome: "failed", failedState: "INLRMS" });
+    await s.jobs.update({ ...cur, state: "FINISHING" }, { state: "FINISHED", outcome: "failed", failedState: "INLRMS" });
     const ok = await bulk("1.0", "restart", xmlIds([mine[1]!]));
     expect(ok.json().job[0]).toMatchObject({ "status-code": "202", reason: "Queued for restarting" });
     const again = (await s.jobs.get(mine[1]!))!;

@@ -5,6 +5,7 @@ import { sweepDelegations } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { jobLog } from "./context.js";
 import { removeSessionDir } from "./files.js";
+import { sweepLostRecords } from "./lost-records.js";
 import { transition } from "./states/transition.js";
 
 /** Control files that outlive the session dir in WIPED (A-REX job_clean_deleted keeps these). */
@@ -28,9 +29,25 @@ export async function expiryPass(ctx: JemContext, now = Date.now()): Promise<num
   }
   await sweepDelegationsOnce(ctx, now);
   await sweepOrphans(ctx, now);
+  await sweepLostRecordsWhenDue(ctx, now);
   // Pool leases of identities whose jobs are all gone (paths that did not release them).
   await sweepLeases(ctx.redis, ctx.config.redis.prefix, ctx.config.mapping).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease sweep failed"));
   return handled;
+}
+
+let lastLostSweep = 0;
+
+/** The lost-record walk is O(jobs on disk): at most once per `jem.lostRecordSweepSeconds` per JEM. */
+async function sweepLostRecordsWhenDue(ctx: JemContext, now: number): Promise<void> {
+  const every = ctx.config.jem.lostRecordSweepSeconds * 1000;
+  if (every === 0 || now - lastLostSweep < every) return;
+  lastLostSweep = now;
+  const t0 = Date.now();
+  const removed = await sweepLostRecords(ctx, now).catch((e: unknown) => {
+    ctx.log.warn({ err: e }, "lost-record sweep failed");
+    return 0;
+  });
+  ctx.log.info({ removed, ms: Date.now() - t0 }, "lost-record sweep done");
 }
 
 /** A submission this old without its record died between writing files and the commit. */

@@ -64,7 +64,7 @@ describe("kill", () => {
     const id = await submitTestJob(env, shellJob("sleep 30"), {}, { notify: false });
     // Put the job into SUBMIT by hand, then kill before the JEM sees it.
     const r = (await env.jobs.get(id))!;
-    expect(await env.jobs.update(r, { state: "SUBMIT" })).toBeTruthy();
+    expect(await env.jobs.update({ ...r, state: "PREPARING" }, { state: "SUBMIT" })).toBeTruthy();
     await sendCommand(env, "kill", id);
     await waitFor("kill flag", async () => (await env.jobs.get(id))?.killRequested);
     await enqueueAdvance(env.advance, id, "test");

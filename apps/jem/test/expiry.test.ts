@@ -71,3 +71,63 @@ describe("orphaned submissions", () => {
     expect((await waitForRest(env, live, ["FINISHED", "FAILED"]))?.rest).toBe("FINISHED");
   });
 });
+
+describe("lost records", () => {
+  it("files of an id without a record are removed once old; live, recent and creating ids are kept", async () => {
+    const { randomUUID } = await import("node:crypto");
+    const { utimes, writeFile } = await import("node:fs/promises");
+    const { sweepLostRecords, LOST_AFTER_MS } = await import("../src/lost-records.js");
+    const old = new Date(Date.now() - LOST_AFTER_MS - 60_000);
+    const age = async (id: string) => {
+      await utimes(env.control.jobDir(id), old, old);
+      await utimes(env.control.sessionDir(id), old, old);
+    };
+    // The record vanished (Redis restored from an older AOF): control + session with user data.
+    const lost = randomUUID();
+    await env.control.createJobDirs(lost);
+    await env.control.write(lost, "description", "&(executable=/bin/true)");
+    await writeFile(`${env.control.sessionDir(lost)}/data.bin`, "user data");
+    await age(lost);
+    // Only a session dir is left (removal crashed after the control dir went).
+    const sessionOnly = randomUUID();
+    await env.control.createJobDirs(sessionOnly);
+    const { rm } = await import("node:fs/promises");
+    await rm(env.control.jobDir(sessionOnly), { recursive: true });
+    await age(sessionOnly).catch(() => undefined);
+    await utimes(env.control.sessionDir(sessionOnly), old, old);
+    // A live job with old files, a recent lost one, and an old one still marked creating.
+    const live = await submitTestJob(env, shellJob("true"));
+    expect((await waitForRest(env, live, ["FINISHED", "FAILED"]))?.rest).toBe("FINISHED");
+    await age(live);
+    const recent = randomUUID();
+    await env.control.createJobDirs(recent);
+    const creating = randomUUID();
+    await env.control.createJobDirs(creating);
+    await age(creating);
+    await env.jobs.markCreating([creating]);
+
+    expect(await sweepLostRecords(jem.ctx)).toBe(2);
+    for (const id of [lost, sessionOnly]) {
+      expect(existsSync(env.control.jobDir(id))).toBe(false);
+      expect(existsSync(env.control.sessionDir(id))).toBe(false);
+    }
+    for (const id of [live, recent, creating]) expect(existsSync(env.control.jobDir(id))).toBe(true);
+    await env.jobs.doneCreating([creating]);
+    await env.control.removeAll(creating);
+  });
+
+  it("a Redis error stops the sweep before anything is removed", async () => {
+    const { randomUUID } = await import("node:crypto");
+    const { utimes } = await import("node:fs/promises");
+    const { sweepLostRecords, LOST_AFTER_MS } = await import("../src/lost-records.js");
+    const lost = randomUUID();
+    await env.control.createJobDirs(lost);
+    const old = new Date(Date.now() - LOST_AFTER_MS - 60_000);
+    await utimes(env.control.jobDir(lost), old, old);
+    await utimes(env.control.sessionDir(lost), old, old);
+    const broken = { ...jem.ctx, jobs: Object.assign(Object.create(Object.getPrototypeOf(jem.ctx.jobs) as object), jem.ctx.jobs, { existing: () => Promise.reject(new Error("connection lost")) }) };
+    await expect(sweepLostRecords(broken)).rejects.toThrow("connection lost");
+    expect(existsSync(env.control.jobDir(lost))).toBe(true);
+    expect(await sweepLostRecords(jem.ctx)).toBe(1);
+  });
+});

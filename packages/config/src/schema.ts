@@ -34,6 +34,9 @@ const tokenIssuerSchema = z.object({
   caFile: z.string().optional(),
 });
 
+/** `host:port` of a Sentinel or Cluster node. */
+const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$|^\[[0-9A-Fa-f:.]+\]:\d{1,5}$/, "host:port");
+
 const redisUserSchema = (name: string) =>
   z
     .object({
@@ -67,8 +70,31 @@ export const configSchema = z.object({
 
   redis: z
     .object({
-      /** Host and port. A password in the URL still works but is discouraged: use `users.*.passwordFile`. */
+      /**
+       * How the CE reaches Redis (one connection factory for both apps and ceadm: @ce/store
+       * `connectRedis`). `standalone`: `url`. `sentinel`: ask `sentinel.nodes` for the primary of
+       * `sentinel.masterName` and follow failovers. `cluster`: Redis Cluster from `cluster.nodes`
+       * (every CE key is in the `prefix` hash slot: Cluster gives failover, not sharding).
+       */
+      mode: z.enum(["standalone", "sentinel", "cluster"]).default("standalone"),
+      /** Host and port (`standalone`). A password in the URL still works but is discouraged: use `users.*.passwordFile`. */
       url: z.string().default("redis://127.0.0.1:6379"),
+      sentinel: z
+        .object({
+          /** Sentinels, `host:port` (three or more on separate hosts for a quorum). */
+          nodes: z.array(hostPort).default([]),
+          /** Name of the monitored primary (`sentinel monitor <name> ...`). */
+          masterName: z.string().default("ce"),
+          /** Sentinels' own `requirepass`: absolute path of a file, mode 0600; absent: the sentinels take no password. */
+          passwordFile: z.string().optional(),
+        })
+        .default({}),
+      cluster: z
+        .object({
+          /** Seed nodes, `host:port`; the rest of the cluster is discovered from them. */
+          nodes: z.array(hostPort).default([]),
+        })
+        .default({}),
       /** Key prefix; the `{...}` hash tag keeps every key in one slot so Lua scripts work on Redis Cluster. */
       prefix: z.string().regex(/^\{[A-Za-z0-9_.-]+\}$/, "prefix must be a Redis hash tag such as {ce}").default("{ce}"),
       /** `embedded`: `pnpm start` starts a local redis-server (ACL users, passwords in <stateDir>/secrets) under <stateDir>/redis. */
@@ -298,6 +324,11 @@ export const configSchema = z.object({
       scanIntervalMs: z.number().int().positive().default(5_000),
       /** How often expiry (WIPED, record removal) is checked. */
       expiryIntervalMs: z.number().int().positive().default(60_000),
+      /**
+       * How often the control and session directories are walked for files of jobs without a
+       * record (lost records). The walk is O(jobs on disk), so it runs rarely; 0 turns it off.
+       */
+      lostRecordSweepSeconds: z.number().int().min(0).default(3_600),
     })
     .default({}),
 

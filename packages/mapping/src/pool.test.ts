@@ -101,7 +101,7 @@ describe("pool leases", () => {
     expect(await p.release(owner, 0)).toEqual({ kept: "jobs" });
 
     // j1 wiped (FINISHED → DELETED = REST WIPED), j2 still there.
-    const f1 = await store.update(j1, { state: "FINISHED", outcome: "success" });
+    const f1 = await store.update({ ...j1, state: "FINISHING" }, { state: "FINISHED", outcome: "success" });
     await store.update(f1!, { state: "DELETED" });
     await onJobWiped(redis, pfx, owner, { leaseGraceSeconds: 0 } as never);
     expect(await p.holder("g01")).toBe(owner);

@@ -26,7 +26,7 @@ afterAll(async () => {
 async function job(id: string, state?: "FINISHED"): Promise<void> {
   const rec = JobStore.newRecord({ id, owner: "o", queue: "main", backend: "fork", language: "emies:adl", delegations: [], rerun: 1, lifetime: 60 });
   await jobs.create([rec], 1e6);
-  if (state) await jobs.update((await jobs.get(id))!, { state, outcome: "failed", failedState: "INLRMS" });
+  if (state) await jobs.update({ ...(await jobs.get(id))!, state: "FINISHING" }, { state, outcome: "failed", failedState: "INLRMS" });
 }
 
 describe("requestCommands", () => {

@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { appendFile, chmod, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { appendFile, chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
@@ -120,6 +120,29 @@ export class ControlDir {
   async removeAll(id: string): Promise<void> {
     await this.removeSession(id);
     await rm(this.jobDir(id), { recursive: true, force: true });
+  }
+
+  /**
+   * Every job id that has a control dir or a session dir, with the newest mtime of the two
+   * (ms). For the lost-record sweep: one pass over the fan-out, O(jobs) but run rarely. Names
+   * that are not job ids are not ours and are skipped.
+   */
+  async *listJobIds(): AsyncGenerator<{ id: string; mtimeMs: number }> {
+    const seen = new Set<string>();
+    const mtime = async (p: string) => (await stat(p).catch(() => undefined))?.mtimeMs ?? 0;
+    const jobs = join(this.root, "jobs");
+    for (const a of await readdir(jobs).catch(() => [] as string[])) {
+      for (const b of await readdir(join(jobs, a)).catch(() => [] as string[])) {
+        for (const id of await readdir(join(jobs, a, b)).catch(() => [] as string[])) {
+          if (!JOB_ID_RE.test(id) || id.slice(0, 2) !== a || id.slice(2, 4) !== b) continue;
+          seen.add(id);
+          yield { id, mtimeMs: Math.max(await mtime(join(jobs, a, b, id)), await mtime(this.sessionDir(id))) };
+        }
+      }
+    }
+    for (const id of await readdir(this.sessionRoot).catch(() => [] as string[])) {
+      if (JOB_ID_RE.test(id) && !seen.has(id)) yield { id, mtimeMs: await mtime(this.sessionDir(id)) };
+    }
   }
 
   /** Opens a control file for reading without following a symlink (the job can't plant one here, but be safe). */

@@ -85,9 +85,9 @@ describe("update (lua/update.lua)", () => {
     const moved = await jobs.update(r, { state: "PREPARING" }, { state: "ACCEPTED" });
     expect(moved?.state).toBe("PREPARING");
     // A second worker still holding the ACCEPTED copy loses the race.
-    expect(await jobs.update(r, { state: "SUBMIT" }, { state: "ACCEPTED" })).toBeUndefined();
+    expect(await jobs.update(r, { state: "FINISHING" }, { state: "ACCEPTED" })).toBeUndefined();
     expect(await jobs.get(r.id)).toMatchObject({ state: "PREPARING", rest: "PREPARING" });
-    expect(await redis.sismember(keys.internal("SUBMIT"), r.id)).toBe(0);
+    expect(await redis.sismember(keys.internal("FINISHING"), r.id)).toBe(0);
   });
 
   it("answers undefined for a job that is gone, without re-creating it", async () => {
@@ -100,7 +100,7 @@ describe("update (lua/update.lua)", () => {
     const r = rec();
     await jobs.create([{ ...r, failure: "old" }], 10);
     const ok = ownerKey("alice");
-    const next = await jobs.update({ ...r, failure: "old" }, { state: "INLRMS", pending: false, lrms: "RUNNING", failure: undefined });
+    const next = await jobs.update({ ...r, failure: "old", state: "SUBMIT" }, { state: "INLRMS", pending: false, lrms: "RUNNING", failure: undefined });
     expect(next?.rest).toBe("RUNNING");
     expect(await mentions(r.id)).toEqual([keys.all(), keys.internal("INLRMS"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "RUNNING"), keys.rest("RUNNING")].sort());
     expect(await redis.hexists(keys.job(r.id), "failure")).toBe(0);
@@ -118,7 +118,7 @@ describe("update (lua/update.lua)", () => {
     const bytes = new SessionBytes(redis, prefix, { perJob: 1000, perOwner: 1000 });
     expect(await bytes.reserve("alice", r.id, 400)).toBeUndefined();
     await new UploadRanges(redis, prefix, { maxRanges: 8, maxFiles: 8, ttlMs: 60_000 }).add(r.id, "/f", 0, 1, 10);
-    await jobs.update(r, { state: "DELETED" });
+    await jobs.update({ ...r, state: "FINISHED" }, { state: "DELETED" });
     expect(await bytes.usage("alice", r.id)).toEqual({ job: 0, owner: 0 });
     expect(await redis.exists(keys.uploads(r.id))).toBe(0);
     expect(await jobs.heldBy("alice")).toBe(0);
@@ -135,7 +135,7 @@ describe("remove (lua/remove.lua)", () => {
     await bytes.reserve("alice", other.id, 5);
     await new UploadRanges(redis, prefix, { maxRanges: 8, maxFiles: 8, ttlMs: 60_000 }).add(r.id, "/f", 0, 1, 10);
     await jobs.scheduleExpiry(r.id, Date.now());
-    const moved = await jobs.update(r, { state: "FINISHED", outcome: "failed" });
+    const moved = await jobs.update({ ...r, state: "FINISHING" }, { state: "FINISHED", outcome: "failed" });
     expect(moved?.rest).toBe("FAILED");
     expect((await mentions(r.id)).length).toBeGreaterThan(8);
 
@@ -145,5 +145,22 @@ describe("remove (lua/remove.lua)", () => {
     expect(await redis.smembers(keys.delegJobs("d1"))).toEqual([other.id]);
     expect(await jobs.get(other.id)).toMatchObject({ id: other.id, state: "ACCEPTED" });
     expect(await jobs.remove(r.id)).toBe(false);
+  });
+});
+
+describe("update refuses moves outside the table (packages/model ALLOWED_MOVES)", () => {
+  it("ACCEPTED → INLRMS is refused before any write; allowed moves, parking and unparking pass", async () => {
+    const job = rec();
+    await jobs.create([job], 100);
+    await expect(jobs.update(job, { state: "INLRMS" })).rejects.toMatchObject({ code: "ILLEGAL_STATE_MOVE" });
+    expect((await jobs.get(job.id))?.state).toBe("ACCEPTED");
+    const parked = await jobs.update(job, { pending: true });
+    expect(parked?.pending).toBe(true);
+    const unparked = await jobs.update(parked!, { pending: false });
+    const prep = await jobs.update(unparked!, { state: "PREPARING" });
+    expect(prep?.state).toBe("PREPARING");
+    // A restart may only enter PENDING: FINISHED → ACCEPTED (not pending) is refused.
+    const fin = { ...prep!, state: "FINISHED" as const };
+    await expect(jobs.update(fin, { state: "ACCEPTED", pending: false })).rejects.toMatchObject({ code: "ILLEGAL_STATE_MOVE" });
   });
 });

@@ -9,6 +9,8 @@ import {
   type LocalUser,
   isInternalState,
   isRestState,
+  canMove,
+  IllegalMoveError,
 } from "@ce/model";
 import { Keys, ownerKey } from "./keys.js";
 import { runScript } from "./scripts.js";
@@ -191,6 +193,23 @@ export class JobStore {
     return decodeRecord(await this.redis.hgetall(this.keys.job(id)));
   }
 
+  /**
+   * The ids of `ids` that have a record, in one round trip. Throws on any Redis error (never
+   * "missing" on doubt): the lost-record sweep deletes files of ids this does not return.
+   */
+  async existing(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const pipe = this.redis.pipeline();
+    for (const id of ids) pipe.exists(this.keys.job(id));
+    pipe.zmscore(this.keys.creating(), ...ids);
+    const res = (await pipe.exec()) ?? [];
+    if (res.length !== ids.length + 1) throw new Error("existence check: incomplete pipeline reply");
+    for (const [err] of res) if (err) throw err;
+    const creating = res[ids.length]![1] as (string | null)[];
+    // A job being created right now has its mark but no record yet: it counts as existing.
+    return new Set(ids.filter((id, i) => res[i]![1] === 1 || creating[i] !== null));
+  }
+
   /** One round trip for any number of ids; missing ids give `undefined` in their position. */
   async getMany(ids: readonly string[]): Promise<(JobRecord | undefined)[]> {
     if (ids.length === 0) return [];
@@ -229,6 +248,12 @@ export class JobStore {
     // The mapping is decided once (at submission): nothing may change it afterwards.
     if ("localUser" in change) throw new Error(`job ${current.id}: localUser never changes`);
     if ("fqans" in change) throw new Error(`job ${current.id}: fqans never change`);
+    // Every state move, whoever makes it, must be in the one table (packages/model transitions.ts).
+    const to = change.state ?? current.state;
+    const pending = change.pending ?? current.pending;
+    if ((to !== current.state || (pending && !current.pending)) && !canMove(current.state, to, pending)) {
+      throw new IllegalMoveError(current.id, current.state, to, pending);
+    }
     const next = { ...current, ...change, updated: Date.now() } as JobRecord;
     if (change.state && change.state !== current.state) next.stateSince = next.updated;
     next.rest = toRestState(next);
