@@ -37,6 +37,8 @@ export interface Services {
   mapper?: Mapper | undefined;
   /** Prometheus metrics (absent in unit harnesses that do not need them). */
   metrics?: CeMetrics | undefined;
+  /** Closes `redis` and BullMQ's shared client (connectRedis); absent in harnesses, where `redis.quit()` is enough. */
+  closeRedis?: (() => Promise<void>) | undefined;
 }
 
 export type ApiVersion = "1.0" | "1.1";

@@ -4,10 +4,9 @@ import { createServer as createHttpServer, type Server as HttpServer } from "nod
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { redisAuth, type CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, bullConnection, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
+import type { CompiledConfig } from "@ce/config";
+import { ControlDir, DelegationStore, JobStore, connectRedis, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
@@ -69,8 +68,9 @@ export function loadSecretBox(config: CompiledConfig, log: Logger): SecretBox {
 
 export async function createServices(config: CompiledConfig, logger: Logger): Promise<Services> {
   // ACL user `gateway`; the password file is read here, at boot (refused when group/other-readable).
-  const auth = redisAuth(config.redis, "gateway");
-  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false, ...auth });
+  // Standalone, Sentinel or Cluster as `redis.mode` says.
+  const clients = connectRedis(config.redis, "gateway");
+  const redis = clients.redis;
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
   const prefix = config.redis.prefix;
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
@@ -89,7 +89,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   const onWarning = (warning: string) => logger.warn({ warning }, "identity mapping");
   const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch((e: unknown) => { redis.disconnect(); throw e; }) : undefined;
   if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
-  const connection = bullConnection(config.redis.url, auth);
+  const connection = clients.bull;
   const queues = { commands: openQueue("commands", connection, prefix), advance: openQueue("advance", connection, prefix) };
   return {
     config,
@@ -104,6 +104,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     logger,
     mapper,
     metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands, queues.advance] }),
+    closeRedis: clients.close,
   };
 }
 
@@ -189,7 +190,7 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
       await Promise.race([Promise.allSettled(queues.map((q) => q.waitUntilReady())), new Promise((r) => setTimeout(r, 2_000).unref())]);
       await Promise.allSettled(queues.map((q) => q.close()));
       await services.keyPool.close();
-      await services.redis.quit().catch(() => undefined);
+      await (services.closeRedis ?? (() => services.redis.quit()))().catch(() => undefined);
       logger.info("gateway stopped");
     })());
   return { url, port, services, server, close };

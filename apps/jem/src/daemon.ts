@@ -1,10 +1,9 @@
 import { createLogger, type CeMetrics } from "@ce/ops";
 import { instrumentBackend } from "./lrms/instrumented.js";
 import { Worker, type Job } from "bullmq";
-import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { redisAuth, type CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, Keys, bullConnection, openQueue, type QueueCatalog } from "@ce/store";
+import type { CompiledConfig } from "@ce/config";
+import { ControlDir, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
 import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
@@ -53,11 +52,12 @@ export interface Jem {
 export async function startJem(config: CompiledConfig, opts: JemOptions = {}): Promise<Jem> {
   const log = opts.logger ?? createLogger("jem", config.logging.level, { pid: process.pid });
   const prefix = config.redis.prefix;
-  // ACL user `jem`; the password file is read at boot (refused when group/other-readable).
-  const auth = redisAuth(config.redis, "jem");
-  const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null, ...auth });
+  // ACL user `jem` (password file read at boot, refused when group/other-readable); standalone,
+  // Sentinel or Cluster as `redis.mode` says.
+  const clients = connectRedis(config.redis, "jem");
+  const redis = clients.redis;
   // Connected before SUBSCRIBE: ioredis' ready check (INFO) must not run in subscriber mode.
-  const sub = redis.duplicate({ lazyConnect: true, enableReadyCheck: false });
+  const sub = clients.subscriber();
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
   // Mapping on: the privileged component runs every job as its mapped account (refuses to boot unless root).
@@ -73,7 +73,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const backends = new Map<string, Backend>();
   for (const b of opts.backends ?? [createBackend(config, log)]) backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
 
-  const connection = bullConnection(config.redis.url, auth);
+  const connection = clients.bull;
   const abortChannel = new Keys(prefix).abortChannel();
 
   const ctx: JemContext = {
@@ -142,7 +142,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
         await sub.unsubscribe().catch(() => undefined);
         sub.disconnect();
-        await redis.quit().catch(() => undefined);
+        await clients.close();
         log.info("JEM stopped");
       })();
       return stopping;

@@ -1,5 +1,5 @@
-import { Redis } from "ioredis";
-import { loadConfig, redisAuth } from "@ce/config";
+import { loadConfig } from "@ce/config";
+import { connectRedis } from "@ce/store";
 import { createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
 
@@ -15,9 +15,10 @@ if (process.argv.includes("--check-config")) {
   process.exit(0);
 }
 const log = createLogger("jem", config.logging.level, { pid: process.pid });
-const redisAuthJem = redisAuth(config.redis, "jem");
-const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null, ...redisAuthJem });
-const queues = openQueues(config, undefined, redisAuthJem);
+// The admin listener's and metrics' own connection (the daemon opens its own in startJem).
+const clients = connectRedis(config.redis, "jem");
+const redis = clients.redis;
+const queues = openQueues(config, undefined, clients.bull);
 const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
 const jem = await startJem(config, { logger: log, metrics });
 const admin = config.admin.enabled
@@ -33,7 +34,7 @@ for (const sig of ["SIGTERM", "SIGINT"] as const) {
     if (++signals > 1) process.exit(1); // a second signal: stop waiting
     log.info({ signal: sig }, "shutting down");
     Promise.all([admin?.close(), jem.stop()])
-      .then(() => Promise.all([...queues.map((q) => q.close()), redis.quit()]))
+      .then(() => Promise.all([...queues.map((q) => q.close())]).then(() => clients.close()))
       .then(
         () => process.exit(0),
         (e: unknown) => {

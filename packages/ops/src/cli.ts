@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
-import { Redis } from "ioredis";
-import { ConfigError, loadConfig, redactRedisUrl, redisAuth } from "@ce/config";
+import { ConfigError, loadConfig } from "@ce/config";
+import { connectRedis, describeRedis } from "@ce/store";
 import type { LocalUser } from "@ce/model";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 
@@ -53,8 +53,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   const config = loadConfig(values.config ? { file: values.config } : {});
   // Fail fast instead of retrying forever when Redis is down.
   // ceadm logs in as the JEM's ACL user (an operator on the JEM's host can read its password file).
-  const auth = redisAuth(config.redis, "jem");
-  const redis = new Redis(config.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, retryStrategy: () => null, ...auth });
+  const clients = connectRedis(config.redis, "ceadm");
+  const redis = clients.redis;
   let lastError: Error | undefined;
   redis.on("error", (e: Error) => (lastError = e)); // reported below instead of as an unhandled event
 
@@ -62,9 +62,9 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   const needsQueues = cmd === "queues" || (cmd === "jobs" && (sub === "kill" || sub === "clean"));
   try {
     await redis.connect().catch((e: Error) => {
-      throw new Error(`cannot reach Redis at ${redactRedisUrl(config.redis.url)}: ${(lastError ?? e).message}`);
+      throw new Error(`cannot reach Redis (${describeRedis(config.redis)}): ${(lastError ?? e).message}`);
     });
-    if (needsQueues) queues = openQueues(config, undefined, auth);
+    if (needsQueues) queues = openQueues(config, undefined, clients.bull);
     const ops = new AdminOps(redis, config.redis.prefix, queues);
     const print = (json: unknown, human: () => string) => out(values.json ? JSON.stringify(json, null, 2) : human());
 
@@ -113,7 +113,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     }
   } finally {
     await Promise.all(queues.map((q) => q.close()));
-    redis.disconnect();
+    await clients.close();
   }
 }
 

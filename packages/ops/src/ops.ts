@@ -1,6 +1,6 @@
-import { Queue } from "bullmq";
+import { Queue, type ConnectionOptions } from "bullmq";
 import type { Redis } from "ioredis";
-import type { CompiledConfig, RedisAuth } from "@ce/config";
+import type { CompiledConfig } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
 import { bullConnection, CeFlags, requestCommands, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
 
@@ -40,10 +40,9 @@ export class OpsError extends Error {
 export function openQueues(
   config: { redis: Pick<CompiledConfig["redis"], "url" | "prefix"> },
   names: readonly QueueName[] = QUEUE_NAMES,
-  /** The process's ACL credentials (`redisAuth(config.redis, role)`). */
-  auth: RedisAuth = {},
+  /** The process's BullMQ connection (`connectRedis(config.redis, role).bull`); default: `redis.url` without ACL user. */
+  connection: ConnectionOptions = bullConnection(config.redis.url),
 ): Queue[] {
-  const connection = bullConnection(config.redis.url, auth);
   return names.map((name) => openQueue(name, connection, config.redis.prefix) as Queue);
 }
 

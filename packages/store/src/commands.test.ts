@@ -2,7 +2,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { requestCommands } from "./commands.js";
 import { JobStore } from "./jobs.js";
-import { bullConnection, openQueue, type Queues } from "./queues.js";
+import { bullConnection } from "./connection.js";
+import { openQueue, type Queues } from "./queues.js";
 
 // lua/request.lua and requestCommands against a real Redis: the record first, then the doorbell.
 const prefix = `{commands-test-${process.pid}}`;

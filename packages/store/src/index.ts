@@ -14,3 +14,4 @@ export * from "./flags.js";
 export * from "./locks.js";
 export * from "./ratelimit.js";
 export * from "./scripts.js";
+export * from "./connection.js";

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { bullConnection, enqueueAdvance, enqueueAdvanceAt, enqueueAdvances, enqueueCommands, openQueue, type Queues } from "./queues.js";
+import { bullConnection } from "./connection.js";
+import { enqueueAdvance, enqueueAdvanceAt, enqueueAdvances, enqueueCommands, openQueue, type Queues } from "./queues.js";
 
 // The producers' id rules against a real Redis, each queue under a prefix of its own.
 const prefix = `{queues-test-${process.pid}}`;

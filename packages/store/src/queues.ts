@@ -100,21 +100,3 @@ export async function enqueueCommands(queue: Queue<QueueCatalog["commands"]>, cm
 export async function enqueueStaging(queue: Queue<QueueCatalog["staging"]>, jobId: string, direction: "in" | "out", requestId?: string): Promise<void> {
   await queue.add("staging", requestId ? { jobId, direction, requestId } : { jobId, direction }, { ...QUEUE_DEFAULTS.staging, deduplication: { id: `${direction}-${jobId}` } });
 }
-
-/**
- * BullMQ connection options from the Redis URL plus the process's ACL credentials (`redisAuth` of
- * @ce/config), which take precedence over any userinfo in the URL.
- */
-export function bullConnection(url: string, auth: { username?: string; password?: string } = {}): ConnectionOptions {
-  const u = new URL(url);
-  const username = auth.username ?? (u.username ? decodeURIComponent(u.username) : undefined);
-  const password = auth.password ?? (u.password ? decodeURIComponent(u.password) : undefined);
-  return {
-    host: u.hostname,
-    port: Number(u.port || 6379),
-    ...(password ? { password } : {}),
-    ...(username ? { username } : {}),
-    ...(u.pathname.length > 1 ? { db: Number(u.pathname.slice(1)) } : {}),
-    maxRetriesPerRequest: null,
-  };
-}

@@ -1,0 +1,146 @@
+import type { ConnectionOptions } from "bullmq";
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions, type SentinelAddress } from "ioredis";
+import { readPasswordFile, redactRedisUrl, redisAuth, type CompiledConfig, type RedisAuth, type RedisRole } from "@ce/config";
+
+/**
+ * THE way a CE process connects to Redis (gateways, JEM, ceadm): standalone, Sentinel or Cluster
+ * from `config.redis.mode`, logged in as the role's ACL user. It returns the store's command
+ * connection and what BullMQ takes for its queues and workers, built from the same settings.
+ */
+export type RedisConfig = Pick<CompiledConfig["redis"], "mode" | "url" | "sentinel" | "cluster" | "users">;
+/** `ceadm` logs in as the JEM's ACL user but fails fast instead of waiting for Redis. */
+export type RedisClientRole = RedisRole | "ceadm";
+
+const ACL_USER: Record<RedisClientRole, RedisRole> = { gateway: "gateway", jem: "jem", ceadm: "jem" };
+
+/** Per-role client behaviour, the same in every mode. */
+const ROLE_OPTIONS: Record<RedisClientRole, RedisOptions> = {
+  // A request gives up after two reconnect attempts (the caller answers 503) instead of hanging;
+  // auto-pipelining batches the many small reads of one request.
+  gateway: { maxRetriesPerRequest: 2, enableAutoPipelining: true },
+  // The daemon waits for Redis: commands queue while the connection is re-established.
+  jem: { maxRetriesPerRequest: null },
+  // A one-shot command: one try, no reconnect loop; connect() is explicit so its error can be reported.
+  ceadm: { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, retryStrategy: () => null },
+};
+
+export interface RedisClients {
+  /**
+   * The command connection (JobStore, locks, quotas, ...). In cluster mode this is an ioredis
+   * `Cluster`, typed as `Redis`: the command API is the same and every CE key lives in the one
+   * `{prefix}` slot; use `subscriber()` rather than `duplicate()` (different signatures).
+   */
+  redis: Redis;
+  /** What `openQueue` and BullMQ workers take (options in standalone/Sentinel mode, a shared Cluster client in cluster mode). */
+  bull: ConnectionOptions;
+  /** A new, not yet connected connection for SUBSCRIBE (no ready check: INFO is refused in subscriber mode). */
+  subscriber(): Redis;
+  /** Quits `redis` and the shared BullMQ client; call after the queues and workers are closed. */
+  close(): Promise<void>;
+}
+
+const hostPort = (s: string): { host: string; port: number } => {
+  const i = s.lastIndexOf(":");
+  return { host: s.slice(0, i).replace(/^\[(.*)\]$/, "$1"), port: Number(s.slice(i + 1)) };
+};
+
+const isReadonly = (err: Error) => err.message.startsWith("READONLY");
+
+/** Sentinel: ask the sentinels for the primary, follow +switch-master, reconnect when a demoted primary answers READONLY. */
+function sentinelOptions(cfg: RedisConfig, auth: RedisAuth): RedisOptions {
+  const { nodes, masterName, passwordFile } = cfg.sentinel;
+  if (nodes.length === 0) throw new Error("redis.mode is sentinel but redis.sentinel.nodes is empty");
+  return {
+    sentinels: nodes.map(hostPort) as Partial<SentinelAddress>[],
+    name: masterName,
+    role: "master",
+    failoverDetector: true,
+    // 2 = reconnect and resend the command that met the demoted primary.
+    reconnectOnError: (err) => (isReadonly(err) ? 2 : false),
+    ...(passwordFile ? { sentinelPassword: readPasswordFile(passwordFile, "redis.sentinel.passwordFile") } : {}),
+    ...auth,
+  };
+}
+
+function clusterOptions(role: RedisOptions, auth: RedisAuth): ClusterOptions {
+  const { enableAutoPipelining, lazyConnect, retryStrategy, ...node } = role;
+  return {
+    redisOptions: { ...node, ...auth },
+    ...(enableAutoPipelining !== undefined ? { enableAutoPipelining } : {}),
+    ...(lazyConnect !== undefined ? { lazyConnect } : {}),
+    ...(retryStrategy ? { clusterRetryStrategy: retryStrategy } : {}),
+    // A failover moves the slot: retry MOVED/CLUSTERDOWN/TRYAGAIN for a while before giving up.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+  };
+}
+
+function clusterNodes(cfg: RedisConfig): ClusterNode[] {
+  if (cfg.cluster.nodes.length === 0) throw new Error("redis.mode is cluster but redis.cluster.nodes is empty");
+  return cfg.cluster.nodes.map(hostPort);
+}
+
+/** Connects `role` to the Redis of `cfg` (the password files are read here, at boot). */
+export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClients {
+  const auth = redisAuth(cfg, ACL_USER[role]);
+  const opts = ROLE_OPTIONS[role];
+  if (cfg.mode === "cluster") {
+    const nodes = clusterNodes(cfg);
+    const redis = new Cluster(nodes, clusterOptions(opts, auth));
+    // BullMQ's blocking commands need maxRetriesPerRequest null; one client for every queue of the
+    // process (workers duplicate it for their blocking connection), created on first use.
+    let bull: Cluster | undefined;
+    const bullClient = () => (bull ??= new Cluster(nodes, clusterOptions({ maxRetriesPerRequest: null }, auth)));
+    return {
+      redis: redis as unknown as Redis,
+      get bull() {
+        return bullClient();
+      },
+      subscriber: () => new Cluster(nodes, { ...clusterOptions({ ...opts, lazyConnect: true }, auth), enableReadyCheck: false }) as unknown as Redis,
+      close: () => closeAll([redis, bull]),
+    };
+  }
+  const base: RedisOptions = cfg.mode === "sentinel" ? sentinelOptions(cfg, auth) : {};
+  const redis = cfg.mode === "sentinel" ? new Redis({ ...base, ...opts }) : new Redis(cfg.url, { ...opts, ...auth });
+  const bull: ConnectionOptions = cfg.mode === "sentinel" ? { ...base, maxRetriesPerRequest: null } : bullConnection(cfg.url, auth);
+  return {
+    redis,
+    bull,
+    subscriber: () => redis.duplicate({ lazyConnect: true, enableReadyCheck: false }),
+    close: () => closeAll([redis]),
+  };
+}
+
+/** QUIT where connected (pending replies are flushed), otherwise just drop the socket and the reconnect loop. */
+async function closeAll(clients: (Redis | Cluster | undefined)[]): Promise<void> {
+  await Promise.all(clients.map(async (c) => {
+    if (!c || c.status === "end") return;
+    if (c.status === "ready") await c.quit().catch(() => c.disconnect());
+    else c.disconnect();
+  }));
+}
+
+/** Where `cfg` points, for a log line or an error message (no credentials). */
+export function describeRedis(cfg: Pick<RedisConfig, "mode" | "url" | "sentinel" | "cluster">): string {
+  if (cfg.mode === "sentinel") return `Sentinel primary "${cfg.sentinel.masterName}" via ${cfg.sentinel.nodes.join(",")}`;
+  if (cfg.mode === "cluster") return `Redis Cluster via ${cfg.cluster.nodes.join(",")}`;
+  return redactRedisUrl(cfg.url);
+}
+
+/**
+ * BullMQ connection options from a standalone Redis URL plus the process's ACL credentials
+ * (`redisAuth` of @ce/config), which take precedence over any userinfo in the URL.
+ */
+export function bullConnection(url: string, auth: RedisAuth = {}): ConnectionOptions {
+  const u = new URL(url);
+  const username = auth.username ?? (u.username ? decodeURIComponent(u.username) : undefined);
+  const password = auth.password ?? (u.password ? decodeURIComponent(u.password) : undefined);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    ...(password ? { password } : {}),
+    ...(username ? { username } : {}),
+    ...(u.pathname.length > 1 ? { db: Number(u.pathname.slice(1)) } : {}),
+    maxRetriesPerRequest: null,
+  };
+}
