@@ -1,0 +1,195 @@
+/**
+ * The workloads of `pnpm bench:arex`, run by one client against one server. Identical requests for
+ * every server. The test user ("user") owns exactly the 500 bulk-submitted jobs (so its job list
+ * has 500 entries); everything else (warm-up, transfers, end-to-end jobs) runs as "user2".
+ */
+import { join } from "node:path";
+import { RestClient, TERMINAL, items, states, statusJson, statusXml, submit, xrslBatch, type JobItem } from "../lib/rest.js";
+import { cpuDelta, pct, round, settle, sleep, snapshot, type Procs } from "../lib/proc.js";
+import type { Server } from "../lib/servers.js";
+
+export const P = {
+  bulkJobs: Number(process.env.BENCH_AREX_BULK_JOBS ?? 500),
+  perRequest: 50,
+  submitConcurrency: Number(process.env.BENCH_AREX_SUBMIT_CONCURRENCY ?? 2),
+  transferBytes: Number(process.env.BENCH_AREX_TRANSFER_MB ?? 1024) * 1024 * 1024,
+  e2eJobs: 100,
+  e2eTimeoutS: Number(process.env.BENCH_AREX_E2E_TIMEOUT_S ?? 300),
+  statusIds: 500,
+  statusRounds: 40,
+  infoIds: 100,
+  infoRounds: 30,
+  loopClients: 8,
+  loopIds: 50,
+  loopSeconds: Number(process.env.BENCH_AREX_LOOP_S ?? 10),
+  listRounds: 20,
+};
+
+const holdJob = (name: string, files: string[]) => `&(executable="/bin/true")(jobname="${name}")(inputfiles=${files.map((f) => `("${f}" "")`).join("")})`;
+
+/** Times `n` calls of `fn` (after `warm` unmeasured ones); milliseconds. */
+async function timed(n: number, warm: number, fn: () => Promise<void>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < warm + n; i++) {
+    const t = performance.now();
+    await fn();
+    if (i >= warm) out.push(performance.now() - t);
+  }
+  return out;
+}
+
+function expectOk(r: { status: number; body: Buffer }, what: string) {
+  if (r.status < 200 || r.status > 299) throw new Error(`${what}: ${r.status} ${r.body.toString("utf8").slice(0, 300)}`);
+}
+
+export async function runWorkloads(server: Server, dir: string, log: (s: string) => void) {
+  const ca = join(dir, "ca/ca-cert.pem");
+  const user = new RestClient({ base: server.base, credFile: join(dir, "user/userproxy.pem"), caFile: ca, sockets: P.submitConcurrency });
+  const user2 = new RestClient({ base: server.base, credFile: join(dir, "user2/userproxy.pem"), caFile: ca, sockets: 2 });
+  const procs: Procs = server.procs;
+  const res: Record<string, unknown> = {};
+  try {
+    // Warm-up: TLS sessions, identity caches, first files; not measured.
+    expectOk(await user.call("GET", "jobs"), "warm-up list");
+    await submit(user2, xrslBatch(10, (i) => holdJob(`warm${i}`, ["in.dat"])));
+
+    // 1. Bulk submission: jobs waiting for a client upload, 50 per request.
+    log(`  bulk submission: ${P.bulkJobs} jobs, ${P.perRequest}/request, ${P.submitConcurrency} in parallel`);
+    const body = xrslBatch(P.perRequest, (i) => holdJob(`bulk${i}`, ["in.dat"]));
+    const ids: string[] = [];
+    const refused: JobItem[] = [];
+    let next = 0;
+    const requests = Math.ceil(P.bulkJobs / P.perRequest);
+    const c0 = snapshot(procs);
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: P.submitConcurrency }, async () => {
+      while (next < requests) {
+        next++;
+        const r = await submit(user, body);
+        ids.push(...r.ids);
+        refused.push(...r.refused);
+      }
+    }));
+    const submitS = (performance.now() - t0) / 1000;
+    const c1 = snapshot(procs);
+    const idle = await settle(procs, { maxMs: 40_000 });
+    const during = cpuDelta(c0, c1);
+    const untilIdle = cpuDelta(c0, idle.snap);
+    res.submit = {
+      jobs: ids.length, refused: refused.length, seconds: round(submitS, 3), jobsPerSecond: round(ids.length / submitS, 1),
+      cpuDuring: during, cpuUntilIdle: untilIdle, settled: idle.settled, settleMs: idle.ms,
+      cpuMsPerJob: round((untilIdle.total! * 1000) / Math.max(1, ids.length), 2),
+    };
+    if (refused.length) log(`  ${refused.length} refused: ${JSON.stringify(refused[0])}`);
+    log(`  → ${round(ids.length / submitS)} jobs/s; CPU during ${during.total} s, until idle ${untilIdle.total} s (${JSON.stringify(untilIdle)})`);
+
+    // 2. Session upload and download of one large file (one stream each), into a job that waits
+    //    for a second input as well, so it stays put while we read the file back.
+    log(`  session PUT/GET of ${P.transferBytes / 2 ** 20} MiB`);
+    const [tid] = (await submit(user2, holdJob("transfer", ["big.dat", "hold.dat"]))).ids;
+    if (!tid) throw new Error("transfer job not created");
+    await sleep(1000);
+    const chunk = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < chunk.length; i += 4) chunk.writeUInt32LE((i * 2654435761) >>> 0, i);
+    const transfer = async (what: "put" | "get") => {
+      const s0 = snapshot(procs);
+      const t = performance.now();
+      if (what === "put") expectOk(await user2.putStream(`jobs/${tid}/session/big.dat`, P.transferBytes, chunk), "session PUT");
+      else {
+        const g = await user2.getCount(`jobs/${tid}/session/big.dat`);
+        if (g.status !== 200 || g.bytes !== P.transferBytes) throw new Error(`session GET: ${g.status}, ${g.bytes} bytes`);
+      }
+      const s = (performance.now() - t) / 1000;
+      const cpu = cpuDelta(s0, snapshot(procs));
+      const gib = P.transferBytes / 2 ** 30;
+      log(`  → ${what} ${round(s, 2)} s, ${round(P.transferBytes / 2 ** 20 / s)} MiB/s, CPU ${round(cpu.total! / gib, 2)} s/GiB`);
+      return { seconds: round(s, 3), mibPerSecond: round(P.transferBytes / 2 ** 20 / s, 1), cpu, cpuSecondsPerGiB: round(cpu.total! / gib, 2) };
+    };
+    res.upload = await transfer("put");
+    res.download = await transfer("get");
+    // Free the space (best effort: both implementations accept kill then clean).
+    await user2.call("POST", "jobs?action=kill", statusJson([tid]), { "content-type": "application/json" });
+
+    // 3. End to end: 100 /bin/true jobs in one request → all terminal.
+    log(`  end to end: ${P.e2eJobs} /bin/true jobs in one request`);
+    await settle(procs, { maxMs: 15_000 });
+    const e0 = snapshot(procs);
+    const te = performance.now();
+    const e2eIds = (await submit(user2, xrslBatch(P.e2eJobs, (i) => `&(executable="/bin/true")(jobname="e2e${i}")`))).ids;
+    let last = new Map<string, string>();
+    for (;;) {
+      last = await states(user2, e2eIds);
+      if ([...last.values()].every((s) => TERMINAL.has(s))) break;
+      if (performance.now() - te > P.e2eTimeoutS * 1000) break;
+      await sleep(250);
+    }
+    const e2eS = (performance.now() - te) / 1000;
+    const count: Record<string, number> = {};
+    for (const s of last.values()) count[s] = (count[s] ?? 0) + 1;
+    res.e2e = { jobs: e2eIds.length, seconds: round(e2eS, 2), states: count, allFinished: count.FINISHED === e2eIds.length, cpu: cpuDelta(e0, snapshot(procs)) };
+    log(`  → ${round(e2eS, 2)} s, states ${JSON.stringify(count)}`);
+    await settle(procs, { maxMs: 15_000 });
+
+    // 4. Bulk status of 500 ids, JSON and XML.
+    const st = ids.slice(0, P.statusIds);
+    const sj = statusJson(st);
+    const sx = statusXml(st);
+    const statusCall = (body: string, type: string) => async () => {
+      const r = await user.call("POST", "jobs?action=status", body, { "content-type": type, accept: type });
+      expectOk(r, "status");
+    };
+    const lj = await timed(P.statusRounds, 5, statusCall(sj, "application/json"));
+    const lx = await timed(P.statusRounds, 5, statusCall(sx, "application/xml"));
+    res.statusJson = { ids: st.length, p50Ms: round(pct(lj, 50), 2), p95Ms: round(pct(lj, 95), 2) };
+    res.statusXml = { ids: st.length, p50Ms: round(pct(lx, 50), 2), p95Ms: round(pct(lx, 95), 2) };
+    log(`  bulk status of ${st.length}: JSON p50 ${round(pct(lj, 50), 1)} ms, XML p50 ${round(pct(lx, 50), 1)} ms`);
+
+    // 5. Bulk info of 100 ids.
+    const ij = statusJson(ids.slice(0, P.infoIds));
+    const li = await timed(P.infoRounds, 3, async () => {
+      const r = await user.call("POST", "jobs?action=info", ij, { "content-type": "application/json" });
+      expectOk(r, "info");
+      const n = items((JSON.parse(r.body.toString("utf8")) as { job?: JobItem | JobItem[] }).job).length;
+      if (n !== P.infoIds) throw new Error(`info: ${n} items`);
+    });
+    res.info = { ids: P.infoIds, p50Ms: round(pct(li, 50), 2), p95Ms: round(pct(li, 95), 2) };
+    log(`  bulk info of ${P.infoIds}: p50 ${round(pct(li, 50), 1)} ms`);
+
+    // 6. 8 concurrent clients (one connection each) looping bulk status of 50 ids.
+    const loopers = Array.from({ length: P.loopClients }, () => new RestClient({ base: server.base, credFile: join(dir, "user/userproxy.pem"), caFile: ca, sockets: 1 }));
+    const codes: Record<string, number> = {};
+    let done = 0;
+    for (const l of loopers) expectOk(await l.call("GET", "jobs"), "warm-up"); // open the connections
+    const l0 = snapshot(procs);
+    const tl = performance.now();
+    const end = tl + P.loopSeconds * 1000;
+    await Promise.all(loopers.map(async (l, k) => {
+      const b = statusJson(ids.slice((k * P.loopIds) % ids.length, ((k * P.loopIds) % ids.length) + P.loopIds));
+      while (performance.now() < end) {
+        const r = await l.call("POST", "jobs?action=status", b, { "content-type": "application/json" });
+        codes[r.status] = (codes[r.status] ?? 0) + 1;
+        if (r.status >= 200 && r.status < 300) done++;
+        else if (r.status === 429) await sleep(Number(r.headers["retry-after"] ?? 1) * 1000);
+      }
+    }));
+    const loopS = (performance.now() - tl) / 1000;
+    const lcpu = cpuDelta(l0, snapshot(procs));
+    for (const l of loopers) l.close();
+    res.statusLoop = { clients: P.loopClients, ids: P.loopIds, seconds: round(loopS, 2), ok: done, codes, reqPerSecond: round(done / loopS, 1), cpu: lcpu, cpuMsPerRequest: round((lcpu.total! * 1000) / Math.max(1, done), 3) };
+    log(`  ${P.loopClients} status loops: ${round(done / loopS)} req/s, ${round((lcpu.total! * 1000) / Math.max(1, done), 2)} ms CPU/request, codes ${JSON.stringify(codes)}`);
+
+    // 7. Job list (the user owns exactly the bulk-submitted jobs).
+    let listed = 0;
+    const ll = await timed(P.listRounds, 3, async () => {
+      const r = await user.call("GET", "jobs");
+      expectOk(r, "list");
+      listed = items((JSON.parse(r.body.toString("utf8")) as { job?: JobItem | JobItem[] }).job).length;
+    });
+    res.list = { jobs: listed, p50Ms: round(pct(ll, 50), 2), p95Ms: round(pct(ll, 95), 2) };
+    log(`  job list (${listed}): p50 ${round(pct(ll, 50), 1)} ms`);
+    return res;
+  } finally {
+    user.close();
+    user2.close();
+  }
+}
