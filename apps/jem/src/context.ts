@@ -33,6 +33,8 @@ export interface JemContext {
   priv?: import("./priv/priv.js").Privileged | undefined;
   /** Lease of the per-job lock (ms). */
   jobLockMs: number;
+  /** The Redis outage episode (outage.ts): loops report Redis trouble here and wait for its end. */
+  outage: import("@ce/store").RedisOutage;
 }
 
 export function jobLog(ctx: JemContext, job: Pick<JobRecord, "id" | "requestId">) {

@@ -1,4 +1,4 @@
-import type { JobCredential, JobRecord } from "@ce/store";
+import { redisTrouble, type JobCredential, type JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "./context.js";
 
 /** The key that seals delegations at rest: the one loader of @ce/store (daemon.ts imports it from here). */
@@ -14,6 +14,8 @@ export async function credentialFor(ctx: JemContext, job: JobRecord, delegationI
   try {
     return await ctx.delegations.credential(job.owner, id);
   } catch (e) {
+    // Redis trouble must not send the job on without its credential: the step is redone after it.
+    if (redisTrouble(e)) throw e;
     jobLog(ctx, job).warn({ err: e, delegationId: id }, "delegation could not be read");
     return undefined;
   }

@@ -11,6 +11,7 @@ import { expiryPass } from "./expiry.js";
 import { Locks } from "./locks.js";
 import { createBackend } from "./lrms/index.js";
 import type { Backend } from "./lrms/types.js";
+import { createOutage, warnUnlessOutage } from "./outage.js";
 import { startPoller } from "./poller.js";
 import { Privileged } from "./priv/priv.js";
 import { recover } from "./recovery.js";
@@ -58,6 +59,9 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const redis = clients.redis;
   // Connected before SUBSCRIBE: ioredis' ready check (INFO) must not run in subscriber mode.
   const sub = clients.subscriber();
+  // Redis trouble is an episode (outage.ts): one line when it starts, one when it ends; every loop waits on it.
+  const outage = createOutage(redis, prefix, log);
+  for (const conn of [redis, sub]) conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error"));
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
   // Mapping on: the privileged component runs every job as its mapped account (refuses to boot unless root).
@@ -95,7 +99,9 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     metrics: opts.metrics,
     jobLockMs: opts.jobLockMs ?? 30_000,
     priv,
+    outage,
   };
+  for (const q of Object.values(ctx.queues)) q.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "queue error"));
 
   await sub.connect();
   await sub.subscribe(abortChannel);
@@ -104,24 +110,33 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const watcher = startWatcher(ctx, { useEvents: opts.watch ?? true });
 
   const workerOpts = { connection, prefix, stalledInterval: opts.stalledIntervalMs ?? 30_000 };
-  const fail = (name: string) => (job: Job | undefined, err: Error) => log.warn({ queue: name, jobId: job?.data && (job.data as { jobId?: string }).jobId, err }, "queue job failed");
+  const fail = (name: string) => (job: Job | undefined, err: Error) =>
+    warnUnlessOutage(outage, log, err, "queue job failed", { queue: name, jobId: job?.data && (job.data as { jobId?: string }).jobId });
   const processStaging = createStagingProcessor(ctx);
+  // Redis trouble inside a step does not fail the queue job (no attempt used, no log line per job):
+  // the step waits for the episode to end and is redone from the start (every step is idempotent).
   const workers = [
-    new Worker<QueueCatalog["advance"]>("advance", (j) => advanceJob(ctx, j.data.jobId, j.data.reason), { ...workerOpts, concurrency: config.jem.concurrency }),
-    new Worker<QueueCatalog["commands"]>("commands", (j) => handleCommand(ctx, j.data), { ...workerOpts, concurrency: 10 }),
+    new Worker<QueueCatalog["advance"]>("advance", (j) => outage.retry(() => advanceJob(ctx, j.data.jobId, j.data.reason)), { ...workerOpts, concurrency: config.jem.concurrency }),
+    new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, j.data)), { ...workerOpts, concurrency: 10 }),
     // Transfers are long: a longer lock keeps BullMQ from declaring them stalled between renewals.
-    new Worker<QueueCatalog["staging"]>("staging", (j) => processStaging(j.data), { ...workerOpts, concurrency: config.staging.maxConcurrentTransfers, lockDuration: 60_000 }),
+    new Worker<QueueCatalog["staging"]>("staging", (j) => outage.retry(() => processStaging(j.data)), { ...workerOpts, concurrency: config.staging.maxConcurrentTransfers, lockDuration: 60_000 }),
   ];
-  workers.forEach((w, i) => w.on("failed", fail(["advance", "commands", "staging"][i]!)).on("error", (e) => log.warn({ err: e }, "worker error")));
+  workers.forEach((w, i) => w.on("failed", fail(["advance", "commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")));
 
   const poller = startPoller(ctx);
   const recoveryMs = opts.recoveryIntervalMs ?? 30_000;
-  await recover(ctx, { includeInlrms: true, ttlMs: Math.min(recoveryMs, 5_000) });
-  await watcher.scan().catch((e: unknown) => log.warn({ err: e }, "initial control dir scan failed"));
-  const recoveryTimer = setInterval(() => void recover(ctx, { includeInlrms: false, ttlMs: recoveryMs }).catch((e: unknown) => log.warn({ err: e }, "recovery pass failed")), recoveryMs);
+  await outage.retry(() => recover(ctx, { includeInlrms: true, ttlMs: Math.min(recoveryMs, 5_000) }));
+  await watcher.scan().catch((e: unknown) => warnUnlessOutage(outage, log, e, "initial control dir scan failed"));
+  // Periodic passes skip their turn during an outage (the next turn after it redoes the work).
+  let recovering: Promise<unknown> = Promise.resolve();
+  const recoveryTimer = setInterval(() => {
+    if (outage.down) return;
+    recovering = recover(ctx, { includeInlrms: false, ttlMs: recoveryMs }).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery pass failed"));
+  }, recoveryMs);
   let expiring: Promise<unknown> = Promise.resolve();
   const expiryTimer = setInterval(() => {
-    expiring = expiryPass(ctx).catch((e: unknown) => log.warn({ err: e }, "expiry pass failed"));
+    if (outage.down) return;
+    expiring = expiryPass(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "expiry pass failed"));
   }, config.jem.expiryIntervalMs);
   log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir }, "JEM started");
 
@@ -136,8 +151,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         await poller.stop();
         // Transfers are abandoned, not finished: the next JEM's recovery redoes them.
         for (const ac of ctx.aborts.values()) ac.abort();
+        // Steps waiting for Redis give up now (their queue jobs are redone by the next JEM).
+        outage.stop();
         await Promise.all(workers.map((w) => w.close()));
-        await expiring;
+        await Promise.all([expiring, recovering]);
         await watcher.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
         await sub.unsubscribe().catch(() => undefined);

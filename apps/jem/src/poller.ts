@@ -5,6 +5,7 @@ import { exists, logErrors } from "./files.js";
 import type { Lease } from "./locks.js";
 import type { PollState } from "./lrms/types.js";
 import { batchDirOf, collectBatch } from "./priv/jobs.js";
+import { warnUnlessOutage } from "./outage.js";
 import { setLrmsSubstate } from "./states/transition.js";
 import { backendFor } from "./lrms/index.js";
 
@@ -104,13 +105,15 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
   const tick = async () => {
     if (stopped) return;
     try {
+      // During a Redis outage the cycle waits for its end (the next cycle covers every job).
+      await ctx.outage.waitUntilUp();
       if (!lease?.held) lease = await ctx.locks.tryAcquire("poll", leaseMs);
       if (lease) {
         running = pollOnce();
         await running;
       }
     } catch (e) {
-      ctx.log.warn({ err: e }, "poll cycle failed");
+      warnUnlessOutage(ctx.outage, ctx.log, e, "poll cycle failed");
     }
     if (!stopped) timer = setTimeout(tick, interval);
   };

@@ -4,6 +4,7 @@ import chokidar, { type FSWatcher } from "chokidar";
 import { JOB_ID_RE } from "@ce/store";
 import { enqueueAdvance, type JemContext } from "./context.js";
 import { exists } from "./files.js";
+import { warnUnlessOutage } from "./outage.js";
 
 /**
  * Completion detection for batch jobs. The job wrapper writes `<jobdir>/lrms_done` and then rings a
@@ -16,31 +17,33 @@ import { exists } from "./files.js";
  */
 export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
   const dir = ctx.control.eventsDir();
-  const kick = async (id: string, why: string) => {
+  const kick = async (id: string, why: string): Promise<boolean> => {
     try {
       await enqueueAdvance(ctx, id, why, 0, undefined, { urgent: true });
+      return true;
     } catch (e) {
-      ctx.log.warn({ err: e, jobId: id }, "advance not queued");
+      warnUnlessOutage(ctx.outage, ctx.log, e, "advance not queued", { jobId: id });
+      return false;
     }
   };
+  // The doorbell stays until the advance is queued: the scan after a Redis outage rings it again.
   const ring = async (path: string, why: string) => {
     const id = basename(path);
     if (!JOB_ID_RE.test(id)) return;
-    await kick(id, why);
-    await rm(path, { force: true });
+    if (await kick(id, why)) await rm(path, { force: true });
   };
 
   let watcher: FSWatcher | undefined;
   if (opts.useEvents) {
     // ignoreInitial false: doorbells rung while no JEM was running are answered at start.
     watcher = chokidar.watch(dir, { depth: 0, ignoreInitial: false, persistent: true });
-    watcher.on("add", (path) => void ring(path, "lrms-done-event"));
+    watcher.on("add", (path) => void ring(path, "lrms-done-event").catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "doorbell not answered")));
     watcher.on("error", (err) => ctx.log.warn({ err }, "control dir watch failed; the periodic scan covers it"));
   }
 
   let scanning = false;
   async function scan(): Promise<void> {
-    if (scanning) return;
+    if (scanning || ctx.outage.down) return;
     scanning = true;
     try {
       for (const name of await readdir(dir).catch(() => [] as string[])) await ring(`${dir}/${name}`, "lrms-done-doorbell-scan");
@@ -54,7 +57,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     }
   }
 
-  const timer = setInterval(() => void scan().catch((e: unknown) => ctx.log.warn({ err: e }, "control dir scan failed")), ctx.config.jem.scanIntervalMs);
+  const timer = setInterval(() => void scan().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "control dir scan failed")), ctx.config.jem.scanIntervalMs);
   return {
     scan,
     async stop() {

@@ -14,4 +14,5 @@ export * from "./flags.js";
 export * from "./locks.js";
 export * from "./ratelimit.js";
 export * from "./scripts.js";
+export * from "./outage.js";
 export * from "./connection.js";

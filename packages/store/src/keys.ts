@@ -62,6 +62,8 @@ export class Keys {
   lock(name: string) { return `${this.prefix}:jem:lock:${name}`; }
   /** Pub/sub CHANNEL: job ids whose running step (staging, submission) every JEM must abort. */
   abortChannel() { return `${this.prefix}:jem:abort`; }
+  /** STRING: write probe of one process during a Redis outage (outage.ts); expires by itself. */
+  health(who: string) { return `${this.prefix}:health:${who}`; }
 }
 
 /** Owners are arbitrary strings (DNs, iss/sub); keys use a fixed-length digest of them. */

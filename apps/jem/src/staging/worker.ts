@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { openParent, openRegular, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
-import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog, mapLimit } from "@ce/store";
+import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog, mapLimit, redisTrouble } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
 import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "../files.js";
@@ -139,6 +139,8 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
       await logErrors(ctx, job.id, `Staging: downloaded ${redact(url)} -> /${f.name} (${size} bytes)`);
     } catch (e) {
       if (ac.signal.aborted) return;
+      // Redis trouble (the credential lookup) is not the file's fault: the whole stage-in is redone after it.
+      if (redisTrouble(e)) throw e;
       const msg = `${f.name}: ${refusalText(e)}`;
       await logErrors(ctx, job.id, `Staging: download of ${redact(url)} failed: ${refusalText(e)}`);
       if (f.options.failureallowed === "yes") return;
@@ -206,6 +208,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         await removePath(session, segs).catch(() => undefined);
       } catch (e) {
         if (ac.signal.aborted) return;
+        if (redisTrouble(e)) throw e; // redone after the outage, like stage-in
         await logErrors(ctx, job.id, `Staging: upload of /${i.name} to ${redact(i.url)} failed: ${refusalText(e)}`);
         if (!i.optional) failures.push(`${i.name}: ${refusalText(e)}`);
       }
