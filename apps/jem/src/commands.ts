@@ -1,8 +1,10 @@
 import { FINAL_INTERNAL_STATES, type InternalState } from "@ce/model";
 import { forgetInputs, type JobChange, type JobRecord, type QueueCatalog } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "./context.js";
-import { forgetLocalId, logErrors, readSpec, removePrivate } from "./files.js";
+import { forgetLocalId, leftoverLocalId, logErrors, readSpec, removePrivate } from "./files.js";
 import type { Lease } from "./locks.js";
+import { backendFor } from "./lrms/index.js";
+import { batchDirOf, runAsOf } from "./priv/jobs.js";
 import { sessionFileStat } from "./staging/paths.js";
 import { cleanJob } from "./states/finished.js";
 import { transition } from "./states/transition.js";
@@ -104,6 +106,9 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
       log.info({ failedState: job.failedState, rerun: job.rerun }, "restart refused");
       return;
     }
+    // The old batch job must be over before its id is dropped: else the job could run twice.
+    const old = await oldBatchJob(ctx, job);
+    if (old) throw new Error(`restart of ${jobId}: the old batch job ${old} is still there; cancelled, restart retried`);
     const missing = target === "ACCEPTED" ? await missingDownloads(ctx, job) : [];
     const change: JobChange = {
       rerun: job.rerun - 1, failure: undefined, failedState: undefined, failedCause: undefined, outcome: undefined,
@@ -123,6 +128,24 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
     log.info({ target }, "job restarted");
     await enqueueAdvance(ctx, jobId, "restart", 0, job.requestId);
   });
+}
+
+/**
+ * The local id of a restarted job's batch job while the batch system may still run it (it is then
+ * cancelled), undefined once it is over. Only an answer of the batch system counts: a failed
+ * query keeps the restart waiting; a job the batch system no longer knows is over.
+ */
+async function oldBatchJob(ctx: JemContext, job: JobRecord): Promise<string | undefined> {
+  const localId = job.localId ?? (await leftoverLocalId(ctx, job.id));
+  const backend = backendFor(ctx.backends, job.backend);
+  if (!localId || !backend) return undefined;
+  const jobDir = batchDirOf(ctx, job.id);
+  const state = (await backend.poll([{ jobId: job.id, localId, jobDir }])).get(job.id);
+  if (state?.kind === "done" || (state?.kind === "unknown" && !/^(POLL_FAILED|TIMEOUT|BAD_OUTPUT)/.test(state.reason))) return undefined;
+  if (state?.kind === "active") {
+    await backend.cancel(localId, { jobId: job.id, jobDir, runAs: await runAsOf(ctx, job) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "cancel of the old batch job failed"));
+  }
+  return localId;
 }
 
 /** Runs `fn` holding the job's lease, waiting a little for a busy job; else BullMQ retries. */

@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { access, readFile, rm, writeFile } from "node:fs/promises";
+import { access, appendFile, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
@@ -32,6 +32,21 @@ export async function readPrivate(ctx: JemContext, id: string, name: PrivateFile
 
 export async function writePrivate(ctx: JemContext, id: string, name: PrivateFile, text: string): Promise<void> {
   await writeFile(privatePath(ctx, id, name), text, { mode: 0o600 });
+}
+
+export async function appendPrivate(ctx: JemContext, id: string, name: PrivateFile, line: string): Promise<void> {
+  await appendFile(privatePath(ctx, id, name), line, { mode: 0o600 });
+}
+
+/**
+ * The `submitting` marker: one line `<stamp> <pid> tag=<tag>` per submission attempt, appended
+ * before the batch system is called. The tag of the first complete line names the submission in
+ * the batch system (Slurm --comment, fork start record) for every later attempt, so an attempt
+ * after a crash adopts what an earlier one started instead of starting it again.
+ */
+export function parseSubmitting(text: string | undefined): { tag: string; attempts: number } | undefined {
+  const tags = [...(text ?? "").matchAll(/^\S+ \d+ tag=([A-Za-z0-9._-]{1,100})\n/gm)].map((m) => m[1]!);
+  return tags[0] === undefined ? undefined : { tag: tags[0], attempts: tags.length };
 }
 
 export async function removePrivate(ctx: JemContext, id: string, ...names: PrivateFile[]): Promise<void> {

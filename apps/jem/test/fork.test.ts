@@ -195,4 +195,44 @@ describe("fork back end", () => {
     expect(diag.KernelTime).toMatch(/^\d+\.\d\ds$/);
     expect(diag.MaxResidentMemory).toBeUndefined();
   });
+
+  it("exactly once per tag: a resubmission (also a concurrent one) adopts the first start, the payload runs once", async () => {
+    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", "echo ran >> runs.txt; sleep 0.3"] });
+    const tagged = { ...job, submitTag: `${job.jobId}.a1`, resume: true };
+    const [a, b] = await Promise.all([backend.submit(tagged), backend.submit(tagged)]);
+    const c = await backend.submit(tagged);
+    expect(b.localId).toBe(a.localId);
+    expect(c.localId).toBe(a.localId);
+    expect(readIf(join(job.jobDir, `localid.${job.jobId}.a1`))).toBe(`${a.localId}\n`);
+    await untilDone(job.jobId, a.localId, job.jobDir);
+    expect(readIf(join(job.sessionDir, "runs.txt"))).toBe("ran\n");
+    // A new tag (restart) is a new submission.
+    const d = await backend.submit({ ...job, submitTag: `${job.jobId}.b2` });
+    expect(d.localId).not.toBe(a.localId);
+    await untilDone(job.jobId, d.localId, job.jobDir);
+    expect(readIf(join(job.sessionDir, "runs.txt"))).toBe("ran\nran\n");
+  });
+
+  it("100 /bin/true jobs in one go: one bulk run, all done within a second or so", async () => {
+    const jobs = Array.from({ length: 100 }, () => makeJob(root, { executable: "/bin/true" }));
+    const t0 = Date.now();
+    const ids = await Promise.all(jobs.map((j) => backend.submit(j)));
+    const submitMs = Date.now() - t0;
+    const states = await waitFor(async () => {
+      const m = await backend.poll(jobs.map((j, i) => ({ jobId: j.jobId, localId: ids[i]!.localId, jobDir: j.jobDir })));
+      return [...m.values()].every((s) => s.kind === "done") ? m : undefined;
+    }, 20_000, 50);
+    console.log(`fork: 100 jobs submitted in ${submitMs} ms, all done after ${Date.now() - t0} ms`);
+    expect([...states.values()].every((s) => s.kind === "done" && s.exitCode === 0)).toBe(true);
+    expect(new Set(ids.map((r) => r.localId)).size).toBe(100);
+  }, 30_000);
+
+  it("bulk cancel: several running jobs cancelled in one call", async () => {
+    const jobs = Array.from({ length: 3 }, () => makeJob(root, { executable: "/bin/sleep", arguments: ["30"] }));
+    const ids = await Promise.all(jobs.map((j) => backend.submit(j)));
+    const t0 = Date.now();
+    await Promise.all(jobs.map((j, i) => backend.cancel(ids[i]!.localId, j)));
+    expect(Date.now() - t0).toBeLessThan(6_000);
+    for (const [i, j] of jobs.entries()) expect(await pollOne(j.jobId, ids[i]!.localId, j.jobDir)).toMatchObject({ kind: "done", message: "Job was cancelled" });
+  });
 });

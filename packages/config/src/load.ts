@@ -9,7 +9,7 @@ export interface CompiledConfig extends Config {
   paths: Config["paths"] & { stateDir: string; controlDir: string; sessionRoot: string; rteDir: string };
   auth: Config["auth"] & { caDir: string; voms: Config["auth"]["voms"] & { dir: string; hostNames: string[] } };
   jobs: Config["jobs"] & { defaultQueue: string };
-  lrms: Config["lrms"] & { scriptsDir: string };
+  lrms: Config["lrms"] & { scriptsDir: string; callsPerSecond: number };
   /** `scheme://host[:port]` of endpoint.url, the default token audience. */
   origin: string;
   /** Path part of endpoint.url (e.g. `/arex`), where the REST interface is mounted. */
@@ -115,11 +115,18 @@ export function compileConfig(input: ConfigInput, baseDir = process.cwd()): Comp
       },
     },
     jobs: { ...cfg.jobs, defaultQueue },
-    lrms: { ...cfg.lrms, scriptsDir: abs(cfg.lrms.scriptsDir ?? resolve(import.meta.dirname, "../../../apps/jem/backends")) },
+    lrms: {
+      ...cfg.lrms,
+      scriptsDir: abs(cfg.lrms.scriptsDir ?? resolve(import.meta.dirname, "../../../apps/jem/backends")),
+      callsPerSecond: cfg.lrms.callsPerSecond ?? DEFAULT_LRMS_RATE[cfg.lrms.backend] ?? 20,
+    },
     origin: url.origin,
     mountPath: url.pathname.replace(/\/+$/, ""),
   };
 }
+
+/** Batch-system operations per second by back end (schema `lrms.callsPerSecond`); 0 = no limit. */
+const DEFAULT_LRMS_RATE: Record<string, number> = { fork: 0, slurm: 100 };
 
 /** Password files made absolute; the embedded setup's default files under <stateDir>/secrets. */
 function redisUsers(cfg: Config, stateDir: string, abs: (p: string) => string): Config["redis"]["users"] {

@@ -287,8 +287,13 @@ export const configSchema = z.object({
       /** Directory holding <backend>/{submit,cancel,poll} scripts. Default: the shipped apps/jem/backends. */
       scriptsDir: z.string().optional(),
       pollIntervalMs: z.number().int().positive().default(2_000),
-      /** Token bucket on calls into the batch system, per back end. */
-      callsPerSecond: z.number().positive().default(20),
+      /**
+       * Token bucket on batch-system operations, per back end: one per job submitted or cancelled
+       * and one per poll query, however many a script call carries. 0 = no limit. Default by back
+       * end: fork 0 (nothing to protect), slurm 100/s, burst 100 (protects slurmctld), any
+       * other 20/s.
+       */
+      callsPerSecond: z.number().min(0).optional(),
       scriptTimeoutMs: z.number().int().positive().default(60_000),
       slurm: z
         .object({

@@ -12,6 +12,30 @@ proc_state() {
   printf '%s %s\n' "${f[0]}" "${f[19]}"
 }
 
+# proc_read PID -> sets PROC_S (state) and PROC_T (start time) without a subshell; fails when gone.
+proc_read() {
+  local stat rest f
+  { IFS= read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  rest=${stat##*) }
+  read -r -a f <<<"$rest"
+  PROC_S=${f[0]} PROC_T=${f[19]}
+}
+
+# read_record FILE -> sets RECORD to the local id a submission recorded for its tag (FILE =
+# <jobdir>/localid.<tag>, created O_EXCL by whoever started the job, then written: an empty file is a
+# claim being written, read again a few times). Fails when there is no record.
+read_record() {
+  local i line
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    [[ -f $1 && ! -L $1 ]] || return 1
+    line=""
+    IFS= read -r line <"$1" 2>/dev/null
+    if [[ $line =~ ^[A-Za-z0-9._:@+-]{1,128}$ ]]; then RECORD=$line; return 0; fi
+    sleep 0.05
+  done
+  RECORD="0:0" # a claim never completed: its starter died before the payload could start
+}
+
 # done_line JOBDIR -> "<code> <message>" from the wrapper's lrms_done (empty file = 0), fails if absent.
 done_line() {
   local f=$1/lrms_done line code msg

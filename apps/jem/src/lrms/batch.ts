@@ -51,6 +51,8 @@ export interface BatchFile {
   executableInputs: string[];
   environment: Array<{ name: string; value: string }>;
   slurm: { extraDirectives: string[] };
+  /** Submission attempt: `tag` names it in the batch system; `resume` = it may be there already. */
+  submit: { tag: string; resume: boolean };
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -172,7 +174,16 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     executableInputs: d.inputFiles.filter((f) => f.executable).map((f) => sessionPath("input file", f.name)!),
     environment: env,
     slurm: { extraDirectives: [...config.lrms.slurm.extraDirectives] },
+    submit: { tag: submitTag(spec), resume: spec.resume === true },
   };
+}
+
+const TAG = /^[A-Za-z0-9._-]{1,100}$/;
+
+function submitTag(spec: BatchJobSpec): string {
+  if (spec.submitTag === undefined) throw new BackendError("SUBMIT_FAILED", "no submission tag");
+  if (!TAG.test(spec.submitTag)) throw new BackendError("SUBMIT_FAILED", `invalid submission tag ${JSON.stringify(spec.submitTag.slice(0, 80))}`);
+  return spec.submitTag;
 }
 
 const num = (v: number | null) => (v === null ? "''" : String(Math.ceil(v)));
@@ -208,6 +219,8 @@ export function renderBatchEnv(b: BatchFile): string {
     `JOB_PROJECT=${str(b.project)}`,
     `JOB_RTES=${shArray(b.runtimeEnvironments.map((x) => x.name))}`,
     `JOB_SLURM_EXTRA=${shArray(b.slurm.extraDirectives)}`,
+    `JOB_TAG=${shq(b.submit.tag)}`,
+    `JOB_RESUME=${b.submit.resume ? "yes" : "''"}`,
   ];
   return `${lines.join("\n")}\n`;
 }

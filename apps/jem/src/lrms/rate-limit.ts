@@ -1,21 +1,25 @@
 /**
- * Token bucket for calls into the batch system (anchors §3.9: sites throttle their batch
- * controllers; Snakemake/ARC users lower status checks "to avoid stressing Slurm").
- * `rate` tokens per second, burst = max(1, rate). Waiters are served first-come first-served.
+ * Token bucket for operations on the batch system (anchors §3.9: sites throttle their batch
+ * controllers; Snakemake/ARC users lower status checks "to avoid stressing Slurm"). One token per
+ * operation — a job submitted or cancelled, a poll query — whatever the number of script runs.
+ * `rate` tokens per second, burst = max(1, burst ?? rate). Waiters are served first-come
+ * first-served; a take of more than the burst waits for a full bucket and leaves it in debt, so
+ * the long-run rate holds for batches too.
  */
 export class TokenBucket {
   private tokens: number;
   private last: number;
   private readonly capacity: number;
-  private readonly queue: Array<() => void> = [];
+  private readonly queue: Array<{ n: number; resolve: () => void }> = [];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly rate: number,
     private readonly now: () => number = () => performance.now(),
+    burst?: number,
   ) {
     if (!(rate > 0)) throw new Error(`rate must be positive, got ${rate}`);
-    this.capacity = Math.max(1, rate);
+    this.capacity = Math.max(1, burst ?? rate);
     this.tokens = this.capacity;
     this.last = this.now();
   }
@@ -26,27 +30,28 @@ export class TokenBucket {
     this.last = t;
   }
 
-  /** Resolves when a token was taken. */
-  take(): Promise<void> {
+  /** Resolves when `n` tokens (operations) were taken. */
+  take(n = 1): Promise<void> {
     return new Promise((resolve) => {
-      this.queue.push(resolve);
+      this.queue.push({ n: Math.max(1, n), resolve });
       this.drain();
     });
   }
 
-  /** Number of callers waiting for a token. */
+  /** Number of callers waiting for tokens. */
   get waiting(): number {
     return this.queue.length;
   }
 
   private drain(): void {
     this.refill();
-    while (this.queue.length > 0 && this.tokens >= 1) {
-      this.tokens -= 1;
-      this.queue.shift()!();
+    for (let head = this.queue[0]; head && this.tokens >= Math.min(head.n, this.capacity); head = this.queue[0]) {
+      this.tokens -= head.n;
+      this.queue.shift()!.resolve();
     }
-    if (this.queue.length > 0 && this.timer === undefined) {
-      const waitMs = Math.max(1, Math.ceil(((1 - this.tokens) / this.rate) * 1000));
+    const head = this.queue[0];
+    if (head && this.timer === undefined) {
+      const waitMs = Math.max(1, Math.ceil(((Math.min(head.n, this.capacity) - this.tokens) / this.rate) * 1000));
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.drain();
@@ -54,3 +59,6 @@ export class TokenBucket {
     }
   }
 }
+
+/** No limit (fork: the "batch system" is this host's process table). */
+export const UNLIMITED = { take: (_n?: number) => Promise.resolve(), waiting: 0 } as const;

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createBackend, parsePollOutput, parseSubmitOutput, type Backend } from "./index.js";
+import { parseBulkOutput } from "./script-backend.js";
 import { TokenBucket } from "./rate-limit.js";
 import { FAKE_BACKENDS, makeConfig, makeJob, silentLog, tempRoot } from "./testdata/harness.js";
 
@@ -22,9 +23,9 @@ describe("submit", () => {
   it("writes batch.json, batch.env and job.sh before calling submit, returns the local id", async () => {
     const spec = job("running");
     const { localId } = await backend.submit(spec);
-    expect(localId).toMatch(/^fake-running-\d+$/);
+    expect(localId).toMatch(/^fake-running-\d+-1$/);
     const batch = JSON.parse(readFileSync(join(spec.jobDir, "batch.json"), "utf8"));
-    expect(batch).toMatchObject({ version: 1, jobId: spec.jobId, partition: "main", wrapper: join(spec.jobDir, "job.sh") });
+    expect(batch).toMatchObject({ version: 1, jobId: spec.jobId, partition: "main", wrapper: join(spec.jobDir, "job.sh"), submit: { tag: expect.stringMatching(new RegExp(`^${spec.jobId}\\.[0-9a-f]{8}$`)), resume: false } });
     expect(existsSync(join(spec.jobDir, "batch.env"))).toBe(true);
     expect(readFileSync(join(spec.jobDir, "job.sh"), "utf8")).toMatch(/^#!\/bin\/bash\n/);
   });
@@ -40,6 +41,25 @@ describe("submit", () => {
       message: "sbatch: error: queue is closed for maintenance",
       exitCode: 1,
     });
+  });
+
+  it("concurrent submits share one script run; each job gets its own line, error or busy", async () => {
+    const specs = ["running", "refuse", "running", "busy", "running"].map((n) => job(n));
+    const results = await Promise.allSettled(specs.map((s) => backend.submit(s)));
+    const pids = results.map((r) => (r.status === "fulfilled" ? /^fake-running-(\d+)-(\d+)$/.exec(r.value.localId) : null));
+    expect(pids[0]?.[2]).toBe("1");
+    expect(pids[2]?.[2]).toBe("3");
+    expect(pids[4]?.[2]).toBe("5");
+    expect(new Set([pids[0]?.[1], pids[2]?.[1], pids[4]?.[1]]).size).toBe(1); // one process
+    expect(results[1]).toMatchObject({ status: "rejected", reason: { code: "SUBMIT_FAILED", message: "sbatch: error: Invalid account" } });
+    expect(results[3]).toMatchObject({ status: "rejected", reason: { code: "BUSY" } });
+  });
+
+  it("a tag and resume given by the caller reach the script", async () => {
+    const spec = { ...job("running"), submitTag: "abc.123", resume: true };
+    await backend.submit(spec);
+    expect(readFileSync(join(spec.jobDir, "submit-calls"), "utf8")).toBe("abc.123 yes\n");
+    await expect(backend.submit({ ...job("running"), submitTag: "bad tag" })).rejects.toMatchObject({ code: "SUBMIT_FAILED" });
   });
 
   it("a hung script (with a child holding its stdout) → TIMEOUT, killed", async () => {
@@ -126,6 +146,18 @@ describe("parsers", () => {
     expect(bad).toEqual(["x y z", "j9 RUNNING"]);
   });
 
+  it("parseBulkOutput", () => {
+    const m = parseBulkOutput("1 localid=12\n2 error no such queue\n3 busy\nchatter\n4 ok\n9 localid=1\n", 4);
+    expect(Object.fromEntries(m)).toEqual({
+      1: { kind: "localid", id: "12" },
+      2: { kind: "error", reason: "no such queue" },
+      3: { kind: "busy", reason: "busy without a reason" },
+      4: { kind: "ok" },
+    });
+    expect(parseBulkOutput("localid=7\n", 1).get(1)).toEqual({ kind: "localid", id: "7" });
+    expect(parseBulkOutput("localid=7\n", 2).size).toBe(0);
+  });
+
   it("parseSubmitOutput", () => {
     expect(parseSubmitOutput("localid=123\n")).toBe("123");
     expect(parseSubmitOutput("localid=1\nlocalid=4567:89\n")).toBe("4567:89");
@@ -139,6 +171,32 @@ describe("createBackend and rate limiting", () => {
     const dir = join(root, "scripts");
     mkdirSync(join(dir, "half"), { recursive: true });
     expect(() => createBackend(makeConfig(root, { backend: "half", scriptsDir: dir }), silentLog)).toThrow(/half.*submit/);
+  });
+
+  it("counts operations, not script runs: a bulk cancel of 4 jobs after the bucket ran dry waits ≈ 1 s at 4/s", async () => {
+    const slow = createBackend(makeConfig(root, { backend: "fake", scriptsDir: FAKE_BACKENDS, callsPerSecond: 4 }), silentLog);
+    const spec = job("x");
+    await Promise.all(Array.from({ length: 4 }, () => slow.poll(jobs1()))); // empties the bucket
+    const t0 = Date.now();
+    await Promise.all(Array.from({ length: 4 }, (_, i) => slow.cancel(`fake-running-${i}`, spec)));
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect(readFileSync(join(spec.jobDir, "cancelled-by-fake"), "utf8").split("\n").filter(Boolean)).toHaveLength(4);
+  });
+
+  it("TokenBucket.take(n) above the burst waits for a full bucket and leaves debt", async () => {
+    let now = 0;
+    const b = new TokenBucket(2, () => now);
+    let done = 0;
+    void b.take(5).then(() => done++);
+    await Promise.resolve();
+    expect(done).toBe(1); // full bucket (2): served, 3 in debt
+    const next = b.take(1).then(() => done++);
+    now = 1000; // +2 tokens: still -1
+    await new Promise((r) => setTimeout(r, 5));
+    expect(done).toBe(1);
+    now = 2000;
+    await next;
+    expect(done).toBe(2);
   });
 
   it("limits calls per second per back end", async () => {

@@ -1,10 +1,12 @@
+import { randomBytes } from "node:crypto";
 import { chmod, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import { LRMS_STATES, type LrmsState } from "@ce/model";
 import type { Logger } from "pino";
 import { buildBatchFile, loadWrapperBody, renderBatchEnv, renderJobScript, type BatchFile } from "./batch.js";
-import { TokenBucket } from "./rate-limit.js";
+import { MicroBatcher } from "./micro-batch.js";
+import { TokenBucket, UNLIMITED } from "./rate-limit.js";
 import { runScript, type ScriptResult } from "./run-script.js";
 import { BackendError, type Backend, type BatchJobSpec, type PollState, type RunAsJob } from "./types.js";
 
@@ -89,24 +91,65 @@ export function parseSubmitOutput(stdout: string): string {
   return id;
 }
 
+export type BulkLine = { kind: "localid"; id: string } | { kind: "ok" } | { kind: "error" | "busy"; reason: string };
+
+/**
+ * Parses the per-job lines of a bulk submit or cancel: `<n> localid=<id>`, `<n> ok`,
+ * `<n> error <reason>`, `<n> busy <reason>` (n = 1-based position of the job in the call). Other
+ * lines are ignored; for one job, a bare `localid=<id>` (the single-job contract) counts as line 1.
+ */
+export function parseBulkOutput(stdout: string, count: number): Map<number, BulkLine> {
+  const out = new Map<number, BulkLine>();
+  for (const raw of stdout.split("\n")) {
+    const line = raw.replace(/\r$/, "").trim();
+    const m = /^(\d+) (?:localid=(\S*)|(ok)|(error|busy)(?:\s+(.*))?)$/.exec(line);
+    const bare = count === 1 ? /^localid=(.*)$/.exec(line) : null;
+    if (!m && !bare) continue;
+    const n = m ? Number(m[1]) : 1;
+    if (!(n >= 1 && n <= count)) continue;
+    if (bare) out.set(1, { kind: "localid", id: bare[1]! });
+    else if (m![2] !== undefined) out.set(n, { kind: "localid", id: m![2] });
+    else if (m![3]) out.set(n, { kind: "ok" });
+    else out.set(n, { kind: m![4] as "error" | "busy", reason: (m![5] ?? "").trim() || `${m![4]} without a reason` });
+  }
+  return out;
+}
+
+/** Jobs per bulk script run and how long the first one waits for company (ms). */
+const BULK_MAX = 100;
+const BULK_WINDOW_MS = 4;
+
+interface CancelItem {
+  localId: string;
+  jobId: string;
+  jobDir: string;
+  runAs?: RunAsJob | undefined;
+}
+
 /** The `Backend` on top of the script contract (apps/jem/backends/README.md). */
 export class ScriptBackend implements Backend {
-  private readonly limiter: TokenBucket;
+  private readonly limiter: Pick<TokenBucket, "take">;
   private readonly log: Logger;
   private readonly env: Record<string, string>;
+  private readonly submits: MicroBatcher<BatchJobSpec, { localId: string }>;
+  private readonly cancels: MicroBatcher<CancelItem, true>;
 
   constructor(
     readonly name: string,
     private readonly opts: ScriptBackendOptions,
   ) {
-    this.limiter = new TokenBucket(opts.config.lrms.callsPerSecond);
+    const rate = opts.config.lrms.callsPerSecond;
+    this.limiter = rate > 0 ? new TokenBucket(rate) : UNLIMITED;
     this.log = opts.log.child({ component: "lrms", backend: name });
     this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath };
+    this.submits = new MicroBatcher({ windowMs: BULK_WINDOW_MS, max: BULK_MAX, run: (_k, specs) => this.submitBulk(specs) });
+    this.cancels = new MicroBatcher({ windowMs: BULK_WINDOW_MS, max: BULK_MAX, run: (_k, items) => this.cancelBulk(items) });
   }
 
-  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string, runAs?: RunAsJob): Promise<ScriptResult> {
+  /** One script run; `ops` batch-system operations are taken from the rate limit first. */
+  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string, runAs?: RunAsJob, ops = 1): Promise<ScriptResult> {
     const waited = performance.now();
-    await this.limiter.take();
+    await this.limiter.take(ops);
     const queuedMs = Math.round(performance.now() - waited);
     const cmd = runAs ? runAs.wrap(join(this.opts.dir, op), args) : { file: join(this.opts.dir, op), args };
     const r = await runScript(cmd.file, cmd.args, {
@@ -115,7 +158,7 @@ export class ScriptBackend implements Backend {
       env: runAs ? runAs.env(this.env) : this.env,
       extendEnv: !runAs,
     });
-    const fields = { op, exitCode: r.exitCode, signal: r.signal, ms: r.durationMs, queuedMs, timedOut: r.timedOut };
+    const fields = { op, ops, exitCode: r.exitCode, signal: r.signal, ms: r.durationMs, queuedMs, timedOut: r.timedOut };
     if (r.timedOut || r.exitCode !== 0) this.log.warn({ ...fields, stderr: r.stderr.slice(-2000) }, `lrms ${op} failed`);
     else this.log.debug(fields, `lrms ${op}`);
     return r;
@@ -147,7 +190,7 @@ export class ScriptBackend implements Backend {
   }
 
   async submit(spec: BatchJobSpec): Promise<{ localId: string }> {
-    const log = this.log.child({ jobId: spec.jobId, ...(spec.requestId ? { requestId: spec.requestId } : {}) });
+    if (spec.submitTag === undefined) spec = { ...spec, submitTag: `${spec.jobId}.${randomBytes(4).toString("hex")}` };
     const batch = buildBatchFile(spec, this.opts.config);
     const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
     const write = spec.runAs ? (name: string, text: string, mode: number) => spec.runAs!.writeFile(name, text, mode) : (name: string, text: string, mode: number) => writeAtomic(join(spec.jobDir, name), text, mode);
@@ -155,18 +198,46 @@ export class ScriptBackend implements Backend {
     await write("batch.env", renderBatchEnv(batch), 0o600);
     await write("job.sh", script, 0o700);
     await this.stage0(batch, spec.runAs);
-    const r = await this.call("submit", [spec.jobDir], undefined, spec.runAs);
-    if (r.timedOut || r.exitCode !== 0) throw this.failure("SUBMIT_FAILED", "submit", r);
-    const localId = parseSubmitOutput(r.stdout);
-    log.info({ localId, queue: spec.queue, partition: batch.partition }, "job submitted to the batch system");
+    const { localId } = await this.submits.add(spec.runAs?.account ?? "", spec);
+    this.log.info({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
     return { localId };
+  }
+
+  /** One submit run for jobs of one account: one result line per job dir. */
+  private async submitBulk(specs: BatchJobSpec[]): Promise<Array<{ localId: string } | Error>> {
+    const r = await this.call("submit", specs.map((s) => s.jobDir), undefined, specs[0]!.runAs, specs.length);
+    const lines = parseBulkOutput(r.stdout, specs.length);
+    const failed = r.timedOut || r.exitCode !== 0;
+    return specs.map((_, i) => {
+      const l = lines.get(i + 1);
+      if (l?.kind === "localid") {
+        return LOCAL_ID.test(l.id) ? { localId: l.id } : new BackendError("BAD_OUTPUT", `submit printed an invalid local id: ${JSON.stringify(l.id.slice(0, 200))}`);
+      }
+      if (l?.kind === "error") return new BackendError("SUBMIT_FAILED", l.reason.slice(0, 1000), { stderr: r.stderr.slice(-4096) });
+      if (l?.kind === "busy") return new BackendError("BUSY", l.reason.slice(0, 1000));
+      if (failed) return this.failure("SUBMIT_FAILED", "submit", r);
+      return new BackendError("BAD_OUTPUT", `submit printed no result line for this job: ${JSON.stringify(r.stdout.slice(0, 200))}`);
+    });
   }
 
   async cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void> {
     if (!LOCAL_ID.test(localId)) throw new BackendError("CANCEL_FAILED", `invalid local id ${JSON.stringify(localId.slice(0, 80))}`);
-    const r = await this.call("cancel", [localId, spec.jobDir], undefined, spec.runAs);
-    if (r.timedOut || r.exitCode !== 0) throw this.failure("CANCEL_FAILED", "cancel", r);
+    await this.cancels.add(spec.runAs?.account ?? "", { localId, jobId: spec.jobId, jobDir: spec.jobDir, runAs: spec.runAs });
     this.log.info({ jobId: spec.jobId, localId }, "job cancelled in the batch system");
+  }
+
+  /** One cancel run for jobs of one account: `<localid> <jobdir>` pairs, one result line per job. */
+  private async cancelBulk(items: CancelItem[]): Promise<Array<true | Error>> {
+    const r = await this.call("cancel", items.flatMap((c) => [c.localId, c.jobDir]), undefined, items[0]!.runAs, items.length);
+    const lines = parseBulkOutput(r.stdout, items.length);
+    const failed = r.timedOut || r.exitCode !== 0;
+    return items.map((_, i) => {
+      const l = lines.get(i + 1);
+      if (l?.kind === "ok") return true;
+      if (l?.kind === "error" || l?.kind === "busy") return new BackendError("CANCEL_FAILED", l.reason.slice(0, 1000));
+      // The single-job contract prints nothing: exit 0 is the answer.
+      return failed ? this.failure("CANCEL_FAILED", "cancel", r) : true;
+    });
   }
 
   async poll(jobs: Array<{ jobId: string; localId: string; jobDir: string }>): Promise<Map<string, PollState>> {

@@ -44,6 +44,9 @@ async function submit(desc: Partial<JobDescription>, opts: Partial<BatchJobSpec>
   return { spec, localId: r.localId, script, directives: header.slice(1) };
 }
 
+/** The submission tag the back end gave the job (batch.json), carried as the Slurm comment. */
+const tagOf = (spec: BatchJobSpec) => (JSON.parse(readFileSync(join(spec.jobDir, "batch.json"), "utf8")) as { submit: { tag: string } }).submit.tag;
+
 const base = (spec: BatchJobSpec, partition = "main") => [
   "#SBATCH --no-requeue",
   "#SBATCH --export=NONE",
@@ -57,7 +60,7 @@ describe("slurm submit: sbatch script", () => {
   it("defaults: gridjob, one slot, partition = queue, nice 50; sbatch --parsable id", async () => {
     const { spec, localId, directives, script } = await submit({ executable: "/bin/true" });
     expect(localId).toBe("4242");
-    expect(directives).toEqual([...base(spec), "#SBATCH --nice=50", "#SBATCH -J gridjob", "#SBATCH -n 1"]);
+    expect(directives).toEqual([...base(spec), "#SBATCH --nice=50", "#SBATCH -J gridjob", `#SBATCH --comment=${tagOf(spec)}`, "#SBATCH -n 1"]);
     expect(script.startsWith("#!/bin/bash\n")).toBe(true);
     expect(script).toContain(`JEM_JOB_ID='${spec.jobId}'`);
     expect(readFileSync(join(spec.jobDir, "sbatch.argv"), "utf8")).toBe(`--parsable ${spec.jobDir}/sbatch.sh\n`);
@@ -80,6 +83,7 @@ describe("slurm submit: sbatch script", () => {
       "#SBATCH --nice=20",
       "#SBATCH -A atlas.prod",
       "#SBATCH -J hello",
+      `#SBATCH --comment=${tagOf(spec)}`,
       "#SBATCH -n 8",
       "#SBATCH --ntasks-per-node=4",
       "#SBATCH --exclusive",
@@ -166,6 +170,22 @@ describe("slurm submit: sbatch script", () => {
       delete process.env.SBATCH_PARTITION;
       delete process.env.JEM_SLURM_RETRY_DELAY;
     }
+  });
+
+  it("bulk: one run for concurrent jobs, a per-job failure fails only that job; a recorded tag is adopted, never submitted again", async () => {
+    const config = makeConfig(root, { backend: "slurm", slurm: { binPath: bin, extraDirectives: [] } });
+    const be = createBackend(config, silentLog);
+    const [a, b, c] = [makeJob(root, { executable: "/bin/true" }), makeJob(root, { executable: "/bin/true" }), makeJob(root, { executable: "/bin/true" })];
+    writeFileSync(join(b.jobDir, "fake-mode"), "fatal\n");
+    const r = await Promise.allSettled([a, b, c].map((s) => be.submit(s)));
+    expect(r[0]).toEqual({ status: "fulfilled", value: { localId: "4242" } });
+    expect(r[1]).toMatchObject({ status: "rejected", reason: { code: "SUBMIT_FAILED", message: expect.stringContaining("invalid partition") } });
+    expect(r[2]).toEqual({ status: "fulfilled", value: { localId: "4242" } });
+    // Same tag again (a JEM that died before storing the id): the record answers, sbatch is not run.
+    const again = { ...a, submitTag: tagOf(a), resume: false };
+    expect(readFileSync(join(a.jobDir, `localid.${tagOf(a)}`), "utf8")).toBe("4242\n");
+    expect(await be.submit(again)).toEqual({ localId: "4242" });
+    expect(readFileSync(join(a.jobDir, "sbatch.argv"), "utf8").split("\n").filter(Boolean)).toHaveLength(1);
   });
 
   it("refuses paths that cannot be written as a #SBATCH directive", async () => {

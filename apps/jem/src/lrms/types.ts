@@ -24,10 +24,20 @@ export interface BatchJobSpec {
   requestId?: string;
   /** Mapping on: scripts run as the job's account and job files are written owned by it (src/priv). */
   runAs?: RunAsJob | undefined;
+  /**
+   * Names this submission attempt in the batch system (Slurm `--comment`, fork's start record):
+   * a back end never starts two batch jobs for one tag. The JEM keeps it in the `submitting`
+   * marker; a fresh random one per call when absent.
+   */
+  submitTag?: string;
+  /** An earlier attempt with this tag may have reached the batch system (a JEM died in between): adopt it. */
+  resume?: boolean;
 }
 
 /** How a back end runs a job's scripts as its mapped account (provided by src/priv/priv.ts). */
 export interface RunAsJob {
+  /** The account: jobs of one account share a script run (bulk submit/cancel), never two accounts. */
+  account: string;
   /** argv of `file args` as the account. */
   wrap(file: string, args: string[]): { file: string; args: string[] };
   /** The whole environment of such a process (nothing of the JEM's own). */
@@ -47,7 +57,10 @@ export type PollState =
 
 export interface Backend {
   readonly name: string;
-  /** Writes batch.json + job.sh into spec.jobDir, runs RTE stage 0, then the back end's submit. */
+  /**
+   * Writes batch.json + job.sh into spec.jobDir, runs RTE stage 0, then the back end's submit
+   * (concurrent calls share one script run per account). Exactly once per `submitTag`.
+   */
   submit(spec: BatchJobSpec): Promise<{ localId: string }>;
   /** Succeeds also when the job is already gone. */
   cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void>;
@@ -58,7 +71,8 @@ export interface Backend {
   poll(jobs: Array<{ jobId: string; localId: string; jobDir: string }>): Promise<Map<string, PollState>>;
 }
 
-export type BackendErrorCode = "SUBMIT_FAILED" | "CANCEL_FAILED" | "POLL_FAILED" | "TIMEOUT" | "BAD_OUTPUT";
+/** BUSY: not done yet, nothing failed (an earlier submission of the job is still in flight): ask again later. */
+export type BackendErrorCode = "SUBMIT_FAILED" | "CANCEL_FAILED" | "POLL_FAILED" | "TIMEOUT" | "BAD_OUTPUT" | "BUSY";
 
 export class BackendError extends Error {
   readonly code: BackendErrorCode;

@@ -131,6 +131,7 @@ export class Privileged {
   /** What a back end needs to run one job's scripts as its account. */
   forJob(jobId: string, as: RunAs): RunAsJob {
     return {
+      account: as.account,
       wrap: (file, args) => this.wrap(as, file, args),
       env: (extra) => this.envFor(as, extra),
       writeFile: (name, content, mode) => this.writeFile(jobId, as, name, content, mode),

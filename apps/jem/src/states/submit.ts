@@ -1,17 +1,24 @@
+import { randomBytes } from "node:crypto";
 import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { credentialFor, resolveCredential } from "../credentials.js";
-import { leftoverLocalId, readPrivate, readSpec, removePrivate, updateLocal, utcStamp, writePrivate } from "../files.js";
-import type { BatchJobSpec, RunAsJob } from "../lrms/types.js";
-import { moved, type Step } from "./step.js";
+import { appendPrivate, exists, leftoverLocalId, parseSubmitting, readPrivate, readSpec, removePrivate, updateLocal, utcStamp } from "../files.js";
+import { BackendError, type BatchJobSpec, type RunAsJob } from "../lrms/types.js";
+import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
 
+/** Attempts of one submission (crash resumes, timeouts) before the job fails. */
+const MAX_ATTEMPTS = 5;
+const RETRY_MS = 5_000;
+
 /**
  * SUBMIT (REST SUBMITTING): hand the job to the batch system exactly once. A kill is deferred
- * until the local id exists (arex-jem §2.5). Crash safety: a `submitting` marker is written
- * first and the local id is persisted in `local` before the CAS, so a JEM that dies anywhere in
- * between is recovered by adopting the id instead of submitting twice.
+ * until the local id exists (arex-jem §2.5). Crash safety: the `submitting` marker names the
+ * submission with a tag before the batch system is called, the back end records the tag with the
+ * batch job (and never starts a second one for it), and the local id is persisted in `local`
+ * before the CAS. A JEM that dies anywhere in between leaves the marker: the next attempt
+ * resubmits with the same tag and `resume`, and the back end adopts what the first one started.
  */
 export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   const log = jobLog(ctx, job);
@@ -24,18 +31,24 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   const desc = await readSpec(ctx, job.id);
   if (!desc) return fail("Could not process job description");
 
-  const previous = await readPrivate(ctx, job.id, "submitting");
-  if (previous) log.warn({ previous: previous.trim() }, "an earlier submission attempt left no local id; submitting again");
-  await writePrivate(ctx, job.id, "submitting", `${utcStamp()} ${process.pid}\n`);
+  const previous = parseSubmitting(await readPrivate(ctx, job.id, "submitting"));
+  if (previous && previous.attempts >= MAX_ATTEMPTS) return fail(`Job submission to LRMS failed: no answer from the batch system after ${previous.attempts} attempts`);
+  const tag = previous?.tag ?? `${job.id}.${randomBytes(4).toString("hex")}`;
+  if (previous) log.warn({ tag, attempts: previous.attempts }, "an earlier submission attempt left no local id; asking the batch system for it before submitting");
+  await appendPrivate(ctx, job.id, "submitting", `${utcStamp()} ${process.pid} tag=${tag}\n`);
 
   // Mapping on: the session and a fresh batch dir become the account's, scripts run as it (src/priv).
+  // A resumed attempt keeps the batch dir: it may hold the earlier attempt's start record and job.
   let runAs: RunAsJob | undefined;
   let jobDir = ctx.control.jobDir(job.id);
   if (ctx.priv) {
     try {
       const as = await ctx.priv.accountFor(job.id, job.localUser);
-      await ctx.priv.prepareSession(job.id, as);
-      jobDir = await ctx.priv.prepareBatchDir(job.id, as);
+      if (previous && (await exists(ctx.priv.batchDir(job.id)))) jobDir = ctx.priv.batchDir(job.id);
+      else {
+        await ctx.priv.prepareSession(job.id, as);
+        jobDir = await ctx.priv.prepareBatchDir(job.id, as);
+      }
       runAs = ctx.priv.forJob(job.id, as);
     } catch (e) {
       log.warn({ err: e }, "job cannot run as its mapped account");
@@ -54,6 +67,8 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
     queue: job.queue,
     rteDir: ctx.config.paths.rteDir,
     runtimeEnvironments: desc.runtimeEnvironments.map((r) => (r.version ? `${r.name}-${r.version}` : r.name)),
+    submitTag: tag,
+    resume: previous !== undefined,
   };
   const partition = ctx.config.jobs.queues.find((q) => q.name === job.queue)?.partition;
   if (partition) spec.partition = partition;
@@ -68,6 +83,12 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   try {
     ({ localId } = await backend.submit(spec));
   } catch (e) {
+    // Not failed, only not known yet (an earlier attempt still in flight, no answer): the marker
+    // stays and the next attempt asks again under the same tag.
+    if (e instanceof BackendError && (e.code === "BUSY" || e.code === "TIMEOUT")) {
+      log.warn({ err: e }, "batch submission not confirmed; asking again");
+      return waitUntil(Date.now() + RETRY_MS);
+    }
     const err = e as Error & { stderr?: string };
     if (err.stderr) await ctx.control.append(job.id, "errors", err.stderr).catch(() => undefined);
     log.warn({ err: e }, "batch submission failed");
