@@ -34,7 +34,7 @@ async function side(name: string, start: () => Promise<Server>) {
 
 const started = new Date();
 const arex = only === "ce" ? undefined : await side("A-REX", () => startArex(dir, { log }));
-const ce = only === "arex" ? undefined : await side("CE", () => startCe(dir, { log, extraEnv: ceEnv }));
+const ce = only === "arex" ? undefined : await side("CE", () => startCe(join(dir, "ce"), { refPki: dir, log, extraEnv: ceEnv }));
 
 const get = (s: typeof arex, path: string): number | undefined => {
   let v: unknown = s?.results;
@@ -57,6 +57,8 @@ const rows: [string, string, string, boolean][] = [
   [`session GET of ${P.transferBytes / 2 ** 20} MiB (one stream)`, "download.seconds", "s", false],
   ["  server CPU per GiB downloaded", "download.cpuSecondsPerGiB", "CPU s", false],
   [`${P.e2eJobs} /bin/true jobs in one request → all terminal`, "e2e.seconds", "s", false],
+  ["  server CPU during it (server processes)", "e2e.cpu.total", "CPU s", false],
+  ["  CPU of reaped child processes (helper and back-end scripts)", "e2e.childCpu.total", "CPU s", false],
   [`bulk status of ${P.statusIds} ids, JSON, p50`, "statusJson.p50Ms", "ms", false],
   ["  … p95", "statusJson.p95Ms", "ms", false],
   [`bulk status of ${P.statusIds} ids, XML, p50`, "statusXml.p50Ms", "ms", false],

@@ -23,9 +23,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if [ -n "${BENCH_AREX_DIR:-}" ]; then DIR="$BENCH_AREX_DIR"; mkdir -p "$DIR"; KEEP=1; else DIR=$(mktemp -d /tmp/bench-arex.XXXXXX); KEEP=0; fi
 cleanup() {
+  save_dh 2>/dev/null || true
   bash "$REF/arex-stop.sh" "$DIR" >/dev/null 2>&1 || true
   [ "$KEEP" = 1 ] || rm -rf "$DIR"
 }
 trap cleanup EXIT
-bash "$REF/setup-creds.sh" "$DIR" >/dev/null
+bash "$REF/setup-creds.sh" "$DIR" >/dev/null 2>&1
+# arex-start.sh makes 2048-bit DH parameters once per directory (minutes on a busy 2-core box);
+# they are not part of what is measured, so one set is kept between runs.
+CACHE=node_modules/.cache/bench-arex
+mkdir -p "$CACHE" "$DIR/arex/control"
+[ -s "$CACHE/dhparam.pem" ] && [ ! -s "$DIR/arex/control/dhparam.pem" ] && install -m 600 "$CACHE/dhparam.pem" "$DIR/arex/control/dhparam.pem"
+save_dh() { [ -s "$DIR/arex/control/dhparam.pem" ] && [ ! -s "$CACHE/dhparam.pem" ] && install -m 600 "$DIR/arex/control/dhparam.pem" "$CACHE/dhparam.pem"; return 0; }
 node --import tsx bench/arex/main.ts "$DIR"

@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { RestClient, TERMINAL, items, states, statusJson, statusXml, submit, xrslBatch, type JobItem } from "../lib/rest.js";
-import { cpuDelta, pct, round, settle, sleep, snapshot, type Procs } from "../lib/proc.js";
+import { childSnapshot, cpuDelta, pct, round, settle, sleep, snapshot, type Procs } from "../lib/proc.js";
 import type { Server } from "../lib/servers.js";
 
 export const P = {
@@ -61,6 +61,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     let next = 0;
     const requests = Math.ceil(P.bulkJobs / P.perRequest);
     const c0 = snapshot(procs);
+    const k0 = childSnapshot(procs);
     const t0 = performance.now();
     await Promise.all(Array.from({ length: P.submitConcurrency }, async () => {
       while (next < requests) {
@@ -77,7 +78,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     const untilIdle = cpuDelta(c0, idle.snap);
     res.submit = {
       jobs: ids.length, refused: refused.length, seconds: round(submitS, 3), jobsPerSecond: round(ids.length / submitS, 1),
-      cpuDuring: during, cpuUntilIdle: untilIdle, settled: idle.settled, settleMs: idle.ms,
+      cpuDuring: during, cpuUntilIdle: untilIdle, childCpuUntilIdle: cpuDelta(k0, childSnapshot(procs)), settled: idle.settled, settleMs: idle.ms,
       cpuMsPerJob: round((untilIdle.total! * 1000) / Math.max(1, ids.length), 2),
     };
     if (refused.length) log(`  ${refused.length} refused: ${JSON.stringify(refused[0])}`);
@@ -114,6 +115,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     log(`  end to end: ${P.e2eJobs} /bin/true jobs in one request`);
     await settle(procs, { maxMs: 15_000 });
     const e0 = snapshot(procs);
+    const ek0 = childSnapshot(procs);
     const te = performance.now();
     const e2eIds = (await submit(user2, xrslBatch(P.e2eJobs, (i) => `&(executable="/bin/true")(jobname="e2e${i}")`))).ids;
     let last = new Map<string, string>();
@@ -126,7 +128,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     const e2eS = (performance.now() - te) / 1000;
     const count: Record<string, number> = {};
     for (const s of last.values()) count[s] = (count[s] ?? 0) + 1;
-    res.e2e = { jobs: e2eIds.length, seconds: round(e2eS, 2), states: count, allFinished: count.FINISHED === e2eIds.length, cpu: cpuDelta(e0, snapshot(procs)) };
+    res.e2e = { jobs: e2eIds.length, seconds: round(e2eS, 2), states: count, allFinished: count.FINISHED === e2eIds.length, cpu: cpuDelta(e0, snapshot(procs)), childCpu: cpuDelta(ek0, childSnapshot(procs)) };
     log(`  → ${round(e2eS, 2)} s, states ${JSON.stringify(count)}`);
     await settle(procs, { maxMs: 15_000 });
 

@@ -19,6 +19,16 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/** CPU seconds of the process' terminated and reaped children (cutime + cstime): helper scripts, back-end calls. */
+export function childCpuSeconds(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(f[13]) + Number(f[14])) / TICKS;
+  } catch {
+    return 0;
+  }
+}
+
 export function rssMb(pid: number): number {
   try {
     const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
@@ -36,6 +46,13 @@ export type CpuSnapshot = Record<string, number>;
 export function snapshot(procs: Procs): CpuSnapshot {
   const out: CpuSnapshot = {};
   for (const [role, pids] of Object.entries(procs)) out[role] = pids.reduce((s, p) => s + cpuSeconds(p), 0);
+  return out;
+}
+
+/** Like `snapshot`, for the reaped children of each role's processes. */
+export function childSnapshot(procs: Procs): CpuSnapshot {
+  const out: CpuSnapshot = {};
+  for (const [role, pids] of Object.entries(procs)) out[role] = pids.reduce((s, p) => s + childCpuSeconds(p), 0);
   return out;
 }
 

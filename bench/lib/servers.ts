@@ -17,6 +17,8 @@ export const AREX_REF = process.env.AREX_REF_DIR ?? resolve(ROOT, "../shared/too
 export interface Server {
   name: string;
   base: string;
+  /** Environment the server was started with (placement and overrides). */
+  env: Record<string, string>;
   procs: Procs;
   /** Config overrides beyond placement (ports, paths, PKI), shown next to the figures. */
   overrides: string[];
@@ -38,11 +40,15 @@ function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", () => r()));
 }
 
-/** The CE's `./ce start` on `<dir>/ce`, with the reference PKI of `dir` (setup-creds.sh). */
-export async function startCe(dir: string, o: { extraEnv?: Record<string, string>; log?: (s: string) => void } = {}): Promise<Server> {
+/**
+ * The CE's `./ce start` with its state in `state`, on free ports. `refPki`: the directory of the
+ * reference's setup-creds.sh, whose host certificate and CA directory the CE then uses; without
+ * it the CE uses its own development PKI (`<state>/pki`, user proxy `<state>/pki/user/proxy.pem`).
+ */
+export async function startCe(state: string, o: { refPki?: string; extraEnv?: Record<string, string>; log?: (s: string) => void } = {}): Promise<Server> {
   const [port, redisPort, adminPort, jemPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const state = join(dir, "ce");
   const base = `https://localhost:${port}/arex`;
+  const dir = o.refPki;
   // Placement only (ports, where the state and the PKI are): everything else is the shipped default.
   const placement: Record<string, string> = {
     CE_STATE_DIR: state,
@@ -51,9 +57,11 @@ export async function startCe(dir: string, o: { extraEnv?: Record<string, string
     CE__REDIS__URL: `redis://127.0.0.1:${redisPort}`,
     CE__ADMIN__PORT: String(adminPort),
     CE__ADMIN__JEM_PORT: String(jemPort),
-    CE__GATEWAY__TLS__CERT_FILE: join(dir, "host/hostcert.pem"),
-    CE__GATEWAY__TLS__KEY_FILE: join(dir, "host/hostkey.pem"),
-    CE__AUTH__CA_DIR: join(dir, "certificates"),
+    ...(dir ? {
+      CE__GATEWAY__TLS__CERT_FILE: join(dir, "host/hostcert.pem"),
+      CE__GATEWAY__TLS__KEY_FILE: join(dir, "host/hostkey.pem"),
+      CE__AUTH__CA_DIR: join(dir, "certificates"),
+    } : {}),
   };
   const extra = o.extraEnv ?? {};
   const child = spawn("bash", ["scripts/start.sh"], { cwd: ROOT, env: { ...process.env, ...placement, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
@@ -75,6 +83,7 @@ export async function startCe(dir: string, o: { extraEnv?: Record<string, string
   return {
     name: "CE",
     base,
+    env: { ...placement, ...extra },
     procs,
     overrides: Object.entries(extra).map(([k, v]) => `${k}=${v}`),
     stop: async () => {
@@ -102,6 +111,7 @@ export async function startArex(dir: string, o: { log?: (s: string) => void } = 
   return {
     name: "A-REX",
     base: url,
+    env: {},
     procs: { arched: pids },
     overrides: [`AREX_LOGLEVEL=${env.AREX_LOGLEVEL}`, `AREX_INFO_PERIOD=${process.env.AREX_INFO_PERIOD ?? 20}`, `AREX_WAKEUP=${process.env.AREX_WAKEUP ?? 10}`],
     stop: async () => {
