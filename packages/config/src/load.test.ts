@@ -30,6 +30,14 @@ describe("defaults", () => {
     expect(c.jobs.defaultQueue).toBe("main");
     expect(c.logging.level).toBe("info");
   });
+
+  it("the batch-system rate limit defaults per back end: fork none, slurm 100/s, others 20/s; an explicit value wins", () => {
+    expect(compileConfig({}, dir).lrms.callsPerSecond).toBe(0);
+    expect(compileConfig({ lrms: { backend: "slurm" } }, dir).lrms.callsPerSecond).toBe(100);
+    expect(compileConfig({ lrms: { backend: "pbs" } }, dir).lrms.callsPerSecond).toBe(20);
+    expect(compileConfig({ lrms: { backend: "slurm", callsPerSecond: 5 } }, dir).lrms.callsPerSecond).toBe(5);
+    refusal({ lrms: { callsPerSecond: -1 } });
+  });
 });
 
 describe("derived paths", () => {
