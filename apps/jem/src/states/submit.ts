@@ -8,8 +8,8 @@ import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
 
-/** Attempts of one submission (crash resumes, timeouts) before the job fails. */
-const MAX_ATTEMPTS = 5;
+/** Attempts of one submission (crash resumes included) after which a timeout or busy answer fails the job. */
+const MAX_ATTEMPTS = 8;
 const RETRY_MS = 5_000;
 
 /**
@@ -32,7 +32,6 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (!desc) return fail("Could not process job description");
 
   const previous = parseSubmitting(await readPrivate(ctx, job.id, "submitting"));
-  if (previous && previous.attempts >= MAX_ATTEMPTS) return fail(`Job submission to LRMS failed: no answer from the batch system after ${previous.attempts} attempts`);
   const tag = previous?.tag ?? `${job.id}.${randomBytes(4).toString("hex")}`;
   if (previous) log.warn({ tag, attempts: previous.attempts }, "an earlier submission attempt left no local id; asking the batch system for it before submitting");
   await appendPrivate(ctx, job.id, "submitting", `${utcStamp()} ${process.pid} tag=${tag}\n`);
@@ -85,7 +84,7 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   } catch (e) {
     // Not failed, only not known yet (an earlier attempt still in flight, no answer): the marker
     // stays and the next attempt asks again under the same tag.
-    if (e instanceof BackendError && (e.code === "BUSY" || e.code === "TIMEOUT")) {
+    if (e instanceof BackendError && (e.code === "BUSY" || e.code === "TIMEOUT") && (previous?.attempts ?? 0) + 1 < MAX_ATTEMPTS) {
       log.warn({ err: e }, "batch submission not confirmed; asking again");
       return waitUntil(Date.now() + RETRY_MS);
     }
