@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../tests/support/redis-server.js";
@@ -149,5 +149,21 @@ describe.skipIf(!HAS_SLURM)("real Slurm back end", () => {
   it.concurrent("sbatch rejects an impossible request → SUBMIT_FAILED with Slurm's reason", async () => {
     const job = makeJob(root, { executable: "/bin/true", count: 64 });
     await expect(backend.submit(job)).rejects.toMatchObject({ code: "SUBMIT_FAILED", message: expect.stringMatching(/processors|Requested node configuration/i) });
+  }, 60_000);
+
+  it.concurrent("exactly once per tag: the tag is the job's comment; a resumed submission whose record was lost finds the job in Slurm", async () => {
+    const job = makeJob(root, { executable: "/bin/true", startTime: new Date(Date.now() + 600_000) });
+    const tagged = { ...job, submitTag: `${job.jobId}.c3` };
+    const { localId } = await backend.submit(tagged);
+    expect(slurmCmd("squeue", "-h", "-o", "%k", "-j", localId).trim()).toBe(`${job.jobId}.c3`);
+    // sbatch answered but the record never reached the disk (the submit process died): the resumed
+    // attempt asks Slurm by comment and adopts; a fresh attempt would have submitted again.
+    rmSync(join(job.jobDir, `localid.${job.jobId}.c3`));
+    expect(await backend.submit({ ...tagged, resume: true })).toEqual({ localId });
+    expect(await backend.submit(tagged)).toEqual({ localId }); // the record is back
+    const mine = slurmCmd("squeue", "-h", "-t", "all", "-o", "%k").split("\n").filter((c) => c === `${job.jobId}.c3`);
+    expect(mine).toHaveLength(1);
+    await backend.cancel(localId, job);
+    await backend.cancel(localId, job); // idempotent
   }, 60_000);
 });
