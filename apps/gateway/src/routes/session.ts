@@ -5,7 +5,7 @@ import type { AppEnv } from "../context.js";
 import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
 import { respond } from "../render.js";
-import { checkDeclaredLength, drainBody, writeBody } from "../services/session-body.js";
+import { BodyAborted, checkDeclaredLength, drainBody, receiveBody, writeBody } from "../services/session-body.js";
 import { openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
 import { jobWithSession, ownedJob } from "../services/session-job.js";
 import { davHref, hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
@@ -94,7 +94,13 @@ async function read(c: Context<AppEnv>, id: string, head: boolean): Promise<Resp
     throw e;
   }
   if (target.kind === "file") {
-    return fileResponse(target.handle, target.stat, { contentType: "application/octet-stream", head, range: c.req.header("range") });
+    return fileResponse(target.handle, target.stat, {
+      contentType: "application/octet-stream",
+      head,
+      range: c.req.header("range"),
+      outgoing: c.env?.outgoing,
+      extraHeaders: { "X-Request-Id": c.get("requestId") },
+    });
   }
   let listing;
   try {
@@ -152,12 +158,17 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
     sizeBefore = (await handle.stat()).size;
     const base = range ? sizeBefore : 0;
     if (!range) await handle.truncate(0);
-    received = await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload", (n) => quota.ensure(Math.max(base, offset + n) - sizeBefore));
+    const grow = (n: number) => quota.need(Math.max(base, offset + n) - sizeBefore);
+    // The Node request itself when there is one (the deployed server): far cheaper than a web stream.
+    const incoming = c.env?.incoming;
+    received = incoming
+      ? await receiveBody(incoming, handle, offset, limit - offset, "Upload", grow)
+      : await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload", (n) => grow(n) ?? Promise.resolve());
   } catch (e) {
     discard = e instanceof SessionQuotaExceeded && !range;
     if (discard) await handle.truncate(0).catch(() => undefined);
     // A client that went away mid-body is not a server error; nothing is reported as complete.
-    if (!(e instanceof CeError) && c.env?.incoming?.errored) throw new BadRequest("Upload aborted by the client", "UPLOAD_ABORTED");
+    if (e instanceof BodyAborted || (!(e instanceof CeError) && c.env?.incoming?.errored)) throw new BadRequest("Upload aborted by the client", "UPLOAD_ABORTED");
     throw e;
   } finally {
     const after = (await handle.stat().catch(() => undefined))?.size ?? sizeBefore;

@@ -113,6 +113,11 @@ export class UploadQuota {
 
   constructor(private readonly bytes: SessionBytes, private readonly owner: string, private readonly jobId: string) {}
 
+  /** As `ensure`, but undefined (no promise, no microtask) when `growth` is already reserved. */
+  need(growth: number): Promise<void> | undefined {
+    return growth <= this.reserved ? undefined : this.ensure(growth);
+  }
+
   /** Makes sure `growth` bytes (over the size before the PUT) are reserved, or throws 507. */
   async ensure(growth: number): Promise<void> {
     if (growth <= this.reserved) return;
