@@ -10,7 +10,9 @@ dir=/run/ce-redis
 acl=$dir/users.acl
 mkdir -p "$dir"
 umask 077
-echo "user default off resetkeys resetchannels nocommands" > "$acl"
+# `default` stays off (no login) but holds the CE rules: Redis 7.0 replays the AOF's MULTI/EXEC
+# blocks as `default`, and without rights drops them (NOPERM) — a restart would lose job records.
+echo "user default off $REDIS_ACL_RULES" > "$acl"
 for entry in $REDIS_ACL_USERS; do
   user=${entry%%:*}
   file=${entry#*:}

@@ -72,7 +72,10 @@ export function aclPasswordHash(password: string): string {
 
 /** The aclfile for redis-server: `default` off, one line per CE user. */
 export function redisAclFile(keyPattern: string, users: { username: string; password: string; extraRules?: string }[]): string {
-  const lines = ["user default off resetkeys resetchannels nocommands"];
+  // `default` is off (no client can log in as it), but it keeps the CE users' rules: Redis 7.0
+  // replays an AOF's MULTI/EXEC blocks (the effects of every Lua script) as `default`, and with no
+  // rights it drops them with NOPERM — a restart from the AOF silently lost every job record.
+  const lines = [`user default off ${redisAclRules(keyPattern)}`];
   for (const u of users) {
     if (!/^[A-Za-z0-9_.-]+$/.test(u.username)) throw new ConfigError(`invalid Redis user name ${JSON.stringify(u.username)}`);
     lines.push(`user ${u.username} on #${aclPasswordHash(u.password)} ${redisAclRules(keyPattern)}${u.extraRules ? ` ${u.extraRules}` : ""}`);
