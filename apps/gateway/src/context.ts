@@ -2,7 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import type { ControlDir, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
+import type { AdvanceSet, ControlDir, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
 import type { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import type { CeMetrics } from "@ce/ops";
 import type { Mapper, MatchIdentity } from "@ce/mapping";
@@ -27,7 +27,9 @@ export interface Services {
   jobs: JobStore;
   delegations: DelegationStore;
   control: ControlDir;
-  queues: { [K in "commands" | "advance"]: Queue<QueueCatalog[K]> };
+  queues: { commands: Queue<QueueCatalog["commands"]> };
+  /** The JEM's work list (@ce/store advance.ts): upload completions ring it. */
+  advance: AdvanceSet;
   trust: TrustStore;
   /** vomsdir: trusted VOMS servers per VO (`.lsc` files, certificates). */
   voms: VomsDir;

@@ -31,7 +31,7 @@ const admin =
         createAdminApp({
           config,
           redis: services.redis,
-          queues: [services.queues.commands, services.queues.advance],
+          queues: [services.queues.commands],
           registry: services.metrics.registry,
           role: "gateway",
           ready: async () => gw.server.listening,

@@ -6,11 +6,12 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, connectRedis, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
+import { AdvanceSet, ControlDir, DelegationStore, JobStore, connectRedis, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
 import { createApp } from "./app.js";
+import { outageOf } from "./outage.js";
 import { capConnectionsPerAddress } from "./connections.js";
 import { authConfigProblems } from "./auth/config-check.js";
 import type { Services } from "./context.js";
@@ -71,7 +72,14 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   // Standalone, Sentinel or Cluster as `redis.mode` says.
   const clients = connectRedis(config.redis, "gateway");
   const redis = clients.redis;
-  redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
+  // Connection errors repeat on every reconnect attempt: logged once per outage episode (outage.ts).
+  redis.on("error", (err) => {
+    if (!outageOf({ redis, config, logger }).report(err)) logger.warn({ err: err.message }, "redis connection error");
+  });
+  redis.on("ready", () => outageOf({ redis, config, logger }).nudge());
+  // The connection has no offline queue (a request meeting a down Redis fails fast): wait for it
+  // once here, bounded — a gateway booting while Redis is away answers 503 until it is back.
+  await redisReady(redis, 10_000);
   const prefix = config.redis.prefix;
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
@@ -90,11 +98,17 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch((e: unknown) => { redis.disconnect(); throw e; }) : undefined;
   if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
   const connection = clients.bull;
-  const queues = { commands: openQueue("commands", connection, prefix), advance: openQueue("advance", connection, prefix) };
+  const queues = { commands: openQueue("commands", connection, prefix) };
+  for (const q of Object.values(queues)) {
+    q.on("error", (err: unknown) => {
+      if (!outageOf({ redis, config, logger }).report(err)) logger.warn({ err }, "queue error");
+    });
+  }
   return {
     config,
     redis,
     jobs: new JobStore(redis, prefix),
+    advance: new AdvanceSet(redis, prefix),
     delegations: new DelegationStore(redis, prefix, loadSecretBox(config, logger)),
     control,
     queues,
@@ -103,7 +117,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     keyPool: new KeyPool({ size: config.delegations.keyPoolSize }),
     logger,
     mapper,
-    metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands, queues.advance] }),
+    metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands] }),
     closeRedis: clients.close,
   };
 }
@@ -186,7 +200,7 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
       clearTimeout(timer);
       // A queue closed while its connection is still starting leaves BullMQ's start-up commands
       // to be flushed with "Connection is closed" as unhandled rejections: let them settle first.
-      const queues = [services.queues.commands, services.queues.advance];
+      const queues = [services.queues.commands];
       await Promise.race([Promise.allSettled(queues.map((q) => q.waitUntilReady())), new Promise((r) => setTimeout(r, 2_000).unref())]);
       await Promise.allSettled(queues.map((q) => q.close()));
       await services.keyPool.close();
@@ -194,6 +208,15 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
       logger.info("gateway stopped");
     })());
   return { url, port, services, server, close };
+}
+
+function redisReady(redis: { status: string; once(ev: "ready", fn: () => void): unknown }, ms: number): Promise<void> {
+  if (redis.status === "ready") return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    t.unref();
+    redis.once("ready", () => (clearTimeout(t), resolve()));
+  });
 }
 
 function required(v: string | undefined, name: string): string {

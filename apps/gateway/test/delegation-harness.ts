@@ -37,6 +37,7 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
     delegations: store,
     control: {} as ControlDir,
     queues: {} as Services["queues"],
+    advance: {} as Services["advance"],
     trust: TrustStore.fromPem(caPem),
     voms: VomsDir.fromFiles({}),
     keyPool,

@@ -11,7 +11,7 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { compileConfig, type ConfigInput } from "@ce/config";
 import { negotiateFormat } from "@ce/glue2";
-import { bullConnection, ControlDir, openQueue, JobStore, type DelegationStore, type JobRecord } from "@ce/store";
+import { AdvanceSet, bullConnection, ControlDir, openQueue, JobStore, type DelegationStore, type JobRecord } from "@ce/store";
 import { VomsDir, type KeyPool, type TrustStore } from "@ce/x509";
 import type { AppEnv, Identity, Services } from "../src/context.js";
 import { CeError, NotFound } from "../src/errors.js";
@@ -73,8 +73,8 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
     control,
     queues: {
       commands: openQueue("commands", connection, prefix),
-      advance: openQueue("advance", connection, prefix),
     },
+    advance: new AdvanceSet(redis, prefix),
     trust: {} as TrustStore,
     voms: VomsDir.fromFiles({}),
     keyPool: {} as KeyPool,
@@ -156,9 +156,7 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
         server.close(() => res());
         (server as import("node:http").Server).closeAllConnections?.();
       });
-      await services.queues.advance.obliterate({ force: true }).catch(() => undefined);
       await services.queues.commands.close();
-      await services.queues.advance.close();
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length) await redis.del(...keys);
       await redis.quit();

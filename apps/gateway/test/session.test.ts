@@ -257,14 +257,21 @@ describe("E6 job lookup, methods, scopes", () => {
 
 describe("E6 upload-completion bookkeeping (arex-jem.md §5.2)", () => {
   const inputStatus = async (id: string) => (await h.services.control.read(id, "input_status")) ?? "";
-  const advanceJobs = async (id: string) => (await h.services.queues.advance.getJobs(["waiting", "delayed", "prioritized"])).filter((j) => j.data.jobId === id);
+  const isDue = async (id: string) => (await h.services.advance.scoreOf(id)).due !== undefined;
+  /** As if a JEM had looked at the new job and left it waiting: off the due set. */
+  const looked = async (id: string) => {
+    const claimed = await h.services.advance.claim(10_000, 60_000);
+    expect(claimed).toContain(id);
+    await h.services.advance.release(claimed);
+    expect(await isDue(id)).toBe(false);
+  };
 
   it("a whole PUT appends /<path> to input_status and wakes the JEM", async () => {
     const id = await h.newJob();
+    await looked(id);
     await put(id, "/./dir//in.txt", "data");
     expect(await inputStatus(id)).toBe("/dir/in.txt\n");
-    const jobs = await advanceJobs(id);
-    expect(jobs.map((j) => j.data.reason)).toEqual(["upload"]);
+    expect(await isDue(id)).toBe(true);
   });
 
   it("partial PUTs count only once [0,total) is covered, across requests (ranges in Redis)", async () => {
@@ -281,9 +288,10 @@ describe("E6 upload-completion bookkeeping (arex-jem.md §5.2)", () => {
 
   it("uploads after the job left PREPARING are stored but not reported", async () => {
     const id = await h.newJob({ state: "INLRMS", rest: "RUNNING" });
+    await looked(id);
     expect((await put(id, "/late", "x")).status).toBe(200);
     expect(await inputStatus(id)).toBe("");
-    expect(await advanceJobs(id)).toEqual([]);
+    expect(await isDue(id)).toBe(false);
   });
 });
 

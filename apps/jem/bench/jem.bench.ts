@@ -13,7 +13,7 @@ import { Redis } from "ioredis";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type JobDescription } from "@ce/model";
 import {
-  ControlDir, JobStore, bullConnection, enqueueAdvances, openQueue, createJobs as storeCreateJobs, type JobFilesInput, type JobRecord,
+  ControlDir, JobStore, createJobs as storeCreateJobs, type JobFilesInput, type JobRecord,
 } from "@ce/store";
 import { startRedis } from "../../../tests/support/redis-server.js";
 import { spawnJem, stopGracefully } from "../test/support/child.js";
@@ -37,8 +37,7 @@ async function setup(redisUrl: string, extra: Record<string, unknown> = {}) {
   const jobs = new JobStore(redis, prefix);
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
-  const advance = openQueue("advance", bullConnection(redisUrl), prefix);
-  return { config, redis, jobs, control, advance, stateDir };
+  return { config, redis, jobs, control, stateDir };
 }
 type Env = Awaited<ReturnType<typeof setup>>;
 
@@ -55,9 +54,6 @@ async function createJobs(env: Env, n: number, desc: Partial<JobDescription>): P
     });
     const { committed } = await storeCreateJobs(env, recs.map((r) => ({ record: r, files: files(r) })), {
       maxTotal: env.config.jobs.maxTotal,
-      notify: async (done) => {
-        await enqueueAdvances(env.advance, done.map((r) => ({ jobId: r.id, reason: "submitted" })));
-      },
       warn: (what, err) => console.warn(`  ${what}: ${String(err)}`),
     });
     if (committed.length !== recs.length) throw new Error(`only ${committed.length} of ${recs.length} jobs created`);
@@ -133,7 +129,6 @@ async function memory(redisUrl: string) {
 }
 
 async function cleanup(env: Env) {
-  await env.advance.close();
   await env.redis.quit();
   await rm(env.stateDir, { recursive: true, force: true });
 }

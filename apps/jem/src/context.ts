@@ -1,9 +1,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import {
-  enqueueAdvance as storeEnqueueAdvance, enqueueAdvanceAt as storeEnqueueAdvanceAt, enqueueStaging as storeEnqueueStaging,
-  type ControlDir, type DelegationStore, type JobRecord, type JobStore, type Queues } from "@ce/store";
+import { enqueueStaging as storeEnqueueStaging, type AdvanceSet, type ControlDir, type DelegationStore, type JobRecord, type JobStore, type Queues } from "@ce/store";
 import type { Backend } from "./lrms/types.js";
 import type { Locks } from "./locks.js";
 
@@ -20,7 +18,10 @@ export interface JemContext {
   delegations: DelegationStore | undefined;
   /** Back ends by name; jobs carry the name they were submitted with (`JobRecord.backend`). */
   backends: Map<string, Backend>;
-  queues: Queues;
+  /** BullMQ queues the JEM works on (commands, staging). */
+  queues: Pick<Queues, "commands" | "staging">;
+  /** The work list: which jobs need a look and when (advance.ts in @ce/store; advance-loop.ts). */
+  advance: AdvanceSet;
   locks: Locks;
   /** Running transfers of this process, per job; aborted on kill (locally and via pub/sub). */
   aborts: Map<string, AbortController>;
@@ -41,13 +42,17 @@ export function jobLog(ctx: JemContext, job: Pick<JobRecord, "id" | "requestId">
   return ctx.log.child(job.requestId ? { jobId: job.id, requestId: job.requestId } : { jobId: job.id });
 }
 
-/** Producers of @ce/store (queues.ts) bound to this JEM's queues; the id rules live there. */
-export async function enqueueAdvance(ctx: JemContext, jobId: string, reason: string, delayMs = 0, requestId?: string, opts: { urgent?: boolean } = {}): Promise<void> {
-  await storeEnqueueAdvance(ctx.queues.advance, jobId, reason, { requestId, delayMs, ...opts });
+/**
+ * "Look at this job" (now, after `delayMs`, or first of all when `urgent`: completions overtake a
+ * burst of new submissions). Rings collapse per job; the advance set owns the rule (@ce/store).
+ */
+export async function enqueueAdvance(ctx: JemContext, jobId: string, _reason: string, delayMs = 0, _requestId?: string, opts: { urgent?: boolean } = {}): Promise<void> {
+  await ctx.advance.ring([jobId], opts.urgent ? 1 : Date.now() + delayMs);
 }
 
+/** Timer: look at the job at `at` (unless it is due earlier anyway). */
 export async function enqueueAdvanceAt(ctx: JemContext, jobId: string, at: number): Promise<void> {
-  await storeEnqueueAdvanceAt(ctx.queues.advance, jobId, at);
+  await ctx.advance.ring([jobId], at);
 }
 
 export async function enqueueStaging(ctx: JemContext, job: JobRecord, direction: "in" | "out"): Promise<void> {

@@ -3,7 +3,8 @@ import { instrumentBackend } from "./lrms/instrumented.js";
 import { Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { ControlDir, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
+import { AdvanceSet, ControlDir, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
+import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
 import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
@@ -14,9 +15,8 @@ import type { Backend } from "./lrms/types.js";
 import { createOutage, warnUnlessOutage } from "./outage.js";
 import { startPoller } from "./poller.js";
 import { Privileged } from "./priv/priv.js";
-import { recover } from "./recovery.js";
+import { periodicRecovery, recover } from "./recovery.js";
 import { createStagingProcessor } from "./staging/worker.js";
-import { advanceJob } from "./states/index.js";
 import { startWatcher } from "./watcher.js";
 
 export interface JemOptions {
@@ -61,7 +61,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const sub = clients.subscriber();
   // Redis trouble is an episode (outage.ts): one line when it starts, one when it ends; every loop waits on it.
   const outage = createOutage(redis, prefix, log);
-  for (const conn of [redis, sub]) conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error"));
+  for (const conn of [redis, sub]) conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error")).on("ready", () => outage.nudge());
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
   // Mapping on: the privileged component runs every job as its mapped account (refuses to boot unless root).
@@ -88,7 +88,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     control,
     delegations,
     backends,
-    queues: { advance: openQueue("advance", connection, prefix), commands: openQueue("commands", connection, prefix), staging: openQueue("staging", connection, prefix) },
+    queues: { commands: openQueue("commands", connection, prefix), staging: openQueue("staging", connection, prefix) },
+    advance: new AdvanceSet(redis, prefix),
     locks: new Locks(redis, prefix),
     aborts: new Map(),
     async publishAbort(jobId) {
@@ -104,8 +105,14 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   for (const q of Object.values(ctx.queues)) q.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "queue error"));
 
   await sub.connect();
-  await sub.subscribe(abortChannel);
-  sub.on("message", (_ch: string, jobId: string) => ctx.aborts.get(jobId)?.abort());
+  const bellChannel = new Keys(prefix).advanceBell();
+  // Set once the boot recovery has rung everything; the bell only kicks it.
+  const loop: { current?: AdvanceLoop } = {};
+  await sub.subscribe(abortChannel, bellChannel);
+  sub.on("message", (ch: string, msg: string) => {
+    if (ch === bellChannel) loop.current?.kick();
+    else ctx.aborts.get(msg)?.abort();
+  });
 
   const watcher = startWatcher(ctx, { useEvents: opts.watch ?? true });
 
@@ -116,22 +123,23 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Redis trouble inside a step does not fail the queue job (no attempt used, no log line per job):
   // the step waits for the episode to end and is redone from the start (every step is idempotent).
   const workers = [
-    new Worker<QueueCatalog["advance"]>("advance", (j) => outage.retry(() => advanceJob(ctx, j.data.jobId, j.data.reason)), { ...workerOpts, concurrency: config.jem.concurrency }),
     new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, j.data)), { ...workerOpts, concurrency: 10 }),
     // Transfers are long: a longer lock keeps BullMQ from declaring them stalled between renewals.
     new Worker<QueueCatalog["staging"]>("staging", (j) => outage.retry(() => processStaging(j.data)), { ...workerOpts, concurrency: config.staging.maxConcurrentTransfers, lockDuration: 60_000 }),
   ];
-  workers.forEach((w, i) => w.on("failed", fail(["advance", "commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")));
+  workers.forEach((w, i) => w.on("failed", fail(["commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")));
 
   const poller = startPoller(ctx);
   const recoveryMs = opts.recoveryIntervalMs ?? 30_000;
-  await outage.retry(() => recover(ctx, { includeInlrms: true, ttlMs: Math.min(recoveryMs, 5_000) }));
+  await outage.retry(() => recover(ctx));
+  // Jobs are claimed from the advance set in batches; leases of a dead JEM expire into it again.
+  loop.current = startAdvanceLoop(ctx, { leaseMs: ctx.jobLockMs });
   await watcher.scan().catch((e: unknown) => warnUnlessOutage(outage, log, e, "initial control dir scan failed"));
   // Periodic passes skip their turn during an outage (the next turn after it redoes the work).
   let recovering: Promise<unknown> = Promise.resolve();
   const recoveryTimer = setInterval(() => {
     if (outage.down) return;
-    recovering = recover(ctx, { includeInlrms: false, ttlMs: recoveryMs }).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery pass failed"));
+    recovering = periodicRecovery(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery pass failed"));
   }, recoveryMs);
   let expiring: Promise<unknown> = Promise.resolve();
   const expiryTimer = setInterval(() => {
@@ -153,7 +161,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         for (const ac of ctx.aborts.values()) ac.abort();
         // Steps waiting for Redis give up now (their queue jobs are redone by the next JEM).
         outage.stop();
-        await Promise.all(workers.map((w) => w.close()));
+        await Promise.all([...workers.map((w) => w.close()), loop.current?.stop()]);
         await Promise.all([expiring, recovering]);
         await watcher.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));

@@ -1,6 +1,6 @@
 import type { RestState } from "@ce/model";
 import type { JobRecord } from "@ce/store";
-import { enqueueAdvance, type JemContext } from "./context.js";
+import type { JemContext } from "./context.js";
 
 /** REST states of an active job (PREPARING…FINISHING incl. pending ones), for the per-owner limit. */
 const ACTIVE_REST: readonly RestState[] = [
@@ -42,10 +42,27 @@ export async function inStageOut(ctx: JemContext): Promise<number> {
   return (await ctx.jobs.countByInternal(["FINISHING"])).FINISHING ?? 0;
 }
 
-/** Asks a few pending jobs to look again; the periodic recovery pass catches the rest. */
+/** Asks a few parked jobs to look again (one ring); `wakeParked` is the safety net. */
 async function wake(ctx: JemContext, rest: RestState, n: number, owner?: string): Promise<void> {
-  const ids = await ctx.jobs.sampleRest(rest, n, owner);
-  await Promise.all(ids.map((id) => enqueueAdvance(ctx, id, "slot")));
+  await ctx.advance.ring(await ctx.jobs.sampleRest(rest, n, owner));
+}
+
+/** Parked jobs woken per periodic pass and limit: bounded, whatever the number of jobs. */
+const WAKE_PER_PASS = 50;
+
+/**
+ * The periodic safety net behind the event-driven wakes of `afterTransition`: when a limit has
+ * room, a bounded sample of the jobs parked on it looks again (a wake lost with a dead JEM must
+ * not park them forever). Per-owner parks (PENDING:ACCEPTED) are sampled across owners; a job
+ * whose owner is still at its limit just parks again. Cost: a few counters and ≤ 150 looks.
+ */
+export async function wakeParked(ctx: JemContext): Promise<void> {
+  const { maxInLrms, maxStaging } = ctx.config.jobs;
+  const counts = await ctx.jobs.countByRest(["PREPARED", "EXECUTED", "ACCEPTED"]);
+  const free = (limit: number, used: number) => (limit > 0 ? Math.max(0, limit - used) : WAKE_PER_PASS);
+  if (counts.PREPARED) await wake(ctx, "PREPARED", Math.min(WAKE_PER_PASS, free(maxInLrms, await inLrms(ctx))));
+  if (counts.EXECUTED) await wake(ctx, "EXECUTED", Math.min(WAKE_PER_PASS, free(maxStaging, await inStageOut(ctx))));
+  if (counts.ACCEPTED) await wake(ctx, "ACCEPTED", WAKE_PER_PASS);
 }
 
 const LRMS = new Set(["SUBMIT", "INLRMS"]);

@@ -1,29 +1,37 @@
 import { FINAL_INTERNAL_STATES, type InternalState } from "@ce/model";
-import { enqueueCommands, enqueueRecovery, type JobRecord, type QueueCatalog } from "@ce/store";
+import { enqueueCommands, type JobRecord, type QueueCatalog } from "@ce/store";
 import type { JemContext } from "./context.js";
+import { wakeParked } from "./limits.js";
 
-/** States whose jobs need the JEM; INLRMS is only listed at start (afterwards watch + poll cover it). */
-const ACTIVE: readonly InternalState[] = ["ACCEPTED", "PREPARING", "SUBMIT", "FINISHING", "CANCELING"];
+/** States whose jobs need the JEM (INLRMS too: its batch job may have ended while no JEM ran). */
+const ACTIVE: readonly InternalState[] = ["ACCEPTED", "PREPARING", "SUBMIT", "INLRMS", "FINISHING", "CANCELING"];
 
 /**
- * Rebuilds in-flight work from Redis, the only state the JEM trusts: every job in a non-final
- * state gets an `advance`. Deduplicated per job for `ttlMs`, so the periodic pass is cheap and
- * several JEMs starting together do not multiply work. A JEM killed at any moment therefore loses
- * nothing: its half-done steps are redone (each is idempotent) by whichever JEM comes next.
+ * Boot: every job in a non-final state is rung once, so whatever this (or a dead) JEM left half
+ * done is looked at again — each step is idempotent. O(active jobs), at start only. After that,
+ * lost work comes back through expired leases of the advance set (advance-loop.ts), not by
+ * re-ringing everything: see `periodicRecovery`.
  */
-export async function recover(ctx: JemContext, opts: { includeInlrms: boolean; ttlMs: number }): Promise<number> {
-  const ids = new Set<string>();
-  for (const s of ACTIVE) for (const id of await ctx.jobs.idsInState(s)) ids.add(id);
-  if (opts.includeInlrms) for (const id of await ctx.jobs.idsInState("INLRMS")) ids.add(id);
-  // EXECUTED (PENDING:INLRMS) waits for a staging slot, not for the batch system.
-  else for (const id of await ctx.jobs.idsInRest(["EXECUTED"])) ids.add(id);
-  const list = [...ids];
-  for (let i = 0; i < list.length; i += 500) {
-    await enqueueRecovery(ctx.queues.advance, list.slice(i, i + 500), opts.ttlMs);
+export async function recover(ctx: JemContext): Promise<number> {
+  let n = 0;
+  for (const s of ACTIVE) {
+    const ids = await ctx.jobs.idsInState(s);
+    await ctx.advance.ring(ids);
+    n += ids.length;
   }
-  if (list.length > 0) ctx.log.info({ jobs: list.length }, "in-flight jobs queued for another look");
+  if (n > 0) ctx.log.info({ jobs: n }, "active jobs rung once at start");
   await ringOpenRequests(ctx);
-  return list.length;
+  return n;
+}
+
+/**
+ * The periodic pass, independent of the number of jobs: open kill/clean/restart requests are rung
+ * again (O(open requests)), and parked jobs get a bounded wake-up when a limit has room (a wake
+ * lost with a dead JEM must not park them forever).
+ */
+export async function periodicRecovery(ctx: JemContext): Promise<void> {
+  await ringOpenRequests(ctx);
+  await wakeParked(ctx);
 }
 
 /**

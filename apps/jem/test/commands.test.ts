@@ -3,9 +3,8 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { enqueueAdvance } from "@ce/store";
 import type { Jem } from "../src/daemon.js";
-import { output, sendCommand, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
+import { letJemSee, output, sendCommand, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 let jem: Jem;
@@ -67,7 +66,7 @@ describe("kill", () => {
     expect(await env.jobs.update({ ...r, state: "PREPARING" }, { state: "SUBMIT" })).toBeTruthy();
     await sendCommand(env, "kill", id);
     await waitFor("kill flag", async () => (await env.jobs.get(id))?.killRequested);
-    await enqueueAdvance(env.advance, id, "test");
+    await letJemSee(env, id);
     const end = await waitForRest(env, id, ["KILLED", "FAILED", "FINISHED"], 20_000);
     expect(end?.rest).toBe("KILLED");
     expect(end?.localId).toBeTruthy(); // it was submitted, then cancelled

@@ -24,7 +24,8 @@ describe("expiry", () => {
     const wiped = await waitForRest(env, id, "WIPED", 10_000);
     expect(wiped?.state).toBe("DELETED");
     expect(wiped?.removeAt).toBeGreaterThan(Date.now() - 1000);
-    expect(existsSync(env.control.sessionDir(id))).toBe(false);
+    // The record turns WIPED first, then the files go (same pass).
+    await waitFor("session dir and spare control files removed", async () => !existsSync(env.control.sessionDir(id)) && !existsSync(env.control.file(id, "spec")));
     const left = (await readdir(env.control.jobDir(id))).sort();
     expect(left).toEqual(expect.arrayContaining(["local", "status", "xml"]));
     expect(left).not.toContain("errors");

@@ -9,7 +9,7 @@ import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
 import {
-  ControlDir, DelegationStore, JobStore, SecretBox, bullConnection, completeUpload, createJobs, enqueueAdvance, requestCommands, openQueue, type JobFilesInput, type JobRecord,
+  AdvanceSet, ControlDir, DelegationStore, JobStore, Locks, SecretBox, bullConnection, completeUpload, createJobs, requestCommands, openQueue, type JobFilesInput, type JobRecord, type Lease,
   type QueueCatalog,
 } from "@ce/store";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
@@ -22,7 +22,8 @@ export interface TestEnv {
   jobs: JobStore;
   control: ControlDir;
   delegations: DelegationStore;
-  advance: Queue<QueueCatalog["advance"]>;
+  /** The JEM's work list: `ring` is what the gateway's commit and upload completion do. */
+  advance: AdvanceSet;
   commands: Queue<QueueCatalog["commands"]>;
   stateDir: string;
   close(): Promise<void>;
@@ -52,11 +53,10 @@ export async function testEnv(overrides: ConfigInput = {}): Promise<TestEnv> {
     jobs: new JobStore(redis, prefix),
     control,
     delegations: new DelegationStore(redis, prefix, new SecretBox(config.delegations.encryptionKey!)),
-    advance: openQueue("advance", connection, prefix),
+    advance: new AdvanceSet(redis, prefix),
     commands: openQueue("commands", connection, prefix),
     stateDir,
     async close() {
-      await env.advance.close();
       await env.commands.close();
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length) await redis.del(...keys);
@@ -99,9 +99,13 @@ export function testJobFiles(rec: JobRecord, d: JobDescription): JobFilesInput {
   };
 }
 
+const held = new Map<string, Lease>();
+
 /**
  * Creates a job through the gateway's own sequence (@ce/store `createJobs`: creating mark, control
- * files with `wx` and status last, the Redis record, then an `advance` {reason: "submitted"}).
+ * files with `wx` and status last, the Redis record due for the JEM in the same commit).
+ * `notify: false`: the job's lease is held until `letJemSee(env, id)`, so a running JEM cannot
+ * touch it meanwhile (tests that change the job by hand first).
  */
 export async function submitTestJob(env: TestEnv, partial: Partial<JobDescription> = {}, record: Partial<JobRecord> = {}, opts: { notify?: boolean } = {}): Promise<string> {
   const d: JobDescription = { ...emptyDescription("emies:adl"), executable: "/bin/true", ...partial };
@@ -113,17 +117,25 @@ export async function submitTestJob(env: TestEnv, partial: Partial<JobDescriptio
     requestId: `req-${id.slice(0, 8)}`, summary: { stdout: d.stdout, stderr: d.stderr },
     ...record,
   });
-  const notify = async () => {
-    await enqueueAdvance(env.advance, id, "submitted");
-  };
+  if (opts.notify === false) {
+    const lease = await new Locks(env.redis, config.redis.prefix).tryAcquire(`job:${rec.id}`, 60_000);
+    if (!lease) throw new Error("job lease not taken");
+    held.set(rec.id, lease);
+  }
   const problems: string[] = [];
   const { outcomes } = await createJobs(env, [{ record: rec, files: testJobFiles(rec, d) }], {
     maxTotal: config.jobs.maxTotal,
-    notify: opts.notify === false ? undefined : notify,
     warn: (what, err) => problems.push(`${what}: ${String(err)}`),
   });
   if (outcomes[0] !== "created" || problems.length) throw new Error(`job not created cleanly (${outcomes[0]}): ${problems.join("; ")}`);
-  return id;
+  return rec.id;
+}
+
+/** Ends the hold of `submitTestJob(…, { notify: false })` and rings the job, as an event would. */
+export async function letJemSee(env: TestEnv, id: string): Promise<void> {
+  await held.get(id)?.release();
+  held.delete(id);
+  await env.advance.ring([id]);
 }
 
 /** A client upload completing, through the gateway's own rule (@ce/store `completeUpload`). */
@@ -131,7 +143,7 @@ export async function clientUpload(env: TestEnv, id: string, name: string, conte
   await writeFile(join(env.control.sessionDir(id), name), content);
   const job = await env.jobs.get(id);
   if (!job) throw new Error(`no job ${id}`);
-  await completeUpload(env.control, job, `/${name}`, () => enqueueAdvance(env.advance, id, "upload"));
+  await completeUpload(env.control, job, `/${name}`, () => env.advance.ring([id]));
 }
 
 export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "restart", jobId: string): Promise<void> {

@@ -2,9 +2,8 @@ import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { enqueueAdvance } from "@ce/store";
 import type { Jem } from "../src/daemon.js";
-import { clientUpload, output, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
+import { clientUpload, letJemSee, output, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 let jem: Jem;
@@ -111,7 +110,7 @@ describe("job lifecycle", () => {
   it("a missing spec fails the job without a restart point", async () => {
     const id = await submitTestJob(env, shellJob("true"), {}, { notify: false });
     await env.control.remove(id, "spec");
-    await enqueueAdvance(env.advance, id, "submitted");
+    await letJemSee(env, id);
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.failure).toBe("Could not process job description");
     expect(existsSync(env.control.sessionDir(id))).toBe(true);

@@ -28,7 +28,7 @@ async function dropCommands(e: TestEnv): Promise<number> {
 describe("kill/clean/restart requests survive a lost queue message", () => {
   it("kill recorded, its message deleted before any JEM runs: the job still ends KILLED", async () => {
     env = await testEnv();
-    const id = await submitTestJob(env, shellJob("sleep 30"), {}, { notify: false });
+    const id = await submitTestJob(env, shellJob("sleep 30"));
     await requestCommands(env.jobs, env.commands, [{ action: "kill", jobId: id }]);
     expect(await dropCommands(env)).toBe(1);
     jem = await testJem(env);

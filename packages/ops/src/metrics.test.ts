@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { JobStore } from "@ce/store";
+import { AdvanceSet, JobStore } from "@ce/store";
 import { createMetrics, httpMetrics, UNMATCHED_ROUTE } from "./metrics.js";
 import { openQueues } from "./ops.js";
 
@@ -52,10 +52,16 @@ describe("metrics", () => {
   it("reports BullMQ queue depth", async () => {
     const queues = openQueues({ redis: { url: inject("redisUrl"), prefix } });
     try {
-      await queues.find((q) => q.name === "advance")!.add("advance", { jobId: "m1", reason: "test" });
-      const m = createMetrics({ queues, defaultMetrics: false });
+      await queues.find((q) => q.name === "commands")!.add("kill", { action: "kill", jobId: "m1" });
+      const adv = new AdvanceSet(redis, prefix);
+      const before = await adv.counts();
+      await adv.ring(["q1", "q2"]);
+      await adv.ring(["q3"], Date.now() + 60_000);
+      const m = createMetrics({ queues, redis, prefix, defaultMetrics: false });
       const text = await m.registry.metrics();
-      expect(text).toContain('ce_queue_depth{queue="advance",state="waiting"} 1');
+      expect(text).toContain('ce_queue_depth{queue="commands",state="waiting"} 1');
+      expect(text).toContain(`ce_queue_depth{queue="advance",state="waiting"} ${before.due + 2}`);
+      expect(text).toContain(`ce_queue_depth{queue="advance",state="delayed"} ${before.timers + 1}`);
       expect(text).toContain('ce_queue_depth{queue="commands",state="failed"} 0');
     } finally {
       await Promise.all(queues.map((q) => q.close()));

@@ -4,7 +4,7 @@ import { matchedRoutes } from "hono/route";
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { REST_STATES } from "@ce/model";
-import { JobStore } from "@ce/store";
+import { AdvanceSet, JobStore } from "@ce/store";
 
 /**
  * The CE's metric catalog. Names and label sets are fixed here so dashboards and alerts have one
@@ -103,13 +103,14 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
   });
 
   const queues = opts.queues ?? [];
-  const readDepth = cached(cacheMs, () => readQueueDepth(queues));
+  const advance = redis && prefix ? new AdvanceSet(redis, prefix) : undefined;
+  const readDepth = cached(cacheMs, async () => ({ ...(await readQueueDepth(queues)), ...(advance ? { advance: await readAdvanceDepth(advance) } : {}) }));
   const queueDepth = new Gauge({
     ...METRIC_CATALOG.queueDepth,
     labelNames: [...METRIC_CATALOG.queueDepth.labelNames],
     ...reg,
     async collect() {
-      if (queues.length === 0) return;
+      if (queues.length === 0 && !advance) return;
       for (const [queue, counts] of Object.entries(await readDepth())) {
         for (const state of QUEUE_DEPTH_STATES) this.set({ queue, state }, counts[state] ?? 0);
       }
@@ -177,6 +178,15 @@ export async function readJobCounts(redis: Redis, prefix: string): Promise<Recor
 export async function readQueueDepth(queues: readonly Queue[]): Promise<Record<string, Record<string, number>>> {
   const counts = await Promise.all(queues.map((q) => q.getJobCounts(...QUEUE_DEPTH_STATES)));
   return Object.fromEntries(queues.map((q, i) => [q.name, counts[i] ?? {}]));
+}
+
+/**
+ * The JEM's work list (advance set) in queue terms: `waiting` = due now, `delayed` = on a timer,
+ * `active` = being looked at by a JEM. It has no failed state: a failing look is retried.
+ */
+export async function readAdvanceDepth(advance: AdvanceSet): Promise<Record<string, number>> {
+  const c = await advance.counts();
+  return { waiting: c.due, delayed: c.timers, active: c.inflight, failed: 0 };
 }
 
 /** Label for requests no route matched; raw paths would make the series count unbounded. */

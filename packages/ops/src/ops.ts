@@ -2,7 +2,8 @@ import { Queue, type ConnectionOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CompiledConfig } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
-import { bullConnection, CeFlags, requestCommands, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+import { AdvanceSet, bullConnection, CeFlags, requestCommands, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+import { readAdvanceDepth } from "./metrics.js";
 
 /**
  * Operations shared by the admin HTTP API and `ceadm`: both talk to Redis directly, so the CLI
@@ -119,9 +120,11 @@ export class AdminOps {
     return this.flags.setDrain(on);
   }
 
+  /** BullMQ queues plus the JEM's work list (`advance`: waiting = due now, delayed = timers, active = in flight). */
   async queueCounts(): Promise<Record<string, Record<string, number>>> {
     const counts = await Promise.all(this.queues.map((q) => q.getJobCounts(...QUEUE_COUNT_STATES)));
-    return Object.fromEntries(this.queues.map((q, i) => [q.name, counts[i] ?? {}]));
+    const advance = await readAdvanceDepth(new AdvanceSet(this.redis, this.prefix));
+    return { ...Object.fromEntries(this.queues.map((q, i) => [q.name, counts[i] ?? {}])), advance };
   }
 
   /** Jobs per REST state plus the total. */

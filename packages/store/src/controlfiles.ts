@@ -53,7 +53,7 @@ export interface CreateJobsOptions {
   maxPerOwner?: number | undefined;
   /** Parallel file creation: enough to keep libuv's pool busy without flooding a shared file system. */
   concurrency?: number | undefined;
-  /** After the commit: delegation binding and the JEM doorbell. Its failure is reported, not thrown (the jobs exist). */
+  /** After the commit: delegation binding (the JEM's work list is part of the commit itself). Its failure is reported, not thrown (the jobs exist). */
   notify?: ((committed: JobRecord[]) => Promise<void>) | undefined;
   /** Non-fatal problems: a job's files could not be written, notify failed, the creating marks were not cleared. */
   warn?: ((what: string, err: unknown, jobId?: string) => void) | undefined;

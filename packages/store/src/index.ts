@@ -5,6 +5,7 @@ export * from "./controlfiles.js";
 export * from "./inputstatus.js";
 export * from "./jobfiles.js";
 export * from "./queues.js";
+export * from "./advance.js";
 export * from "./commands.js";
 export * from "./secretbox.js";
 export * from "./delegations.js";

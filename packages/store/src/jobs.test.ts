@@ -52,7 +52,7 @@ describe("create (lua/create.lua)", () => {
     expect(await jobs.create([r], 10)).toBe(1);
     expect(await jobs.get(r.id)).toMatchObject({ id: r.id, owner: "alice", state: "ACCEPTED", rest: "ACCEPTING" });
     const ok = ownerKey("alice");
-    expect(await mentions(r.id)).toEqual([keys.all(), keys.internal("ACCEPTED"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "ACCEPTING"), keys.rest("ACCEPTING")].sort());
+    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("ACCEPTED"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "ACCEPTING"), keys.rest("ACCEPTING")].sort());
   });
 
   it("is all-or-nothing under the CE-wide limit: nothing is written when fewer than minRequired fit", async () => {
@@ -102,7 +102,7 @@ describe("update (lua/update.lua)", () => {
     const ok = ownerKey("alice");
     const next = await jobs.update({ ...r, failure: "old", state: "SUBMIT" }, { state: "INLRMS", pending: false, lrms: "RUNNING", failure: undefined });
     expect(next?.rest).toBe("RUNNING");
-    expect(await mentions(r.id)).toEqual([keys.all(), keys.internal("INLRMS"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "RUNNING"), keys.rest("RUNNING")].sort());
+    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("INLRMS"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "RUNNING"), keys.rest("RUNNING")].sort());
     expect(await redis.hexists(keys.job(r.id), "failure")).toBe(0);
     // Same internal state, different REST state: only the REST indexes move.
     await jobs.update(next!, { pending: true });

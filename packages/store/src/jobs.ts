@@ -167,7 +167,7 @@ export class JobStore {
   }
 
   /**
-   * Creates the records atomically (with indexes). Returns how many of them (a prefix of the list)
+   * Creates the records atomically (with indexes), due for the JEM at once. Returns how many of them (a prefix of the list)
    * were created: all up to the limit, or none if fewer than `minRequired` fit.
    */
   async create(records: JobRecord[], maxTotal: number, minRequired = records.length, maxPerOwner = 0): Promise<number> {
@@ -182,7 +182,7 @@ export class JobStore {
     if (records.length === 0) return { created: 0 };
     const k = this.keys;
     const payload = records.map((r) => JSON.stringify(encodeRecord(r)));
-    const keys = [k.all(), k.rest("WIPED")];
+    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell()];
     for (const r of records) keys.push(k.job(r.id), k.owner(r.ownerKey), k.ownerRest(r.ownerKey, "WIPED"), k.ownerRest(r.ownerKey, r.rest), k.internal(r.state), k.rest(r.rest));
     const res = await runScript(this.redis, "ceCreateJobs", keys, [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, ...payload]);
     const [n, by] = res as unknown as [number, string];
@@ -268,7 +268,7 @@ export class JobStore {
 
   async remove(id: string): Promise<boolean> {
     const k = this.keys;
-    return Number(await runScript(this.redis, "ceRemoveJob", [k.job(id), k.all(), k.expiry(), k.uploads(id)], [k.prefix, id])) === 1;
+    return Number(await runScript(this.redis, "ceRemoveJob", [k.job(id), k.all(), k.expiry(), k.uploads(id), k.advanceDue(), k.advanceInflight()], [k.prefix, id])) === 1;
   }
 
   async countByInternal(states: readonly InternalState[]): Promise<Record<string, number>> {

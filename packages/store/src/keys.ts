@@ -33,6 +33,14 @@ export class Keys {
   /** SET of job ids with a kill/clean/restart request on their record (lua/request.lua; JEM recovery rings again). */
   requests() { return `${this.prefix}:requests`; }
 
+  // ── The JEM's work (advance.ts, lua/advance-*.lua) ──
+  /** ZSET id → when the JEM should next look at the job (now for events, later for timers). */
+  advanceDue() { return `${this.prefix}:adv:due`; }
+  /** ZSET id → lease end: jobs a JEM is looking at right now; an expired lease means lost work. */
+  advanceInflight() { return `${this.prefix}:adv:run`; }
+  /** Pub/sub CHANNEL: "something is due now" — wakes idle JEMs (the due set is the truth). */
+  advanceBell() { return `${this.prefix}:adv:bell`; }
+
   // ── Delegations (delegations.ts, lua/deleg-*.lua) ──
   /** HASH: one delegation (metadata in clear, secrets sealed). */
   deleg(id: string) { return `${this.prefix}:d:${id}`; }

@@ -10,7 +10,7 @@ import type { Redis } from "ioredis";
 export const SCRIPTS = {
   ceCreateJobs: { file: "create", numberOfKeys: undefined },
   ceUpdateJob: { file: "update", numberOfKeys: 3 },
-  ceRemoveJob: { file: "remove", numberOfKeys: 4 },
+  ceRemoveJob: { file: "remove", numberOfKeys: 6 },
   ceRequest: { file: "request", numberOfKeys: 2 },
   ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },
@@ -21,6 +21,8 @@ export const SCRIPTS = {
   ceTokenBucket: { file: "token-bucket", numberOfKeys: 1 },
   ceLockExtend: { file: "lock-extend", numberOfKeys: 1 },
   ceLockRelease: { file: "lock-release", numberOfKeys: 1 },
+  ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
+  ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | undefined }>;
 
 export type ScriptName = keyof typeof SCRIPTS;

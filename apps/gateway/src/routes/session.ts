@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { sessionListingDoc } from "@ce/glue2";
-import { completeUpload, enqueueAdvance, SessionBytes } from "@ce/store";
+import { completeUpload, SessionBytes } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
@@ -181,7 +181,7 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   const complete = await uploads.record(job.id, p.normalized, range, received);
   // input_status (append) + JEM doorbell, only while the job waits for inputs: @ce/store owns the rule.
   if (complete) {
-    await completeUpload(services.control, job, p.normalized, () => enqueueAdvance(services.queues.advance, job.id, "upload", { requestId: c.get("requestId") }));
+    await completeUpload(services.control, job, p.normalized, () => services.advance.ring([job.id]));
   }
   c.get("log")?.debug({ jobId: job.id, path: p.normalized, bytes: received, complete }, "session upload");
   return c.body(null, 200);

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import type { JobDescription, SettledDescription } from "@ce/model";
-import { JobCommitError, JobStore, enqueueAdvances, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
+import { JobCommitError, JobStore, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
-import { Forbidden, ServiceUnavailable } from "../errors.js";
+import { Forbidden, ServiceUnavailable, StoreUnavailable } from "../errors.js";
+import { RETRY_AFTER_SECONDS, outageOf } from "../outage.js";
 import { ruleMatches } from "../middleware/identity/policy.js";
 import { mapLocalUser } from "./mapping.js";
 import { settleDescriptions } from "./descriptions.js";
@@ -213,8 +214,9 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
     });
   } catch (err) {
     if (!(err instanceof JobCommitError)) throw err;
-    req.log.error({ err: err.cause }, "job records could not be created");
-    throw new ServiceUnavailable("Job database unavailable; no job was created", "STORE_UNAVAILABLE");
+    // Redis trouble is logged once per outage episode (outage.ts); anything else here is worth a line.
+    if (!outageOf(s).report(err.cause)) req.log.error({ err: err.cause }, "job records could not be created");
+    throw new StoreUnavailable("Job database unavailable; no job was created", RETRY_AFTER_SECONDS);
   }
   const { outcomes, committed, limitedBy } = result;
   if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
@@ -236,11 +238,9 @@ async function afterCommit(s: Services, req: SubmitRequest, jobs: JobRecord[]): 
     groups.set(k, [...(groups.get(k) ?? []), j.id]);
   }
   const bind = Promise.all([...groups].map(([k, ids]) => s.delegations.bind(k.split(","), ids)));
-  const notify = enqueueAdvances(s.queues.advance, jobs.map((j) => ({ jobId: j.id, reason: "submitted", requestId: req.requestId })));
-  const [b, q] = await Promise.allSettled([bind, notify]);
+  // No separate JEM wake-up: the create script put the jobs on the JEM's work list (advance set).
+  const [b] = await Promise.allSettled([bind]);
   if (b.status === "rejected") req.log.error({ err: b.reason }, "binding delegations failed");
-  // The JEM's periodic scan picks the jobs up anyway; the queue only makes it immediate.
-  if (q.status === "rejected") req.log.warn({ err: q.reason }, "advance notification failed");
   s.metrics?.countSubmission("accepted", jobs.length);
   req.log.info({ jobs: jobs.length, owner: req.identity.subject }, "jobs submitted");
 }

@@ -26,11 +26,11 @@ const MAX_STEPS = 12;
 const LOCKED_RETRY_MS = 150;
 
 /**
- * The body of an `advance` job: under the per-job lease (one JEM, one worker slot per job at a
+ * One look at a job (claimed from the advance set by advance-loop.ts): under the per-job lease (one JEM, one worker slot per job at a
  * time), run the state handler of the job's current state, and again after every move.
  * A job held by someone else is looked at again shortly (its holder may have read it stale).
  */
-export async function advanceJob(ctx: JemContext, jobId: string, reason: string): Promise<void> {
+export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> {
   const lease = await ctx.locks.tryAcquire(`job:${jobId}`, ctx.jobLockMs);
   if (!lease) {
     await enqueueAdvance(ctx, jobId, "locked", LOCKED_RETRY_MS);
@@ -47,7 +47,10 @@ export async function advanceJob(ctx: JemContext, jobId: string, reason: string)
         wakeAt = r.at;
         break;
       }
-      if (step === MAX_STEPS - 1) jobLog(ctx, job).error({ reason }, "job did not settle; will look again");
+      if (step === MAX_STEPS - 1) {
+        jobLog(ctx, job).error("job did not settle; will look again");
+        wakeAt = Date.now() + 1_000;
+      }
     }
   } finally {
     await lease.release();

@@ -1,6 +1,7 @@
 -- Remove a job record and every index entry (clean, or end of the WIPED retention).
 -- KEYS[1] the record hash (Keys.job), KEYS[2] every job (Keys.all), KEYS[3] the expiry schedule
--- (Keys.expiry), KEYS[4] the job's upload bookkeeping (Keys.uploads).
+-- (Keys.expiry), KEYS[4] the job's upload bookkeeping (Keys.uploads), KEYS[5] the JEM's due set
+-- (Keys.advanceDue), KEYS[6] its in-flight set (Keys.advanceInflight).
 -- ARGV[1] key prefix, ARGV[2] id.
 -- The owner's and state-index keys and the delegations' job sets are built here from the prefix:
 -- the owner, state and delegations are only known once the record is read inside the script. They
@@ -18,6 +19,8 @@ end
 redis.call('ZREM', prefix .. ':o:' .. ok, id)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
+redis.call('ZREM', KEYS[5], id)
+redis.call('ZREM', KEYS[6], id)
 if cur[4] and cur[4] ~= '' then
   for d in string.gmatch(cur[4], '[^,]+') do redis.call('SREM', prefix .. ':d:' .. d .. ':jobs', id) end
 end
