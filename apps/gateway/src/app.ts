@@ -3,6 +3,7 @@ import type { AppEnv, Services } from "./context.js";
 import { CeError, NotFound } from "./errors.js";
 import { rateLimit, requestContext } from "./middleware/request-context/index.js";
 import { identity } from "./middleware/identity/index.js";
+import { storeUnavailable } from "./outage.js";
 import { renderError } from "./render.js";
 import { httpMetrics } from "@ce/ops";
 import { versionRoutes } from "./routes/versions.js";
@@ -71,6 +72,9 @@ export function createApp(services: Services): Hono<AppEnv> {
   app.notFound((c) => renderError(c, new NotFound(`No resource at ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => {
     if (err instanceof CeError) return renderError(c, err);
+    // Redis down, restarting, out of memory or refusing writes: 503 + Retry-After, logged once per episode.
+    const unavailable = storeUnavailable(services, err);
+    if (unavailable) return renderError(c, unavailable);
     c.get("log")?.error({ err }, "unhandled error");
     return renderError(c, new CeError(500, "INTERNAL", "Internal server error"));
   });

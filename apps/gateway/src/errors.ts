@@ -55,3 +55,12 @@ export class TooManyRequests extends CeError {
 export class ServiceUnavailable extends CeError {
   constructor(message: string, code = "UNAVAILABLE") { super(503, code, message); }
 }
+/**
+ * Redis (the job store and the queues) is down, restarting, out of memory or refusing writes:
+ * a 503 the client may retry after `Retry-After`, never a 500 (outage.ts maps the error).
+ */
+export class StoreUnavailable extends CeError {
+  constructor(reason: string, retryAfterSeconds: number, code = "STORE_UNAVAILABLE") {
+    super(503, code, `${reason}; retry after ${retryAfterSeconds} s`, { "Retry-After": String(retryAfterSeconds) });
+  }
+}

@@ -20,7 +20,11 @@ const clients = connectRedis(config.redis, "jem");
 const redis = clients.redis;
 const queues = openQueues(config, undefined, clients.bull);
 const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
-const jem = await startJem(config, { logger: log, metrics });
+// Its connection errors belong to the daemon's outage episode (one line per outage, outage.ts).
+let jem: Awaited<ReturnType<typeof startJem>> | undefined;
+redis.on("error", (e: unknown) => void jem?.ctx.outage.report(e));
+for (const q of queues) q.on("error", (e: unknown) => void jem?.ctx.outage.report(e));
+jem = await startJem(config, { logger: log, metrics });
 const admin = config.admin.enabled
   ? await startAdminServer(
       createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true, logger: log }),

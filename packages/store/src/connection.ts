@@ -13,11 +13,30 @@ export type RedisClientRole = RedisRole | "ceadm";
 
 const ACL_USER: Record<RedisClientRole, RedisRole> = { gateway: "gateway", jem: "jem", ceadm: "jem" };
 
+/**
+ * Longest a gateway request waits for one Redis command (ms): a Redis that is down, restarting or
+ * hung turns into a 503 within a few seconds; the largest legitimate command (a 10,000-id bulk
+ * read, a 500-job commit) takes well under a second.
+ */
+export const GATEWAY_COMMAND_TIMEOUT_MS = 5_000;
+
+/**
+ * BullMQ's connection per role. JEM workers block (BZPOPMIN...) and need maxRetriesPerRequest
+ * null; the gateway's queues only add jobs, and an add must fail as fast as any other command of
+ * a request instead of waiting in the offline queue for Redis to come back.
+ */
+const BULL_OPTIONS: Record<RedisClientRole, RedisOptions> = {
+  gateway: { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: GATEWAY_COMMAND_TIMEOUT_MS },
+  jem: { maxRetriesPerRequest: null },
+  ceadm: { maxRetriesPerRequest: null },
+};
+
 /** Per-role client behaviour, the same in every mode. */
 const ROLE_OPTIONS: Record<RedisClientRole, RedisOptions> = {
-  // A request gives up after two reconnect attempts (the caller answers 503) instead of hanging;
-  // auto-pipelining batches the many small reads of one request.
-  gateway: { maxRetriesPerRequest: 2, enableAutoPipelining: true },
+  // A request fails at once while the connection is down (no offline queue: the caller answers 503
+  // with Retry-After; wait for `ready` once at boot) and never waits longer than
+  // GATEWAY_COMMAND_TIMEOUT_MS; auto-pipelining batches the many small reads of one request.
+  gateway: { maxRetriesPerRequest: 2, enableOfflineQueue: false, enableAutoPipelining: true, commandTimeout: GATEWAY_COMMAND_TIMEOUT_MS },
   // The daemon waits for Redis: commands queue while the connection is re-established.
   jem: { maxRetriesPerRequest: null },
   // A one-shot command: one try, no reconnect loop; connect() is explicit so its error can be reported.
@@ -90,7 +109,7 @@ export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClie
     // BullMQ's blocking commands need maxRetriesPerRequest null; one client for every queue of the
     // process (workers duplicate it for their blocking connection), created on first use.
     let bull: Cluster | undefined;
-    const bullClient = () => (bull ??= new Cluster(nodes, clusterOptions({ maxRetriesPerRequest: null }, auth)));
+    const bullClient = () => (bull ??= new Cluster(nodes, clusterOptions(BULL_OPTIONS[role], auth)));
     return {
       redis: redis as unknown as Redis,
       get bull() {
@@ -102,7 +121,7 @@ export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClie
   }
   const base: RedisOptions = cfg.mode === "sentinel" ? sentinelOptions(cfg, auth) : {};
   const redis = cfg.mode === "sentinel" ? new Redis({ ...base, ...opts }) : new Redis(cfg.url, { ...opts, ...auth });
-  const bull: ConnectionOptions = cfg.mode === "sentinel" ? { ...base, maxRetriesPerRequest: null } : bullConnection(cfg.url, auth);
+  const bull: ConnectionOptions = { ...(cfg.mode === "sentinel" ? base : bullConnection(cfg.url, auth)), ...BULL_OPTIONS[role] };
   return {
     redis,
     bull,

@@ -79,6 +79,7 @@ export interface OutageOptions {
 export class RedisOutage {
   private episode: { since: number; kind: RedisTrouble; over: Promise<void>; end: () => void; aftershock: boolean } | undefined;
   private lastEnd = 0;
+  private wake: (() => void) | undefined;
   private stopped = false;
   private readonly minDelay: number;
   private readonly maxDelay: number;
@@ -140,6 +141,11 @@ export class RedisOutage {
     }
   }
 
+  /** Probes at once instead of after the current pause (a connection just became ready). */
+  nudge(): void {
+    this.wake?.();
+  }
+
   /** Ends the probe loop and releases every waiter (process shutdown). */
   stop(): void {
     this.stopped = true;
@@ -150,7 +156,12 @@ export class RedisOutage {
   private async watch(): Promise<void> {
     let delay = this.minDelay;
     while (this.episode && !this.stopped) {
-      await sleep(delay);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, delay);
+        t.unref();
+        this.wake = () => (clearTimeout(t), resolve());
+      });
+      this.wake = undefined;
       if (!this.episode || this.stopped) return;
       try {
         await withTimeout(this.opts.probe(), this.probeTimeout);
@@ -174,10 +185,6 @@ export class RedisOutage {
 export function writeProbe(redis: Redis, prefix: string, who: string): () => Promise<unknown> {
   const key = new Keys(prefix).health(who);
   return () => redis.set(key, String(Date.now()), "PX", 60_000);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -3,7 +3,8 @@ import { FINAL_REST_STATES } from "@ce/model";
 import { activityInputFor, requestCommands, type JobRecord, type QueueCatalog } from "@ce/store";
 import type { Logger } from "pino";
 import type { Identity, Services } from "../context.js";
-import { ServiceUnavailable } from "../errors.js";
+import { StoreUnavailable } from "../errors.js";
+import { RETRY_AFTER_SECONDS, outageOf } from "../outage.js";
 import type { OperationClass } from "../middleware/identity/scopes.js";
 
 export const BULK_ACTIONS = ["info", "status", "kill", "clean", "restart", "delegations"] as const;
@@ -79,8 +80,8 @@ export async function runBulk(
     try {
       await requestCommands(s.jobs, s.queues.commands, commands);
     } catch (err) {
-      ctx.log.error({ err }, "job command not recorded");
-      throw new ServiceUnavailable("Job store or command queue unavailable; retry the request", "QUEUE_UNAVAILABLE");
+      if (!outageOf(s).report(err)) ctx.log.error({ err }, "job command not recorded");
+      throw new StoreUnavailable("Job store or command queue unavailable", RETRY_AFTER_SECONDS, "QUEUE_UNAVAILABLE");
     }
     ctx.log.info({ action, jobs: commands.length }, "job commands recorded");
   }

@@ -3,6 +3,7 @@ import { type El, type InfoInput, type JobCounts, type QueueInput, buildInfoDocu
 import { REST_STATES, type RestState } from "@ce/model";
 import { CeFlags } from "@ce/store";
 import type { Services } from "../context.js";
+import { outageOf } from "../outage.js";
 
 export const IMPLEMENTATION_VERSION = "0.1.0";
 
@@ -43,7 +44,7 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
   try {
     [by, draining] = await Promise.all([s.jobs.countByRest(REST_STATES), isDraining(s)]);
   } catch (err) {
-    s.logger.warn({ err }, "info: redis unavailable");
+    if (!outageOf(s).report(err)) s.logger.warn({ err }, "info: redis unavailable");
     health = { state: "critical", info: "job database unavailable" };
   }
   const counts = countsFrom(by);

@@ -5,6 +5,7 @@ import { negotiateFormat } from "@ce/glue2";
 import { RateLimiter } from "@ce/store";
 import type { AppEnv, Services } from "../../context.js";
 import { TooManyRequests } from "../../errors.js";
+import { outageOf } from "../../outage.js";
 
 /**
  * First middleware of every request: request id, child logger, services, negotiated format.
@@ -56,7 +57,8 @@ export function rateLimit(): MiddlewareHandler<AppEnv> {
         waitMs = await limiter.take(client, rate, burst);
       } catch (err) {
         // Fail open: the limiter protects the service, it must not become its single point of failure.
-        c.get("log").warn({ err }, "rate limiter unavailable");
+        // Redis trouble is logged once per episode (outage.ts), not per request.
+        if (!outageOf(c.get("services")).report(err)) c.get("log").warn({ err }, "rate limiter unavailable");
       }
       if (waitMs !== undefined) throw new TooManyRequests(Math.max(1, Math.ceil(waitMs / 1000)));
     }
