@@ -59,6 +59,7 @@ const rows: [string, string, string, boolean][] = [
   [`${P.e2eJobs} /bin/true jobs in one request → all terminal`, "e2e.seconds", "s", false],
   ["  server CPU during it (server processes)", "e2e.cpu.total", "CPU s", false],
   ["  CPU of reaped child processes (helper and back-end scripts)", "e2e.childCpu.total", "CPU s", false],
+  ["server CPU at rest for 10 s (no requests; ~510 jobs waiting for uploads), % of a core", "atRest.percentOfCore", "%", false],
   [`bulk status of ${P.statusIds} ids, JSON, p50`, "statusJson.p50Ms", "ms", false],
   ["  … p95", "statusJson.p95Ms", "ms", false],
   [`bulk status of ${P.statusIds} ids, XML, p50`, "statusXml.p50Ms", "ms", false],
@@ -93,6 +94,8 @@ for (const [n, s] of [["A-REX", arex], ["CE", ce]] as const) {
   const sub = s.results.submit as { refused: number; settled: boolean; cpuUntilIdle: Record<string, number> } | undefined;
   if (sub?.refused) notes.push(`${n}: ${sub.refused} jobs refused at submission`);
   if (sub && !sub.settled) notes.push(`${n}: servers not idle within 40 s after the submission (CPU counted up to then)`);
+  const la = s.results.loadAtStart as Record<string, number> | undefined;
+  if (la) notes.push(`${n}: 1-min load as each workload began: ${Object.entries(la).map(([k, x]) => `${k} ${x}`).join(", ")}`);
   if (sub) notes.push(`${n}: submission CPU by process: ${Object.entries(sub.cpuUntilIdle).map(([k, x]) => `${k} ${x} s`).join(", ")}`);
 }
 lines.push("", ...notes.map((n) => `- ${n}`));

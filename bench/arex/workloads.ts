@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { RestClient, TERMINAL, items, states, statusJson, statusXml, submit, xrslBatch, type JobItem } from "../lib/rest.js";
+import { loadavg } from "node:os";
 import { childSnapshot, cpuDelta, pct, round, settle, sleep, snapshot, type Procs } from "../lib/proc.js";
 import type { Server } from "../lib/servers.js";
 
@@ -48,12 +49,17 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
   const user2 = new RestClient({ base: server.base, credFile: join(dir, "user2/userproxy.pem"), caFile: ca, sockets: 2 });
   const procs: Procs = server.procs;
   const res: Record<string, unknown> = {};
+  // 1-min load average as each workload starts: the machine is shared, so this says how busy it was.
+  const load: Record<string, number> = {};
+  res.loadAtStart = load;
+  const mark = (w: string) => (load[w] = round(loadavg()[0]!, 2));
   try {
     // Warm-up: TLS sessions, identity caches, first files; not measured.
     expectOk(await user.call("GET", "jobs"), "warm-up list");
     await submit(user2, xrslBatch(10, (i) => holdJob(`warm${i}`, ["in.dat"])));
 
     // 1. Bulk submission: jobs waiting for a client upload, 50 per request.
+    mark("submit");
     log(`  bulk submission: ${P.bulkJobs} jobs, ${P.perRequest}/request, ${P.submitConcurrency} in parallel`);
     const body = xrslBatch(P.perRequest, (i) => holdJob(`bulk${i}`, ["in.dat"]));
     const ids: string[] = [];
@@ -86,6 +92,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
 
     // 2. Session upload and download of one large file (one stream each), into a job that waits
     //    for a second input as well, so it stays put while we read the file back.
+    mark("transfer");
     log(`  session PUT/GET of ${P.transferBytes / 2 ** 20} MiB`);
     const [tid] = (await submit(user2, holdJob("transfer", ["big.dat", "hold.dat"]))).ids;
     if (!tid) throw new Error("transfer job not created");
@@ -114,6 +121,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     // 3. End to end: 100 /bin/true jobs in one request → all terminal.
     log(`  end to end: ${P.e2eJobs} /bin/true jobs in one request`);
     await settle(procs, { maxMs: 15_000 });
+    mark("e2e");
     const e0 = snapshot(procs);
     const ek0 = childSnapshot(procs);
     const te = performance.now();
@@ -132,7 +140,16 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     log(`  → ${round(e2eS, 2)} s, states ${JSON.stringify(count)}`);
     await settle(procs, { maxMs: 15_000 });
 
+    // What the servers do on their own, holding the waiting jobs, with no requests at all.
+    mark("rest");
+    const r0 = snapshot(procs);
+    await sleep(10_000);
+    const rest = cpuDelta(r0, snapshot(procs));
+    res.atRest = { seconds: 10, cpu: rest, percentOfCore: round(rest.total! * 10, 1) };
+    log(`  at rest (10 s, no requests): ${round(rest.total! * 10, 1)}% of a core ${JSON.stringify(rest)}`);
+
     // 4. Bulk status of 500 ids, JSON and XML.
+    mark("status");
     const st = ids.slice(0, P.statusIds);
     const sj = statusJson(st);
     const sx = statusXml(st);
@@ -147,6 +164,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     log(`  bulk status of ${st.length}: JSON p50 ${round(pct(lj, 50), 1)} ms, XML p50 ${round(pct(lx, 50), 1)} ms`);
 
     // 5. Bulk info of 100 ids.
+    mark("info");
     const ij = statusJson(ids.slice(0, P.infoIds));
     const li = await timed(P.infoRounds, 3, async () => {
       const r = await user.call("POST", "jobs?action=info", ij, { "content-type": "application/json" });
@@ -157,6 +175,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     res.info = { ids: P.infoIds, p50Ms: round(pct(li, 50), 2), p95Ms: round(pct(li, 95), 2) };
     log(`  bulk info of ${P.infoIds}: p50 ${round(pct(li, 50), 1)} ms`);
 
+    mark("statusLoop");
     // 6. 8 concurrent clients (one connection each) looping bulk status of 50 ids.
     const loopers = Array.from({ length: P.loopClients }, () => new RestClient({ base: server.base, credFile: join(dir, "user/userproxy.pem"), caFile: ca, sockets: 1 }));
     const codes: Record<string, number> = {};
@@ -181,6 +200,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     log(`  ${P.loopClients} status loops: ${round(done / loopS)} req/s, ${round((lcpu.total! * 1000) / Math.max(1, done), 2)} ms CPU/request, codes ${JSON.stringify(codes)}`);
 
     // 7. Job list (the user owns exactly the bulk-submitted jobs).
+    mark("list");
     let listed = 0;
     const ll = await timed(P.listRounds, 3, async () => {
       const r = await user.call("GET", "jobs");
