@@ -172,11 +172,12 @@ describe("createBackend and rate limiting", () => {
     expect(() => createBackend(makeConfig(root, { backend: "half", scriptsDir: dir }), silentLog)).toThrow(/half.*submit/);
   });
 
-  it("counts operations, not script runs: a bulk cancel of 4 jobs after the bucket ran dry waits ≈ 1 s at 4/s", async () => {
+  it("counts operations, not script runs: 4 polls and a bulk cancel of 4 jobs take ≈ 1 s at 4/s", async () => {
     const slow = createBackend(makeConfig(root, { backend: "fake", scriptsDir: FAKE_BACKENDS, callsPerSecond: 4 }), silentLog);
     const spec = job("x");
-    await Promise.all(Array.from({ length: 4 }, () => slow.poll(jobs1()))); // empties the bucket
+    // 4 polls empty the bucket (burst 4); the 4 cancels of one bulk run need 4 more tokens: ≥ 1 s in all.
     const t0 = Date.now();
+    await Promise.all(Array.from({ length: 4 }, () => slow.poll(jobs1())));
     await Promise.all(Array.from({ length: 4 }, (_, i) => slow.cancel(`fake-running-${i}`, spec)));
     expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
     expect(readFileSync(join(spec.jobDir, "cancelled-by-fake"), "utf8").split("\n").filter(Boolean)).toHaveLength(4);
