@@ -1,5 +1,5 @@
 import { loadConfig } from "@ce/config";
-import { connectRedis } from "@ce/store";
+import { connectRedis, type RedisOutage } from "@ce/store";
 import { createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
 
@@ -21,10 +21,11 @@ const redis = clients.redis;
 const queues = openQueues(config, undefined, clients.bull);
 const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
 // Its connection errors belong to the daemon's outage episode (one line per outage, outage.ts).
-let jem: Awaited<ReturnType<typeof startJem>> | undefined;
-redis.on("error", (e: unknown) => void jem?.ctx.outage.report(e));
-for (const q of queues) q.on("error", (e: unknown) => void jem?.ctx.outage.report(e));
-jem = await startJem(config, { logger: log, metrics });
+const episode: { outage?: RedisOutage } = {};
+redis.on("error", (e: unknown) => void episode.outage?.report(e));
+for (const q of queues) q.on("error", (e: unknown) => void episode.outage?.report(e));
+const jem = await startJem(config, { logger: log, metrics });
+episode.outage = jem.ctx.outage;
 const admin = config.admin.enabled
   ? await startAdminServer(
       createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true, logger: log }),
