@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the CE and its tests run for real (idempotent; only what is missing).
-# Redis and the ARC client are always needed for tests; Slurm/munge for the Slurm back end;
+# Redis (server, tools, sentinel: tests/ha) and the ARC client are always needed for tests; Slurm/munge for the Slurm back end;
 # chromium for the browser checks. Pass package groups: base slurm arc browser (default: all).
 set -euo pipefail
 groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base slurm arc browser)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
-    base) want+=(redis-server redis-tools openssl time procps python3) ;;
+    base) want+=(redis-server redis-tools redis-sentinel openssl time procps python3) ;;
     slurm) want+=(slurm-wlm munge) ;;
     arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients) ;;
     browser) want+=(chromium) ;;

@@ -20,6 +20,8 @@ export interface Stack {
   /** Environment for the ARC client / arcproxy with this stack's PKI and a private HOME. */
   arcEnv: NodeJS.ProcessEnv;
   logs(): string;
+  /** CE processes that have exited on their own (a crash, unless the test stopped them). */
+  exited(): string[];
   stop(): Promise<void>;
 }
 
@@ -35,6 +37,8 @@ export interface StackOptions {
   /** Deep-merged into the generated ce.yaml. */
   config?: Record<string, unknown>;
   env?: NodeJS.ProcessEnv;
+  /** false: gateways only, no JEM (benches that measure the gateway's acknowledgement alone). */
+  jem?: boolean;
   /** Runs after the state directory (PKI, secrets, ce.yaml) exists and before any process starts. */
   prepare?: (state: string) => void;
 }
@@ -88,7 +92,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     return p;
   };
   const configs = Array.from({ length: n }, (_, i) => configFor(i));
-  procs.push(spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] }));
+  if (o.jem !== false) procs.push(spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] }));
   for (const c of configs) {
     procs.push(spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: c }, stdio: ["ignore", out, out] }));
   }
@@ -146,6 +150,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       X509_CERT_DIR: `${pki}/ca`,
     },
     logs: () => readFileSync(logFile, "utf8"),
+    exited: () => procs.filter((p) => p.exitCode !== null || p.signalCode !== null).map((p) => `${p.spawnargs.at(-1)} (pid ${p.pid}): ${p.exitCode ?? p.signalCode}`),
     async stop() {
       await stop();
       if (!process.env.CE_TEST_KEEP) rmSync(state, { recursive: true, force: true });

@@ -3,6 +3,7 @@ import type { AppEnv, Services } from "./context.js";
 import { CeError, NotFound } from "./errors.js";
 import { rateLimit, requestContext } from "./middleware/request-context/index.js";
 import { identity } from "./middleware/identity/index.js";
+import { durability } from "./middleware/durability/index.js";
 import { storeUnavailable } from "./outage.js";
 import { renderError } from "./render.js";
 import { httpMetrics } from "@ce/ops";
@@ -47,6 +48,8 @@ export function createApp(services: Services): Hono<AppEnv> {
   // After authentication: the token bucket is per identity (per address for public requests).
   app.use(rest, rateLimit());
   app.use(`${rest}/*`, rateLimit());
+  // Innermost: a 201/202 waits for `redis.waitReplicas` replicas to hold the request's writes.
+  app.use(`${rest}/*`, durability(services));
 
   const r = new Hono<AppEnv>({ strict: false });
   versionRoutes(r);

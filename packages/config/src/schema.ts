@@ -95,6 +95,14 @@ export const configSchema = z.object({
           nodes: z.array(hostPort).default([]),
         })
         .default({}),
+      /**
+       * Replicas that must hold a request's writes before its 201/202 leaves the gateway (Redis
+       * `WAIT`): with 1, an acknowledged submission or kill/clean/restart survives the loss of the
+       * primary (Sentinel failover). Not confirmed within `waitTimeoutMs` → 503 + Retry-After (the
+       * writes may still be there: the client retries). 0: answer once the primary has them.
+       */
+      waitReplicas: z.number().int().min(0).default(0),
+      waitTimeoutMs: z.number().int().positive().default(1_000),
       /** Key prefix; the `{...}` hash tag keeps every key in one slot so Lua scripts work on Redis Cluster. */
       prefix: z.string().regex(/^\{[A-Za-z0-9_.-]+\}$/, "prefix must be a Redis hash tag such as {ce}").default("{ce}"),
       /** `embedded`: `pnpm start` starts a local redis-server (ACL users, passwords in <stateDir>/secrets) under <stateDir>/redis. */

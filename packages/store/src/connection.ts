@@ -163,3 +163,41 @@ export function bullConnection(url: string, auth: RedisAuth = {}): ConnectionOpt
     maxRetriesPerRequest: null,
   };
 }
+
+/**
+ * Redis `WAIT` as a group commit: `confirm()` resolves with how many replicas (up to `replicas`)
+ * hold every write this connection sent before the call, waiting at most `timeoutMs`. WAIT
+ * blocks the connection it is sent on, so concurrent callers share rounds: at most one WAIT is in
+ * flight; a caller arriving during a round joins the next one (sent after the round ends, hence
+ * after the caller's writes). With no replica reachable the connection is held for at most
+ * `timeoutMs` per round. The durability setting `redis.waitReplicas` is built on it.
+ */
+export class ReplicaBarrier {
+  private current: Promise<number> | undefined;
+  private queued: Promise<number> | undefined;
+
+  constructor(private readonly redis: Redis, readonly replicas: number, readonly timeoutMs: number) {}
+
+  confirm(): Promise<number> {
+    if (!this.current) return (this.current = this.round());
+    this.queued ??= this.current.catch(() => 0).then(() => {
+      this.queued = undefined;
+      return (this.current ??= this.round());
+    });
+    return this.queued;
+  }
+
+  private round(): Promise<number> {
+    let timer: NodeJS.Timeout | undefined;
+    // A WAIT caught in a reconnect (failover) can stay unanswered: the round gives up on its own
+    // (0 confirmed) so the next callers get a fresh WAIT instead of waiting behind it forever.
+    const guard = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(0), this.timeoutMs + 1_000)));
+    const wait = this.redis.call("WAIT", this.replicas, this.timeoutMs).then(Number);
+    const p: Promise<number> = Promise.race([wait, guard]).finally(() => {
+      clearTimeout(timer);
+      if (this.current === p) this.current = undefined;
+    });
+    wait.catch(() => undefined); // settled after the guard: nobody listens any more
+    return p;
+  }
+}
