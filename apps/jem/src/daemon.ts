@@ -104,7 +104,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   };
   for (const q of Object.values(ctx.queues)) q.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "queue error"));
 
-  await sub.connect();
+  // A Redis that is away at boot is an outage like any other: SUBSCRIBE and recovery below wait for it.
+  await sub.connect().catch((e: unknown) => {
+    if (!outage.report(e)) throw e;
+  });
   const bellChannel = new Keys(prefix).advanceBell();
   // Set once the boot recovery has rung everything; the bell only kicks it.
   const loop: { current?: AdvanceLoop } = {};
