@@ -47,7 +47,9 @@ export function rateLimit(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const { config, redis, jobs } = c.get("services");
     const { requestsPerSecond: rate, requestBurst: burst } = config.gateway.limits;
-    if (rate > 0) {
+    // During a Redis outage the limiter is skipped (it fails open anyway): a hung Redis must not
+    // cost each request a command timeout here before its own call meets the same timeout.
+    if (rate > 0 && !outageOf(c.get("services")).down) {
       const id = c.get("identity");
       const client = id ? { subject: id.subject } : { address: c.env?.incoming?.socket.remoteAddress ?? "local" };
       let limiter = limiters.get(redis);
