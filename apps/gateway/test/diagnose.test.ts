@@ -9,6 +9,7 @@ beforeAll(async () => {
   h = await startHarness(inject("redisUrl"));
   id = await h.newJob();
   await h.services.control.write(id, "errors", "2026-01-01T00:00:00Z Job state change UNDEFINED -> ACCEPTED   Reason: new\n");
+  // A stale file must not be what is served: xml comes from the record.
   await h.services.control.write(id, "xml", "<ComputingActivity/>");
   await h.services.control.write(id, "description", "&(executable=/bin/true)");
   await h.services.control.write(id, "proxy", "-----BEGIN PRIVATE KEY-----\nsecret\n");
@@ -30,10 +31,16 @@ describe("E7 diagnose files", () => {
     expect(res.headers["last-modified"]).toBeDefined();
   });
 
-  it("xml is application/xml", async () => {
+  it("xml is the job's GLUE2 ComputingActivity rendered from its record, as application/xml", async () => {
     const res = await h.raw("GET", diag("xml"));
+    expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toBe("application/xml");
-    expect(res.text).toBe("<ComputingActivity/>");
+    expect(res.text).toMatch(/^<\?xml/);
+    expect(res.text).toContain(`<ID>urn:caid:localhost:org.nordugrid.arcrest:${id}</ID>`);
+    expect(res.text).toContain("arcrest:ACCEPTING");
+    expect(res.headers["content-length"]).toBe(String(res.body.length));
+    const head = await h.raw("HEAD", diag("xml"));
+    expect(head.headers["content-length"]).toBe(String(res.body.length));
   });
 
   it("HEAD gives the length without a body; ranges as for session files", async () => {

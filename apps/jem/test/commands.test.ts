@@ -46,7 +46,7 @@ describe("kill", () => {
     expect(steps.filter((s) => s === "CANCELING")).toHaveLength(1);
     expect(existsSync(join(env.control.sessionDir(id), "log.txt"))).toBe(true);
     expect(existsSync(join(env.control.sessionDir(id), "other.txt"))).toBe(false);
-    await waitFor("xml arcrest:KILLED", async () => (await env.control.read(id, "xml"))?.includes("arcrest:KILLED"));
+    await waitFor("status FINISHED", async () => (await env.control.read(id, "status"))?.trim() === "FINISHED");
   });
 
   it("a kill of a finished job changes nothing", async () => {

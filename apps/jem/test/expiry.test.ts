@@ -27,10 +27,10 @@ describe("expiry", () => {
     // The record turns WIPED first, then the files go (same pass).
     await waitFor("session dir and spare control files removed", async () => !existsSync(env.control.sessionDir(id)) && !existsSync(env.control.file(id, "spec")));
     const left = (await readdir(env.control.jobDir(id))).sort();
-    expect(left).toEqual(expect.arrayContaining(["local", "status", "xml"]));
+    expect(left).toEqual(expect.arrayContaining(["local", "status"]));
     expect(left).not.toContain("errors");
     expect(left).not.toContain("spec");
-    await waitFor("xml arcrest:WIPED", async () => (await env.control.read(id, "xml"))?.includes("arcrest:WIPED"));
+    expect((await env.control.read(id, "status"))?.trim()).toBe("DELETED");
     await waitForRest(env, id, "GONE", 10_000);
     expect(existsSync(env.control.jobDir(id))).toBe(false);
     expect(await env.redis.zscore(env.jobs.keys.expiry(), id)).toBeNull();

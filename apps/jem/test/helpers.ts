@@ -168,9 +168,9 @@ export async function waitForRest(env: TestEnv, id: string, rest: string | strin
     if (!r) return want.includes("GONE") ? ({} as JobRecord) : false;
     return want.includes(r.rest) ? r : false;
   }, timeoutMs);
-  // Control files follow Redis (xml is written last); for final states wait for them too.
+  // Control files follow Redis (status after the CAS); for final states wait for them too.
   if (r.state === "FINISHED" || r.state === "DELETED") {
-    await waitFor(`xml of ${id.slice(0, 8)}`, async () => (await env.control.read(id, "xml"))?.includes(`arcrest:${r.rest}<`), 5_000);
+    await waitFor(`status of ${id.slice(0, 8)}`, async () => (await env.control.read(id, "status"))?.trim() === r.state, 5_000);
   }
   return r.id ? r : undefined;
 }

@@ -1,5 +1,6 @@
 import type { Context, Hono } from "hono";
-import { isDiagnoseFile } from "@ce/store";
+import { buildActivityDocument, renderXml } from "@ce/glue2";
+import { activityInputFor, isDiagnoseFile } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { MethodNotAllowed, NotFound } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
@@ -31,7 +32,15 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   if (method !== "GET" && method !== "HEAD") throw new MethodNotAllowed(DIAGNOSE_METHODS);
   requireScope(c, "jobinfo");
   const job = await ownedJob(c, c.req.param("id") ?? "");
-  const { control } = c.get("services");
+  const { control, config } = c.get("services");
+  // `xml` (the job's GLUE2 ComputingActivity) is rendered from the record, the one truth, on
+  // demand: the JEM no longer rewrites a file for it on every state change.
+  if (type === "xml") {
+    const body = renderXml(buildActivityDocument(activityInputFor(job, { hostname: new URL(config.endpoint.url).hostname })), { declaration: true });
+    c.header("content-type", "application/xml");
+    c.header("content-length", String(Buffer.byteLength(body)));
+    return method === "HEAD" ? c.body(null, 200) : c.body(body, 200);
+  }
   let handle;
   try {
     handle = await control.openForRead(job.id, type);
@@ -46,7 +55,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     throw new NotFound("Not found");
   }
   return fileResponse(handle, stat, {
-    contentType: type === "xml" ? "application/xml" : "text/plain; charset=utf-8",
+    contentType: "text/plain; charset=utf-8",
     head: method === "HEAD",
     range: c.req.header("range"),
   });

@@ -1,6 +1,5 @@
-import { buildActivityDocument, renderXml } from "@ce/glue2";
 import { canMove, formatStatusFile, IllegalMoveError, type InternalState, type LrmsState } from "@ce/model";
-import { activityInputFor, type JobChange, type JobRecord } from "@ce/store";
+import type { JobChange, JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { afterTransition } from "../limits.js";
 
@@ -19,7 +18,7 @@ export interface TransitionOptions {
 /**
  * THE state change. Compare-and-set on (state, pending, stateSince) as read, so a job is
  * advanced at most once whatever the number of JEMs; then the control files follow Redis:
- * `status`, the `errors` line, `failed`, and the GLUE2 `xml`. Returns the new record, or
+ * `status`, the `errors` line and `failed` (diagnose `xml` is rendered from the record). Returns the new record, or
  * undefined when someone else changed the job first (the caller just stops).
  */
 export async function transition(ctx: JemContext, job: JobRecord, to: InternalState, opts: TransitionOptions): Promise<JobRecord | undefined> {
@@ -38,7 +37,6 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
     if (from !== formatStatusFile(to, pending)) await ctx.control.logState(job.id, from, toWord, opts.reason);
     await ctx.control.write(job.id, "status", formatStatusFile(to, pending), 0o644);
     if (opts.failedLine) await ctx.control.append(job.id, "failed", opts.failedLine);
-    await writeXml(ctx, next);
   } catch (e) {
     // Redis already holds the truth; a missing control file is repaired by the next transition.
     log.warn({ err: e }, "control files not updated after state change");
@@ -67,15 +65,9 @@ function refuseIllegal(ctx: JemContext, job: JobRecord, to: InternalState, pendi
 export async function setLrmsSubstate(ctx: JemContext, job: JobRecord, lrms: LrmsState): Promise<JobRecord | undefined> {
   if (job.state !== "INLRMS" || job.pending) return undefined;
   const next = await ctx.jobs.update(job, { lrms }, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
-  if (next) await writeXml(ctx, next).catch(() => undefined);
   return next;
 }
 
-/** Rewrites the job's GLUE2 ComputingActivity document (`xml`). */
-export async function writeXml(ctx: JemContext, record: JobRecord): Promise<void> {
-  const facts = activityInputFor(record, { hostname: ctx.hostname });
-  await ctx.control.write(record.id, "xml", renderXml(buildActivityDocument(facts), { declaration: true }), 0o644);
-}
 
 /**
  * Record fields of a failure. The first failure wins for failedState/failedCause (restart point),
@@ -107,7 +99,7 @@ export async function failToFinishing(
 
 /**
  * A JEM killed between the CAS and the control-file writes leaves `status` (and maybe the
- * `errors` line and `xml`) behind Redis. Run under the job's lease before any handler.
+ * `errors` line) behind Redis. Run under the job's lease before any handler.
  */
 export async function repairControlFiles(ctx: JemContext, job: JobRecord): Promise<void> {
   const want = formatStatusFile(job.state, job.pending);
@@ -117,6 +109,5 @@ export async function repairControlFiles(ctx: JemContext, job: JobRecord): Promi
   const logged = last === want || last === `${job.state}(PENDING)`;
   if (have && !logged) await ctx.control.logState(job.id, have, want, "State change completed after a JEM restart");
   await ctx.control.write(job.id, "status", want, 0o644);
-  await writeXml(ctx, job);
   jobLog(ctx, job).info({ from: have, to: want }, "control files repaired after an interrupted state change");
 }
