@@ -1,7 +1,8 @@
 /**
  * Redis trouble is not a crash (issue 11): a whole CE (gateway + JEM processes, fork back end)
  * on its own AOF-backed redis-server, with jobs in flight, while Redis is (a) killed and restarted
- * from its AOF, (b) refusing writes after a failed snapshot (MISCONF), (c) out of memory (OOM).
+ * from its AOF, (b) refusing writes after a failed snapshot (MISCONF), (c) out of memory (OOM),
+ * (d) demoted to a read-only replica (READONLY).
  * Meanwhile the gateway answers 503 with Retry-After and a reason within a few seconds (never a
  * 500, never a hang) and the JEM keeps running; afterwards every acknowledged job reaches FINISHED
  * and ran exactly once, and each process logged the outage once, not once per job.
@@ -12,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { startRedis, type RedisHandle } from "./support/redis-server.js";
+import { freePort, startRedis, type RedisHandle } from "./support/redis-server.js";
 import { startStack, type Stack } from "./support/stack.js";
 
 interface Reply {
@@ -71,7 +72,7 @@ function lines(stack: Stack, svc: "jem" | "gateway", text: string): string[] {
   return stack.logs().split("\n").filter((l) => l.includes(`"svc":"${svc}"`) && l.includes(text));
 }
 
-type Fault = "kill" | "misconf" | "oom";
+type Fault = "kill" | "misconf" | "oom" | "readonly";
 
 /** What a client sees during the outage: 503 + Retry-After + reason for a write, fast. */
 async function gatewayRefuses(s: Stack, fault: Fault): Promise<void> {
@@ -145,6 +146,13 @@ describe("Redis trouble is not a crash", () => {
         await until("snapshot", async () => (await admin.info("persistence")).includes("rdb_last_bgsave_status:ok"), 10_000);
         await admin.config("SET", "save", "");
       };
+    } else if (fault === "readonly") {
+      // Demoted to a replica (of a primary that never answers): it keeps its data and refuses writes.
+      await admin.connect();
+      await admin.call("REPLICAOF", "127.0.0.1", String(await freePort()));
+      restore = async () => {
+        await admin.call("REPLICAOF", "NO", "ONE");
+      };
     } else {
       await admin.connect();
       await admin.config("SET", "maxmemory-policy", "noeviction");
@@ -198,4 +206,5 @@ describe("Redis trouble is not a crash", () => {
   it("redis-server killed with jobs in flight and restarted from its AOF", () => outageRun("kill"), 90_000);
   it("redis refusing writes after a failed snapshot (MISCONF)", () => outageRun("misconf"), 90_000);
   it("redis out of memory (maxmemory, noeviction)", () => outageRun("oom"), 90_000);
+  it("redis demoted to a read-only replica (READONLY)", () => outageRun("readonly"), 90_000);
 });

@@ -73,7 +73,15 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
   const loop = (async () => {
     while (!stopped) {
       try {
-        if (finished.length > 0) await ctx.advance.release(finished.splice(0));
+        if (finished.length > 0) {
+          const done = finished.splice(0);
+          // Not released (Redis trouble): kept for the next turn, or their leases would hold the
+          // jobs (and any ring they got meanwhile) until they expire.
+          await ctx.advance.release(done).catch((e: unknown) => {
+            finished.push(...done);
+            throw e;
+          });
+        }
         const free = capacity - running.size;
         const ids = free > 0 ? await ctx.advance.claim(free, opts.leaseMs) : [];
         for (const id of ids) {

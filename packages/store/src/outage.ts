@@ -13,7 +13,8 @@ const REPLY_TROUBLE: readonly [RegExp, RedisTrouble][] = [
   [/\bMISCONF\b/, "misconf"],
   [/\bREADONLY\b/, "readonly"],
   [/\bLOADING\b/, "loading"],
-  [/\b(MASTERDOWN|CLUSTERDOWN|TRYAGAIN|NOREPLICAS|FAILOVER)\b/, "failover"],
+  // UNBLOCKED: a blocked command (BullMQ's BZPOPMIN) released because the primary became a replica.
+  [/\b(MASTERDOWN|CLUSTERDOWN|TRYAGAIN|NOREPLICAS|FAILOVER|UNBLOCKED)\b/, "failover"],
 ];
 const CONNECTION_TROUBLE = [
   "Connection is closed",
