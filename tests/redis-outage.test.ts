@@ -172,10 +172,11 @@ describe("Redis trouble is not a crash", () => {
     admin.disconnect();
 
     await until("gateway serving", async () => (await list(s)).status === 200, 20_000, s.logs);
+    // Promptly: well within the JEM's 30 s leases, so no job waited for a lease to expire.
     const final = await until("all jobs FINISHED", async () => {
       const st = await states(s, ids);
       return st?.every((x) => x === "FINISHED" || x === "FAILED" || x === "KILLED") ? st : undefined;
-    }, 40_000, s.logs);
+    }, 20_000, s.logs);
     expect(final, s.logs().slice(-4000)).toEqual(ids.map(() => "FINISHED"));
     // Exactly once: each name once in the shared file, the refused submission never.
     const ran = readFileSync(runs, "utf8").trim().split("\n").sort();
