@@ -124,7 +124,7 @@ describe.skipIf(!HAS_SENTINEL)("CE on Redis Sentinel (primary + 2 replicas + 3 s
     }
     expect(stack.exited()).toEqual([]);
     // Every acknowledged job is on the new primary and finishes (the JEM reconnected by itself).
-    const states = await ce.waitStates([...acked], ["FINISHED", "FAILED", "KILLED"], Number(process.env.HA_FINISH_MS ?? 40_000), stack.logs);
+    const states = await ce.waitStates([...acked], ["FINISHED", "FAILED", "KILLED"], 40_000, stack.logs);
     expect([...acked].filter((id) => states.get(id) !== "FINISHED")).toEqual([]);
     // During the switch: only 503 with Retry-After; never a 500, never a dropped connection.
     expect([...replies.keys()].filter((s) => s !== 201 && s !== 503)).toEqual([]);
