@@ -1,0 +1,70 @@
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type Harness, startHarness } from "./session-harness.js";
+
+/**
+ * The direct Node paths of session transfers (services/session-body.ts receiveBody,
+ * services/session-send.ts): bodies larger than their buffers, split across many writes and
+ * reads, come back byte for byte, with the headers the middleware would have added.
+ */
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(inject("redisUrl"));
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const sess = (id: string, rel = "") => `${h.base}/${id}/session${rel}`;
+const MiB = 1024 * 1024;
+
+describe("session transfers larger than the I/O buffers", () => {
+  it("a chunked 3 MiB upload is stored exactly; GET and ranges across buffer edges return exact bytes", async () => {
+    const id = await h.newJob();
+    const data = randomBytes(3 * MiB + 5);
+    // Many client writes of odd sizes, no Content-Length (chunked): quota reserved in steps.
+    const parts: Buffer[] = [];
+    for (let off = 0; off < data.length; off += 77_777) parts.push(data.subarray(off, off + 77_777));
+    expect((await h.raw("PUT", sess(id, "/big.bin"), { body: parts })).status).toBe(200);
+    expect((await readFile(join(h.sessionRoot, id, "big.bin"))).equals(data)).toBe(true);
+
+    const whole = await h.raw("GET", sess(id, "/big.bin"));
+    expect(whole.status).toBe(200);
+    expect(whole.headers["content-length"]).toBe(String(data.length));
+    expect(whole.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(whole.headers["x-hono-already-sent"]).toBeUndefined();
+    expect(whole.body.equals(data)).toBe(true);
+
+    const [a, b] = [256 * 1024 - 3, 768 * 1024 + 7];
+    const ranged = await h.raw("GET", sess(id, "/big.bin"), { headers: { range: `bytes=${a}-${b}` } });
+    expect(ranged.status).toBe(206);
+    expect(ranged.headers["content-range"]).toBe(`bytes ${a}-${b}/${data.length}`);
+    expect(ranged.body.equals(data.subarray(a, b + 1))).toBe(true);
+
+    const tail = await h.raw("GET", sess(id, "/big.bin"), { headers: { range: "bytes=-300000" } });
+    expect(tail.status).toBe(206);
+    expect(tail.body.equals(data.subarray(data.length - 300_000))).toBe(true);
+  });
+
+  it("four parallel Content-Range parts of one file assemble into it", async () => {
+    const id = await h.newJob();
+    const data = randomBytes(4 * MiB);
+    const part = MiB;
+    const res = await Promise.all(
+      [0, 1, 2, 3].map((k) =>
+        h.raw("PUT", sess(id, "/parts.bin"), {
+          body: data.subarray(k * part, (k + 1) * part),
+          headers: { "content-length": String(part), "content-range": `bytes ${k * part}-${(k + 1) * part - 1}/${data.length}` },
+        }),
+      ),
+    );
+    expect(res.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect((await readFile(join(h.sessionRoot, id, "parts.bin"))).equals(data)).toBe(true);
+  });
+
+  // Known gap (pre-existing): each PUT settles "size after − size before" of the file, so parallel
+  // parts of one file count the same growth several times (4 MiB in four parts was charged ~12 MB).
+  it.todo("parallel Content-Range parts of one file are charged the file's size once (sessionBytesPerJob)");
+});
