@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type Harness, startHarness } from "./session-harness.js";
+import { SessionBytes } from "@ce/store";
+import { type Harness, OWNER, startHarness } from "./session-harness.js";
 
 /**
  * The direct Node paths of session transfers (services/session-body.ts receiveBody,
@@ -62,9 +63,11 @@ describe("session transfers larger than the I/O buffers", () => {
     );
     expect(res.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     expect((await readFile(join(h.sessionRoot, id, "parts.bin"))).equals(data)).toBe(true);
+    // Charged once: each PUT settling "its" growth counted the others' too (4 MiB was charged ~12 MB).
+    const bytes = new SessionBytes(h.services.redis, h.services.jobs.keys.prefix, { perJob: 1e12, perOwner: 1e12 });
+    expect((await bytes.usage(OWNER, id)).job).toBe(data.length);
+    // A later whole-file PUT of 1 byte gives the rest back.
+    expect((await h.raw("PUT", sess(id, "/parts.bin"), { body: "x", headers: { "content-length": "1" } })).status).toBe(200);
+    expect((await bytes.usage(OWNER, id)).job).toBe(1);
   });
-
-  // Known gap (pre-existing): each PUT settles "size after − size before" of the file, so parallel
-  // parts of one file count the same growth several times (4 MiB in four parts was charged ~12 MB).
-  it.todo("parallel Content-Range parts of one file are charged the file's size once (sessionBytesPerJob)");
 });

@@ -1,3 +1,4 @@
+import { fstatSync } from "node:fs";
 import type { Context, Hono } from "hono";
 import { sessionListingDoc } from "@ce/glue2";
 import { completeUpload, SessionBytes } from "@ce/store";
@@ -155,7 +156,9 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   let sizeBefore = 0;
   let discard = false;
   try {
-    sizeBefore = (await handle.stat()).size;
+    // Synchronous stat + begin: no other PUT of this file settles in between (see UploadQuota).
+    sizeBefore = fstatSync(handle.fd).size;
+    quota.begin(p.normalized, sizeBefore);
     const base = range ? sizeBefore : 0;
     if (!range) await handle.truncate(0);
     const grow = (n: number) => quota.need(Math.max(base, offset + n) - sizeBefore);
@@ -171,9 +174,9 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
     if (e instanceof BodyAborted || (!(e instanceof CeError) && c.env?.incoming?.errored)) throw new BadRequest("Upload aborted by the client", "UPLOAD_ABORTED");
     throw e;
   } finally {
-    const after = (await handle.stat().catch(() => undefined))?.size ?? sizeBefore;
+    const settled = quota.settle(sizeBefore, sizeOf(handle.fd, sizeBefore));
     await handle.close().catch(() => undefined);
-    await quota.settle(sizeBefore, after).catch((err: unknown) => c.get("log")?.warn({ err, jobId: job.id }, "session quota not settled"));
+    await settled.catch((err: unknown) => c.get("log")?.warn({ err, jobId: job.id }, "session quota not settled"));
     if (discard) await removePath(root, p.segments).catch(() => undefined);
   }
 
@@ -190,6 +193,15 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
 function declaredLength(header: string | undefined): number | undefined {
   const n = header === undefined ? NaN : Number(header);
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** Size of an open file now (`fallback` if it cannot be read). */
+function sizeOf(fd: number, fallback: number): number {
+  try {
+    return fstatSync(fd).size;
+  } catch {
+    return fallback;
+  }
 }
 
 /** Size of the regular file the path names now (0 when missing or not a file): the quota baseline. */

@@ -103,13 +103,24 @@ export class SessionQuotaExceeded extends CeError {
 /** Reserves quota in steps while a body of unknown length streams in (fewer Redis calls). */
 const STEP = 8 * 1024 * 1024;
 
+/** PUTs writing one file at the same time on this gateway: its size when last settled, their pooled reservations. */
+interface FileAccount {
+  charged: number;
+  pooled: number;
+  users: number;
+}
+const accounts = new Map<string, FileAccount>();
+
 /**
  * The session-bytes quota of one PUT. Bytes are reserved before they are written (up front when
  * the length is declared, in steps while streaming otherwise), so a refusal never leaves more on
- * disk than was counted; `settle` then charges exactly the change in the file's size.
+ * disk than was counted; `settle` then charges exactly the change in the file's size. PUTs of the
+ * same file at once (parallel Content-Range parts) share one account (`begin`): each would
+ * otherwise charge the growth the others caused too.
  */
 export class UploadQuota {
   private reserved = 0;
+  private account?: { key: string; a: FileAccount };
 
   constructor(private readonly bytes: SessionBytes, private readonly owner: string, private readonly jobId: string) {}
 
@@ -132,8 +143,32 @@ export class UploadQuota {
     this.reserved += need;
   }
 
-  /** Charges the file's actual change in size: unused reservation and freed bytes are given back. */
+  /** Joins the account of the PUTs writing `file` now; `size` is its size at open (read synchronously). */
+  begin(file: string, size: number): void {
+    const key = `${this.jobId}\0${file}`;
+    let a = accounts.get(key);
+    if (!a) accounts.set(key, (a = { charged: size, pooled: 0, users: 0 }));
+    a.users++;
+    this.account = { key, a };
+  }
+
+  /**
+   * Charges the file's actual change in size: unused reservation and freed bytes are given back.
+   * With an account (`sizeAfter` read synchronously before the call), the growth since the last
+   * settle is paid from the pooled reservations, and what is left is given back by the last writer.
+   */
   async settle(sizeBefore: number, sizeAfter: number): Promise<void> {
+    const acc = this.account;
+    if (acc) {
+      this.account = undefined;
+      acc.a.pooled += this.reserved - (sizeAfter - acc.a.charged);
+      acc.a.charged = sizeAfter;
+      this.reserved = 0;
+      if (--acc.a.users > 0) return;
+      accounts.delete(acc.key);
+      if (acc.a.pooled > 0) await this.bytes.release(this.owner, this.jobId, acc.a.pooled);
+      return;
+    }
     const delta = sizeAfter - sizeBefore;
     if (delta < this.reserved) await this.bytes.release(this.owner, this.jobId, this.reserved - delta);
     this.reserved = 0;
