@@ -1,5 +1,6 @@
 import { constants } from "node:fs";
-import { access, appendFile, readFile, rm, writeFile } from "node:fs/promises";
+import { access, rm } from "node:fs/promises";
+import { appendSmall, readSmall, writeSmall } from "@ce/store";
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
@@ -24,18 +25,18 @@ export async function exists(path: string): Promise<boolean> {
 
 export async function readPrivate(ctx: JemContext, id: string, name: PrivateFile): Promise<string | undefined> {
   try {
-    return await readFile(privatePath(ctx, id, name), "utf8");
+    return await readSmall(privatePath(ctx, id, name), "utf8");
   } catch {
     return undefined;
   }
 }
 
 export async function writePrivate(ctx: JemContext, id: string, name: PrivateFile, text: string): Promise<void> {
-  await writeFile(privatePath(ctx, id, name), text, { mode: 0o600 });
+  await writeSmall(privatePath(ctx, id, name), text, { mode: 0o600 });
 }
 
 export async function appendPrivate(ctx: JemContext, id: string, name: PrivateFile, line: string): Promise<void> {
-  await appendFile(privatePath(ctx, id, name), line, { mode: 0o600 });
+  await appendSmall(privatePath(ctx, id, name), line, { mode: 0o600 });
 }
 
 /**

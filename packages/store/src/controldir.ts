@@ -1,5 +1,6 @@
 import { constants } from "node:fs";
-import { appendFile, chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import { appendSmall, readSmall, renameSmall, writeSmall } from "./smallfiles.js";
 import { join } from "node:path";
 
 /**
@@ -86,18 +87,18 @@ export class ControlDir {
     if (name === "input_status") throw new Error("input_status is append-only: use appendInputs/forgetInputs");
     const path = this.file(id, name);
     const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    await writeFile(tmp, content, { mode });
-    await rename(tmp, path);
+    await writeSmall(tmp, content, { mode });
+    await renameSmall(tmp, path);
   }
 
   /** Appends whole lines; O_APPEND keeps concurrent small appends from interleaving. */
   async append(id: string, name: ControlFile, text: string): Promise<void> {
-    await appendFile(this.file(id, name), text.endsWith("\n") ? text : `${text}\n`, { mode: 0o600 });
+    await appendSmall(this.file(id, name), text.endsWith("\n") ? text : `${text}\n`, { mode: 0o600 });
   }
 
   async read(id: string, name: ControlFile): Promise<string | undefined> {
     try {
-      return await readFile(this.file(id, name), "utf8");
+      return await readSmall(this.file(id, name), "utf8");
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw e;

@@ -17,3 +17,4 @@ export * from "./ratelimit.js";
 export * from "./scripts.js";
 export * from "./outage.js";
 export * from "./connection.js";
+export * from "./smallfiles.js";

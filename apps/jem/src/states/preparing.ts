@@ -23,7 +23,8 @@ export async function preparing(ctx: JemContext, job: JobRecord): Promise<Step> 
 
   const status = await readInputStatus(ctx, job.id);
   if (!job.pending) {
-    const stagingError = await readPrivate(ctx, job.id, "stagein.failed");
+    // Only the staging worker writes it, and only for remote inputs: no read for upload-only jobs.
+    const stagingError = desc.inputFiles.some((f) => f.source) ? await readPrivate(ctx, job.id, "stagein.failed") : undefined;
     if (stagingError) return fail(`Failed in data staging: ${stagingError.trim()}`);
     const missingRemote = desc.inputFiles.filter((f) => f.source && !status.paths.has(f.name));
     if (missingRemote.length > 0) await enqueueStaging(ctx, job, "in");

@@ -11,5 +11,5 @@ export type StateHandler = (ctx: JemContext, job: JobRecord) => Promise<Step>;
 export const AGAIN: Step = { again: true };
 export const WAIT: Step = { again: false };
 export const waitUntil = (at: number): Step => ({ again: false, at });
-/** A lost CAS means another JEM moved the job; it also handles what comes next. */
+/** A lost CAS: the job changed under us; transition() has rung it for another look. */
 export const moved = (r: JobRecord | undefined): Step => (r ? AGAIN : WAIT);

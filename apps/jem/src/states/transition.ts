@@ -4,6 +4,7 @@ import { jobLog, type JemContext } from "../context.js";
 import { afterTransition } from "../limits.js";
 
 export const KILL_TEXT = "Job is canceled by external request";
+const LOST_CAS_RETRY_MS = 200;
 
 export interface TransitionOptions {
   pending?: boolean;
@@ -27,7 +28,13 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   refuseIllegal(ctx, job, to, pending);
   const expect = { state: job.state, pending: job.pending ? "1" : "0", stateSince: String(job.stateSince) } as const;
   const next = await ctx.jobs.update(job, { ...opts.change, state: to, pending }, expect);
-  if (!next) return undefined;
+  if (!next) {
+    // Lost CAS: the job changed under us (a command, or ioredis replaying an update already
+    // applied before a connection drop). Under the advance set's lease nobody else is looking at
+    // it, so it must be looked at again, or a job could sit moved with nothing due.
+    await ctx.advance.ring([job.id], Date.now() + LOST_CAS_RETRY_MS);
+    return undefined;
+  }
   const from = formatStatusFile(job.state, job.pending);
   const toWord = job.state === to && pending ? `${to}(PENDING)` : formatStatusFile(to, pending);
   const log = jobLog(ctx, job);
@@ -36,6 +43,7 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
     // and knows from the log that the line was already written.
     if (from !== formatStatusFile(to, pending)) await ctx.control.logState(job.id, from, toWord, opts.reason);
     await ctx.control.write(job.id, "status", formatStatusFile(to, pending), 0o644);
+    statusWritten(ctx, job.id, formatStatusFile(to, pending));
     if (opts.failedLine) await ctx.control.append(job.id, "failed", opts.failedLine);
   } catch (e) {
     // Redis already holds the truth; a missing control file is repaired by the next transition.
@@ -98,16 +106,41 @@ export async function failToFinishing(
 }
 
 /**
+ * The `status` this process last wrote or read per job (bounded, oldest dropped first), so the
+ * repair check before each look costs no file read in the common case. A status changed by another
+ * JEM goes with a record change, so `want` then differs and the file is read again.
+ */
+const writtenStatus = new WeakMap<object, Map<string, string>>();
+const WRITTEN_STATUS_MAX = 200_000;
+
+function statusWritten(ctx: JemContext, id: string, status: string): void {
+  let m = writtenStatus.get(ctx.control);
+  if (!m) writtenStatus.set(ctx.control, (m = new Map()));
+  m.delete(id);
+  m.set(id, status);
+  if (m.size > WRITTEN_STATUS_MAX) m.delete(m.keys().next().value!);
+}
+
+/**
  * A JEM killed between the CAS and the control-file writes leaves `status` (and maybe the
  * `errors` line) behind Redis. Run under the job's lease before any handler.
  */
 export async function repairControlFiles(ctx: JemContext, job: JobRecord): Promise<void> {
   const want = formatStatusFile(job.state, job.pending);
+  // This JEM wrote exactly this status itself: nothing to repair, no file read.
+  if (writtenStatus.get(ctx.control)?.get(job.id) === want) return;
+  // Never changed since the gateway created it: the creation sequence wrote `status` (ACCEPTED)
+  // before the record existed, so there is nothing to repair.
+  if (job.updated === job.created && want === "ACCEPTED") return;
   const have = ((await ctx.control.read(job.id, "status")) ?? "").trim();
-  if (have === want) return;
+  if (have === want) {
+    statusWritten(ctx, job.id, want);
+    return;
+  }
   const last = [...((await ctx.control.read(job.id, "errors")) ?? "").matchAll(/Job state change \S+ -> (\S+)/g)].at(-1)?.[1];
   const logged = last === want || last === `${job.state}(PENDING)`;
   if (have && !logged) await ctx.control.logState(job.id, have, want, "State change completed after a JEM restart");
   await ctx.control.write(job.id, "status", want, 0o644);
+  statusWritten(ctx, job.id, want);
   jobLog(ctx, job).info({ from: have, to: want }, "control files repaired after an interrupted state change");
 }
