@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, open, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SessionBytes } from "@ce/store";
+import { BodyAborted, receiveBody } from "../src/services/session-body.js";
 import { type Harness, OWNER, startHarness } from "./session-harness.js";
 
 /**
@@ -69,5 +72,34 @@ describe("session transfers larger than the I/O buffers", () => {
     // A later whole-file PUT of 1 byte gives the rest back.
     expect((await h.raw("PUT", sess(id, "/parts.bin"), { body: "x", headers: { "content-length": "1" } })).status).toBe(200);
     expect((await bytes.usage(OWNER, id)).job).toBe(1);
+  });
+});
+
+describe("receiveBody (request body → file)", () => {
+  it("writes at the offset; a body aborted before or while it is read rejects, never hangs", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "ce-recv-"));
+    const fh = await open(join(dir, "f"), "w+");
+    try {
+      const src = new PassThrough();
+      const done = receiveBody(src, fh, 3, 100, "x");
+      src.write("abc");
+      src.end("de");
+      expect(await done).toBe(5);
+      expect((await readFile(join(dir, "f"))).subarray(3).toString()).toBe("abcde");
+
+      const gone = new PassThrough();
+      gone.destroy();
+      await new Promise((r) => setImmediate(r)); // its "close" has been emitted already
+      await expect(receiveBody(gone, fh, 0, 100, "x")).rejects.toBeInstanceOf(BodyAborted);
+
+      const mid = new PassThrough();
+      const p = receiveBody(mid, fh, 0, 100, "x");
+      mid.write("12");
+      mid.destroy(new Error("ECONNRESET"));
+      await expect(p).rejects.toBeInstanceOf(BodyAborted);
+    } finally {
+      await fh.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

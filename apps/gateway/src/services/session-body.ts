@@ -181,6 +181,8 @@ export function receiveBody(
       ended = true;
       return finish();
     }
+    // Already aborted (the client went away before the handler got here): no event will come.
+    if (src.destroyed) return fail(new BodyAborted());
     src.on("data", onData);
     src.on("end", onEnd);
     src.on("error", onError);
