@@ -60,7 +60,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Connected before SUBSCRIBE: ioredis' ready check (INFO) must not run in subscriber mode.
   const sub = clients.subscriber();
   // Redis trouble is an episode (outage.ts): one line when it starts, one when it ends; every loop waits on it.
-  const outage = createOutage(redis, prefix, log);
+  // After an episode (a restart from an older AOF, a failover losing the last asynchronously
+  // replicated writes) a ring or lease may be gone: every active job is rung once, as at boot.
+  const afterOutage: { ring?: () => void } = {};
+  const outage = createOutage(redis, prefix, log, { afterEpisode: () => afterOutage.ring?.() });
   for (const conn of [redis, sub]) conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error")).on("ready", () => outage.nudge());
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
@@ -137,6 +140,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   await outage.retry(() => recover(ctx));
   // Jobs are claimed from the advance set in batches; leases of a dead JEM expire into it again.
   loop.current = startAdvanceLoop(ctx, { leaseMs: ctx.jobLockMs });
+  afterOutage.ring = () => void recover(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery after a Redis outage failed"));
   await watcher.scan().catch((e: unknown) => warnUnlessOutage(outage, log, e, "initial control dir scan failed"));
   // Periodic passes skip their turn during an outage (the next turn after it redoes the work).
   let recovering: Promise<unknown> = Promise.resolve();

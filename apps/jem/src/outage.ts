@@ -8,12 +8,15 @@ import { RedisOutage, TROUBLE_TEXT, writeProbe } from "@ce/store";
  * starts, "redis back after N s" once when a write probe succeeds again. Every loop reports its
  * failures here and waits for the episode to end instead of logging and retrying per job.
  */
-export function createOutage(redis: Redis, prefix: string, log: Logger): RedisOutage {
+export function createOutage(redis: Redis, prefix: string, log: Logger, hooks: { afterEpisode?: () => void } = {}): RedisOutage {
   return new RedisOutage({
     probe: writeProbe(redis, prefix, `jem-${process.pid}-${randomBytes(3).toString("hex")}`),
     onDown: ({ kind, err, aftershock }) =>
       log[aftershock ? "debug" : "warn"]({ kind, err: errText(err) }, `redis unavailable since ${new Date().toISOString()}: ${TROUBLE_TEXT[kind]}; every loop backs off until it accepts writes again`),
-    onUp: ({ downMs, kind, aftershock }) => log[aftershock ? "debug" : "info"]({ kind, downMs }, `redis back after ${Math.round(downMs / 100) / 10} s`),
+    onUp: ({ downMs, kind, aftershock }) => {
+      log[aftershock ? "debug" : "info"]({ kind, downMs }, `redis back after ${Math.round(downMs / 100) / 10} s`);
+      hooks.afterEpisode?.();
+    },
   });
 }
 

@@ -35,8 +35,11 @@ const BULL_OPTIONS: Record<RedisClientRole, RedisOptions> = {
 const ROLE_OPTIONS: Record<RedisClientRole, RedisOptions> = {
   // A request fails at once while the connection is down (no offline queue: the caller answers 503
   // with Retry-After; wait for `ready` once at boot) and never waits longer than
-  // GATEWAY_COMMAND_TIMEOUT_MS; auto-pipelining batches the many small reads of one request.
-  gateway: { maxRetriesPerRequest: 2, enableOfflineQueue: false, enableAutoPipelining: true, commandTimeout: GATEWAY_COMMAND_TIMEOUT_MS },
+  // GATEWAY_COMMAND_TIMEOUT_MS. Reads of one request are batched by explicit pipelines in the store.
+  // No auto-pipelining: ioredis' implementation throws from a callback when a pipeline meets a
+  // dropped connection ("results[i] is not iterable", redis/ioredis#1931) — an uncaught exception
+  // that ends the process; seen here when Redis went away with commands in flight.
+  gateway: { maxRetriesPerRequest: 2, enableOfflineQueue: false, enableAutoPipelining: false, commandTimeout: GATEWAY_COMMAND_TIMEOUT_MS },
   // The daemon waits for Redis: commands queue while the connection is re-established.
   jem: { maxRetriesPerRequest: null },
   // A one-shot command: one try, no reconnect loop; connect() is explicit so its error can be reported.
