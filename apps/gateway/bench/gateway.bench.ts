@@ -2,7 +2,8 @@
  * Gateway benchmark: `node --import tsx apps/gateway/bench/gateway.bench.ts`
  *
  * Starts a private redis-server and the gateway as a separate process (so its RSS is its own),
- * then measures: bulk xRSL submission (100 jobs per request), bulk status of 1,000 ids, GET /jobs
+ * then measures: bulk xRSL submission (100 jobs per request), bulk status of 1,000 ids, 8 clients
+ * looping bulk status of 50 ids (req/s, gateway CPU per request), GET /jobs
  * of one owner with 100,000 jobs, and the gateway's peak RSS. Prints one JSON line at the end.
  * Targets: ≥ 1,000 jobs/s, status p50 ≤ 50 ms, list ≤ 500 ms, RSS ≤ 200 MB.
  */
@@ -23,6 +24,7 @@ const SUBMIT_JOBS = Number(process.env.BENCH_SUBMIT_JOBS ?? 3000);
 const PER_REQUEST = 100;
 const SUBMIT_CONCURRENCY = Number(process.env.BENCH_SUBMIT_CONCURRENCY ?? 4);
 const LIST_JOBS = 100_000;
+const STATUS_LOOP_MS = Number(process.env.BENCH_STATUS_LOOP_MS ?? 5_000);
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -146,6 +148,31 @@ async function main() {
     }
     console.log(`bulk status (1,000 ids): p50 ${round(pct(lat, 50))} ms, p99 ${round(pct(lat, 99))} ms over ${lat.length} requests`);
 
+    // 2b. 8 keep-alive clients looping bulk status of 50 ids (issue 11: server CPU per request).
+    const loopAgents = Array.from({ length: 8 }, () => new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false, cert: pki.creds.alice!.cert, key: pki.creds.alice!.key }));
+    let loops = 0;
+    const loopCpu0 = cpuMs();
+    const loopT0 = performance.now();
+    await Promise.all(loopAgents.map(async (ag, k) => {
+      const body = JSON.stringify({ job: ids.slice(k * 50, k * 50 + 50).map((id) => ({ id })) });
+      while (performance.now() - loopT0 < STATUS_LOOP_MS) {
+        const r = await new Promise<number>((res, rej) => {
+          const req = request({ host: "127.0.0.1", port, method: "POST", path: "/arex/rest/1.0/jobs?action=status", agent: ag, headers: { accept: "application/json", "content-type": "application/json" } }, (rr) => {
+            rr.resume();
+            rr.on("end", () => res(rr.statusCode ?? 0));
+          });
+          req.on("error", rej);
+          req.end(body);
+        });
+        if (r !== 201) throw new Error(`status loop: ${r}`);
+        loops++;
+      }
+    }));
+    const loopS = (performance.now() - loopT0) / 1000;
+    const loopCpuMsPerRequest = (cpuMs() - loopCpu0) / loops;
+    for (const ag of loopAgents) ag.destroy();
+    console.log(`8 clients looping status of 50: ${round(loops / loopS, 0)} req/s, gateway CPU ${round(loopCpuMsPerRequest, 3)} ms/request`);
+
     console.log(`gateway RSS max so far: ${round(rssMax, 0)} MB`);
     // 3. GET /jobs with 100,000 jobs of one owner (records created directly in Redis).
     const r2 = new Redis(redis.url);
@@ -177,6 +204,8 @@ async function main() {
       loadAvg: round(loadavg()[0]!, 1),
       statusP50Ms: round(pct(lat, 50)),
       statusP99Ms: round(pct(lat, 99)),
+      statusLoopReqPerSecond: round(loops / loopS, 0),
+      statusLoopCpuMsPerRequest: round(loopCpuMsPerRequest, 3),
       listMs: round(listMs, 0),
       listJobs: listCount,
       rssMaxMB: round(rssMax, 0),

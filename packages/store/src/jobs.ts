@@ -210,6 +210,21 @@ export class JobStore {
     return new Set(ids.filter((id, i) => res[i]![1] === 1 || creating[i] !== null));
   }
 
+  /**
+   * Owner and REST state only (bulk status: the hottest read of the CE): one script call
+   * (lua/status-many.lua) reading two fields per job, instead of whole records decoded per id.
+   * Missing ids give `undefined`.
+   */
+  async statusMany(ids: readonly string[]): Promise<({ owner: string; rest: RestState } | undefined)[]> {
+    if (ids.length === 0) return [];
+    const flat = (await runScript(this.redis, "ceStatusMany", ids.map((id) => this.keys.job(id)), [])) as (string | null)[];
+    return ids.map((_, i) => {
+      const owner = flat[2 * i];
+      const rest = flat[2 * i + 1];
+      return owner && rest && isRestState(rest) ? { owner, rest } : undefined;
+    });
+  }
+
   /** One round trip for any number of ids; missing ids give `undefined` in their position. */
   async getMany(ids: readonly string[]): Promise<(JobRecord | undefined)[]> {
     if (ids.length === 0) return [];

@@ -23,6 +23,7 @@ export const SCRIPTS = {
   ceLockRelease: { file: "lock-release", numberOfKeys: 1 },
   ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
   ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
+  ceStatusMany: { file: "status-many", numberOfKeys: undefined },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | undefined }>;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -37,6 +37,14 @@ export async function runBulk(
   ids: readonly string[],
   ctx: { identity: Identity; requestId: string; log: Logger; now?: Date },
 ): Promise<BulkItem[]> {
+  if (action === "status") {
+    // Only owner and state are needed: two fields per id, not whole records.
+    const states = await s.jobs.statusMany(ids);
+    return ids.map((id, i) => {
+      const r = states[i];
+      return r && r.owner === ctx.identity.subject ? { statusCode: 200, reason: "OK", id, state: r.rest } : notFound(action, id);
+    });
+  }
   const records = await s.jobs.getMany(ids);
   const owned = records.map((r) => (r && r.owner === ctx.identity.subject ? r : undefined));
   const hostname = new URL(s.config.endpoint.url).hostname;
@@ -55,8 +63,6 @@ export async function runBulk(
     switch (action) {
       case "info":
         return { statusCode: 200, reason: "OK", id, infoDocument: buildActivityDocument(activityInputFor(r, { hostname, now })) };
-      case "status":
-        return { statusCode: 200, reason: "OK", id, state: r.rest };
       case "delegations":
         return { statusCode: 200, reason: "OK", id, delegationIds: r.delegations };
       case "kill":
