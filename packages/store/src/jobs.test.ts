@@ -164,3 +164,32 @@ describe("update refuses moves outside the table (packages/model ALLOWED_MOVES)"
     await expect(jobs.update(fin, { state: "ACCEPTED", pending: false })).rejects.toMatchObject({ code: "ILLEGAL_STATE_MOVE" });
   });
 });
+
+describe("statusMany (lua/status-many.lua)", () => {
+  it("owner and REST state per id in order; a missing id gives undefined", async () => {
+    const [a, b] = [rec("alice"), rec("bob")];
+    await jobs.create([a, b], 100);
+    await jobs.update(a, { pending: true });
+    expect(await jobs.statusMany([b.id, "nope", a.id, b.id])).toEqual([
+      { owner: "bob", rest: "ACCEPTING" },
+      undefined,
+      { owner: "alice", rest: "ACCEPTED" },
+      { owner: "bob", rest: "ACCEPTING" },
+    ]);
+    expect(await jobs.statusMany([])).toEqual([]);
+  });
+});
+
+describe("getMany (lua/get-many.lua)", () => {
+  it("whole records per id in order, across chunks of 1,000; a missing id gives undefined", async () => {
+    const recs = Array.from({ length: 1_005 }, () => rec("carol"));
+    await jobs.create(recs, 10_000);
+    const ids = [recs[0]!.id, "nope", ...recs.slice(1).map((r) => r.id)];
+    const got = await jobs.getMany(ids);
+    expect(got).toHaveLength(ids.length);
+    expect(got[1]).toBeUndefined();
+    expect(got[0]).toEqual(await jobs.get(recs[0]!.id));
+    expect(got.at(-1)?.id).toBe(recs.at(-1)!.id);
+    expect(got.filter(Boolean)).toHaveLength(1_005);
+  });
+});

@@ -24,6 +24,7 @@ export const SCRIPTS = {
   ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
   ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
   ceStatusMany: { file: "status-many", numberOfKeys: undefined },
+  ceGetMany: { file: "get-many", numberOfKeys: undefined },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | undefined }>;
 
 export type ScriptName = keyof typeof SCRIPTS;
