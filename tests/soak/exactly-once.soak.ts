@@ -1,6 +1,6 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, it } from "vitest";
 import { testEnv, type TestEnv } from "../../apps/jem/test/helpers.js";
-import { runSoak, type SoakReport } from "../../apps/jem/test/support/soak.js";
+import { expectExactlyOnce, runSoak } from "../../apps/jem/test/support/soak.js";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
 
 // `pnpm soak` (not part of `pnpm test`): issue 11's exactly-once soak. The JEM runs as its own
@@ -21,24 +21,11 @@ afterEach(async () => {
 });
 afterAll(() => slurm?.stop());
 
-function verdict(r: SoakReport): void {
-  console.log(
-    `soak ${r.backend}: ${r.acknowledged} jobs acknowledged, ${r.kills} kills, ${r.finishedOk} ran once and FINISHED, ` +
-      `${r.ranTwice.length} ran twice, ${r.lost.length} lost, ${r.notTerminal.length} not terminal, ` +
-      `${r.resumed} submissions resumed after a kill, all done after ${(r.wallMs / 1000).toFixed(1)} s`,
-  );
-  for (const l of [...r.ranTwice, ...r.lost, ...r.notTerminal].slice(0, 20)) console.log(`  ${l}`);
-  expect(r.ranTwice).toEqual([]);
-  expect(r.lost).toEqual([]);
-  expect(r.notTerminal).toEqual([]);
-  expect(r.finishedOk).toBe(r.acknowledged);
-}
-
 describe("soak: exactly once while the JEM is SIGKILLed", () => {
   it(`fork: ${FORK_JOBS} jobs, ${KILLS} kills`, async () => {
     env = await testEnv({ lrms: { backend: "fork" } });
     const r = await runSoak(env, { jobs: FORK_JOBS, kills: KILLS, killEveryMs: 3_000, submitOverMs: KILLS * 3_000, settleTimeoutMs: 600_000, log: console.log });
-    verdict(r);
+    expectExactlyOnce(r);
   }, 900_000);
 
   it.skipIf(!HAS_SLURM)(`slurm: ${SLURM_JOBS} jobs, ${KILLS} kills`, async () => {
@@ -48,6 +35,6 @@ describe("soak: exactly once while the JEM is SIGKILLed", () => {
       jobs: SLURM_JOBS, kills: KILLS, killEveryMs: 3_000, submitOverMs: KILLS * 3_000, settleTimeoutMs: 600_000,
       jemEnv: { SLURM_CONF: slurm.conf }, log: console.log,
     });
-    verdict(r);
+    expectExactlyOnce(r);
   }, 900_000);
 });

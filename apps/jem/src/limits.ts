@@ -9,13 +9,19 @@ const ACTIVE_REST: readonly RestState[] = [
 
 /**
  * Check-then-move against a limit. Far below the limit (more headroom than all workers of this
- * JEM could use at once) no serialization is needed; near it the check and the move run under a
+ * JEM could use at once) no serialization is needed, nor at or over it (nothing to take); near it
+ * the check and the move run under a
  * short Redis lease so concurrent workers cannot all take the last slot. (Several JEMs far from
  * the limit may overshoot it by their extra workers at most.) If the lease cannot be
  * had within ~2 s the move goes ahead unserialized (a job never stalls on the lease itself).
  */
 export async function underLimit<T>(ctx: JemContext, name: string, limit: number, count: () => Promise<number>, fn: (free: boolean) => Promise<T>): Promise<T> {
-  if ((await count()) + ctx.config.jem.concurrency < limit) return fn(true);
+  const seen = await count();
+  if (seen + ctx.config.jem.concurrency < limit) return fn(true);
+  // At or over the limit there is no slot to race for: park without the lease, in parallel (a slot
+  // freed meanwhile wakes parked jobs, afterTransition/wakeParked). Serializing here made a burst
+  // of 100,000 jobs of one owner park one at a time (~250 jobs/s).
+  if (seen >= limit) return fn(false);
   let lease;
   for (let i = 0; i < 400 && !lease; i++) {
     lease = await ctx.locks.tryAcquire(`limit:${name}`, 5_000);

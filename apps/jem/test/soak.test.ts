@@ -1,7 +1,7 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, it } from "vitest";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../../tests/support/slurm-cluster.js";
 import { testEnv, type TestEnv } from "./helpers.js";
-import { runSoak, type SoakReport } from "./support/soak.js";
+import { expectExactlyOnce, runSoak } from "./support/soak.js";
 
 // The CI cut of `pnpm soak` (tests/soak): 100 fork jobs while the JEM process (main.ts) is
 // SIGKILLed three times (and 40 Slurm jobs likewise); no job may run twice, be lost, or stay unfinished.
@@ -13,14 +13,6 @@ afterEach(async () => {
   env = undefined;
 });
 afterAll(() => slurm?.stop());
-
-function expectExactlyOnce(r: SoakReport, jobs: number): void {
-  console.log(`soak ${r.backend}: ${JSON.stringify({ ...r, ranTwice: r.ranTwice.length, lost: r.lost.length, notTerminal: r.notTerminal.length })}`);
-  expect(r.ranTwice).toEqual([]);
-  expect(r.lost).toEqual([]);
-  expect(r.notTerminal).toEqual([]);
-  expect(r.finishedOk).toBe(jobs);
-}
 
 describe("exactly once under SIGKILL of the JEM", () => {
   it("fork: 100 jobs, 3 kills every 3 s → each ran exactly once and FINISHED", async () => {

@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { expect } from "vitest";
 import type { TestEnv } from "../helpers.js";
 import { shellJob, submitTestJob } from "../helpers.js";
 
@@ -174,4 +175,18 @@ export async function runSoak(env: TestEnv, opts: SoakOptions): Promise<SoakRepo
     wallMs,
     resumed,
   };
+}
+
+/** The soak's verdict: one summary line, the first offenders, then no job ran twice, none lost, all FINISHED. */
+export function expectExactlyOnce(r: SoakReport, jobs = r.acknowledged): void {
+  console.log(
+    `soak ${r.backend}: ${r.acknowledged} jobs acknowledged, ${r.kills} kills, ${r.finishedOk} ran once and FINISHED, ` +
+      `${r.ranTwice.length} ran twice, ${r.lost.length} lost, ${r.notTerminal.length} not terminal, ` +
+      `${r.resumed} submissions resumed after a kill, all done after ${(r.wallMs / 1000).toFixed(1)} s`,
+  );
+  for (const l of [...r.ranTwice, ...r.lost, ...r.notTerminal].slice(0, 20)) console.log(`  ${l}`);
+  expect(r.ranTwice).toEqual([]);
+  expect(r.lost).toEqual([]);
+  expect(r.notTerminal).toEqual([]);
+  expect(r.finishedOk).toBe(jobs);
 }
