@@ -35,7 +35,9 @@ export async function expiryPass(ctx: JemContext, now = Date.now()): Promise<num
   return handled;
 }
 
-let lastLostSweep = 0;
+// The first walk comes one full interval after boot, not with the first expiry pass: a JEM that
+// restarts often (or a burst of submissions right after boot) must not pay an O(jobs) walk each time.
+let lastLostSweep = Date.now();
 
 /** The lost-record walk is O(jobs on disk): at most once per `jem.lostRecordSweepSeconds` per JEM. */
 async function sweepLostRecordsWhenDue(ctx: JemContext, now: number): Promise<void> {
