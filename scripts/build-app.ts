@@ -25,7 +25,7 @@ export async function buildApp(app: string, outDir = join(ROOT, "apps", app, "di
   // Every package that reads `./lua/<name>.lua` next to itself: in the bundle that is dist/lua.
   // Script names are unique across packages (a collision would overwrite; checked here).
   const seen = new Set<string>();
-  for (const pkg of ["store", "mapping"]) {
+  for (const pkg of ["store"]) {
     const dir = join(ROOT, `packages/${pkg}/src/lua`);
     for (const f of readdirSync(dir)) {
       if (seen.has(f)) throw new Error(`Lua script name ${f} exists in two packages`);

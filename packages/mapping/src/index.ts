@@ -1,12 +1,12 @@
 import type { Redis } from "ioredis";
 import type { MappingConfig } from "@ce/config";
-import { PoolLeases } from "./pool.js";
+import { PoolLeases } from "@ce/store";
 
 export { type MatchIdentity, allMatch, fqanForms, invalidRules, ruleMatches, shortFqan } from "./rules.js";
 export { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownUids } from "./accounts.js";
 export { type GridMap, type GridMapEntry, GridMapFile, parseGridMap } from "./gridmap.js";
-export { PoolLeases, type ReleaseResult } from "./pool.js";
-export { MappingKeys } from "./keys.js";
+// Pool leases live in the store (keys, Lua); re-exported for the mapping's users.
+export { PoolLeases, type ReleaseResult } from "@ce/store";
 export { Mapper, type MapperOptions, poolAccounts, poolName } from "./mapper.js";
 export { MappingConfigError, MappingRefused } from "./errors.js";
 

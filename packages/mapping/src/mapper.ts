@@ -5,7 +5,7 @@ import type { LocalUser } from "@ce/model";
 import { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownUids } from "./accounts.js";
 import { MappingConfigError, MappingRefused } from "./errors.js";
 import { type GridMap, GridMapFile } from "./gridmap.js";
-import { PoolLeases } from "./pool.js";
+import { PoolLeases } from "@ce/store";
 import { type MatchIdentity, allMatch, invalidRules } from "./rules.js";
 
 export interface MapperOptions {

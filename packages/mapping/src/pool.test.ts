@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { JobStore } from "@ce/store";
 import { onJobWiped, sweepLeases } from "./index.js";
-import { PoolLeases } from "./pool.js";
+import { PoolLeases } from "@ce/store";
 
 let redis: Redis;
 const prefix = () => `{map-${randomBytes(4).toString("hex")}}`;
@@ -50,7 +50,7 @@ describe("pool leases", () => {
         byId.set(id, acct!);
       }
       expect(new Set(byId.values()).size).toBe(25); // one account per identity
-      const holders = await redis.hgetall(p.keys.leases());
+      const holders = await redis.hgetall(p.keys.mapLeases());
       expect(Object.keys(holders)).toHaveLength(25);
       for (const [acct, id] of Object.entries(holders)) expect(byId.get(id)).toBe(acct);
     } finally {
@@ -67,7 +67,7 @@ describe("pool leases", () => {
       const leased = got.filter((a): a is string => a !== undefined);
       expect(leased).toHaveLength(20);
       expect(new Set(leased).size).toBe(20);
-      expect(Object.keys(await redis.hgetall(p.keys.leases())).sort()).toEqual([...pool].sort());
+      expect(Object.keys(await redis.hgetall(p.keys.mapLeases())).sort()).toEqual([...pool].sort());
     } finally {
       await Promise.all(conns.map((c) => c.quit()));
     }
@@ -111,7 +111,7 @@ describe("pool leases", () => {
     expect(await p.release(owner, 60_000)).toEqual({ kept: "grace" }); // leased a moment ago
     await onJobWiped(redis, pfx, owner, { leaseGraceSeconds: 0 } as never);
     expect(await p.holder("g01")).toBeUndefined();
-    expect(await redis.exists(p.keys.held(owner))).toBe(0);
+    expect(await redis.exists(p.keys.mapHeld(owner))).toBe(0);
     // Another identity can now have it.
     expect(await p.lease("/CN=next", "pool", ACCOUNTS)).toBe("g01");
   });

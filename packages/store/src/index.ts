@@ -18,3 +18,4 @@ export * from "./scripts.js";
 export * from "./outage.js";
 export * from "./connection.js";
 export * from "./smallfiles.js";
+export * from "./leases.js";

@@ -7,8 +7,7 @@ import type { InternalState, RestState } from "@ce/model";
  * shares one slot, so the multi-key Lua scripts (lua/*.lua) stay atomic on Redis Cluster too.
  *
  * Not listed here, because their owners build them under the same prefix:
- * - BullMQ queues (`<prefix>:<queue>:*`, see queues.ts) — BullMQ's own layout;
- * - identity-mapping pool leases (`<prefix>:map:*`) — `MappingKeys` of @ce/mapping.
+ * - BullMQ queues (`<prefix>:<queue>:*`, see queues.ts) — BullMQ's own layout.
  */
 export class Keys {
   constructor(readonly prefix: string) {}
@@ -40,6 +39,14 @@ export class Keys {
   advanceInflight() { return `${this.prefix}:adv:run`; }
   /** Pub/sub CHANNEL: "something is due now" — wakes idle JEMs (the due set is the truth). */
   advanceBell() { return `${this.prefix}:adv:bell`; }
+
+  // ── Identity-mapping pool leases (leases.ts, lua/pool-lease|pool-release.lua; used by @ce/mapping) ──
+  /** HASH account → identity holding it, across every pool (an account is never leased twice). */
+  mapLeases() { return `${this.prefix}:map:acct`; }
+  /** HASH pool name → account: the leases one identity holds. */
+  mapHeld(identity: string) { return `${this.prefix}:map:id:${ownerKey(identity)}`; }
+  /** ZSET identity → last lease time (release grace, sweep). */
+  mapTouched() { return `${this.prefix}:map:touched`; }
 
   // ── Delegations (delegations.ts, lua/deleg-*.lua) ──
   /** HASH: one delegation (metadata in clear, secrets sealed). */

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Keys } from "./keys.js";
@@ -10,22 +10,18 @@ const dir = (pkg: string) => new URL(`../../${pkg}/src/lua/`, import.meta.url);
 const luaFiles = (pkg: string) => readdirSync(dir(pkg)).filter((f) => f.endsWith(".lua"));
 
 describe("Lua script files", () => {
-  it("are all registered, and each (store and mapping) opens with a comment naming its KEYS and ARGV", () => {
+  it("are all registered, each opening with a comment naming its KEYS and ARGV; no other package has any", () => {
     const files = luaFiles("store").map((f) => f.replace(/\.lua$/, ""));
     expect(files.sort()).toEqual(Object.values(SCRIPTS).map((s) => s.file).sort());
-    for (const pkg of ["store", "mapping"]) {
-      for (const f of luaFiles(pkg)) {
-        const lines = readFileSync(new URL(f, dir(pkg)), "utf8").split("\n");
-        const head = lines.slice(0, lines.findIndex((l) => !l.startsWith("--"))).join("\n");
-        expect(head, f).toMatch(/KEYS\[1(\]|\.\.)/);
-        expect(head, f).toMatch(/ARGV/);
-      }
+    for (const f of luaFiles("store")) {
+      const lines = readFileSync(new URL(f, dir("store")), "utf8").split("\n");
+      const head = lines.slice(0, lines.findIndex((l) => !l.startsWith("--"))).join("\n");
+      expect(head, f).toMatch(/KEYS\[1(\]|\.\.)/);
+      expect(head, f).toMatch(/ARGV/);
     }
-  });
-
-  it("have names unique across the packages the gateway bundle copies into one lua/ folder", () => {
-    const all = [...luaFiles("store"), ...luaFiles("mapping")];
-    expect(new Set(all).size).toBe(all.length);
+    // The store is the one owner of Lua (and of the keys it touches): no script lives elsewhere.
+    const packages = readdirSync(new URL("../../", import.meta.url)).filter((p) => p !== "store");
+    for (const pkg of packages) expect(existsSync(dir(pkg)), `packages/${pkg}/src/lua`).toBe(false);
   });
 });
 

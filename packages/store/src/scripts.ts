@@ -25,6 +25,8 @@ export const SCRIPTS = {
   ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
   ceStatusMany: { file: "status-many", numberOfKeys: undefined },
   ceGetMany: { file: "get-many", numberOfKeys: undefined },
+  cePoolLease: { file: "pool-lease", numberOfKeys: 3 },
+  cePoolRelease: { file: "pool-release", numberOfKeys: 5 },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | undefined }>;
 
 export type ScriptName = keyof typeof SCRIPTS;

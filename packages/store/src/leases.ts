@@ -1,25 +1,6 @@
-import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
-import { MappingKeys } from "./keys.js";
-
-const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), "utf8");
-const LEASE = script("pool-lease");
-const RELEASE = script("pool-release");
-
-interface LeaseCommands {
-  ceMapLease(...args: (string | number)[]): Promise<string | null>;
-  ceMapRelease(...args: (string | number)[]): Promise<number>;
-}
-
-const defined = new WeakSet<Redis>();
-function commands(redis: Redis): LeaseCommands {
-  if (!defined.has(redis)) {
-    redis.defineCommand("ceMapLease", { numberOfKeys: 3, lua: LEASE });
-    redis.defineCommand("ceMapRelease", { numberOfKeys: 5, lua: RELEASE });
-    defined.add(redis);
-  }
-  return redis as unknown as LeaseCommands;
-}
+import { Keys, ownerKey } from "./keys.js";
+import { runScript } from "./scripts.js";
 
 /** Outcome of a release attempt. */
 export type ReleaseResult = { released: number } | { kept: "jobs" | "grace" };
@@ -30,16 +11,17 @@ export type ReleaseResult = { released: number } | { kept: "jobs" | "grace" };
  * identity has no job left but WIPED ones and its lease was not used within the grace time.
  */
 export class PoolLeases {
-  readonly keys: MappingKeys;
+  readonly keys: Keys;
 
   constructor(readonly redis: Redis, prefix: string) {
-    this.keys = new MappingKeys(prefix);
+    this.keys = new Keys(prefix);
   }
 
   /** The identity's account in `pool`, or undefined when every account is held by others. */
   async lease(identity: string, pool: string, accounts: readonly string[], now = Date.now()): Promise<string | undefined> {
     const k = this.keys;
-    const call = (list: readonly string[]) => commands(this.redis).ceMapLease(k.leases(), k.held(identity), k.touched(), identity, pool, now, ...list);
+    const call = async (list: readonly string[]) =>
+      ((await runScript(this.redis, "cePoolLease", [k.mapLeases(), k.mapHeld(identity), k.mapTouched()], [identity, pool, now, ...list])) as string | null);
     // Most submissions come from identities that hold their account already: renew without
     // sending the whole pool (up to 10,000 names); the full call only for a new or moved lease.
     const held = await call([]);
@@ -50,8 +32,9 @@ export class PoolLeases {
 
   async release(identity: string, graceMs: number, now = Date.now()): Promise<ReleaseResult> {
     const k = this.keys;
+    const ok = ownerKey(identity);
     const n = Number(
-      await commands(this.redis).ceMapRelease(k.leases(), k.held(identity), k.touched(), k.ownerJobs(identity), k.ownerWiped(identity), identity, now, graceMs),
+      await runScript(this.redis, "cePoolRelease", [k.mapLeases(), k.mapHeld(identity), k.mapTouched(), k.owner(ok), k.ownerRest(ok, "WIPED")], [identity, now, graceMs]),
     );
     if (n === -1) return { kept: "jobs" };
     if (n === -2) return { kept: "grace" };
@@ -60,7 +43,7 @@ export class PoolLeases {
 
   /** Who holds `account` (diagnostics, tests). */
   async holder(account: string): Promise<string | undefined> {
-    return (await this.redis.hget(this.keys.leases(), account)) ?? undefined;
+    return (await this.redis.hget(this.keys.mapLeases(), account)) ?? undefined;
   }
 
   /**
@@ -73,7 +56,7 @@ export class PoolLeases {
     const PAGE = 500;
     let released = 0;
     for (let offset = 0; offset < max; ) {
-      const due = await this.redis.zrangebyscore(this.keys.touched(), 0, now - graceMs, "LIMIT", offset, PAGE);
+      const due = await this.redis.zrangebyscore(this.keys.mapTouched(), 0, now - graceMs, "LIMIT", offset, PAGE);
       for (const identity of due) {
         const r = await this.release(identity, graceMs, now);
         if ("released" in r) released += r.released;
