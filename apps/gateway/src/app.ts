@@ -74,6 +74,10 @@ export function createApp(services: Services): Hono<AppEnv> {
 
   app.notFound((c) => renderError(c, new NotFound(`No resource at ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => {
+    // A response already made (a 201 that the durability check then refused) would lend its headers
+    // to the error response (Hono's c.res setter copies them): its Content-Length too, and the
+    // client would wait for bytes never sent — the unanswered request of a Sentinel failover.
+    if (c.finalized) c.res = undefined;
     if (err instanceof CeError) return renderError(c, err);
     // Redis down, restarting, out of memory or refusing writes: 503 + Retry-After, logged once per episode.
     const unavailable = storeUnavailable(services, err);

@@ -4,9 +4,10 @@ import { createServer as createHttpServer, type Server as HttpServer } from "nod
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { AdvanceSet, ControlDir, DelegationStore, JobStore, connectRedis, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
+import { AdvanceSet, ControlDir, DelegationStore, JobStore, connectRedis, keepConnected, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
@@ -95,7 +96,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   for (const w of voms.warnings) logger.warn({ warning: w }, "vomsdir");
   // Bad rules, forbidden or missing accounts and unreadable grid-mapfiles stop the boot here.
   const onWarning = (warning: string) => logger.warn({ warning }, "identity mapping");
-  const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch((e: unknown) => { redis.disconnect(); throw e; }) : undefined;
+  const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch(async (e: unknown) => { await clients.close(); throw e; }) : undefined;
   if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
   const connection = clients.bull;
   const queues = { commands: openQueue("commands", connection, prefix) };
@@ -103,6 +104,8 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     q.on("error", (err: unknown) => {
       if (!outageOf({ redis, config, logger }).report(err)) logger.warn({ err }, "queue error");
     });
+    // BullMQ's own client can be ended by a Sentinel failover like ours (connection.ts keepConnected).
+    if (config.redis.mode !== "cluster") void q.client.then((c) => keepConnected(c as unknown as Redis, () => q.closing !== undefined), () => undefined);
   }
   return {
     config,

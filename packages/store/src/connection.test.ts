@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ReplicaBarrier, describeRedis } from "./connection.js";
+import { RECONNECT_AFTER_END_MS, ReplicaBarrier, describeRedis, keepConnected } from "./connection.js";
 
 // ReplicaBarrier against the test redis-server, which has no replica: WAIT answers 0 after its timeout.
 let redis: Redis;
@@ -41,5 +41,24 @@ describe("describeRedis", () => {
     expect(describeRedis({ ...base, mode: "standalone" })).not.toContain("secret");
     expect(describeRedis({ ...base, mode: "sentinel" })).toBe('Sentinel primary "ce" via s1:26379,s2:26379');
     expect(describeRedis({ ...base, mode: "cluster" })).toBe("Redis Cluster via c1:7000");
+  });
+});
+
+describe("keepConnected", () => {
+  it("connects again a client that ioredis ended by itself, but not one being closed", async () => {
+    const c = new Redis(inject("redisUrl"));
+    let closing = false;
+    keepConnected(c, () => closing);
+    await c.ping();
+    // What ioredis does after a Sentinel look-up cut short by a failover: status "end", no retry.
+    c.disconnect();
+    await new Promise((r) => c.once("end", r));
+    expect(c.status).toBe("end");
+    await new Promise((r) => c.once("ready", r));
+    expect(await c.ping()).toBe("PONG");
+    closing = true;
+    await c.quit();
+    await new Promise((r) => setTimeout(r, RECONNECT_AFTER_END_MS + 200));
+    expect(c.status).toBe("end");
   });
 });

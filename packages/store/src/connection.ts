@@ -124,13 +124,38 @@ export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClie
   }
   const base: RedisOptions = cfg.mode === "sentinel" ? sentinelOptions(cfg, auth) : {};
   const redis = cfg.mode === "sentinel" ? new Redis({ ...base, ...opts }) : new Redis(cfg.url, { ...opts, ...auth });
+  let closing = false;
+  // ceadm runs one command and must fail, not loop; the daemons' connections must never end by themselves.
+  if (role !== "ceadm") keepConnected(redis, () => closing);
   const bull: ConnectionOptions = { ...(cfg.mode === "sentinel" ? base : bullConnection(cfg.url, auth)), ...BULL_OPTIONS[role] };
   return {
     redis,
     bull,
     subscriber: () => redis.duplicate({ lazyConnect: true, enableReadyCheck: false }),
-    close: () => closeAll([redis]),
+    close: () => ((closing = true), closeAll([redis])),
   };
+}
+
+/** Pause before connecting again a connection that ioredis gave up (ms). */
+export const RECONNECT_AFTER_END_MS = 500;
+
+/**
+ * Connects `redis` again whenever it ends while `closing()` is false. ioredis ends a Sentinel
+ * connection for good when a failover cuts its primary look-up short: the failover detector's
+ * disconnect makes the connector's pending connect() reject ("Connection is closed.") and the
+ * client goes to status "end" instead of retrying, so every later command fails at once — a
+ * gateway answered 503 to everything after a failover until it was restarted
+ * (tests/ha/sentinel.test.ts). Also used for BullMQ's clients (`q.client`).
+ */
+export function keepConnected(redis: Redis, closing: () => boolean = () => false): void {
+  redis.on("end", () => {
+    if (closing()) return;
+    const t = setTimeout(() => {
+      // connect() is refused unless the client is still "end"; a failure ends it again, and this runs again.
+      if (!closing() && redis.status === "end") redis.connect().catch(() => undefined);
+    }, RECONNECT_AFTER_END_MS);
+    t.unref();
+  });
 }
 
 /** QUIT where connected (pending replies are flushed), otherwise just drop the socket and the reconnect loop. */
