@@ -45,9 +45,11 @@ export function createApp(services: Services): Hono<AppEnv> {
   app.use("*", requestContext(services));
   app.use(rest, identity());
   app.use(`${rest}/*`, identity());
-  // After authentication: the token bucket is per identity (per address for public requests).
-  app.use(rest, rateLimit());
-  app.use(`${rest}/*`, rateLimit());
+  // After authentication: the limits are per identity (per address for public requests). One
+  // handler for both paths: it holds the per-identity in-flight counts.
+  const limits = rateLimit();
+  app.use(rest, limits);
+  app.use(`${rest}/*`, limits);
   // Innermost: a 201/202 waits for `redis.waitReplicas` replicas to hold the request's writes.
   app.use(`${rest}/*`, durability(services));
 

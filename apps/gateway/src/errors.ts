@@ -48,8 +48,8 @@ export class RangeNotSatisfiable extends CeError {
   constructor(size: number) { super(416, "RANGE_NOT_SATISFIABLE", "Range not satisfiable", { "Content-Range": `bytes */${size}` }); }
 }
 export class TooManyRequests extends CeError {
-  constructor(retryAfterSeconds: number) {
-    super(429, "RATE_LIMITED", `Too many requests; retry after ${retryAfterSeconds} s`, { "Retry-After": String(retryAfterSeconds) });
+  constructor(retryAfterSeconds: number, reason = `Too many requests; retry after ${retryAfterSeconds} s`, code = "RATE_LIMITED") {
+    super(429, code, reason, { "Retry-After": String(retryAfterSeconds) });
   }
 }
 export class ServiceUnavailable extends CeError {

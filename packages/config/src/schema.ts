@@ -149,9 +149,16 @@ export const configSchema = z.object({
           uploadBytes: bytes.default(16 * 1024 * 1024 * 1024),
           idsPerRequest: z.number().int().positive().default(10_000),
           jobsPerSubmission: z.number().int().positive().default(1_000),
-          /** Requests per second per identity (token bucket refill) and burst. 0 disables. */
-          requestsPerSecond: z.number().nonnegative().default(200),
-          requestBurst: z.number().int().positive().default(2_000),
+          /**
+           * Requests per second per identity (token bucket refill) and burst, shared by all gateways;
+           * 0 disables. Abuse protection, not fairness: each gateway leases tokens in blocks of 50 ms
+           * of refill (100 at 2,000/s) from the Redis bucket, so an identity may get up to one block
+           * per gateway beyond the limit.
+           */
+          requestsPerSecond: z.number().nonnegative().default(2_000),
+          requestBurst: z.number().int().positive().default(4_000),
+          /** Requests one identity may have in progress at once on one gateway; more → 429 TOO_MANY_IN_FLIGHT. 0 = no cap. */
+          requestsInFlight: z.number().int().nonnegative().default(64),
           /** Entries one session directory listing (GET, PROPFIND Depth 1) may return; more → 507. */
           listingEntries: z.number().int().positive().default(10_000),
           /** Disjoint byte ranges tracked per partially uploaded file (Content-Range PUTs); more → 409. */

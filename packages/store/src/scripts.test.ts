@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Keys } from "./keys.js";
 import { Locks } from "./locks.js";
-import { RateLimiter } from "./ratelimit.js";
+import { RateLimiter, leaseSize } from "./ratelimit.js";
 import { runScript, SCRIPTS } from "./scripts.js";
 
 const dir = (pkg: string) => new URL(`../../${pkg}/src/lua/`, import.meta.url);
@@ -67,5 +67,21 @@ describe("scripts against Redis", () => {
     expect(wait).toBeLessThanOrEqual(500);
     // Another client has its own bucket.
     expect(await rl.take({ address: "192.0.2.1" }, 2, 3)).toBeUndefined();
+  });
+
+  it("token bucket leases: a gateway takes leaseSize() tokens per call, two gateways share the bucket", async () => {
+    expect(leaseSize(2_000, 4_000)).toBe(100);
+    expect(leaseSize(2, 3)).toBe(1);
+    expect(leaseSize(1_000, 10)).toBe(10);
+    const a = new RateLimiter(redis, prefix);
+    const b = new RateLimiter(redis, prefix);
+    const who = { subject: "/CN=lease" };
+    // rate 100/s, burst 10: blocks of 5. 10 tokens in the bucket, two leases of 5, then refusals.
+    const ok = await Promise.all(Array.from({ length: 5 }, () => a.take(who, 100, 10)));
+    expect(ok.every((w) => w === undefined)).toBe(true);
+    for (let i = 0; i < 5; i++) expect(await b.take(who, 100, 10)).toBeUndefined();
+    const granted = [...(await Promise.all(Array.from({ length: 12 }, () => a.take(who, 100, 10))))].filter((w) => w === undefined).length;
+    // Only what refilled meanwhile (100/s over a few ms) can still pass.
+    expect(granted).toBeLessThan(6);
   });
 });

@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { compileConfig } from "@ce/config";
-import { JobStore } from "@ce/store";
+import { JobStore, ownerKey as ownerKeyOf } from "@ce/store";
 import type { AppEnv, Identity, Services } from "../../context.js";
 import { CeError } from "../../errors.js";
 import { renderError } from "../../render.js";
@@ -16,7 +16,7 @@ beforeAll(() => {
 });
 afterAll(async () => redis.quit());
 
-function makeApp(limits: { requestsPerSecond: number; requestBurst: number }, prefix: string, r: Redis = redis) {
+function makeApp(limits: { requestsPerSecond: number; requestBurst: number; requestsInFlight?: number }, prefix: string, r: Redis = redis, hold?: Promise<void>) {
   const config = compileConfig({ redis: { prefix }, gateway: { limits } });
   const services = { config, redis: r, jobs: new JobStore(r, prefix), logger: pino({ level: "silent" }) } as unknown as Services;
   const app = new Hono<AppEnv>();
@@ -28,6 +28,10 @@ function makeApp(limits: { requestsPerSecond: number; requestBurst: number }, pr
   });
   app.use("*", rateLimit());
   app.get("/x", (c) => c.json({ id: c.get("requestId"), format: c.get("format") }));
+  app.get("/slow", async (c) => {
+    await hold;
+    return c.text("done");
+  });
   app.onError((err, c) => (err instanceof CeError ? renderError(c, err) : c.text("boom", 500)));
   return app;
 }
@@ -65,9 +69,49 @@ describe("rate limit", () => {
     const limited = await g2.request("/x", { headers: hdr });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(limited.headers.get("x-error-code")).toBe("RATE_LIMITED");
     expect(((await limited.json()) as { id: string; format: string; "status-code": string })["status-code"]).toBe("429");
+    // The refusal is remembered until a token is due: the next one is refused without asking Redis.
+    await redis.del(`${prefix}:rl:i:${ownerKeyOf("/CN=Alice")}`);
+    expect((await g2.request("/x", { headers: hdr })).status).toBe(429);
     // Another identity has its own bucket.
     expect((await g1.request("/x", { headers: { "x-who": "/CN=Bob" } })).status).toBe(200);
+  });
+  it("leases tokens in blocks: a fast limit costs one Redis call per block, and still bites", async () => {
+    const prefix = `{t${randomBytes(4).toString("hex")}}`;
+    // 200/s, burst 30: blocks of 10 tokens (50 ms of refill).
+    const g = makeApp({ requestsPerSecond: 200, requestBurst: 30 }, prefix);
+    const hdr = { "x-who": "/CN=Carol", accept: "application/json" };
+    expect((await g.request("/x", { headers: hdr })).status).toBe(200);
+    const key = `${prefix}:rl:i:${ownerKeyOf("/CN=Carol")}`;
+    const raw = await redis.hget(key, "tokens");
+    const left = Number(raw);
+    expect(left).toBeGreaterThanOrEqual(20);
+    expect(left).toBeLessThan(21);
+    // Nine more come from the local lease: the shared bucket is not touched.
+    for (let i = 0; i < 9; i++) expect((await g.request("/x", { headers: hdr })).status).toBe(200);
+    expect(await redis.hget(key, "tokens")).toBe(raw);
+    // Past burst + refill the limit answers 429 (concurrent requests share one lease call).
+    const codes = await Promise.all(Array.from({ length: 80 }, async () => (await g.request("/x", { headers: hdr })).status));
+    expect(codes.filter((s) => s === 429).length).toBeGreaterThan(0);
+  });
+  it("caps the requests one identity has in progress at once: 429 TOO_MANY_IN_FLIGHT naming the limit", async () => {
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    const g = makeApp({ requestsPerSecond: 0, requestBurst: 1, requestsInFlight: 2 }, `{t${randomBytes(4).toString("hex")}}`, redis, hold);
+    const hdr = { "x-who": "/CN=Dave", accept: "application/json" };
+    const slow = [g.request("/slow", { headers: hdr }), g.request("/slow", { headers: hdr })];
+    const over = await g.request("/x", { headers: hdr });
+    expect(over.status).toBe(429);
+    expect(over.headers.get("x-error-code")).toBe("TOO_MANY_IN_FLIGHT");
+    expect(over.headers.get("retry-after")).toBe("1");
+    expect(((await over.json()) as { reason: string }).reason).toMatch(/2 of this client in progress \(gateway\.limits\.requestsInFlight 2\)/);
+    // Another identity is not affected.
+    expect((await g.request("/x", { headers: { "x-who": "/CN=Erin" } })).status).toBe(200);
+    release();
+    for (const r of await Promise.all(slow)) expect(r.status).toBe(200);
+    // The slots are given back when the handlers are done.
+    expect((await g.request("/x", { headers: hdr })).status).toBe(200);
   });
   it("disabled with requestsPerSecond 0; fails open when Redis is unavailable", async () => {
     const off = makeApp({ requestsPerSecond: 0, requestBurst: 1 }, `{t${randomBytes(4).toString("hex")}}`);

@@ -36,22 +36,31 @@ export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
 
 export const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Keeps one limiter per Redis connection (the store runs the token-bucket script). */
-const limiters = new WeakMap<Redis, RateLimiter>();
-
 /**
- * Token bucket per identity (unauthenticated requests: per peer address), kept in Redis so every
- * gateway shares it (@ce/store RateLimiter, lua/token-bucket.lua).
+ * Per-identity limits (unauthenticated requests: per peer address), see README.md "Rate limit":
+ * - a token bucket shared by every gateway (@ce/store RateLimiter, lua/token-bucket.lua), leased
+ *   in blocks so that it costs one Redis call per block of requests, not one per request;
+ * - a cap on the requests one identity has in progress at once on this gateway, which is what
+ *   keeps one busy client from starving the others.
+ * Create it once per app and register the same handler on every path (the in-flight counts live here).
  */
 export function rateLimit(): MiddlewareHandler<AppEnv> {
+  const inFlight = new Map<string, number>();
+  // One limiter (its leases) per Redis connection of this app.
+  const limiters = new WeakMap<Redis, RateLimiter>();
   return async (c, next) => {
     const { config, redis, jobs } = c.get("services");
-    const { requestsPerSecond: rate, requestBurst: burst } = config.gateway.limits;
-    // During a Redis outage the limiter is skipped (it fails open anyway): a hung Redis must not
+    const { requestsPerSecond: rate, requestBurst: burst, requestsInFlight: maxInFlight } = config.gateway.limits;
+    const id = c.get("identity");
+    const client = id ? { subject: id.subject } : { address: c.env?.incoming?.socket.remoteAddress ?? "local" };
+    const who = id ? `i:${id.subject}` : `a:${(client as { address: string }).address}`;
+    const running = inFlight.get(who) ?? 0;
+    if (maxInFlight > 0 && running >= maxInFlight) {
+      throw new TooManyRequests(1, `Too many concurrent requests: ${running} of this client in progress (gateway.limits.requestsInFlight ${maxInFlight})`, "TOO_MANY_IN_FLIGHT");
+    }
+    // During a Redis outage the bucket is skipped (it fails open anyway): a hung Redis must not
     // cost each request a command timeout here before its own call meets the same timeout.
     if (rate > 0 && !outageOf(c.get("services")).down) {
-      const id = c.get("identity");
-      const client = id ? { subject: id.subject } : { address: c.env?.incoming?.socket.remoteAddress ?? "local" };
       let limiter = limiters.get(redis);
       if (!limiter) limiters.set(redis, (limiter = new RateLimiter(redis, jobs.keys.prefix)));
       let waitMs: number | undefined;
@@ -64,6 +73,14 @@ export function rateLimit(): MiddlewareHandler<AppEnv> {
       }
       if (waitMs !== undefined) throw new TooManyRequests(Math.max(1, Math.ceil(waitMs / 1000)));
     }
-    await next();
+    // Counted from here: the request passed both checks and now holds a slot until its handler is done.
+    inFlight.set(who, (inFlight.get(who) ?? 0) + 1);
+    try {
+      await next();
+    } finally {
+      const left = (inFlight.get(who) ?? 1) - 1;
+      if (left <= 0) inFlight.delete(who);
+      else inFlight.set(who, left);
+    }
   };
 }
