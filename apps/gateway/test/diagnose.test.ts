@@ -59,7 +59,8 @@ describe("E7 diagnose files", () => {
   });
 
   it("every allowed type that is absent is 404 Not found", async () => {
-    const present = new Set(["errors", "xml", "description"]);
+    // input/output are rendered from spec (present here), not read from files.
+    const present = new Set(["errors", "xml", "description", "input", "output"]);
     for (const t of DIAGNOSE_FILES) {
       const res = await h.raw("GET", diag(t), { headers: { accept: "application/json" } });
       if (present.has(t)) expect(res.status, t).toBe(200);
@@ -68,6 +69,22 @@ describe("E7 diagnose files", () => {
         expect(JSON.parse(res.text).reason).toBe("Not found");
       }
     }
+  });
+
+  it("input and output are A-REX's file lists rendered from the stored description; no spec → 404", async () => {
+    const job = await h.newJob();
+    await h.services.control.write(job, "spec", JSON.stringify({ inputFiles: [{ name: "in 1.txt", source: "https://x/a" }, { name: "up.dat" }], outputFiles: [{ name: "out.txt" }] }));
+    const input = await h.raw("GET", diag("input", job));
+    expect(input.status).toBe(200);
+    expect(input.headers["content-type"]).toBe("text/plain; charset=utf-8");
+    expect(input.text).toBe("/in\\ 1.txt https://x/a\n/up.dat\n");
+    expect(input.headers["content-length"]).toBe(String(input.body.length));
+    expect((await h.raw("GET", diag("output", job))).text).toBe("/out.txt\n");
+    expect((await h.raw("HEAD", diag("output", job))).headers["content-length"]).toBe("9");
+    const bare = await h.newJob();
+    for (const t of ["input", "output"]) expect((await h.raw("GET", diag(t, bare))).status).toBe(404);
+    await h.services.control.write(bare, "spec", "null");
+    expect((await h.raw("GET", diag("input", bare))).status).toBe(404);
   });
 
   it("private control files and unknown names are 'Diagnostic item not found'", async () => {

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { renderFileList } from "@ce/store";
 import { ADL, startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
 
 let t: TestGateway;
@@ -60,14 +61,16 @@ describe("control files, record and queue", () => {
     const r = await post("1.0", XRSL("files", '(inputfiles=("in.txt" "")("remote" "https://example.org/a b"))(outputfiles=("out.txt" ""))(rerun=9)'));
     const id = r.json().job[0].id as string;
     const c = t.gw.services.control;
-    for (const f of ["description", "spec", "local", "input", "output", "input_status", "status"] as const) expect(existsSync(c.file(id, f))).toBe(true);
+    for (const f of ["description", "spec", "local", "status"] as const) expect(existsSync(c.file(id, f))).toBe(true);
+    // input/output are rendered from spec on demand; input_status appears with its first line.
+    for (const f of ["input", "output", "input_status"] as const) expect(existsSync(c.file(id, f))).toBe(false);
     expect(readFileSync(c.file(id, "status"), "utf8").trim()).toBe("ACCEPTED");
     expect(readFileSync(c.file(id, "description"), "utf8")).toContain('(jobname="files")');
     const local = readFileSync(c.file(id, "local"), "utf8");
     expect(local).toContain(`subject=${t.pki.dn.alice}`);
     expect(local).toContain("interface=org.nordugrid.arcrest");
     expect(local).toContain("queue=main");
-    expect(readFileSync(c.file(id, "input"), "utf8")).toContain("/remote https://example.org/a\\ b");
+    expect(renderFileList("input", readFileSync(c.file(id, "spec"), "utf8"))).toContain("/remote https://example.org/a\\ b");
     expect(JSON.parse(readFileSync(c.file(id, "spec"), "utf8")).jobName).toBe("files");
     expect(existsSync(c.sessionDir(id))).toBe(true);
     const rec = await t.gw.services.jobs.get(id);

@@ -10,6 +10,7 @@ import { ControlDir, parseKeyValues } from "./controldir.js";
 import { completeUpload, createJobs, type NewJob } from "./controlfiles.js";
 import { appendInputs, forgetInputs, InputStatusPathError, parseInputStatus, readInputStatus } from "./inputstatus.js";
 import { JobStore, type JobRecord } from "./jobs.js";
+import { renderFileList } from "./jobfiles.js";
 
 let redis: Redis;
 let jobs: JobStore;
@@ -62,10 +63,12 @@ describe("createJobs: mark → files → commit → notify", () => {
     expect((await jobs.get(j.record.id))?.state).toBe("ACCEPTED");
     const id = j.record.id;
     expect(await control.read(id, "status")).toBe("ACCEPTED\n");
-    expect(await control.read(id, "input")).toBe("/in\\ 1.txt https://x/in\n");
+    expect(await control.read(id, "input")).toBeUndefined(); // rendered from spec on demand
+    expect(renderFileList("input", await control.read(id, "spec"))).toBe("/in\\ 1.txt https://x/in\n");
+    expect(await control.read(id, "input_status")).toBeUndefined(); // appears with its first line
     expect(parseKeyValues((await control.read(id, "local"))!).globalid).toBe(id);
     const status = await stat(control.file(id, "status"));
-    for (const f of ["description", "spec", "local", "input", "output", "input_status"] as const) {
+    for (const f of ["description", "spec", "local"] as const) {
       expect((await stat(control.file(id, f))).mtimeMs).toBeLessThanOrEqual(status.mtimeMs);
       expect((await stat(control.file(id, f))).mode & 0o777).toBe(0o600);
     }

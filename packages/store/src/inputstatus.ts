@@ -1,7 +1,8 @@
 import type { ControlDir } from "./controldir.js";
 
 /**
- * `input_status`: which inputs are present in the session directory. Two processes write it —
+ * `input_status`: which inputs are present in the session directory; absent until the first line
+ * (a new job has none, and an absent file reads as empty). Two processes write it —
  * the gateway (a completed client upload) and the JEM (a finished download; a restart that must
  * fetch a purged download again) — so it is APPEND-ONLY: every writer adds whole lines with one
  * O_APPEND write, nobody ever replaces the file (`ControlDir.write` refuses it). A record a gateway
@@ -12,9 +13,6 @@ import type { ControlDir } from "./controldir.js";
  *   `-/<path>`  the input is gone again (restart: the download was purged at FINISHING)
  *   `/`         free-stage-in confirmation
  */
-
-/** The content a new job starts with (written once, with `wx`, by `writeJobFiles`). */
-export const INPUT_STATUS_EMPTY = "\n";
 
 /** A path that cannot be one line of `input_status` (empty, or with a line break). */
 export class InputStatusPathError extends Error {

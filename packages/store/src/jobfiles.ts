@@ -2,7 +2,6 @@ import { mkdir, writeFile as writeFileCb } from "node:fs";
 import { promisify } from "node:util";
 import type { InputFile, JobDescription, LocalUser, OutputFile } from "@ce/model";
 import { type ControlDir, type ControlFile, formatKeyValues, mdsTime } from "./controldir.js";
-import { INPUT_STATUS_EMPTY } from "./inputstatus.js";
 
 // The callback API works on plain fds; fs/promises wraps every file in a FileHandle object,
 // which costs measurable main-thread time when a bulk submission creates hundreds of files.
@@ -94,14 +93,35 @@ export function localFile(j: JobFilesInput, sessionDir?: string): string {
   return formatKeyValues(entries);
 }
 
+/**
+ * `input` / `output` in A-REX's format (`/<name> [<url>]` per line), rendered from the description
+ * when `diagnose/input|output` asks: nothing writes these files any more.
+ */
 export const inputFile = (files: readonly InputFile[]) => files.map((f) => fileLine(f.name, f.source)).join("\n") + (files.length ? "\n" : "");
+/** `diagnose/input|output` of a job from its `spec` text; undefined when there is no usable spec. */
+export function renderFileList(kind: "input" | "output", specText: string | undefined): string | undefined {
+  if (!specText) return undefined;
+  let d: Partial<JobDescription>;
+  try {
+    d = JSON.parse(specText) as Partial<JobDescription>;
+  } catch {
+    return undefined;
+  }
+  if (!d || typeof d !== "object") return undefined;
+  const list = kind === "input" ? d.inputFiles : d.outputFiles;
+  const files = Array.isArray(list) ? list : [];
+  return kind === "input" ? inputFile(files as InputFile[]) : outputFile(files as OutputFile[]);
+}
+
 export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
 
 /**
  * Creates the job's directories and control files; `status` = ACCEPTED is written last, so a
- * half-written job never looks like a job. The directories are fresh, so the other files are
- * written directly with `wx` (no temp+rename; an existing file is an error, never overwritten):
- * that halves the file-system work of bulk submissions.
+ * half-written job never looks like a job. `input` and `output` (A-REX's file lists) are not
+ * written: they are derived from `spec`, so `diagnose/input|output` renders them on demand
+ * (renderFileList); `input_status` comes into being with its first appended line. Three file
+ * creations fewer per job. The directories are fresh, so the files are written directly with `wx`
+ * (no temp+rename; an existing file is an error, never overwritten).
  */
 export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Promise<void> {
   await Promise.all([
@@ -113,9 +133,6 @@ export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Prom
     ["description", j.source],
     ["spec", JSON.stringify(j.description)],
     ["local", localFile(j, control.sessionDir(j.id))],
-    ["input", inputFile(j.description.inputFiles)],
-    ["output", outputFile(j.description.outputFiles)],
-    ["input_status", INPUT_STATUS_EMPTY],
   ];
   if (j.description.acl) files.push(["acl", j.description.acl]);
   await Promise.all(files.map(([name, content]) => writeFile(control.file(j.id, name), content, { mode: 0o600, flag: "wx" })));

@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { buildActivityDocument, renderXml } from "@ce/glue2";
-import { activityInputFor, isDiagnoseFile } from "@ce/store";
+import { activityInputFor, isDiagnoseFile, renderFileList } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { MethodNotAllowed, NotFound } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
@@ -20,6 +20,12 @@ export function diagnoseRoutes(r: Hono<AppEnv>): void {
   r.all("/:version/jobs/:id/diagnose/:type/*", unknownItem);
 }
 
+function rendered(c: Context<AppEnv>, body: string, contentType: string): Response {
+  c.header("content-type", contentType);
+  c.header("content-length", String(Buffer.byteLength(body)));
+  return c.req.method.toUpperCase() === "HEAD" ? c.body(null, 200) : c.body(body, 200);
+}
+
 function unknownItem(): never {
   throw new NotFound("Diagnostic item not found", "DIAGNOSE_ITEM_NOT_FOUND");
 }
@@ -37,9 +43,14 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   // demand: the JEM no longer rewrites a file for it on every state change.
   if (type === "xml") {
     const body = renderXml(buildActivityDocument(activityInputFor(job, { hostname: new URL(config.endpoint.url).hostname })), { declaration: true });
-    c.header("content-type", "application/xml");
-    c.header("content-length", String(Buffer.byteLength(body)));
-    return method === "HEAD" ? c.body(null, 200) : c.body(body, 200);
+    return rendered(c, body, "application/xml");
+  }
+  // `input` / `output` (A-REX's file lists) are derived from the stored description: no job
+  // writes them at submission any more.
+  if (type === "input" || type === "output") {
+    const body = renderFileList(type, await control.read(job.id, "spec"));
+    if (body === undefined) throw new NotFound("Not found");
+    return rendered(c, body, "text/plain; charset=utf-8");
   }
   let handle;
   try {
