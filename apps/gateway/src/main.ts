@@ -5,6 +5,14 @@
  */
 // Bulk submissions create many small files; libuv's default pool of 4 threads would be the bottleneck.
 process.env.UV_THREADPOOL_SIZE ??= "16";
+// Every 16 KiB TLS record of an upload arrives in a fresh ArrayBuffer. Swept on a background
+// thread, their bytes still count when V8 next checks its external-memory limit, so every ~64 MB
+// uploaded started a full mark-compact (~30 per GiB); swept during the scavenge they are freed at
+// once. Set here so every launcher gets it (an explicit flag on the command line wins).
+if (!process.execArgv.some((a) => a.includes("concurrent-array-buffer-sweeping"))) {
+  const { setFlagsFromString } = await import("node:v8");
+  setFlagsFromString("--no-concurrent-array-buffer-sweeping");
+}
 
 const { loadConfig } = await import("@ce/config");
 const { createAdminApp, startAdminServer } = await import("@ce/ops");
