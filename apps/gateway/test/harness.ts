@@ -102,7 +102,7 @@ export function testConfig(redisUrl: string, stateDir: string, prefix: string, p
     ...overrides,
     endpoint: { url: "https://localhost:8443/arex", ...overrides.endpoint },
     paths: { stateDir, ...overrides.paths },
-    redis: { url: redisUrl, prefix },
+    redis: { ...overrides.redis, url: redisUrl, prefix },
     gateway: {
       host: "127.0.0.1",
       port: 0,
