@@ -81,6 +81,27 @@ describe.skipIf(!ROOT)("the privileged component", () => {
     }
   });
 
+  it("prepares a session of plain files and directories in process, with the modes chown/chmod -R give", async () => {
+    const id2 = "0a1b2c3d-0000-4000-8000-00000000000b";
+    await control.createJobDirs(id2);
+    await control.write(id2, "local", formatKeyValues([["globalid", id2], ["localuser", user], ["localuid", uid(user)], ["localgid", gid(user)]]));
+    const priv = (await Privileged.create(config([{ match: "*", user }]), control))!;
+    const as = await priv.accountFor(id2);
+    const session = control.sessionDir(id2);
+    mkdirSync(join(session, "sub", "deep"), { recursive: true, mode: 0o755 });
+    writeFileSync(join(session, "sub", "deep", "in.txt"), "input\n", { mode: 0o644 });
+    writeFileSync(join(session, "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
+    writeFileSync(join(session, "private"), "x", { mode: 0o600 });
+    await priv.prepareSession(id2, as);
+    const ceGid = statSync(control.root).gid;
+    for (const [p, mode] of [[session, 0o2770], [join(session, "sub"), 0o2770], [join(session, "sub", "deep"), 0o2770], [join(session, "sub", "deep", "in.txt"), 0o660], [join(session, "run.sh"), 0o770], [join(session, "private"), 0o660]] as const) {
+      expect([p, statSync(p).uid, statSync(p).gid, statSync(p).mode & 0o7777]).toEqual([p, as.uid, ceGid, mode]);
+    }
+    // A file the job may write (group CE, setgid dirs): what the job creates there stays the CE's group.
+    execFileSync("setpriv", [`--reuid=${as.uid}`, `--regid=${as.gid}`, "--init-groups", "--", "/bin/sh", "-c", 'echo out > "$1"/sub/out.txt', "t", session]);
+    expect(statSync(join(session, "sub", "out.txt")).gid).toBe(ceGid);
+  });
+
   it("prepares the session as the account without following links, and collects batch files without following links", async () => {
     const priv = (await Privileged.create(config([{ match: "*", user }]), control))!;
     await setLocal(user);

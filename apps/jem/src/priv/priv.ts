@@ -1,10 +1,10 @@
-import { constants } from "node:fs";
+import { constants, type Stats } from "node:fs";
 import { chmod, chown, lstat, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import type { CompiledConfig } from "@ce/config";
 import { ACCOUNT_NAME } from "@ce/config";
-import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts } from "@ce/mapping";
+import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts, type Account } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
 import { type ControlDir, JOB_ID_RE, parseKeyValues } from "@ce/store";
@@ -38,9 +38,18 @@ export class PrivRefused extends Error {
 
 const SMALL = 64 * 1024;
 const COMMENT_MAX = 1024 * 1024;
+/**
+ * An account lookup (two `getent` runs: ~10 ms of process start-up each in a JEM of this size) is
+ * shared by the jobs that need it within this time: a burst of 100 jobs of one account costs one.
+ */
+const LOOKUP_SHARE_MS = 5_000;
+/** Above this many entries the in-process session preparation gives way to chown/chmod -R. */
+const IN_PROCESS_MAX = 10_000;
 
 export class Privileged {
   private gridmaps = new Map<string, { key: string; accounts: Set<string> }>();
+  /** Lookups by account name (bounded by the mapping targets: only those are looked up). */
+  private lookups = new Map<string, { at: number; result: Promise<Account | undefined> }>();
 
   private constructor(
     private readonly config: CompiledConfig,
@@ -109,12 +118,25 @@ export class Privileged {
     if (!ACCOUNT_NAME.test(name)) throw new PrivRefused(`job ${jobId}: ${JSON.stringify(name)} is not an account name`);
     if (record && (record.account !== name || record.uid !== uid)) throw new PrivRefused(`job ${jobId}: the local file and the job record name different accounts`);
     if (!(await this.targets()).has(name)) throw new PrivRefused(`job ${jobId}: account ${name} is not a mapping target of the current configuration`);
-    const a = (await lookupAccounts([name])).get(name);
+    const a = await this.lookup(name);
     if (!a) throw new PrivRefused(`job ${jobId}: account ${name} does not exist`);
     if (a.uid !== uid || a.gid !== gid) throw new PrivRefused(`job ${jobId}: account ${name} is uid ${a.uid}/gid ${a.gid} now, ${uid}/${gid} at submission`);
     const why = accountProblem(a, { minUid: this.config.mapping!.minUid, ceUids: this.ceUids });
     if (why) throw new PrivRefused(`job ${jobId}: ${why}`);
     return { account: name, uid, gid };
+  }
+
+  /** The name service's entry of `name`, shared for LOOKUP_SHARE_MS; a failed lookup is not kept. */
+  private lookup(name: string): Promise<Account | undefined> {
+    const now = Date.now();
+    const hit = this.lookups.get(name);
+    if (hit && now - hit.at < LOOKUP_SHARE_MS) return hit.result;
+    const result = lookupAccounts([name]).then((m) => m.get(name));
+    this.lookups.set(name, { at: now, result });
+    result.catch(() => {
+      if (this.lookups.get(name)?.result === result) this.lookups.delete(name);
+    });
+    return result;
   }
 
   /** `setpriv` argv running `file args` as the account with its supplementary groups (initgroups). */
@@ -156,10 +178,49 @@ export class Privileged {
     const dir = this.control.sessionDir(jobId);
     const st = await lstat(dir);
     if (!st.isDirectory()) throw new PrivRefused(`session directory of job ${jobId} is not a directory`);
+    if (await this.prepareSessionInProcess(dir, st, as)) return;
     await run("chown", ["-R", "-P", "-h", "--", `${as.uid}:${this.ceGid}`, dir]);
     const w = this.wrap(as, "/bin/sh", ["-c", 'chmod -R u+rwX,g+rwX,o-rwx -- "$1"', "prepare-session", dir]);
     await run(w.file, w.args, this.envFor(as, {}));
     await this.setgidDirs(dir, as);
+  }
+
+  /**
+   * prepare-session's result (the modes `chmod -R u+rwX,g+rwX,o-rwx` then setgid give) without
+   * starting three processes: only while the session dir is still the CE's alone (0700, never handed
+   * to the account, so nothing in it can change under us) and holds nothing but directories and
+   * regular files with one link, all the CE's. Anything else (a link, a rerun's account-owned tree)
+   * returns false for the external commands. Deepest entries first, the session dir last: the
+   * account can enter only once everything below it is done.
+   */
+  private async prepareSessionInProcess(dir: string, top: Stats, as: RunAs): Promise<boolean> {
+    if (!this.ceUids.includes(top.uid) || (top.mode & 0o077) !== 0) return false;
+    const entries: Array<{ path: string; dir: boolean }> = [];
+    const todo = [dir];
+    while (todo.length > 0) {
+      const d = todo.pop()!;
+      for (const name of await readdir(d)) {
+        const path = join(d, name);
+        const st = await lstat(path);
+        if (!this.ceUids.includes(st.uid) || entries.length >= IN_PROCESS_MAX) return false;
+        if (st.isDirectory()) todo.push(path);
+        else if (!st.isFile() || st.nlink !== 1) return false;
+        entries.push({ path, dir: st.isDirectory() });
+      }
+    }
+    for (const e of [...entries.reverse(), { path: dir, dir: true }]) {
+      const h = await open(e.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | (e.dir ? constants.O_DIRECTORY : 0));
+      try {
+        const st = await h.stat();
+        if (st.isDirectory() !== e.dir || !this.ceUids.includes(st.uid)) throw new PrivRefused(`session of ${dir} changed while it was prepared`);
+        await h.chown(as.uid, this.ceGid);
+        const perm = st.mode & 0o777;
+        await h.chmod(e.dir ? 0o2770 : (perm | 0o660 | (perm & 0o111 ? 0o110 : 0)) & 0o770);
+      } finally {
+        await h.close();
+      }
+    }
+    return true;
   }
 
   /**
