@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { JemContext } from "./context.js";
 import { advanceJob } from "./states/index.js";
 
@@ -7,11 +8,18 @@ export interface AdvanceLoop {
   stop(): Promise<void>;
   /** Jobs this JEM is looking at right now. */
   readonly running: ReadonlySet<string>;
+  /**
+   * Runs `work` (a wait on the batch system: a bulk submit, its rate limit) without holding a slot,
+   * then takes one again (before any new claim). Called outside a look of this loop, it just runs `work`.
+   */
+  outsideSlot<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /** Idle JEMs look at the due set at least this often (the bell usually wakes them sooner). */
 const IDLE_POLL_MS = 1_000;
 const MAX_BACKOFF_MS = 5 * 60_000;
+/** Looks in flight, slot holders plus those waiting outside a slot, at most this many times the slots. */
+const MAX_IN_FLIGHT_FACTOR = 10;
 
 /**
  * The JEM's main loop: claims due jobs from the advance set in batches (one Lua call for up to
@@ -26,15 +34,39 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
   const finished: string[] = [];
   const failures = new Map<string, number>();
   const capacity = ctx.config.jem.concurrency;
+  // Slots: looks that hold one. A look waiting on the batch system gives its slot up (outsideSlot),
+  // so a bulk submit of 100 jobs is not cut in two by 50 slots all waiting for the first half's
+  // script; coming back it queues for a slot ahead of new claims.
+  let active = 0;
+  const returning: Array<() => void> = [];
+  const inLook = new AsyncLocalStorage<{ holds: boolean }>();
+  const giveSlot = () => {
+    const next = returning.shift();
+    if (next) next();
+    else {
+      active--;
+      kick();
+    }
+  };
+  const takeSlot = () =>
+    active < capacity && returning.length === 0 ? ((active++), Promise.resolve()) : new Promise<void>((r) => returning.push(r));
   let stopped = false;
   let wake: (() => void) | undefined;
+  // A kick while the loop is not asleep (mid-turn: a bell, a look ending) is kept for the next sleep.
+  let kicked = false;
   const kick = () => {
     const w = wake;
     wake = undefined;
-    w?.();
+    if (w) w();
+    else kicked = true;
   };
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (kicked) {
+        kicked = false;
+        resolve();
+        return;
+      }
       const t = setTimeout(() => {
         wake = undefined;
         resolve();
@@ -46,9 +78,10 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
     });
 
   const look = async (id: string) => {
+    const slot = { holds: true };
     try {
       // Redis trouble: wait for the episode to end and redo the look (every step is idempotent).
-      await ctx.outage.retry(() => advanceJob(ctx, id));
+      await inLook.run(slot, () => ctx.outage.retry(() => advanceJob(ctx, id)));
       failures.delete(id);
     } catch (e) {
       const n = (failures.get(id) ?? 0) + 1;
@@ -59,7 +92,21 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
     } finally {
       running.delete(id);
       finished.push(id);
+      if (slot.holds) giveSlot();
       kick();
+    }
+  };
+
+  const outsideSlot = async <T>(work: () => Promise<T>): Promise<T> => {
+    const slot = inLook.getStore();
+    if (!slot?.holds) return work();
+    slot.holds = false;
+    giveSlot();
+    try {
+      return await work();
+    } finally {
+      await takeSlot();
+      slot.holds = true;
     }
   };
 
@@ -73,28 +120,37 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
   const loop = (async () => {
     while (!stopped) {
       try {
-        if (finished.length > 0) {
-          const done = finished.splice(0);
+        const done = finished.splice(0);
+        const free = Math.min(capacity - active - returning.length, capacity * MAX_IN_FLIGHT_FACTOR - running.size);
+        if (free <= 0 && done.length === 0) {
+          // Full: wait for a slot (a finished look kicks).
+          await sleep(IDLE_POLL_MS);
+          continue;
+        }
+        // The slots are taken before the claim (a look coming back meanwhile must not find them free).
+        const want = Math.max(0, free);
+        active += want;
+        let t: Awaited<ReturnType<typeof ctx.advance.turn>> | undefined;
+        try {
+          // Release the ended looks, claim, learn the next due time: one round trip per turn.
+          t = await ctx.advance.turn(done, want, opts.leaseMs);
+        } catch (e) {
           // Not released (Redis trouble): kept for the next turn, or their leases would hold the
           // jobs (and any ring they got meanwhile) until they expire.
-          await ctx.advance.release(done).catch((e: unknown) => {
-            finished.push(...done);
-            throw e;
-          });
+          finished.push(...done);
+          throw e;
+        } finally {
+          for (let i = t?.ids.length ?? 0; i < want; i++) giveSlot();
         }
-        const free = capacity - running.size;
-        const ids = free > 0 ? await ctx.advance.claim(free, opts.leaseMs) : [];
-        for (const id of ids) {
+        for (const id of t.ids) {
           running.add(id);
           void look(id);
         }
-        if (ids.length > 0 && ids.length === free) {
+        if (t.ids.length > 0 && t.ids.length === want) {
           // Full: wait for a slot (a finished look kicks).
           await sleep(IDLE_POLL_MS);
-        } else if (ids.length === 0) {
-          const next = await ctx.advance.nextDueAt();
-          const lease = await ctx.advance.nextLeaseEnd();
-          const soonest = Math.min(next ?? Infinity, lease ?? Infinity);
+        } else if (t.ids.length === 0) {
+          const soonest = Math.min(t.nextDueAt ?? Infinity, t.nextLeaseEnd ?? Infinity);
           await sleep(Math.max(5, Math.min(IDLE_POLL_MS, soonest - Date.now())));
         }
       } catch (e) {
@@ -110,6 +166,7 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
   return {
     kick,
     running,
+    outsideSlot,
     async stop() {
       stopped = true;
       clearInterval(extendTimer);

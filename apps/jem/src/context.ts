@@ -36,6 +36,8 @@ export interface JemContext {
   jobLockMs: number;
   /** The Redis outage episode (outage.ts): loops report Redis trouble here and wait for its end. */
   outage: import("@ce/store").RedisOutage;
+  /** Runs a wait on the batch system without holding an advance-loop slot (advance-loop.ts); absent: just runs it. */
+  outsideSlot?: (<T>(work: () => Promise<T>) => Promise<T>) | undefined;
 }
 
 export function jobLog(ctx: JemContext, job: Pick<JobRecord, "id" | "requestId">) {

@@ -140,6 +140,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   await outage.retry(() => recover(ctx));
   // Jobs are claimed from the advance set in batches; leases of a dead JEM expire into it again.
   loop.current = startAdvanceLoop(ctx, { leaseMs: ctx.jobLockMs });
+  ctx.outsideSlot = loop.current.outsideSlot;
   afterOutage.ring = () => void recover(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery after a Redis outage failed"));
   await watcher.scan().catch((e: unknown) => warnUnlessOutage(outage, log, e, "initial control dir scan failed"));
   // Periodic passes skip their turn during an outage (the next turn after it redoes the work).

@@ -45,6 +45,20 @@ describe("advance set", () => {
     expect(await adv.counts()).toMatchObject({ due: 0, timers: 1, inflight: 30 });
   });
 
+  it("a turn releases ended looks, claims due jobs and tells when to look next, in one call", async () => {
+    const now = Date.now();
+    await adv.ring(["t1", "t2"]);
+    await adv.ring(["later"], now + 60_000);
+    expect(await adv.turn([], 1, 10_000, now)).toEqual({ ids: ["t1"], nextDueAt: expect.any(Number), nextLeaseEnd: now + 10_000 });
+    await adv.ring(["t1"], now); // rung while in flight: stays due until released
+    const t = await adv.turn(["t1"], 5, 20_000, now + 1);
+    expect(t.ids.sort()).toEqual(["t1", "t2"]);
+    expect(t).toMatchObject({ nextDueAt: now + 60_000, nextLeaseEnd: now + 20_001 });
+    expect(await adv.turn(["t1", "t2"], 0, 20_000, now + 2)).toEqual({ ids: [], nextDueAt: now + 60_000 });
+    await redis.del(adv.keys.advanceDue());
+    expect(await adv.turn([], 5, 20_000)).toEqual({ ids: [] });
+  });
+
   it("a job rung while in flight stays due until released, then is claimed again", async () => {
     await adv.ring(["r"]);
     expect(await adv.claim(5, 10_000)).toEqual(["r"]);

@@ -38,6 +38,15 @@ export class AdvanceSet {
     return (await runScript(this.redis, "ceAdvanceClaim", [this.keys.advanceDue(), this.keys.advanceInflight()], [now, now + leaseMs, max])) as string[];
   }
 
+  /**
+   * One turn of a JEM's loop in one round trip: releases `done` (looks that ended), claims up to
+   * `max` due jobs, and tells when the earliest job is due and the earliest lease ends (ms).
+   */
+  async turn(done: readonly string[], max: number, leaseMs: number, now = Date.now()): Promise<{ ids: string[]; nextDueAt?: number; nextLeaseEnd?: number }> {
+    const [ids, due, held] = (await runScript(this.redis, "ceAdvanceClaim", [this.keys.advanceDue(), this.keys.advanceInflight()], [now, now + leaseMs, Math.max(0, max), "turn", ...done])) as [string[], string | null, string | null];
+    return { ids, ...(due !== null ? { nextDueAt: Number(due) } : {}), ...(held !== null ? { nextLeaseEnd: Number(held) } : {}) };
+  }
+
   /** Pushes the leases of jobs still being worked on (only those still held: XX). */
   async extend(ids: readonly string[], leaseMs: number): Promise<void> {
     if (ids.length === 0) return;
