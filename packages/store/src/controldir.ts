@@ -29,20 +29,28 @@ export function isDiagnoseFile(s: string): s is DiagnoseFile {
 export const JOB_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export class ControlDir {
-  constructor(readonly root: string, readonly sessionRoot: string) {}
+  // Normalized once, ending in a separator: per-file paths are then plain concatenation of a
+  // checked id and a fixed name (path.join on every control-file access showed in profiles).
+  private readonly jobsPrefix: string;
+  private readonly sessionPrefix: string;
+
+  constructor(readonly root: string, readonly sessionRoot: string) {
+    this.jobsPrefix = join(root, "jobs", "x").slice(0, -1);
+    this.sessionPrefix = join(sessionRoot, "x").slice(0, -1);
+  }
 
   jobDir(id: string): string {
     if (!JOB_ID_RE.test(id)) throw new Error(`not a job id: ${JSON.stringify(id).slice(0, 80)}`);
-    return join(this.root, "jobs", id.slice(0, 2), id.slice(2, 4), id);
+    return `${this.jobsPrefix}${id.slice(0, 2)}/${id.slice(2, 4)}/${id}`;
   }
 
   file(id: string, name: ControlFile): string {
-    return join(this.jobDir(id), name);
+    return `${this.jobDir(id)}/${name}`;
   }
 
   sessionDir(id: string): string {
     if (!JOB_ID_RE.test(id)) throw new Error(`not a job id: ${JSON.stringify(id).slice(0, 80)}`);
-    return join(this.sessionRoot, id);
+    return `${this.sessionPrefix}${id}`;
   }
 
   /**
@@ -186,6 +194,12 @@ export function parseKeyValues(text: string): Record<string, string> {
 }
 
 /** MDS time `YYYYMMDDHHMMSSZ` used in `.local`. */
+let lastMds: [number, string] = [NaN, ""];
+/** `YYYYMMDDhhmmssZ`; the last value is kept (a bulk submission formats one instant per job). */
 export function mdsTime(d: Date): string {
-  return d.toISOString().replace(/[-:T]/g, "").replace(/\.\d+Z$/, "Z");
+  const t = d.getTime();
+  if (t === lastMds[0]) return lastMds[1];
+  const s = d.toISOString().replace(/[-:T]/g, "").replace(/\.\d+Z$/, "Z");
+  lastMds = [t, s];
+  return s;
 }

@@ -82,6 +82,15 @@ export class Keys {
 }
 
 /** Owners are arbitrary strings (DNs, iss/sub); keys use a fixed-length digest of them. */
+const ownerKeys = new Map<string, string>();
+const OWNER_KEYS_MAX = 4_096;
+/** Remembered per owner (every record and every request of an owner needs it; a bulk submission once per job). */
 export function ownerKey(owner: string): string {
-  return createHash("sha256").update(owner).digest("base64url").slice(0, 24);
+  let k = ownerKeys.get(owner);
+  if (k === undefined) {
+    k = createHash("sha256").update(owner).digest("base64url").slice(0, 24);
+    if (ownerKeys.size >= OWNER_KEYS_MAX) ownerKeys.delete(ownerKeys.keys().next().value!);
+    ownerKeys.set(owner, k);
+  }
+  return k;
 }
