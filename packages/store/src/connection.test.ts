@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
+import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { RECONNECT_AFTER_END_MS, ReplicaBarrier, describeRedis, keepConnected } from "./connection.js";
+import { RECONNECT_AFTER_END_MS, ReplicaBarrier, connectRedis, describeRedis, keepConnected } from "./connection.js";
 
 // ReplicaBarrier against the test redis-server, which has no replica: WAIT answers 0 after its timeout.
 let redis: Redis;
@@ -60,5 +62,45 @@ describe("keepConnected", () => {
     await c.quit();
     await new Promise((r) => setTimeout(r, RECONNECT_AFTER_END_MS + 200));
     expect(c.status).toBe("end");
+  });
+});
+
+describe("the JEM's BullMQ connections (connectRedis role jem)", () => {
+  // ioredis' own end, as after a Sentinel look-up cut short: not the owner's disconnect(), which stays closed.
+  const endByItself = async (c: Redis) => {
+    Redis.prototype.disconnect.call(c);
+    if (c.status !== "end") await new Promise((r) => c.once("end", r));
+  };
+
+  it("a queue's and a worker's connections ended by ioredis come back; closed ones stay closed", async () => {
+    const clients = connectRedis({ mode: "standalone", url: inject("redisUrl"), sentinel: { nodes: [], masterName: "ce" }, cluster: { nodes: [] }, users: {} }, "jem");
+    const prefix = `{t${randomBytes(6).toString("hex")}}`;
+    const done: string[] = [];
+    const queue = new Queue("commands", { connection: clients.bull, prefix });
+    const worker = new Worker("commands", async (j) => void done.push(String(j.data.n)), { connection: clients.bull, prefix, drainDelay: 1 });
+    try {
+      await worker.waitUntilReady();
+      const shared = (await queue.client) as unknown as Redis;
+      const blocking = (await (worker as unknown as { blockingConnection: { client: Promise<Redis> } }).blockingConnection.client) as Redis;
+      expect(blocking).not.toBe(shared);
+      await queue.add("kill", { n: 1 });
+      await expect.poll(() => done, { timeout: 5_000 }).toEqual(["1"]);
+      await Promise.all([endByItself(shared), endByItself(blocking)]);
+      // Without the guard the shared one stays "end": every add fails with "Connection is closed."
+      // and the worker takes nothing.
+      await expect.poll(() => [shared.status, blocking.status], { timeout: 5_000 }).toEqual(["ready", "ready"]);
+      await queue.add("kill", { n: 2 });
+      await expect.poll(() => done, { timeout: 10_000 }).toEqual(["1", "2"]);
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await clients.close();
+      await new Promise((r) => setTimeout(r, RECONNECT_AFTER_END_MS + 300));
+      expect([shared.status, blocking.status, clients.redis.status]).toEqual(["end", "end", "end"]);
+    } finally {
+      await worker.close();
+      await queue.close();
+      await clients.close();
+    }
   });
 });

@@ -126,14 +126,37 @@ export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClie
   const redis = cfg.mode === "sentinel" ? new Redis({ ...base, ...opts }) : new Redis(cfg.url, { ...opts, ...auth });
   let closing = false;
   // ceadm runs one command and must fail, not loop; the daemons' connections must never end by themselves.
-  if (role !== "ceadm") keepConnected(redis, () => closing);
-  const bull: ConnectionOptions = { ...(cfg.mode === "sentinel" ? base : bullConnection(cfg.url, auth)), ...BULL_OPTIONS[role] };
+  const daemon = role !== "ceadm";
+  if (daemon) keepConnected(redis, () => closing);
+  const bullOptions: RedisOptions = { ...(cfg.mode === "sentinel" ? base : (bullConnection(cfg.url, auth) as RedisOptions)), ...BULL_OPTIONS[role] };
+  // The JEM's queues and workers: BullMQ would open its own unguarded connections from options; a
+  // shared client whose duplicates (the workers' blocking connections) are guarded too instead.
+  // (The gateway guards its queues' clients itself, apps/gateway/src/server.ts.)
+  let bull: Redis | undefined;
+  const bullClient = () => (bull ??= guardedBullClient(bullOptions));
   return {
     redis,
-    bull,
-    subscriber: () => redis.duplicate({ lazyConnect: true, enableReadyCheck: false }),
-    close: () => ((closing = true), closeAll([redis])),
+    get bull(): ConnectionOptions {
+      return role === "jem" ? bullClient() : bullOptions;
+    },
+    subscriber: () => {
+      const sub = redis.duplicate({ lazyConnect: true, enableReadyCheck: false });
+      // The subscriber ends like any Sentinel connection; connected again, ioredis subscribes again.
+      return daemon ? keepConnectedUntilClosed(sub) : sub;
+    },
+    close: () => ((closing = true), closeAll([redis, bull])),
   };
+}
+
+/**
+ * BullMQ's client of a daemon (standalone/Sentinel): kept connected until closed, and so is every
+ * duplicate BullMQ makes of it (a worker's blocking connection is one). Created on first use.
+ */
+function guardedBullClient(opts: RedisOptions): Redis {
+  const client = keepConnectedUntilClosed(new Redis(opts));
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (override?: Partial<RedisOptions>) => keepConnectedUntilClosed(duplicate(override));
+  return client;
 }
 
 /** Pause before connecting again a connection that ioredis gave up (ms). */
@@ -156,6 +179,31 @@ export function keepConnected(redis: Redis, closing: () => boolean = () => false
     }, RECONNECT_AFTER_END_MS);
     t.unref();
   });
+}
+
+/**
+ * `keepConnected` for a connection whose owner (BullMQ, the JEM's subscriber) ends it with quit()
+ * or disconnect(): that end stays, until the owner connects it again (BullMQ drops and reconnects
+ * a worker's blocking connection itself). ioredis' own disconnects (failover detector, reconnect
+ * on error) go through its connector or pass reconnect = true, never here.
+ */
+export function keepConnectedUntilClosed(redis: Redis): Redis {
+  let closed = false;
+  const { quit, disconnect, connect } = redis;
+  redis.disconnect = (reconnect?: boolean) => {
+    if (!reconnect) closed = true;
+    disconnect.call(redis, reconnect);
+  };
+  redis.quit = ((...args: Parameters<Redis["quit"]>) => {
+    closed = true;
+    return quit.apply(redis, args);
+  }) as Redis["quit"];
+  redis.connect = (callback?: Parameters<Redis["connect"]>[0]) => {
+    closed = false;
+    return connect.call(redis, callback);
+  };
+  keepConnected(redis, () => closed);
+  return redis;
 }
 
 /** QUIT where connected (pending replies are flushed), otherwise just drop the socket and the reconnect loop. */
