@@ -5,7 +5,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import type { Redis } from "ioredis";
-import type { Logger } from "pino";
+import pino, { type Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import { AdvanceSet, ControlDir, DelegationStore, JobStore, connectRedis, keepConnected, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
@@ -28,8 +28,15 @@ export const GATEWAY_NODE_FLAGS = ["--max-old-space-size=256"];
 /** Never let credentials reach a log line, whatever gets logged by accident (one list: @ce/ops). */
 export { REDACT_PATHS } from "@ce/ops";
 
+/**
+ * At the default level every request writes an access-log line: written asynchronously, lines
+ * written while a write is in progress go out together in the next one, instead of one blocking
+ * write per request (bench: ~0.2 ms of CPU per request under load). pino flushes the buffer on
+ * exit; a log destination that stops taking lines costs at most 16 MiB before lines are dropped,
+ * rather than stalling every request.
+ */
 export function createLogger(config: CompiledConfig): Logger {
-  return createOpsLogger("gateway", config.logging.level);
+  return createOpsLogger("gateway", config.logging.level, {}, pino.destination({ dest: 1, sync: false, maxLength: 16 * 2 ** 20 }));
 }
 
 /**

@@ -11,11 +11,17 @@ export const ARCREST_INTERFACE = "org.nordugrid.arcrest";
  */
 export function glueTime(d: Date): string {
   const t = d.getTime();
+  // Bulk info stamps every document with the same time: formatted once.
+  if (t === lastTime.t) return lastTime.s;
   if (!Number.isFinite(t)) throw new RangeError("glueTime: invalid Date");
   const y = d.getUTCFullYear();
   if (y < 0 || y > 9999) throw new RangeError(`glueTime: year ${y} out of range`);
-  return d.toISOString().slice(0, 19) + "Z";
+  const s = d.toISOString().slice(0, 19) + "Z";
+  lastTime = { t, s };
+  return s;
 }
+
+let lastTime = { t: NaN, s: "" };
 
 /** glueTime, or undefined for an absent/invalid date (the element is then omitted). */
 export function glueTimeOpt(d: Date | null | undefined): string | undefined {

@@ -44,10 +44,12 @@ export interface ActivityFacts {
 
 const date = (ms: number | undefined) => (ms !== undefined && Number.isFinite(ms) && ms > 0 ? new Date(ms) : undefined);
 
-/** Drops undefined members (exactOptionalPropertyTypes-safe and keeps the document lean). */
+/** Drops undefined members (exactOptionalPropertyTypes-safe and keeps the document lean). A copy,
+ * not `delete`: deleting turns the object into a slow dictionary (bulk info builds one per job). */
 function compact<T extends object>(o: T): T {
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
-  return o;
+  const out: Record<string, unknown> = {};
+  for (const k in o) if (o[k] !== undefined) out[k] = o[k];
+  return out as T;
 }
 
 export function activityInputFor(record: JobRecord, opts: { hostname: string; now?: Date }): ActivityFacts {

@@ -233,10 +233,16 @@ export class JobStore {
     const out: (JobRecord | undefined)[] = [];
     for (let i = 0; i < ids.length; i += 1_000) {
       const chunk = ids.slice(i, i + 1_000);
-      const rows = (await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), [])) as string[][];
+      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), [])) as string) as unknown[];
       for (const flat of rows) {
+        // A missing job is an empty Lua table, which cjson writes as `{}`.
+        if (!Array.isArray(flat) || flat.length === 0) {
+          out.push(undefined);
+          continue;
+        }
+        const f = flat as string[];
         const h: Record<string, string> = {};
-        for (let k = 0; k + 1 < flat.length; k += 2) h[flat[k]!] = flat[k + 1]!;
+        for (let k = 0; k + 1 < f.length; k += 2) h[f[k]!] = f[k + 1]!;
         out.push(decodeRecord(h));
       }
     }

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../context.js";
 import { PayloadTooLarge } from "../errors.js";
+import { requestHeader } from "../headers.js";
 
 /**
  * Reads a request body as UTF-8 text, refusing more than `limit` bytes with 413: early from
@@ -8,7 +9,7 @@ import { PayloadTooLarge } from "../errors.js";
  * buffered whole.
  */
 export async function readTextBody(c: Context<AppEnv>, limit: number, what: string): Promise<string> {
-  const declared = Number(c.req.header("content-length") ?? "NaN");
+  const declared = Number(requestHeader(c, "content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > limit) throw new PayloadTooLarge(what, limit);
   const chunks: Buffer[] = [];
   let size = 0;
@@ -21,7 +22,27 @@ export async function readTextBody(c: Context<AppEnv>, limit: number, what: stri
   // Under @hono/node-server read the Node stream directly; touching `c.req.raw` here would
   // make the adapter build a web stream over the same socket data.
   if (incoming) {
-    for await (const chunk of incoming) add(chunk as Buffer);
+    // Events, not `for await`: the async iterator's machinery cost more than a small body's read.
+    // Over the limit the request stream is destroyed, as leaving a `for await` early did.
+    if (!incoming.readableEnded) {
+      await new Promise<void>((resolve, reject) => {
+        const onData = (chunk: Buffer) => {
+          try {
+            add(chunk);
+          } catch (err) {
+            incoming.off("data", onData);
+            incoming.destroy();
+            reject(err);
+          }
+        };
+        incoming.on("data", onData);
+        incoming.once("end", resolve);
+        incoming.once("error", reject);
+        incoming.once("close", () => {
+          if (!incoming.complete) reject(new Error("request aborted"));
+        });
+      });
+    }
   } else if (c.req.raw.body) {
     const reader = c.req.raw.body.getReader();
     for (;;) {
@@ -35,7 +56,7 @@ export async function readTextBody(c: Context<AppEnv>, limit: number, what: stri
 
 /** Media type of the request without parameters, lower-cased; undefined when absent. */
 export function mediaType(c: Context<AppEnv>): string | undefined {
-  const ct = c.req.header("content-type");
+  const ct = requestHeader(c, "content-type");
   if (!ct) return undefined;
   const t = (ct.split(";", 1)[0] ?? "").trim().toLowerCase();
   return t === "" ? undefined : t;

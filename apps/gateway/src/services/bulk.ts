@@ -1,4 +1,4 @@
-import { type BulkItem, buildActivityDocument } from "@ce/glue2";
+import { type BulkItem, STATE_NONE, buildActivityDocument } from "@ce/glue2";
 import { FINAL_REST_STATES } from "@ce/model";
 import { activityInputFor, requestCommands, type JobRecord, type QueueCatalog } from "@ce/store";
 import type { Logger } from "pino";
@@ -6,6 +6,7 @@ import type { Identity, Services } from "../context.js";
 import { StoreUnavailable } from "../errors.js";
 import { RETRY_AFTER_SECONDS, outageOf } from "../outage.js";
 import type { OperationClass } from "../middleware/identity/scopes.js";
+import type { StatusItem } from "./bulkstatus.js";
 
 export const BULK_ACTIONS = ["info", "status", "kill", "clean", "restart", "delegations"] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
@@ -37,14 +38,7 @@ export async function runBulk(
   ids: readonly string[],
   ctx: { identity: Identity; requestId: string; log: Logger; now?: Date },
 ): Promise<BulkItem[]> {
-  if (action === "status") {
-    // Only owner and state are needed: two fields per id, not whole records.
-    const states = await s.jobs.statusMany(ids);
-    return ids.map((id, i) => {
-      const r = states[i];
-      return r && r.owner === ctx.identity.subject ? { statusCode: 200, reason: "OK", id, state: r.rest } : notFound(action, id);
-    });
-  }
+  if (action === "status") return bulkStatus(s, ids, ctx.identity);
   const records = await s.jobs.getMany(ids);
   const owned = records.map((r) => (r && r.owner === ctx.identity.subject ? r : undefined));
   const hostname = new URL(s.config.endpoint.url).hostname;
@@ -92,6 +86,18 @@ export async function runBulk(
     ctx.log.info({ action, jobs: commands.length }, "job commands recorded");
   }
   return items;
+}
+
+/**
+ * The status action: only owner and state are needed, two fields per id in one script call, not
+ * whole records. Every item has a state ("None" for a job not found, as A-REX answers).
+ */
+export async function bulkStatus(s: Services, ids: readonly string[], identity: Identity): Promise<StatusItem[]> {
+  const states = await s.jobs.statusMany(ids);
+  return ids.map((id, i) => {
+    const r = states[i];
+    return r && r.owner === identity.subject ? { statusCode: 200, reason: "OK", id, state: r.rest } : { statusCode: 404, reason: "Job not found", id, state: STATE_NONE };
+  });
 }
 
 function notFound(action: BulkAction, id: string): BulkItem {

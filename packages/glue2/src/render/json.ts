@@ -1,4 +1,4 @@
-import { type El, hasChildren, isNsDecl, localName } from "../tree.js";
+import { type El, isNsDecl, localName } from "../tree.js";
 
 export type JsonValue = string | JsonValue[] | { [key: string]: JsonValue };
 type JsonObject = { [key: string]: JsonValue };
@@ -18,29 +18,45 @@ export interface JsonOptions {
  * attributes (values, not blanks) under `_attributes` after the children. Mixed text is dropped.
  */
 export function renderJsonValue(e: El, forceArrays?: readonly string[]): JsonValue {
-  if (!hasChildren(e)) {
-    if ((!forceArrays || forceArrays.length === 0) && !e.jsonArrays?.length) return e.text ?? "";
-    // A childless list root still yields its (empty) forced arrays, never a bare string.
-  }
-  const groups = new Map<string, JsonValue[]>();
-  for (const c of e.children ?? []) {
-    const key = localName(c.name);
-    let g = groups.get(key);
-    if (!g) groups.set(key, (g = []));
-    g.push(renderJsonValue(c));
-  }
-  const forced = new Set([...(forceArrays ?? []), ...(e.jsonArrays ?? [])]);
-  const obj: JsonObject = {};
-  for (const [key, values] of groups) {
-    set(obj, key, forced.has(key) || values.length > 1 ? values : (values[0] as JsonValue));
+  const children = e.children;
+  const extra = e.jsonArrays;
+  const forced = (forceArrays !== undefined && forceArrays.length > 0) || (extra !== undefined && extra.length > 0);
+  // A childless list root still yields its (empty) forced arrays, never a bare string.
+  if ((children === undefined || children.length === 0) && !forced) return e.text ?? "";
+  // Null prototype: a key such as `__proto__` is stored as data, never as the prototype. Plain
+  // objects and assignments (not a Map and defineProperty per element): bulk answers render
+  // thousands of elements per request.
+  const obj = Object.create(null) as JsonObject;
+  let arrays: Set<string> | undefined; // keys whose value is an array collected here
+  if (children) {
+    for (const c of children) {
+      const key = localName(c.name);
+      const v = renderJsonValue(c);
+      const prev = obj[key];
+      if (prev === undefined) {
+        if (forced && (forceArrays?.includes(key) || extra?.includes(key))) {
+          obj[key] = [v];
+          (arrays ??= new Set()).add(key);
+        } else obj[key] = v;
+      } else if (arrays?.has(key)) (prev as JsonValue[]).push(v);
+      else {
+        obj[key] = [prev, v];
+        (arrays ??= new Set()).add(key);
+      }
+    }
   }
   // Forced-but-absent names are appended last, as A-REX 7 does.
-  for (const key of forced) if (!groups.has(key)) set(obj, key, []);
-  const attrs = e.attrs ? Object.entries(e.attrs).filter(([k]) => !isNsDecl(k)) : [];
-  if (attrs.length > 0) {
-    const a: JsonObject = {};
-    for (const [k, v] of attrs) set(a, localName(k), v);
-    set(obj, "_attributes", a);
+  if (forced) {
+    for (const key of forceArrays ?? []) if (obj[key] === undefined) obj[key] = [];
+    for (const key of extra ?? []) if (obj[key] === undefined) obj[key] = [];
+  }
+  if (e.attrs) {
+    let a: JsonObject | undefined;
+    for (const k in e.attrs) {
+      if (isNsDecl(k)) continue;
+      (a ??= Object.create(null) as JsonObject)[localName(k)] = e.attrs[k]!;
+    }
+    if (a) obj._attributes = a;
   }
   return obj;
 }
@@ -55,9 +71,4 @@ export function renderJson(root: El, opts: JsonOptions = {}): string {
   let v = renderJsonValue(root, opts.forceArrays);
   if (v === "") v = {};
   return JSON.stringify(v);
-}
-
-// defineProperty so that a key such as `__proto__` is stored as data, not as the prototype.
-function set(obj: JsonObject, key: string, value: JsonValue): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -6,6 +6,7 @@ import { RateLimiter } from "@ce/store";
 import type { AppEnv, Services } from "../../context.js";
 import { TooManyRequests } from "../../errors.js";
 import { outageOf } from "../../outage.js";
+import { requestHeader } from "../../headers.js";
 
 /**
  * First middleware of every request: request id, child logger, services, negotiated format.
@@ -14,14 +15,14 @@ import { outageOf } from "../../outage.js";
 export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     // An incoming id is only propagated into logs (never trusted for anything else).
-    const incoming = c.req.header("x-request-id");
+    const incoming = requestHeader(c, "x-request-id");
     const requestId = incoming && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
     const started = performance.now();
     const log = services.logger.child({ reqId: requestId });
     c.set("services", services);
     c.set("requestId", requestId);
     c.set("log", log);
-    c.set("format", negotiateFormat(c.req.header("accept")));
+    c.set("format", negotiateFormat(requestHeader(c, "accept")));
     // Before next(): reaches error responses built by onError; after: responses built by hand.
     c.header("X-Request-Id", requestId);
     await next();
