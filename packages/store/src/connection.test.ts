@@ -73,7 +73,7 @@ describe("the JEM's BullMQ connections (connectRedis role jem)", () => {
   };
 
   it("a queue's and a worker's connections ended by ioredis come back; closed ones stay closed", async () => {
-    const clients = connectRedis({ mode: "standalone", url: inject("redisUrl"), sentinel: { nodes: [], masterName: "ce" }, cluster: { nodes: [] }, users: {} }, "jem");
+    const clients = connectRedis({ mode: "standalone", url: inject("redisUrl"), sentinel: { nodes: [], masterName: "ce" }, cluster: { nodes: [] }, users: { gateway: { username: "gateway" }, jem: { username: "jem" } } }, "jem");
     const prefix = `{t${randomBytes(6).toString("hex")}}`;
     const done: string[] = [];
     const queue = new Queue("commands", { connection: clients.bull, prefix });
