@@ -140,7 +140,12 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
           finished.push(...done);
           throw e;
         } finally {
-          for (let i = t?.ids.length ?? 0; i < want; i++) giveSlot();
+          // Unused reserved slots go to looks coming back, else back to the pool (no kick: this is the loop).
+          for (let i = t?.ids.length ?? 0; i < want; i++) {
+            const next = returning.shift();
+            if (next) next();
+            else active--;
+          }
         }
         for (const id of t.ids) {
           running.add(id);
