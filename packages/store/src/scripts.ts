@@ -19,6 +19,7 @@ export const SCRIPTS = {
   ceSessionBytes: { file: "session-bytes", numberOfKeys: 1 },
   ceWindow: { file: "window", numberOfKeys: 1 },
   ceTokenBucket: { file: "token-bucket", numberOfKeys: 1 },
+  ceLockAcquire: { file: "lock-acquire", numberOfKeys: 1 },
   ceLockExtend: { file: "lock-extend", numberOfKeys: 1 },
   ceLockRelease: { file: "lock-release", numberOfKeys: 1 },
   ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
