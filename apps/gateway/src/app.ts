@@ -33,7 +33,9 @@ export function routingPath(req: Request): string {
   const q = rest.search(/[?#]/);
   // Dot segments are resolved here too: Node 20's URL parser leaves them in after a segment that
   // starts with "." (`/a/.x/b/../c` stays as is), so routing must not rely on it.
-  const path = resolveDotSegments(rest.slice(0, q === -1 ? undefined : q).replace(/\/{2,}/g, "/"));
+  const raw = rest.slice(0, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
+  // Only a segment that starts with "." or "%2e" can be a dot segment: most paths skip the walk.
+  const path = /\/(?:\.|%2e)/i.test(raw) ? resolveDotSegments(raw) : raw;
   return path.length > 1 ? path.replace(/\/$/, "") : path;
 }
 
