@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { tokenGroupFields } from "./groups.js";
 import type { Context } from "hono";
 import type { AppEnv, Identity } from "../../context.js";
@@ -33,6 +34,8 @@ export async function tokenIdentity(c: Context<AppEnv>): Promise<Identity | unde
   if (!config.auth.tokens.enabled) {
     throw new Unauthorized("Bearer tokens are not accepted by this CE", invalidTokenChallenge("tokens are disabled"), "TOKENS_DISABLED");
   }
+  const remembered = recall(config, jwt);
+  if (remembered) return remembered;
   let res;
   try {
     res = await verifierFor(config).verify(jwt);
@@ -48,5 +51,32 @@ export async function tokenIdentity(c: Context<AppEnv>): Promise<Identity | unde
     throw new Unauthorized(`Invalid token: ${res.reason}`, invalidTokenChallenge(res.reason), `TOKEN_${res.code}`);
   }
   const t = res.token;
-  return { subject: t.subject, kind: "token", issuer: t.issuer, scopes: t.scopes, ...tokenGroupFields(t.groups ?? []), expires: t.expires };
+  const id: Identity = { subject: t.subject, kind: "token", issuer: t.issuer, scopes: t.scopes, ...tokenGroupFields(t.groups ?? []), expires: t.expires };
+  remember(config, jwt, id);
+  return id;
 }
+
+/**
+ * A client sends the same token with every request: a verified token is remembered (by its
+ * SHA-256, the exact bytes, so nothing a client can vary maps to another's entry) for at most
+ * TOKEN_CACHE_MS and never past its `exp`, instead of a signature check per request. The price: a
+ * key withdrawn from the issuer's JWKS stops admitting its tokens up to a minute later. Refusals
+ * are not remembered.
+ */
+const verified = new WeakMap<object, Map<string, { id: Identity; until: number }>>();
+const TOKEN_CACHE_MAX = 10_000;
+const TOKEN_CACHE_MS = 60_000;
+
+function recall(config: object, jwt: string): Identity | undefined {
+  const hit = verified.get(config)?.get(digest(jwt));
+  return hit && hit.until > Date.now() ? hit.id : undefined;
+}
+
+function remember(config: object, jwt: string, id: Identity): void {
+  let m = verified.get(config);
+  if (!m) verified.set(config, (m = new Map()));
+  if (m.size >= TOKEN_CACHE_MAX) m.delete(m.keys().next().value as string);
+  m.set(digest(jwt), { id, until: Math.min(Date.now() + TOKEN_CACHE_MS, id.expires ?? 0) });
+}
+
+const digest = (jwt: string) => createHash("sha256").update(jwt).digest("base64");
