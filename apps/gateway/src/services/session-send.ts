@@ -10,10 +10,14 @@ import type { ServerResponse } from "node:http";
  * flight per download, which is also the backpressure: a slow client stops the reads.
  */
 
-const CHUNK = 256 * 1024;
-const DEPTH = 4;
+/**
+ * 1 MiB reads, two in flight: a quarter of the thread-pool round trips and write callbacks of
+ * 256 KiB reads, ~8% less CPU per GiB (median of 10 GETs each, a noisy machine); 2 MiB per download.
+ */
+const CHUNK = 1024 * 1024;
+const DEPTH = 2;
 /** Free buffers kept between downloads (4 MiB). */
-const POOL_MAX = 16;
+const POOL_MAX = 4;
 const pool: Buffer[] = [];
 
 const take = (): Buffer => pool.pop() ?? Buffer.allocUnsafeSlow(CHUNK);
