@@ -9,7 +9,7 @@ import { RedisOutage, TROUBLE_TEXT, writeProbe } from "@ce/store";
  * failures here and waits for the episode to end instead of logging and retrying per job.
  */
 export function createOutage(redis: Redis, prefix: string, log: Logger, hooks: { afterEpisode?: () => void } = {}): RedisOutage {
-  return new RedisOutage({
+  const outage = new RedisOutage({
     probe: writeProbe(redis, prefix, `jem-${process.pid}-${randomBytes(3).toString("hex")}`),
     onDown: ({ kind, err, aftershock }) =>
       log[aftershock ? "debug" : "warn"]({ kind, err: errText(err) }, `redis unavailable since ${new Date().toISOString()}: ${TROUBLE_TEXT[kind]}; every loop backs off until it accepts writes again`),
@@ -18,6 +18,19 @@ export function createOutage(redis: Redis, prefix: string, log: Logger, hooks: {
       hooks.afterEpisode?.();
     },
   });
+  // A reconnect that opened no episode — a graceful failover (+switch-master, a demoted primary's
+  // READONLY answered by reconnecting), a connection keepConnected brought back — may have lost the
+  // last asynchronously replicated writes just the same: it gets the episode's ring too. During an
+  // episode its end rings instead.
+  let connectedBefore = redis.status === "ready";
+  redis.on("ready", () => {
+    if (connectedBefore && !outage.down) {
+      log.info("redis connection re-established: every active job is looked at again");
+      hooks.afterEpisode?.();
+    }
+    connectedBefore = true;
+  });
+  return outage;
 }
 
 /** Logs `msg` for `err` unless it is Redis trouble, which the outage episode logs once instead. */
