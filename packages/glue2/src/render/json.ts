@@ -23,38 +23,37 @@ export function renderJsonValue(e: El, forceArrays?: readonly string[]): JsonVal
   const forced = (forceArrays !== undefined && forceArrays.length > 0) || (extra !== undefined && extra.length > 0);
   // A childless list root still yields its (empty) forced arrays, never a bare string.
   if ((children === undefined || children.length === 0) && !forced) return e.text ?? "";
-  // Null prototype: a key such as `__proto__` is stored as data, never as the prototype. Plain
-  // objects and assignments (not a Map and defineProperty per element): bulk answers render
-  // thousands of elements per request.
-  const obj = Object.create(null) as JsonObject;
+  // Plain objects and assignments (not a Map and defineProperty per element, nor null-prototype
+  // objects, which V8 keeps in slow dictionary mode): bulk answers render thousands of elements.
+  const obj: JsonObject = {};
   let arrays: Set<string> | undefined; // keys whose value is an array collected here
   if (children) {
     for (const c of children) {
       const key = localName(c.name);
       const v = renderJsonValue(c);
-      const prev = obj[key];
+      const prev = Object.hasOwn(obj, key) ? obj[key] : undefined;
       if (prev === undefined) {
         if (forced && (forceArrays?.includes(key) || extra?.includes(key))) {
-          obj[key] = [v];
+          set(obj, key, [v]);
           (arrays ??= new Set()).add(key);
-        } else obj[key] = v;
+        } else set(obj, key, v);
       } else if (arrays?.has(key)) (prev as JsonValue[]).push(v);
       else {
-        obj[key] = [prev, v];
+        set(obj, key, [prev, v]);
         (arrays ??= new Set()).add(key);
       }
     }
   }
   // Forced-but-absent names are appended last, as A-REX 7 does.
   if (forced) {
-    for (const key of forceArrays ?? []) if (obj[key] === undefined) obj[key] = [];
-    for (const key of extra ?? []) if (obj[key] === undefined) obj[key] = [];
+    for (const key of forceArrays ?? []) if (!Object.hasOwn(obj, key)) set(obj, key, []);
+    for (const key of extra ?? []) if (!Object.hasOwn(obj, key)) set(obj, key, []);
   }
   if (e.attrs) {
     let a: JsonObject | undefined;
     for (const k in e.attrs) {
       if (isNsDecl(k)) continue;
-      (a ??= Object.create(null) as JsonObject)[localName(k)] = e.attrs[k]!;
+      set((a ??= {}), localName(k), e.attrs[k]!);
     }
     if (a) obj._attributes = a;
   }
@@ -71,4 +70,10 @@ export function renderJson(root: El, opts: JsonOptions = {}): string {
   let v = renderJsonValue(root, opts.forceArrays);
   if (v === "") v = {};
   return JSON.stringify(v);
+}
+
+// `__proto__` would set the prototype by assignment: that one key is stored with defineProperty.
+function set(obj: JsonObject, key: string, value: JsonValue): void {
+  if (key === "__proto__") Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
 }
