@@ -28,6 +28,8 @@ interface Lease {
 /** Clients remembered per gateway; past this, idle ones are forgotten (their leftovers are lost). */
 const MAX_CLIENTS = 10_000;
 const IDLE_MS = 60_000;
+/** Shortest local refusal (ms): the lease period of leaseSize(). */
+const REFUSAL_MS = 50;
 
 /**
  * Request token buckets shared by every gateway (lua/token-bucket.lua): refill at `rate`
@@ -71,7 +73,9 @@ export class RateLimiter {
     const res = (await runScript(this.redis, "ceTokenBucket", [this.keys.rateLimit(who)], [rate, burst, leaseSize(rate, burst)])) as [number, number];
     const granted = Number(res[0]);
     if (granted >= 1) l.tokens += granted;
-    else l.deniedUntil = Date.now() + Math.max(1, Number(res[1]));
+    // Refused locally for at least one lease period: a client hammering past its limit costs
+    // at most 20 Redis calls a second per gateway, whatever its request rate.
+    else l.deniedUntil = Date.now() + Math.max(REFUSAL_MS, Number(res[1]));
   }
 
   private forgetIdle(): void {
