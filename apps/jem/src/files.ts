@@ -1,6 +1,6 @@
 import { constants } from "node:fs";
-import { access, rm } from "node:fs/promises";
-import { appendSmall, readSmall, writeSmall } from "@ce/store";
+import { access } from "node:fs/promises";
+import { appendSmall, readSmall, unlinkSmall, writeSmall } from "@ce/store";
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
@@ -51,7 +51,7 @@ export function parseSubmitting(text: string | undefined): { tag: string; attemp
 }
 
 export async function removePrivate(ctx: JemContext, id: string, ...names: PrivateFile[]): Promise<void> {
-  await Promise.all(names.map((n) => rm(privatePath(ctx, id, n), { force: true })));
+  await Promise.all(names.map((n) => unlinkSmall(privatePath(ctx, id, n))));
 }
 
 /**

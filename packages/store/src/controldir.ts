@@ -1,6 +1,6 @@
 import { constants } from "node:fs";
 import { chmod, mkdir, open, readdir, rm, stat } from "node:fs/promises";
-import { appendSmall, readSmall, renameSmall, writeSmall } from "./smallfiles.js";
+import { appendSmall, readSmall, renameSmall, unlinkSmall, writeSmall } from "./smallfiles.js";
 import { join } from "node:path";
 
 /**
@@ -114,7 +114,7 @@ export class ControlDir {
   }
 
   async remove(id: string, name: ControlFile): Promise<void> {
-    await rm(this.file(id, name), { force: true });
+    await unlinkSmall(this.file(id, name));
   }
 
   /** Appends a state-change line to `errors` the way A-REX does, for users reading diagnose/errors. */

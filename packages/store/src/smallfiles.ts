@@ -13,3 +13,16 @@ export const readSmall = promisify(fs.readFile) as (path: string, encoding: "utf
 export const writeSmall = promisify(fs.writeFile) as (path: string, data: string, opts: { mode: number; flag?: string }) => Promise<void>;
 export const appendSmall = promisify(fs.appendFile) as (path: string, data: string, opts: { mode: number }) => Promise<void>;
 export const renameSmall = promisify(fs.rename);
+const unlinkCb = promisify(fs.unlink);
+
+/**
+ * Removes one file; a missing one is not an error. `fs/promises.rm({ force: true })` goes through
+ * its rimraf path (lstat, then unlink, each a FileHandle-era promise): ~3× the CPU for a file.
+ */
+export async function unlinkSmall(path: string): Promise<void> {
+  try {
+    await unlinkCb(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
+}

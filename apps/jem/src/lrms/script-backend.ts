@@ -199,7 +199,7 @@ export class ScriptBackend implements Backend {
     await write("job.sh", script, 0o700);
     await this.stage0(batch, spec.runAs);
     const { localId } = await this.submits.add(spec.runAs?.account ?? "", spec);
-    this.log.info({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
+    this.log.debug({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
     return { localId };
   }
 
