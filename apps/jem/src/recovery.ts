@@ -1,5 +1,5 @@
 import { FINAL_INTERNAL_STATES, type InternalState } from "@ce/model";
-import { enqueueCommands, type JobRecord, type QueueCatalog } from "@ce/store";
+import { dropOrphanLeases, enqueueCommands, type JobRecord, type QueueCatalog } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { wakeParked } from "./limits.js";
 
@@ -7,19 +7,24 @@ import { wakeParked } from "./limits.js";
 const ACTIVE: readonly InternalState[] = ["ACCEPTED", "PREPARING", "SUBMIT", "INLRMS", "FINISHING", "CANCELING"];
 
 /**
- * Boot: every job in a non-final state is rung once, so whatever this (or a dead) JEM left half
- * done is looked at again — each step is idempotent. O(active jobs), at start only. After that,
+ * Boot, and after a Redis outage episode or a reconnect (daemon.ts): every job in a non-final
+ * state is rung once, so whatever this (or a dead) JEM left half done, or a failover lost, is looked
+ * at again — each step is idempotent. O(active jobs), at those times only. Otherwise,
  * lost work comes back through expired leases of the advance set (advance-loop.ts), not by
  * re-ringing everything: see `periodicRecovery`.
  */
 export async function recover(ctx: JemContext): Promise<number> {
+  // Leases no look holds (a release lost with the old primary) would keep the rings below from
+  // being claimed until they expire.
+  const orphans = await dropOrphanLeases(ctx.redis, ctx.config.redis.prefix);
+  if (orphans.length > 0) ctx.log.info({ jobs: orphans.length }, "work-list leases without a look ended");
   let n = 0;
   for (const s of ACTIVE) {
     const ids = await ctx.jobs.idsInState(s);
     await ctx.advance.ring(ids);
     n += ids.length;
   }
-  if (n > 0) ctx.log.info({ jobs: n }, "active jobs rung once at start");
+  if (n > 0) ctx.log.info({ jobs: n }, "active jobs rung (each looked at again)");
   await ringOpenRequests(ctx);
   return n;
 }

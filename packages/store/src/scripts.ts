@@ -24,6 +24,7 @@ export const SCRIPTS = {
   ceLockRelease: { file: "lock-release", numberOfKeys: 1 },
   ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
   ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
+  ceAdvanceOrphans: { file: "advance-orphans", numberOfKeys: 1 },
   ceStatusMany: { file: "status-many", numberOfKeys: undefined },
   ceGetMany: { file: "get-many", numberOfKeys: undefined },
   cePoolLease: { file: "pool-lease", numberOfKeys: 3 },
