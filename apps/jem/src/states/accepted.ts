@@ -2,7 +2,7 @@ import type { JobRecord } from "@ce/store";
 import type { JemContext } from "../context.js";
 import { readSpec } from "../files.js";
 import { activeOfOwner, underLimit } from "../limits.js";
-import { AGAIN, moved, WAIT, waitUntil, type Step } from "./step.js";
+import { moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
 
 /** ACCEPTED / PENDING:ACCEPTED (REST ACCEPTING / ACCEPTED): admission into processing. */
@@ -20,7 +20,6 @@ export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
       if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
       return WAIT;
     }
-    const next = await transition(ctx, job, "PREPARING", { reason: "Starting job processing" });
-    return next ? AGAIN : WAIT;
+    return moved(await transition(ctx, job, "PREPARING", { reason: "Starting job processing" }));
   });
 }

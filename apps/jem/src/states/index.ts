@@ -1,4 +1,5 @@
 import type { InternalState } from "@ce/model";
+import type { JobRecord } from "@ce/store";
 import { enqueueAdvance, enqueueAdvanceAt, jobLog, type JemContext } from "../context.js";
 import { accepted } from "./accepted.js";
 import { canceling } from "./canceling.js";
@@ -37,9 +38,11 @@ export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> 
     return;
   }
   let wakeAt: number | undefined;
+  let carried: JobRecord | undefined;
   try {
     for (let step = 0; step < MAX_STEPS && lease.held; step++) {
-      const job = await ctx.jobs.get(jobId);
+      const job = carried ?? (await ctx.jobs.get(jobId));
+      carried = undefined;
       if (!job) return;
       if (step === 0) await repairControlFiles(ctx, job);
       const r = await HANDLERS[job.state](ctx, job);
@@ -47,6 +50,7 @@ export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> 
         wakeAt = r.at;
         break;
       }
+      carried = r.job;
       if (step === MAX_STEPS - 1) {
         jobLog(ctx, job).error("job did not settle; will look again");
         wakeAt = Date.now() + 1_000;
