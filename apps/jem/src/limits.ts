@@ -16,8 +16,10 @@ const ACTIVE_REST: readonly RestState[] = [
  * had within ~2 s the move goes ahead unserialized (a job never stalls on the lease itself).
  */
 export async function underLimit<T>(ctx: JemContext, name: string, limit: number, count: () => Promise<number>, fn: (free: boolean) => Promise<T>): Promise<T> {
-  const seen = await count();
-  if (seen + ctx.config.jem.concurrency < limit) return fn(true);
+  const { n: seen, joined } = await sharedCount(ctx, name, count);
+  // A joined count was asked for by another look of this JEM up to one round trip earlier: the
+  // looks that may have moved since are at most this JEM's workers once more, hence twice the margin.
+  if (seen + ctx.config.jem.concurrency * (joined ? 2 : 1) < limit) return fn(true);
   // At or over the limit there is no slot to race for: park without the lease, in parallel (a slot
   // freed meanwhile wakes parked jobs, afterTransition/wakeParked). Serializing here made a burst
   // of 100,000 jobs of one owner park one at a time (~250 jobs/s).
@@ -31,6 +33,28 @@ export async function underLimit<T>(ctx: JemContext, name: string, limit: number
     return await fn((await count()) < limit);
   } finally {
     await lease?.release();
+  }
+}
+
+/** Counts in flight per JEM context and limit name: looks checking the same limit at once share one. */
+const inFlight = new WeakMap<JemContext, Map<string, Promise<number>>>();
+
+/**
+ * The first count of `underLimit`, shared by the looks that check the same limit while it is in
+ * flight (a claimed batch of one owner's new jobs: one count instead of one per job). The count
+ * under the lease near the limit is never shared.
+ */
+async function sharedCount(ctx: JemContext, name: string, count: () => Promise<number>): Promise<{ n: number; joined: boolean }> {
+  let m = inFlight.get(ctx);
+  if (!m) inFlight.set(ctx, (m = new Map()));
+  const pending = m.get(name);
+  if (pending) return { n: await pending, joined: true };
+  const p = count();
+  m.set(name, p);
+  try {
+    return { n: await p, joined: false };
+  } finally {
+    m.delete(name);
   }
 }
 

@@ -109,6 +109,8 @@ describe("update (lua/update.lua)", () => {
     expect(await redis.sismember(keys.internal("INLRMS"), r.id)).toBe(1);
     expect(await redis.sismember(keys.rest("RUNNING"), r.id)).toBe(0);
     expect(await redis.sismember(keys.ownerRest(ok, "EXECUTED"), r.id)).toBe(1);
+    expect(await jobs.countOwnerRest(r.owner, ["EXECUTED", "RUNNING", "FINISHED"])).toBe(1);
+    expect(await jobs.countOwnerRest(r.owner, ["RUNNING"])).toBe(0);
     expect(await jobs.countByRest(["EXECUTED", "RUNNING"])).toEqual({ EXECUTED: 1, RUNNING: 0 });
   });
 

@@ -336,9 +336,8 @@ export class JobStore {
   /** How many of an owner's jobs are in any of the REST states (per-owner limits). */
   async countOwnerRest(owner: string, states: readonly RestState[]): Promise<number> {
     const ok = ownerKey(owner);
-    const pipe = this.redis.pipeline();
-    for (const s of states) pipe.scard(this.keys.ownerRest(ok, s));
-    return ((await pipe.exec()) ?? []).reduce((n, [, v]) => n + Number(v ?? 0), 0);
+    // One script call, not one SCARD per state: the JEM counts per ACCEPTED look (per-owner limit).
+    return Number(await runScript(this.redis, "ceCountSets", states.map((s) => this.keys.ownerRest(ok, s)), []));
   }
 
   /** The newest `limit` job ids (any owner), newest first. */

@@ -1,5 +1,7 @@
 import { Redis } from "ioredis";
 import { describe, expect, inject, it } from "vitest";
+import { AdvanceSet } from "./advance.js";
+import { JobStore } from "./jobs.js";
 import { Locks } from "./locks.js";
 import { useTestRedis } from "./test-redis.js";
 
@@ -46,5 +48,33 @@ describe("Locks", () => {
     } finally {
       flaky.disconnect();
     }
+  });
+
+  it("a look's lease and record come in one call; its end releases and rings in one", async () => {
+    const a = new Locks(t.redis, t.prefix);
+    const b = new Locks(t.redis, t.prefix);
+    const jobs = new JobStore(t.redis, t.prefix);
+    const adv = new AdvanceSet(t.redis, t.prefix);
+    const rec = JobStore.newRecord({ id: "lk1z", owner: "alice", queue: "q", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+    await jobs.create([rec], 10);
+    const taken = await a.tryAcquireJob("lk1z", 30_000);
+    expect(taken?.lease.held).toBe(true);
+    expect(taken?.record).toEqual(await jobs.get("lk1z"));
+    expect(await b.tryAcquireJob("lk1z", 30_000)).toBeUndefined();
+    // No record: the lease is taken, the record is undefined.
+    const none = await a.tryAcquireJob("nope", 30_000);
+    expect(none?.record).toBeUndefined();
+    await none!.lease.release();
+    // Release with a ring: key gone, job due at the time given, unless due earlier already.
+    await adv.ring(["lk1z"], 5_000);
+    await taken!.lease.release({ id: "lk1z", at: 9_000 });
+    expect(await t.redis.exists(a.key("job:lk1z"))).toBe(0);
+    expect((await adv.scoreOf("lk1z")).due).toBe(5_000);
+    // A lease lost meanwhile (another holder now): its key stays, the ring still happens.
+    const again = await a.tryAcquireJob("lk1z", 150);
+    await t.redis.set(a.key("job:lk1z"), "other:1", "PX", 30_000);
+    await again!.lease.release({ id: "lk1z", at: 1_000 });
+    expect(await t.redis.get(a.key("job:lk1z"))).toBe("other:1");
+    expect((await adv.scoreOf("lk1z")).due).toBe(1_000);
   });
 });

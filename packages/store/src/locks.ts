@@ -1,12 +1,18 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
+import { decodeRecord, type JobRecord } from "./jobs.js";
 import { Keys } from "./keys.js";
 import { runScript } from "./scripts.js";
 
 /** A held lease; refreshed in the background until released, so long operations keep it. */
 export interface Lease {
   readonly key: string;
-  release(): Promise<void>;
+  /**
+   * Ends the lease. With `ring`, the job is also made due at `ring.at` (an earlier due time wins,
+   * as AdvanceSet.ring) in the same script call, even when the lease was lost meanwhile; that call's
+   * errors are then thrown (a lost ring could leave the job with nothing due).
+   */
+  release(ring?: { id: string; at: number }): Promise<void>;
   /** False once the lease was lost (expired and taken by someone else). */
   readonly held: boolean;
 }
@@ -34,18 +40,42 @@ export class Locks {
   }
 
   async tryAcquire(name: string, ttlMs: number): Promise<Lease | undefined> {
-    const key = this.key(name);
+    return (await this.take(this.key(name), ttlMs))?.lease;
+  }
+
+  /**
+   * The lease `job:<id>` and, when taken, the job's record read under it in the same script call
+   * (undefined record: no such job). Undefined when another holder has the lease.
+   */
+  async tryAcquireJob(jobId: string, ttlMs: number): Promise<{ lease: Lease; record: JobRecord | undefined } | undefined> {
+    const r = await this.take(this.key(`job:${jobId}`), ttlMs, this.keys.job(jobId));
+    if (!r) return undefined;
+    const flat = r.read ?? [];
+    const h: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]!] = flat[i + 1]!;
+    return { lease: r.lease, record: decodeRecord(h) };
+  }
+
+  private async take(key: string, ttlMs: number, readKey?: string): Promise<{ lease: Lease; read?: string[] } | undefined> {
     // Held here already: no round trip (and the script below must never see a live token as a leftover).
     if (this.live.has(key)) return undefined;
     const token = `${this.owner}:${randomBytes(6).toString("hex")}`;
     this.live.set(key, token);
-    let ok: unknown;
+    let ok = false;
+    let read: string[] | undefined;
     try {
-      ok = await runScript(this.redis, "ceLockAcquire", [key], [token, ttlMs, `${this.owner}:`]);
+      if (readKey === undefined) ok = (await runScript(this.redis, "ceLockAcquire", [key], [token, ttlMs, `${this.owner}:`])) === 1;
+      else {
+        const r = await runScript(this.redis, "ceLockAcquireRead", [key, readKey], [token, ttlMs, `${this.owner}:`]);
+        if (Array.isArray(r) && r[0] === 1) {
+          ok = true;
+          read = r[1] as string[];
+        }
+      }
     } finally {
-      if (ok !== 1) this.live.delete(key);
+      if (!ok) this.live.delete(key);
     }
-    if (ok !== 1) return undefined;
+    if (!ok) return undefined;
     let held = true;
     const drop = () => {
       held = false;
@@ -59,18 +89,25 @@ export class Locks {
         .catch(() => undefined);
     }, Math.max(100, Math.floor(ttlMs / 3)));
     timer.unref();
-    return {
+    const lease: Lease = {
       key,
       get held() {
         return held;
       },
-      release: async () => {
+      release: async (ring?: { id: string; at: number }) => {
         clearInterval(timer);
-        if (!held) return;
-        drop();
+        const wasHeld = held;
+        if (held) drop();
+        if (ring) {
+          // A failed call is redone by the caller; its release part is taken over as below.
+          await runScript(this.redis, "ceLockReleaseRing", [key, this.keys.advanceDue(), this.keys.advanceBell()], [token, Math.ceil(ring.at), Date.now(), ring.id]);
+          return;
+        }
+        if (!wasHeld) return;
         // A failed release is taken over by this instance's next tryAcquire of the key (see above).
         await runScript(this.redis, "ceLockRelease", [key], [token]).catch(() => undefined);
       },
     };
+    return { lease, ...(read !== undefined ? { read } : {}) };
   }
 }

@@ -20,8 +20,10 @@ export const SCRIPTS = {
   ceWindow: { file: "window", numberOfKeys: 1 },
   ceTokenBucket: { file: "token-bucket", numberOfKeys: 1 },
   ceLockAcquire: { file: "lock-acquire", numberOfKeys: 1 },
+  ceLockAcquireRead: { file: "lock-acquire-read", numberOfKeys: 2 },
   ceLockExtend: { file: "lock-extend", numberOfKeys: 1 },
   ceLockRelease: { file: "lock-release", numberOfKeys: 1 },
+  ceLockReleaseRing: { file: "lock-release-ring", numberOfKeys: 3 },
   ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
   ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
   ceAdvanceOrphans: { file: "advance-orphans", numberOfKeys: 1 },
@@ -29,6 +31,7 @@ export const SCRIPTS = {
   ceGetMany: { file: "get-many", numberOfKeys: undefined },
   cePoolLease: { file: "pool-lease", numberOfKeys: 3 },
   cePoolRelease: { file: "pool-release", numberOfKeys: 5 },
+  ceCountSets: { file: "count-sets", numberOfKeys: undefined },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | undefined }>;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -1,6 +1,6 @@
 import type { InternalState } from "@ce/model";
 import type { JobRecord } from "@ce/store";
-import { enqueueAdvance, enqueueAdvanceAt, jobLog, type JemContext } from "../context.js";
+import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { accepted } from "./accepted.js";
 import { canceling } from "./canceling.js";
 import { deleted, finished } from "./finished.js";
@@ -32,18 +32,20 @@ const LOCKED_RETRY_MS = 150;
  * A job held by someone else is looked at again shortly (its holder may have read it stale).
  */
 export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> {
-  const lease = await ctx.locks.tryAcquire(`job:${jobId}`, ctx.jobLockMs);
-  if (!lease) {
+  // The lease and the record in one round trip (the record read under the lease, as before).
+  const taken = await ctx.locks.tryAcquireJob(jobId, ctx.jobLockMs);
+  if (!taken) {
     await enqueueAdvance(ctx, jobId, "locked", LOCKED_RETRY_MS);
     return;
   }
+  const { lease } = taken;
   let wakeAt: number | undefined;
-  let carried: JobRecord | undefined;
+  let carried: JobRecord | undefined = taken.record;
   try {
     for (let step = 0; step < MAX_STEPS && lease.held; step++) {
-      const job = carried ?? (await ctx.jobs.get(jobId));
+      const job = step === 0 ? carried : (carried ?? (await ctx.jobs.get(jobId)));
       carried = undefined;
-      if (!job) return;
+      if (!job) break;
       if (step === 0) await repairControlFiles(ctx, job);
       const r = await HANDLERS[job.state](ctx, job);
       if (!r.again) {
@@ -56,8 +58,10 @@ export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> 
         wakeAt = Date.now() + 1_000;
       }
     }
-  } finally {
+  } catch (e) {
     await lease.release();
+    throw e;
   }
-  if (wakeAt !== undefined) await enqueueAdvanceAt(ctx, jobId, wakeAt);
+  // The timer ring goes with the release: one script call ends the look.
+  await lease.release(wakeAt !== undefined ? { id: jobId, at: wakeAt } : undefined);
 }
