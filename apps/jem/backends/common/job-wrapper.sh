@@ -17,7 +17,9 @@ __jem_now __jem_start
 __jem_node=${HOSTNAME:-$(hostname 2>/dev/null || echo unknown)}
 __jem_rtes=""
 for __jem_n in "${JEM_RTE_NAMES[@]}"; do __jem_rtes+="$__jem_n;"; done
-__jem_timefile="$JEM_JOB_DIR/.time.$$"
+# A fixed name (no pid): the file is left in place rather than removed by an `rm` per job, and
+# emptied at the start so a previous run's figures are never read as this run's.
+__jem_timefile="$JEM_JOB_DIR/.time"
 __jem_done=""
 __jem_signal=""
 __jem_pending=""
@@ -25,23 +27,28 @@ __jem_pid=""
 
 __jem_log() { printf 'jem-wrapper: %s\n' "$*" >&2; }
 
-# Atomic replace: readers (the poll scripts) never see a half-written file.
+# Atomic replace, for lrms_done only: the JEM's scan and the poll scripts read it at any time and
+# an empty one means exit code 0. diag is written in place (one write, no `mv` per write): it is
+# read for the job's figures only once lrms_done is there, which is renamed in after it.
 __jem_write() { # FILE CONTENT
   local tmp="$1.tmp.$$"
   printf '%s' "$2" >"$tmp" && mv -f -- "$tmp" "$1"
 }
 
-__jem_secs() { # 1m2.500s -> 62.50
-  local t=$1 m s
+__jem_secs() { # VAR 1m2.500s -> VAR=62.50 (rounded; bash arithmetic, no awk)
+  local t=$2 m s f
   m=${t%%m*}; s=${t#*m}; s=${s%s}
-  awk -v m="$m" -v s="$s" 'BEGIN { printf "%.2f", m * 60 + s }'
+  f=${s#*.}; [[ $s == *.* ]] || f=""
+  f=${f}000; f=${f:0:3}
+  local cs=$(( ((10#$m * 60 + 10#${s%%.*}) * 1000 + 10#$f + 5) / 10 ))
+  printf -v "$1" '%d.%02d' $((cs / 100)) $((cs % 100))
 }
 
 __jem_diag() { # [extra lines]
   local d
   d="runtimeenvironments=$__jem_rtes"$'\n'"nodename=$__jem_node"$'\n'"LRMSStartTime=$__jem_start"$'\n'
   [[ -n $SLURM_JOB_ID ]] && d+="Processors=${SLURM_NPROCS:-${SLURM_CPUS_ON_NODE:-1}}"$'\n'
-  __jem_write "$JEM_DIAG_FILE" "$d$1"
+  printf '%s' "$d$1" >"$JEM_DIAG_FILE"
 }
 
 __jem_finish() { # CODE MESSAGE
@@ -56,12 +63,13 @@ __jem_finish() { # CODE MESSAGE
   else
     # No /usr/bin/time (or it was killed): children's CPU times from the `times` builtin.
     # `times` must run in this shell (a subshell has no children of its own), so via a file.
-    times >"$__jem_timefile.t"
-    { read -r _ _; read -r user kernel; } <"$__jem_timefile.t"
-    rm -f -- "$__jem_timefile.t"
-    [[ -n $user ]] && extra+="UserTime=$(__jem_secs "$user")s"$'\n'"KernelTime=$(__jem_secs "$kernel")s"$'\n'
+    times >"$__jem_timefile"
+    { read -r _ _; read -r user kernel; } <"$__jem_timefile"
+    if [[ $user =~ ^[0-9]+m[0-9]+(\.[0-9]+)?s$ && $kernel =~ ^[0-9]+m[0-9]+(\.[0-9]+)?s$ ]]; then
+      __jem_secs user "$user"; __jem_secs kernel "$kernel"
+      extra+="UserTime=${user}s"$'\n'"KernelTime=${kernel}s"$'\n'
+    fi
   fi
-  rm -f -- "$__jem_timefile"
   __jem_now end
   extra+="LRMSEndTime=$end"$'\n'"exitcode=$code"$'\n'
   __jem_diag "$extra"
@@ -84,6 +92,7 @@ trap '__jem_on_signal INT' INT
 # Files the job creates stay readable and writable for the CE's group (mapped accounts: the
 # session dir is <account>:<CE group> 2770) and for nobody else.
 umask 0007
+[[ -s $__jem_timefile ]] && : >"$__jem_timefile"
 __jem_diag ""
 cd -- "$JEM_SESSION_DIR" || __jem_finish 1 "Cannot enter session directory"
 : "${PATH:=/usr/local/bin:/usr/bin:/bin}"
