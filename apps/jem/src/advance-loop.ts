@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { JemContext } from "./context.js";
 import { advanceJob } from "./states/index.js";
 
@@ -9,10 +8,11 @@ export interface AdvanceLoop {
   /** Jobs this JEM is looking at right now. */
   readonly running: ReadonlySet<string>;
   /**
-   * Runs `work` (a wait on the batch system: a bulk submit, its rate limit) without holding a slot,
-   * then takes one again (before any new claim). Called outside a look of this loop, it just runs `work`.
+   * Runs `work` (a wait on the batch system: a bulk submit, its rate limit) for job `jobId` without
+   * holding a slot, then takes one again (before any new claim). Called outside a look of this loop
+   * at that job, it just runs `work`.
    */
-  outsideSlot<T>(work: () => Promise<T>): Promise<T>;
+  outsideSlot<T>(jobId: string, work: () => Promise<T>): Promise<T>;
 }
 
 /** Idle JEMs look at the due set at least this often (the bell usually wakes them sooner). */
@@ -39,7 +39,9 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
   // script; coming back it queues for a slot ahead of new claims.
   let active = 0;
   const returning: Array<() => void> = [];
-  const inLook = new AsyncLocalStorage<{ holds: boolean }>();
+  // The slot of each running look, by job id (one look per job at a time). Not an
+  // AsyncLocalStorage: on Node 20 that enables async hooks, a cost on every promise of the process.
+  const slots = new Map<string, { holds: boolean }>();
   const giveSlot = () => {
     const next = returning.shift();
     if (next) next();
@@ -81,7 +83,8 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
     const slot = { holds: true };
     try {
       // Redis trouble: wait for the episode to end and redo the look (every step is idempotent).
-      await inLook.run(slot, () => ctx.outage.retry(() => advanceJob(ctx, id)));
+      slots.set(id, slot);
+      await ctx.outage.retry(() => advanceJob(ctx, id));
       failures.delete(id);
     } catch (e) {
       const n = (failures.get(id) ?? 0) + 1;
@@ -90,6 +93,7 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
       ctx.log.warn({ err: e, jobId: id, attempt: n, retryInMs: delay }, "job step failed; will look again");
       await ctx.outage.retry(() => ctx.advance.ring([id], Date.now() + delay)).catch(() => undefined);
     } finally {
+      slots.delete(id);
       running.delete(id);
       finished.push(id);
       if (slot.holds) giveSlot();
@@ -97,8 +101,8 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
     }
   };
 
-  const outsideSlot = async <T>(work: () => Promise<T>): Promise<T> => {
-    const slot = inLook.getStore();
+  const outsideSlot = async <T>(jobId: string, work: () => Promise<T>): Promise<T> => {
+    const slot = slots.get(jobId);
     if (!slot?.holds) return work();
     slot.holds = false;
     giveSlot();

@@ -36,12 +36,17 @@ export interface JemContext {
   jobLockMs: number;
   /** The Redis outage episode (outage.ts): loops report Redis trouble here and wait for its end. */
   outage: import("@ce/store").RedisOutage;
-  /** Runs a wait on the batch system without holding an advance-loop slot (advance-loop.ts); absent: just runs it. */
-  outsideSlot?: (<T>(work: () => Promise<T>) => Promise<T>) | undefined;
+  /** Runs a wait on the batch system for a job without its look holding an advance-loop slot (advance-loop.ts); absent: just runs it. */
+  outsideSlot?: (<T>(jobId: string, work: () => Promise<T>) => Promise<T>) | undefined;
 }
 
 export function jobLog(ctx: JemContext, job: Pick<JobRecord, "id" | "requestId">) {
-  return ctx.log.child(job.requestId ? { jobId: job.id, requestId: job.requestId } : { jobId: job.id });
+  return ctx.log.child(jobFields(job));
+}
+
+/** jobLog's bindings, for a hot line logged once: the same line without building a child logger. */
+export function jobFields(job: Pick<JobRecord, "id" | "requestId">): { jobId: string; requestId?: string } {
+  return job.requestId ? { jobId: job.id, requestId: job.requestId } : { jobId: job.id };
 }
 
 /**

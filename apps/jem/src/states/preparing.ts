@@ -21,7 +21,8 @@ export async function preparing(ctx: JemContext, job: JobRecord): Promise<Step> 
   if (!desc) return moved(await failToFinishing(ctx, job, "Could not process job description", { cause: "internal" }));
   const fail = async (text: string) => moved(await failToFinishing(ctx, job, text, { state: "PREPARING", cause: "internal" }));
 
-  const status = await readInputStatus(ctx, job.id);
+  // Nothing to stage in and no free stage-in: `input_status` cannot change the outcome, no read.
+  const status = desc.inputFiles.length > 0 || desc.freeStageIn ? await readInputStatus(ctx, job.id) : { paths: new Set<string>(), complete: false };
   if (!job.pending) {
     // Only the staging worker writes it, and only for remote inputs: no read for upload-only jobs.
     const stagingError = desc.inputFiles.some((f) => f.source) ? await readPrivate(ctx, job.id, "stagein.failed") : undefined;

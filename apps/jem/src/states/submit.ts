@@ -81,7 +81,7 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   let localId: string;
   try {
     // The bulk script (and a rate limit) is waited for without an advance slot: the rest of a burst gets on.
-    ({ localId } = ctx.outsideSlot ? await ctx.outsideSlot(() => backend.submit(spec)) : await backend.submit(spec));
+    ({ localId } = ctx.outsideSlot ? await ctx.outsideSlot(job.id, () => backend.submit(spec)) : await backend.submit(spec));
   } catch (e) {
     // Not failed, only not known yet (an earlier attempt still in flight, no answer): the marker
     // stays and the next attempt asks again under the same tag.

@@ -1,6 +1,6 @@
 import { canMove, formatStatusFile, IllegalMoveError, type InternalState, type LrmsState } from "@ce/model";
 import type { JobChange, JobRecord } from "@ce/store";
-import { jobLog, type JemContext } from "../context.js";
+import { jobFields, jobLog, type JemContext } from "../context.js";
 import { afterTransition } from "../limits.js";
 
 export const KILL_TEXT = "Job is canceled by external request";
@@ -37,7 +37,6 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   }
   const from = formatStatusFile(job.state, job.pending);
   const toWord = job.state === to && pending ? `${to}(PENDING)` : formatStatusFile(to, pending);
-  const log = jobLog(ctx, job);
   try {
     // `errors` first: after a crash between the two, `repairControlFiles` sees the stale status
     // and knows from the log that the line was already written.
@@ -47,10 +46,11 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
     if (opts.failedLine) await ctx.control.append(job.id, "failed", opts.failedLine);
   } catch (e) {
     // Redis already holds the truth; a missing control file is repaired by the next transition.
-    log.warn({ err: e }, "control files not updated after state change");
+    jobLog(ctx, job).warn({ err: e }, "control files not updated after state change");
   }
-  log.info({ from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason }, "state change");
-  await afterTransition(ctx, job, next).catch((e: unknown) => log.warn({ err: e }, "wake-up of pending jobs failed"));
+  // Same line as jobLog(...).info (child bindings come first), without a child logger per move.
+  ctx.log.info({ ...jobFields(job), from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason }, "state change");
+  await afterTransition(ctx, job, next).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "wake-up of pending jobs failed"));
   return next;
 }
 
