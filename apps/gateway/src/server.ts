@@ -4,10 +4,9 @@ import { createServer as createHttpServer, type Server as HttpServer } from "nod
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { Redis } from "ioredis";
 import pino, { type Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { AdvanceSet, ControlDir, DelegationStore, JobStore, connectRedis, keepConnected, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
+import { AdvanceSet, ControlDir, DelegationStore, JobStore, connectRedis, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
@@ -111,8 +110,6 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     q.on("error", (err: unknown) => {
       if (!outageOf({ redis, config, logger }).report(err)) logger.warn({ err }, "queue error");
     });
-    // BullMQ's own client can be ended by a Sentinel failover like ours (connection.ts keepConnected).
-    if (config.redis.mode !== "cluster") void q.client.then((c) => keepConnected(c as unknown as Redis, () => q.closing !== undefined), () => undefined);
   }
   return {
     config,

@@ -129,15 +129,14 @@ export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClie
   const daemon = role !== "ceadm";
   if (daemon) keepConnected(redis, () => closing);
   const bullOptions: RedisOptions = { ...(cfg.mode === "sentinel" ? base : (bullConnection(cfg.url, auth) as RedisOptions)), ...BULL_OPTIONS[role] };
-  // The JEM's queues and workers: BullMQ would open its own unguarded connections from options; a
-  // shared client whose duplicates (the workers' blocking connections) are guarded too instead.
-  // (The gateway guards its queues' clients itself, apps/gateway/src/server.ts.)
+  // The daemons' queues and workers: BullMQ would open its own unguarded connections from options;
+  // one shared client instead, whose duplicates (the workers' blocking connections) are guarded too.
   let bull: Redis | undefined;
   const bullClient = () => (bull ??= guardedBullClient(bullOptions));
   return {
     redis,
     get bull(): ConnectionOptions {
-      return role === "jem" ? bullClient() : bullOptions;
+      return daemon ? bullClient() : bullOptions;
     },
     subscriber: () => {
       const sub = redis.duplicate({ lazyConnect: true, enableReadyCheck: false });
@@ -168,7 +167,7 @@ export const RECONNECT_AFTER_END_MS = 500;
  * disconnect makes the connector's pending connect() reject ("Connection is closed.") and the
  * client goes to status "end" instead of retrying, so every later command fails at once — a
  * gateway answered 503 to everything after a failover until it was restarted
- * (tests/ha/sentinel.test.ts). Also used for BullMQ's clients (`q.client`).
+ * (tests/ha/sentinel.test.ts). BullMQ's shared client and its duplicates: keepConnectedUntilClosed.
  */
 export function keepConnected(redis: Redis, closing: () => boolean = () => false): void {
   redis.on("end", () => {
