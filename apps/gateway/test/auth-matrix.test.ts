@@ -198,6 +198,24 @@ describe("precedence and identity", () => {
     expect(rec?.owner).toBe(`${idp.issuer}/user-1`);
   });
 
+  it("a verified token is remembered only for its exact bytes and never past its expiry", async () => {
+    const token = await idp.mint();
+    expect((await call({ expect: "ok" }, "GET", "/1.1/jobs", { token })).status).toBe(200);
+    // Same header and payload, one signature character changed, right after the original was admitted.
+    const [h, p, sig] = token.split(".");
+    const forged = `${h}.${p}.${sig!.slice(0, 10)}${sig![10] === "A" ? "B" : "A"}${sig!.slice(11)}`;
+    const bad = await call({ expect: 401 }, "GET", "/1.1/jobs", { token: forged });
+    expect(bad.status).toBe(401);
+    expect(JSON.parse(bad.text).reason).toMatch(/Invalid token/);
+    // Still valid within the 60 s leeway for a second or two: admitted now, refused once past it.
+    const ending = await idp.mint({ exp: now() - 58 });
+    expect((await call({ expect: "ok" }, "GET", "/1.1/jobs", { token: ending })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const late = await call({ expect: 401 }, "GET", "/1.1/jobs", { token: ending });
+    expect(late.status).toBe(401);
+    expect(JSON.parse(late.text).reason).toMatch(/expired/);
+  });
+
   it("the Bearer prefix is case-insensitive; other schemes are no credential", async () => {
     const token = await idp.mint();
     expect((await call({ expect: "ok" }, "GET", "/1.1/jobs", { headers: { authorization: `bEaReR ${token}` } })).status).toBe(200);
