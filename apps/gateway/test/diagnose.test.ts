@@ -121,12 +121,18 @@ describe("E7 diagnose files", () => {
     const b = await h.raw("GET", diag("errors", "00000000-0000-4000-8000-000000000000"), { headers: { accept: "application/json" } });
     expect(a.status).toBe(404);
     expect(a.text).toBe(b.text);
-    // xml is rendered from the record (not a file): the same ownership check, nothing of theirs leaks.
-    for (const id of [other, "00000000-0000-4000-8000-000000000000", "..%2F..%2Fetc", "x".repeat(5000)]) {
-      const x = await h.raw("GET", diag("xml", id), { headers: { accept: "application/json" } });
-      expect(x.status, id.slice(0, 40)).toBe(404);
-      expect(x.text).not.toContain(other);
+    // xml, input and output are rendered (from the record, from spec): the same ownership check,
+    // nothing of theirs leaks.
+    await h.services.control.write(other, "spec", JSON.stringify({ inputFiles: [{ name: "in", source: "https://secret.example/theirs" }] }));
+    for (const type of ["xml", "input", "output"]) {
+      for (const id of [other, "00000000-0000-4000-8000-000000000000", "..%2F..%2Fetc", "x".repeat(5000)]) {
+        const x = await h.raw("GET", diag(type, id), { headers: { accept: "application/json" } });
+        expect(x.status, `${type} ${id.slice(0, 40)}`).toBe(404);
+        expect(x.text).not.toContain(other);
+        expect(x.text).not.toContain("secret.example");
+      }
     }
+    expect((await h.raw("GET", diag("input"), { headers: { "x-test-scopes": "compute.modify" } })).status).toBe(403);
     expect((await h.raw("GET", diag("xml"), { headers: { "x-test-scopes": "compute.modify" } })).status).toBe(403);
     expect((await h.raw("GET", diag("errors"), { headers: { "x-test-scopes": "compute.modify" } })).status).toBe(403);
     expect((await h.raw("GET", diag("errors"), { headers: { "x-test-scopes": "compute.read" } })).status).toBe(200);
