@@ -1,3 +1,4 @@
+import { connect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, type TestGateway, XRSL } from "./harness.js";
 
@@ -47,5 +48,18 @@ describe("session files over the real gateway", () => {
     const res = await t.request("POST", `${t.rest}/1.0/jobs/${id}/session/x`, { body: "" });
     expect(res.status).toBe(405);
     expect(res.headers.allow).toBe("GET, HEAD, PUT, DELETE, PROPFIND");
+  });
+
+  it("the server's suite order wins: AES-128-GCM over a client's AES-256-GCM-first list (TLS 1.3 and 1.2)", async () => {
+    const negotiated = (o: { maxVersion?: "TLSv1.2" }) =>
+      new Promise<string>((resolve, reject) => {
+        const s = connect({ host: "127.0.0.1", port: t.gw.port, rejectUnauthorized: false, ...o }, () => {
+          resolve(s.getCipher().name);
+          s.end();
+        });
+        s.on("error", reject);
+      });
+    expect(await negotiated({})).toBe("TLS_AES_128_GCM_SHA256");
+    expect(await negotiated({ maxVersion: "TLSv1.2" })).toMatch(/^ECDHE-(RSA|ECDSA)-AES128-GCM-SHA256$/);
   });
 });
