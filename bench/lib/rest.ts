@@ -5,6 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { Agent, request, type RequestOptions } from "node:https";
+import type { ConnectionOptions } from "node:tls";
+import { countGet } from "./count-get.js";
 
 export interface Reply {
   status: number;
@@ -28,10 +30,12 @@ export class RestClient {
   readonly agent: Agent;
   private readonly url: URL;
   private readonly root: string;
+  private readonly tls: ConnectionOptions;
 
   constructor(o: ClientOptions) {
     const pem = readFileSync(o.credFile);
-    this.agent = new Agent({ keepAlive: true, maxSockets: o.sockets ?? 4, cert: pem, key: pem, ca: readFileSync(o.caFile), servername: "localhost" });
+    this.tls = { cert: pem, key: pem, ca: readFileSync(o.caFile), servername: "localhost" };
+    this.agent = new Agent({ keepAlive: true, maxSockets: o.sockets ?? 4, ...this.tls });
     this.url = new URL(o.base);
     this.root = `${this.url.pathname.replace(/\/$/, "")}/rest/${o.version ?? "1.0"}`;
   }
@@ -86,18 +90,10 @@ export class RestClient {
     });
   }
 
-  /** GET of a (large) body, counted and dropped. */
+  /** GET of a (large) body, counted and dropped: its own connection, read into one buffer (count-get.ts). */
   getCount(path: string): Promise<{ status: number; bytes: number }> {
-    return new Promise((resolve, reject) => {
-      const req = request(this.opts("GET", path, { accept: "*/*" }), (res) => {
-        let bytes = 0;
-        res.on("data", (d: Buffer) => (bytes += d.length));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, bytes }));
-        res.on("error", reject);
-      });
-      req.on("error", reject);
-      req.end();
-    });
+    const o = this.opts("GET", path, {});
+    return countGet(this.url.hostname, Number(this.url.port || 443), o.path!, this.tls);
   }
 
   close(): void {
