@@ -167,18 +167,18 @@ describe("update refuses moves outside the table (packages/model ALLOWED_MOVES)"
   });
 });
 
-describe("statusMany (lua/status-many.lua)", () => {
-  it("owner and REST state per id in order; a missing id gives undefined", async () => {
+describe("statesOwnedBy (lua/status-many.lua)", () => {
+  it("REST state per id in order for the owner's jobs; a missing id and another owner's job give undefined", async () => {
     const [a, b] = [rec("alice"), rec("bob")];
     await jobs.create([a, b], 100);
     await jobs.update(a, { pending: true });
-    expect(await jobs.statusMany([b.id, "nope", a.id, b.id])).toEqual([
-      { owner: "bob", rest: "ACCEPTING" },
-      undefined,
-      { owner: "alice", rest: "ACCEPTED" },
-      { owner: "bob", rest: "ACCEPTING" },
-    ]);
-    expect(await jobs.statusMany([])).toEqual([]);
+    expect(await jobs.statesOwnedBy([b.id, "nope", a.id, b.id], "bob")).toEqual(["ACCEPTING", undefined, undefined, "ACCEPTING"]);
+    expect(await jobs.statesOwnedBy([b.id, "nope", a.id, b.id], "alice")).toEqual([undefined, undefined, "ACCEPTED", undefined]);
+    // The owner is compared exactly (no prefix, case or pattern match).
+    expect(await jobs.statesOwnedBy([a.id, b.id], "alic")).toEqual([undefined, undefined]);
+    expect(await jobs.statesOwnedBy([a.id], "ALICE")).toEqual([undefined]);
+    expect(await jobs.statesOwnedBy([a.id], "alice*")).toEqual([undefined]);
+    expect(await jobs.statesOwnedBy([], "alice")).toEqual([]);
   });
 });
 

@@ -9,6 +9,7 @@ import {
   type LocalUser,
   isInternalState,
   isRestState,
+  ACTIVE_REST_STATES,
   canMove,
   IllegalMoveError,
 } from "@ce/model";
@@ -99,6 +100,18 @@ const NUM = new Set([
 const BOOL = new Set(["pending", "killRequested", "cleanRequested", "restartRequested"]);
 const JSON_FIELDS = new Set(["summary", "localUser", "fqans"]);
 
+/** Limits of one atomic create (`createBounded`). */
+export interface CreateLimits {
+  maxTotal: number;
+  minRequired?: number | undefined;
+  /** The owner's quota (0 = none). */
+  maxPerOwner?: number | undefined;
+  /** `jobs.maxActivePerOwner`, checked for records created in PREPARING (0 = none). */
+  maxActivePerOwner?: number | undefined;
+  /** When records created in PREPARING are due for the JEM (their upload deadline, ms). */
+  admittedDue?: number | undefined;
+}
+
 export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(r)) {
@@ -176,17 +189,25 @@ export class JobStore {
 
   /**
    * As `create`, and says which limit stopped it: the CE-wide `maxTotal` or the owner's quota
-   * (`maxPerOwner`, 0 = none). WIPED records count against neither.
+   * (`maxPerOwner`, 0 = none). WIPED records count against neither. Records admitted at creation
+   * (PREPARING) that would take their owner past `maxActivePerOwner`: none created, "active".
    */
-  async createBounded(records: JobRecord[], o: { maxTotal: number; minRequired?: number; maxPerOwner?: number }): Promise<{ created: number; limitedBy?: "total" | "owner" }> {
+  async createBounded(records: JobRecord[], o: CreateLimits): Promise<{ created: number; limitedBy?: "total" | "owner" | "active" }> {
     if (records.length === 0) return { created: 0 };
     const k = this.keys;
+    // With `admittedDue`, records in PREPARING are admitted at creation (@ce/model CREATION_STATES):
+    // all of one owner, whose active count the script checks.
+    const admitted = o.admittedDue === undefined ? [] : records.filter((r) => r.state === "PREPARING" && !r.pending);
+    const admitOwner = admitted[0]?.ownerKey;
+    if (admitted.some((r) => r.ownerKey !== admitOwner)) throw new Error("createBounded: jobs admitted at creation must all be of one owner");
+    const active = admitOwner === undefined ? [] : ACTIVE_REST_STATES.map((s) => k.ownerRest(admitOwner, s));
     const payload = records.map((r) => JSON.stringify(encodeRecord(r)));
-    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell()];
+    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), ...active];
     for (const r of records) keys.push(k.job(r.id), k.owner(r.ownerKey), k.ownerRest(r.ownerKey, "WIPED"), k.ownerRest(r.ownerKey, r.rest), k.internal(r.state), k.rest(r.rest));
-    const res = await runScript(this.redis, "ceCreateJobs", keys, [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, ...payload]);
+    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0];
+    const res = await runScript(this.redis, "ceCreateJobs", keys, [...args, ...payload]);
     const [n, by] = res as unknown as [number, string];
-    return by === "total" || by === "owner" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
+    return by === "total" || by === "owner" || by === "active" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
   }
 
   async get(id: string): Promise<JobRecord | undefined> {
@@ -211,18 +232,17 @@ export class JobStore {
   }
 
   /**
-   * Owner and REST state only (bulk status: the hottest read of the CE): one script call
-   * (lua/status-many.lua) reading two fields per job, instead of whole records decoded per id.
-   * Missing ids give `undefined`.
+   * REST state of each id the owner holds (bulk status: the hottest read of the CE): one script
+   * call (lua/status-many.lua) that reads two fields per job and compares the owner in Redis,
+   * answering one short string instead of whole records or owner DNs. A missing id and another
+   * owner's job both give `undefined`.
    */
-  async statusMany(ids: readonly string[]): Promise<({ owner: string; rest: RestState } | undefined)[]> {
+  async statesOwnedBy(ids: readonly string[], owner: string): Promise<(RestState | undefined)[]> {
     if (ids.length === 0) return [];
-    const flat = (await runScript(this.redis, "ceStatusMany", ids.map((id) => this.keys.job(id)), [])) as (string | null)[];
-    return ids.map((_, i) => {
-      const owner = flat[2 * i];
-      const rest = flat[2 * i + 1];
-      return owner && rest && isRestState(rest) ? { owner, rest } : undefined;
-    });
+    const reply = (await runScript(this.redis, "ceStatusMany", ids.map((id) => this.keys.job(id)), [owner])) as string;
+    const states = reply.split(",");
+    if (states.length !== ids.length) throw new Error(`status-many: ${states.length} states for ${ids.length} ids`);
+    return states.map((s) => (isRestState(s) ? s : undefined));
   }
 
   /** One round trip for any number of ids; missing ids give `undefined` in their position. */

@@ -89,14 +89,15 @@ export async function runBulk(
 }
 
 /**
- * The status action: only owner and state are needed, two fields per id in one script call, not
- * whole records. Every item has a state ("None" for a job not found, as A-REX answers).
+ * The status action: only the states of the caller's own jobs are read, compared with the caller
+ * in Redis (one script call, not whole records). Every item has a state ("None" for a job not
+ * found, as A-REX answers); another owner's job answers exactly like a missing one.
  */
 export async function bulkStatus(s: Services, ids: readonly string[], identity: Identity): Promise<StatusItem[]> {
-  const states = await s.jobs.statusMany(ids);
+  const states = await s.jobs.statesOwnedBy(ids, identity.subject);
   return ids.map((id, i) => {
-    const r = states[i];
-    return r && r.owner === identity.subject ? { statusCode: 200, reason: "OK", id, state: r.rest } : { statusCode: 404, reason: "Job not found", id, state: STATE_NONE };
+    const rest = states[i];
+    return rest ? { statusCode: 200, reason: "OK", id, state: rest } : { statusCode: 404, reason: "Job not found", id, state: STATE_NONE };
   });
 }
 
