@@ -1,11 +1,6 @@
-import type { RestState } from "@ce/model";
+import { ACTIVE_REST_STATES, type RestState } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import type { JemContext } from "./context.js";
-
-/** REST states of an active job (PREPARING…FINISHING incl. pending ones), for the per-owner limit. */
-const ACTIVE_REST: readonly RestState[] = [
-  "PREPARING", "PREPARED", "SUBMITTING", "QUEUING", "RUNNING", "HELD", "EXITINGLRMS", "OTHER", "EXECUTED", "FINISHING", "KILLING",
-];
 
 /**
  * Check-then-move against a limit. Far below the limit (more headroom than all workers of this
@@ -59,7 +54,7 @@ async function sharedCount(ctx: JemContext, name: string, count: () => Promise<n
 }
 
 export async function activeOfOwner(ctx: JemContext, owner: string): Promise<number> {
-  return ctx.jobs.countOwnerRest(owner, ACTIVE_REST);
+  return ctx.jobs.countOwnerRest(owner, ACTIVE_REST_STATES);
 }
 
 /** Jobs in SUBMIT + INLRMS (A-REX maxjobs n2). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { INTERNAL_STATES, type InternalState } from "./states.js";
-import { ALLOWED_MOVES, canMove, IllegalMoveError, type MoveTarget } from "./transitions.js";
+import { emptyDescription, type JobDescription } from "./description/types.js";
+import { ALLOWED_MOVES, canMove, CREATION_STATES, IllegalMoveError, type MoveTarget, waitsOnlyForUploads } from "./transitions.js";
 
 /** Every move the JEM makes (apps/jem/src/states/*, commands.ts restart, expiry.ts), read from the code. */
 const JEM_MOVES: [InternalState, MoveTarget, string][] = [
@@ -75,5 +76,27 @@ describe("allowed state moves", () => {
     const parked = new IllegalMoveError("x", "DELETED", "FINISHED", true);
     expect(parked.to).toBe("PENDING:FINISHED");
     expect(parked.message).toBe("job x: state move DELETED -> PENDING:FINISHED is not allowed (from DELETED: none)");
+  });
+});
+
+describe("creation states", () => {
+  const upload = { name: "in.dat", executable: false, options: {} };
+  const d = (x: Partial<JobDescription>): JobDescription => ({ ...emptyDescription("nordugrid:xrsl"), executable: "/bin/true", ...x });
+  const now = Date.now();
+
+  it("a record is created ACCEPTED, or PREPARING: the admission move of the table, made at creation", () => {
+    expect(CREATION_STATES).toEqual(["ACCEPTED", "PREPARING"]);
+    for (const s of CREATION_STATES.slice(1)) expect(canMove("ACCEPTED", s)).toBe(true);
+  });
+
+  it("only a job whose admission just starts waiting for client uploads may be created in PREPARING", () => {
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload, { ...upload, name: "b" }] }), now)).toBe(true);
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], startTime: new Date(now - 1) }), now)).toBe(true);
+    expect(waitsOnlyForUploads(d({}), now)).toBe(false); // straight on to the batch system
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload, { ...upload, source: "https://x/a" }] }), now)).toBe(false); // a download
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], freeStageIn: true }), now)).toBe(false); // parks
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], dryRun: true }), now)).toBe(false);
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], startTime: new Date(now + 60_000) }), now)).toBe(false);
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], startTime: new Date(Number.NaN) }), now)).toBe(false);
   });
 });

@@ -6,7 +6,8 @@
  * came from being PENDING or not does not matter. Removing a record (clean, expiry of a WIPED
  * record) is not a move and is not listed.
  */
-import type { InternalState } from "./states.js";
+import type { JobDescription } from "./description/types.js";
+import type { InternalState, RestState } from "./states.js";
 
 /** A move's target as the `status` file spells it: `STATE` or `PENDING:STATE`. */
 export type MoveTarget = InternalState | `PENDING:${InternalState}`;
@@ -34,6 +35,38 @@ export const ALLOWED_MOVES: Readonly<Record<InternalState, readonly MoveTarget[]
   // Terminal: the record is only ever removed.
   DELETED: [],
 };
+
+/**
+ * The states a record is created in: ACCEPTED (the JEM admits it), or PREPARING — the move
+ * ACCEPTED -> PREPARING above, made by the atomic create script (@ce/store create.lua) under the
+ * same per-owner limit the JEM applies, for a job whose admission would only start a wait for
+ * client uploads (`waitsOnlyForUploads`). Such a job costs the JEM nothing until an upload
+ * completes or its upload deadline passes.
+ */
+export const CREATION_STATES: readonly InternalState[] = ["ACCEPTED", "PREPARING"];
+
+/** The `errors` reason of the admission move (A-REX wording), whoever makes it. */
+export const ADMISSION_REASON = "Starting job processing";
+
+/**
+ * REST states of an active job (PREPARING…FINISHING incl. pending ones): what counts against
+ * `jobs.maxActivePerOwner`, for the JEM's admission and for admission at creation alike.
+ */
+export const ACTIVE_REST_STATES: readonly RestState[] = [
+  "PREPARING", "PREPARED", "SUBMITTING", "QUEUING", "RUNNING", "HELD", "EXITINGLRMS", "OTHER", "EXECUTED", "FINISHING", "KILLING",
+];
+
+/**
+ * True when admitting the job would do nothing but start waiting for client uploads, so it may be
+ * created in PREPARING: no dry run and no start time ahead (the JEM's ACCEPTED handler acts on
+ * those), no remote input and no free stage-in (PREPARING would start a download or park), and at
+ * least one file the client uploads (else PREPARING would move straight on to the batch system).
+ */
+export function waitsOnlyForUploads(d: Pick<JobDescription, "dryRun" | "startTime" | "freeStageIn" | "inputFiles">, now: number): boolean {
+  if (d.dryRun || d.freeStageIn || d.inputFiles.length === 0) return false;
+  if (d.startTime !== undefined && !(d.startTime.getTime() <= now)) return false;
+  return d.inputFiles.every((f) => !f.source);
+}
 
 /** The target word of a move, as `formatStatusFile` writes it. */
 export const moveTarget = (to: InternalState, pending = false): MoveTarget => (pending ? `PENDING:${to}` : to);

@@ -119,7 +119,7 @@ export class ControlDir {
 
   /** Appends a state-change line to `errors` the way A-REX does, for users reading diagnose/errors. */
   async logState(id: string, from: string, to: string, reason: string): Promise<void> {
-    await this.append(id, "errors", `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} Job state change ${from} -> ${to}   Reason: ${reason}`);
+    await this.append(id, "errors", stateLine(from, to, reason));
   }
 
   async removeSession(id: string): Promise<void> {
@@ -158,6 +158,11 @@ export class ControlDir {
   async openForRead(id: string, name: ControlFile) {
     return open(this.file(id, name), constants.O_RDONLY | constants.O_NOFOLLOW);
   }
+}
+
+/** An `errors` line of a state change, A-REX style (with its newline). */
+export function stateLine(from: string, to: string, reason: string, at = new Date()): string {
+  return `${at.toISOString().replace(/\.\d+Z$/, "Z")} Job state change ${from} -> ${to}   Reason: ${reason}\n`;
 }
 
 /** `.local`-style `key=value` lines. Values are single-line; newlines are escaped. */

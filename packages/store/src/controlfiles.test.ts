@@ -32,9 +32,9 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-function newJob(d: Partial<JobDescription> = {}): NewJob {
+function newJob(d: Partial<JobDescription> = {}, owner = "/CN=ctl"): NewJob {
   const description: JobDescription = { ...emptyDescription("emies:adl"), executable: "/bin/true", ...d };
-  const record = JobStore.newRecord({ id: randomUUID(), owner: "/CN=ctl", queue: "main", backend: "fork", language: description.language, rerun: 0, lifetime: 60, delegations: [] });
+  const record = JobStore.newRecord({ id: randomUUID(), owner, queue: "main", backend: "fork", language: description.language, rerun: 0, lifetime: 60, delegations: [] });
   return {
     record,
     files: {
@@ -93,6 +93,65 @@ describe("createJobs: mark → files → commit → notify", () => {
     expect(r.outcomes).toEqual(["created", "limited", "limited"]);
     expect(r.limitedBy).toBe("total");
     for (const j of many.slice(1)) expect(existsSync(control.jobDir(j.record.id))).toBe(false);
+  });
+});
+
+describe("createJobs: admission at creation (@ce/model CREATION_STATES)", () => {
+  const upload = { inputFiles: [{ name: "in.dat", executable: false, options: {} }] };
+  const admit = (maxActivePerOwner: number) => ({ maxActivePerOwner, uploadTimeoutMs: 600_000 });
+
+  it("a job that only waits for uploads is created in PREPARING, due at its upload deadline, with its errors line; others stay ACCEPTED, due now", async () => {
+    const owner = `/CN=adm-${randomUUID()}`;
+    const [waits, remote, dry, none, later] = [
+      newJob(upload, owner),
+      newJob({ inputFiles: [{ name: "r", executable: false, options: {}, source: "https://x/r" }, ...upload.inputFiles] }, owner),
+      newJob({ ...upload, dryRun: true }, owner),
+      newJob({}, owner),
+      newJob({ ...upload, startTime: new Date(Date.now() + 3_600_000) }, owner),
+    ];
+    const t0 = Date.now();
+    const r = await createJobs({ control, jobs }, [waits, remote, dry, none, later], { maxTotal: 1_000_000, admit: admit(100) });
+    expect(r.outcomes.every((o) => o === "created")).toBe(true);
+    expect(r.committed.map((c) => c.rest)).toEqual(["PREPARING", "ACCEPTING", "ACCEPTING", "ACCEPTING", "ACCEPTING"]);
+    const rec = (await jobs.get(waits.record.id))!;
+    expect([rec.state, rec.rest, rec.stateSince === rec.created]).toEqual(["PREPARING", "PREPARING", true]);
+    expect(await control.read(waits.record.id, "status")).toBe("PREPARING\n");
+    expect(await control.read(waits.record.id, "errors")).toMatch(/^\S+Z Job state change ACCEPTED -> PREPARING {3}Reason: Starting job processing\n$/);
+    expect(await redis.smembers(jobs.keys.ownerRest(rec.ownerKey, "PREPARING"))).toEqual([waits.record.id]);
+    const due = Number(await redis.zscore(jobs.keys.advanceDue(), waits.record.id));
+    expect(due).toBeGreaterThanOrEqual(t0 + 600_000);
+    for (const j of [remote, dry, none, later]) {
+      expect((await jobs.get(j.record.id))?.state).toBe("ACCEPTED");
+      expect(await control.read(j.record.id, "status")).toBe("ACCEPTED\n");
+      expect(await control.read(j.record.id, "errors")).toBeUndefined();
+      expect(Number(await redis.zscore(jobs.keys.advanceDue(), j.record.id))).toBeLessThanOrEqual(Date.now());
+    }
+  });
+
+  it("an owner at maxActivePerOwner gets ACCEPTED jobs (files rewritten before the commit), for the JEM to admit", async () => {
+    const owner = `/CN=adm-${randomUUID()}`;
+    const first = await createJobs({ control, jobs }, [newJob(upload, owner), newJob(upload, owner)], { maxTotal: 1_000_000, admit: admit(3) });
+    expect(first.committed.map((c) => c.state)).toEqual(["PREPARING", "PREPARING"]);
+    // Two active, limit 3: two more would pass it, so neither is admitted (all or none per call).
+    const more = [newJob(upload, owner), newJob(upload, owner)];
+    const r = await createJobs({ control, jobs }, more, { maxTotal: 1_000_000, admit: admit(3) });
+    expect(r.outcomes).toEqual(["created", "created"]);
+    expect(r.limitedBy).toBeUndefined();
+    for (const j of more) {
+      expect((await jobs.get(j.record.id))?.rest).toBe("ACCEPTING");
+      expect(await control.read(j.record.id, "status")).toBe("ACCEPTED\n");
+      expect(await control.read(j.record.id, "errors")).toBeUndefined();
+    }
+    const one = await createJobs({ control, jobs }, [newJob(upload, owner)], { maxTotal: 1_000_000, admit: admit(3) });
+    expect(one.committed[0]?.state).toBe("PREPARING");
+  });
+
+  it("admits only the first owner's jobs of a call; without `admit` every job is ACCEPTED", async () => {
+    const [a, b] = [newJob(upload, `/CN=adm-${randomUUID()}`), newJob(upload, `/CN=adm-${randomUUID()}`)];
+    const r = await createJobs({ control, jobs }, [a, b], { maxTotal: 1_000_000, admit: admit(100) });
+    expect(r.committed.map((c) => c.state)).toEqual(["PREPARING", "ACCEPTED"]);
+    const c = await createJobs({ control, jobs }, [newJob(upload)], { maxTotal: 1_000_000 });
+    expect(c.committed[0]?.state).toBe("ACCEPTED");
   });
 });
 

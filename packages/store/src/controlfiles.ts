@@ -1,3 +1,4 @@
+import { toRestState, waitsOnlyForUploads } from "@ce/model";
 import type { ControlDir, ControlFile } from "./controldir.js";
 import { appendInputs } from "./inputstatus.js";
 import type { JobRecord, JobStore } from "./jobs.js";
@@ -17,9 +18,9 @@ export const CONTROL_FILE_WRITERS: Readonly<Record<ControlFile, string>> = {
   input: "nobody: rendered from spec on demand (diagnose/input)",
   output: "nobody: rendered from spec on demand (diagnose/output)",
   local: "gateway, at creation (wx); then only the JEM rewrites it (localid, mapping) by rename",
-  status: "gateway, at creation (wx, last file: ACCEPTED); then only the JEM (each state move) by rename",
+  status: "gateway, at creation (wx, last file: ACCEPTED, or PREPARING when admitted at creation); then only the JEM (each state move) by rename",
   input_status: "APPEND-ONLY (absent until its first line), both: gateway on a completed upload, JEM on a download and on restart (-/ lines)",
-  errors: "JEM, append (state changes, staging log)",
+  errors: "gateway, at creation (wx) when admitted at creation (its ACCEPTED -> PREPARING line); then the JEM, append (state changes, staging log)",
   failed: "JEM, append on failure; removed on restart",
   xml: "JEM, by rename at each state move",
   output_status: "JEM, append (uploads done at FINISHING)",
@@ -51,6 +52,13 @@ export interface CreateJobsOptions {
   /** All or nothing below this many (instances_min); default: every job. */
   minRequired?: number | undefined;
   maxPerOwner?: number | undefined;
+  /**
+   * Admission at creation (@ce/model CREATION_STATES): a job that would only wait for client
+   * uploads (`waitsOnlyForUploads`) is created in PREPARING, due for the JEM at its upload deadline,
+   * while its owner stays within `maxActivePerOwner` (checked in the atomic create). Absent: every
+   * job is created in ACCEPTED for the JEM to admit.
+   */
+  admit?: { maxActivePerOwner: number; uploadTimeoutMs: number } | undefined;
   /** Parallel file creation: enough to keep libuv's pool busy without flooding a shared file system. */
   concurrency?: number | undefined;
   /** After the commit: delegation binding (the JEM's work list is part of the commit itself). Its failure is reported, not thrown (the jobs exist). */
@@ -81,11 +89,12 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
   const concurrency = o.concurrency ?? 32;
   const ids = jobs.map((j) => j.record.id);
   const removeAll = (recs: readonly JobRecord[]) => mapLimit(recs, concurrency, (r) => control.removeAll(r.id).catch(() => undefined));
+  const records = admitAtCreation(jobs, o.admit);
   await store.jobs.markCreating(ids);
   try {
-    const written = await mapLimit(jobs, concurrency, async (j) => {
+    const written = await mapLimit(jobs, concurrency, async (j, i) => {
       try {
-        await writeJobFiles(control, j.files);
+        await writeJobFiles(control, j.files, records[i]!.state === "PREPARING" ? "PREPARING" : "ACCEPTED");
         return true;
       } catch (err) {
         warn("writing control files failed", err, j.record.id);
@@ -93,15 +102,25 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
         return false;
       }
     });
-    const ready = jobs.filter((_, i) => written[i]).map((j) => j.record);
+    let ready = records.filter((_, i) => written[i]);
     if (ready.length < minRequired) {
       await removeAll(ready);
       return { outcomes: jobs.map(() => "files-failed"), committed: [] };
     }
     let created: number;
-    let limitedBy: "total" | "owner" | undefined;
+    let limitedBy: "total" | "owner" | "active" | undefined;
+    const commit = () => store.jobs.createBounded(ready, {
+      maxTotal: o.maxTotal, minRequired, maxPerOwner: o.maxPerOwner ?? 0,
+      maxActivePerOwner: o.admit?.maxActivePerOwner, admittedDue: o.admit ? Date.now() + o.admit.uploadTimeoutMs : undefined,
+    });
     try {
-      ({ created, limitedBy } = await store.jobs.createBounded(ready, { maxTotal: o.maxTotal, minRequired, maxPerOwner: o.maxPerOwner ?? 0 }));
+      ({ created, limitedBy } = await commit());
+      if (limitedBy === "active") {
+        // The owner is at its active limit: the admitted jobs go back to ACCEPTED (files first,
+        // nothing reads them before the commit) and wait for the JEM's admission like any other.
+        ready = await mapLimit(ready, concurrency, (r) => (r.state === "PREPARING" ? unadmit(control, r) : Promise.resolve(r)));
+        ({ created, limitedBy } = await commit());
+      }
     } catch (err) {
       await removeAll(ready);
       throw new JobCommitError(err);
@@ -110,10 +129,31 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
     await removeAll(ready.slice(created));
     if (o.notify && committed.length > 0) await o.notify(committed).catch((err: unknown) => warn("notification after commit failed", err));
     const ok = new Set(committed.map((r) => r.id));
-    return { outcomes: jobs.map((j, i) => (ok.has(j.record.id) ? "created" : written[i] ? "limited" : "files-failed")), committed, limitedBy };
+    return { outcomes: jobs.map((j, i) => (ok.has(j.record.id) ? "created" : written[i] ? "limited" : "files-failed")), committed, limitedBy: limitedBy === "active" ? undefined : limitedBy };
   } finally {
     await store.jobs.doneCreating(ids).catch((err: unknown) => warn("creating marks not cleared", err));
   }
+}
+
+/** The records to create: PREPARING for the jobs admitted at creation (one owner per call: the first such job's). */
+function admitAtCreation(jobs: readonly NewJob[], admit: CreateJobsOptions["admit"]): JobRecord[] {
+  if (!admit) return jobs.map((j) => j.record);
+  const now = Date.now();
+  let owner: string | undefined;
+  return jobs.map(({ record: r, files }) => {
+    if (r.state !== "ACCEPTED" || r.pending || !waitsOnlyForUploads(files.description, now)) return r;
+    owner ??= r.ownerKey;
+    if (r.ownerKey !== owner) return r;
+    const next = { ...r, state: "PREPARING" as const };
+    return { ...next, rest: toRestState(next) };
+  });
+}
+
+/** Back to ACCEPTED before the commit: `status` rewritten, the admission line of `errors` dropped. */
+async function unadmit(control: ControlDir, r: JobRecord): Promise<JobRecord> {
+  await control.write(r.id, "status", "ACCEPTED\n", 0o600);
+  await control.remove(r.id, "errors");
+  return { ...r, state: "ACCEPTED", rest: toRestState({ state: "ACCEPTED", pending: false }) };
 }
 
 /**

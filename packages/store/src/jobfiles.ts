@@ -1,7 +1,7 @@
 import { mkdir, writeFile as writeFileCb } from "node:fs";
 import { promisify } from "node:util";
-import type { InputFile, JobDescription, LocalUser, OutputFile } from "@ce/model";
-import { type ControlDir, type ControlFile, formatKeyValues, mdsTime } from "./controldir.js";
+import { ADMISSION_REASON, type InputFile, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
+import { type ControlDir, type ControlFile, formatKeyValues, mdsTime, stateLine } from "./controldir.js";
 
 // The callback API works on plain fds; fs/promises wraps every file in a FileHandle object,
 // which costs measurable main-thread time when a bulk submission creates hundreds of files.
@@ -116,14 +116,15 @@ export function renderFileList(kind: "input" | "output", specText: string | unde
 export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
 
 /**
- * Creates the job's directories and control files; `status` = ACCEPTED is written last, so a
- * half-written job never looks like a job. `input` and `output` (A-REX's file lists) are not
- * written: they are derived from `spec`, so `diagnose/input|output` renders them on demand
- * (renderFileList); `input_status` comes into being with its first appended line. Three file
- * creations fewer per job. The directories are fresh, so the files are written directly with `wx`
- * (no temp+rename; an existing file is an error, never overwritten).
+ * Creates the job's directories and control files; `status` is written last, so a half-written
+ * job never looks like a job. `input` and `output` (A-REX's file lists) are not written: they are
+ * derived from `spec`, so `diagnose/input|output` renders them on demand (renderFileList);
+ * `input_status` comes into being with its first appended line. The directories are fresh, so the
+ * files are written directly with `wx` (no temp+rename; an existing file is an error, never
+ * overwritten). A job created admitted (PREPARING, @ce/model CREATION_STATES) also gets the
+ * `errors` line of that move, as the JEM would have written it.
  */
-export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Promise<void> {
+export async function writeJobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED" | "PREPARING" = "ACCEPTED"): Promise<void> {
   await Promise.all([
     mkdirP(control.jobDir(j.id), { recursive: true, mode: 0o700 }),
     // Nobody but the CE until the JEM hands it to the mapped account (2770) at submission.
@@ -135,10 +136,11 @@ export async function writeJobFiles(control: ControlDir, j: JobFilesInput): Prom
     ["local", localFile(j, control.sessionDir(j.id))],
   ];
   if (j.description.acl) files.push(["acl", j.description.acl]);
+  if (state === "PREPARING") files.push(["errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now)]);
   await Promise.all(files.map(([name, content]) => writeFile(control.file(j.id, name), content, { mode: 0o600, flag: "wx" })));
   // Nothing reads a job before its Redis record exists (the commit point comes after this), so
   // "last" is enough; no temp file + rename needed.
-  await writeFile(control.file(j.id, "status"), "ACCEPTED\n", { mode: 0o600, flag: "wx" });
+  await writeFile(control.file(j.id, "status"), `${state}\n`, { mode: 0o600, flag: "wx" });
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */

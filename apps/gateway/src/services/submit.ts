@@ -42,7 +42,7 @@ interface Plan {
 
 type Outcome = { kind: "item"; item: BulkItem } | { kind: "plan"; plan: Plan };
 
-const created = (id: string): BulkItem => ({ statusCode: 201, reason: "Created", id, state: "ACCEPTING" });
+const created = (id: string, state: string): BulkItem => ({ statusCode: 201, reason: "Created", id, state });
 const failed = (statusCode: number, reason: string): BulkItem => ({ statusCode, reason });
 const DELEGATION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 /** Reasons quote the offending value; a per-item reason stays short whatever the client sent. */
@@ -209,6 +209,9 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
       },
     })), {
       maxTotal: config.jobs.maxTotal, minRequired, maxPerOwner: config.quotas.jobsPerOwner, concurrency: FILE_CONCURRENCY,
+      // A job that only waits for the client's uploads is created admitted (PREPARING): the JEM
+      // then has nothing to do for it until an upload completes or its upload deadline passes.
+      admit: { maxActivePerOwner: config.jobs.maxActivePerOwner, uploadTimeoutMs: config.jobs.uploadTimeoutSeconds * 1000 },
       notify: (committed) => afterCommit(s, req, committed),
       warn: (what, err, jobId) => req.log.warn({ err, jobId }, what),
     });
@@ -220,8 +223,9 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   }
   const { outcomes, committed, limitedBy } = result;
   if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
+  const restOf = new Map(committed.map((r) => [r.id, r.rest]));
   return records.map((r, i) => {
-    if (outcomes[i] === "created") return created(r.id);
+    if (outcomes[i] === "created") return created(r.id, restOf.get(r.id) ?? r.rest);
     if (outcomes[i] === "files-failed") return failed(500, "Failed to create the job's control files");
     if (limitedBy === "owner") return failed(403, `No more jobs allowed: the per-owner quota quotas.jobsPerOwner (${config.quotas.jobsPerOwner} jobs, WIPED ones not counted) is reached`);
     return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);

@@ -1,3 +1,4 @@
+import { ADMISSION_REASON } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import type { JemContext } from "../context.js";
 import { readSpec } from "../files.js";
@@ -20,6 +21,6 @@ export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
       if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
       return WAIT;
     }
-    return moved(await transition(ctx, job, "PREPARING", { reason: "Starting job processing" }));
+    return moved(await transition(ctx, job, "PREPARING", { reason: ADMISSION_REASON }));
   });
 }

@@ -129,9 +129,9 @@ export async function repairControlFiles(ctx: JemContext, job: JobRecord): Promi
   const want = formatStatusFile(job.state, job.pending);
   // This JEM wrote exactly this status itself: nothing to repair, no file read.
   if (writtenStatus.get(ctx.control)?.get(job.id) === want) return;
-  // Never changed since the gateway created it: the creation sequence wrote `status` (ACCEPTED)
-  // before the record existed, so there is nothing to repair.
-  if (job.updated === job.created && want === "ACCEPTED") return;
+  // Never changed since the gateway created it: the creation sequence wrote `status` (its creation
+  // state, @ce/model CREATION_STATES) before the record existed, so there is nothing to repair.
+  if (job.updated === job.created && (want === "ACCEPTED" || want === "PREPARING")) return;
   const have = ((await ctx.control.read(job.id, "status")) ?? "").trim();
   if (have === want) {
     statusWritten(ctx, job.id, want);

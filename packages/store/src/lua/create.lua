@@ -1,25 +1,34 @@
 -- Atomically create jobs with all their indexes, within the CE-wide job limit and the per-owner quota.
 -- WIPED records (kept only for their final state) count against neither.
 -- KEYS[1] every job (Keys.all), KEYS[2] WIPED jobs (Keys.rest WIPED), KEYS[3] the JEM's due set
--- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), then six keys per record i
--- (base = 4 + 6*(i-1)): +1 the record hash (Keys.job), +2 the owner's jobs (Keys.owner),
--- +3 the owner's WIPED jobs, +4 the owner's jobs in the record's REST state (Keys.ownerRest),
--- +5 the record's internal-state set (Keys.internal), +6 its REST-state set (Keys.rest).
+-- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), KEYS[5..4+A] the admitted owner's
+-- active-state sets (Keys.ownerRest of @ce/model ACTIVE_REST_STATES; A = ARGV[6], may be 0), then six
+-- keys per record i (base = 4 + A + 6*(i-1)): +1 the record hash (Keys.job), +2 the owner's jobs
+-- (Keys.owner), +3 the owner's WIPED jobs, +4 the owner's jobs in the record's REST state
+-- (Keys.ownerRest), +5 the record's internal-state set (Keys.internal), +6 its REST-state set (Keys.rest).
 -- ARGV[1] maxTotal, ARGV[2] minRequired, ARGV[3] now(ms), ARGV[4] maxPerOwner (0 = none),
--- ARGV[5..] JSON job records, in the order of their keys.
+-- ARGV[5] maxActivePerOwner (0 = none), ARGV[6] A, ARGV[7] due time of admitted records (their
+-- upload deadline), ARGV[8..] JSON job records, in the order of their keys.
+-- With ARGV[7] > 0, records in PREPARING (not pending) are admitted at creation (@ce/model
+-- CREATION_STATES); they are all of the owner whose active sets KEYS[5..4+A] are, and become due
+-- at ARGV[7]; every other record is due at once. ARGV[7] = 0: nothing is admitted here.
 -- Returns {created, limitedBy}: the first min(n, room) records are created, or none when fewer than
--- minRequired fit; limitedBy is 'total', 'owner' or '' (everything fitted). Created jobs are due
--- for the JEM in the same step: a committed job is never missing from the JEM's work list.
+-- minRequired fit; limitedBy is 'total', 'owner' or '' (everything fitted). When the admitted records
+-- among them would take the owner past ARGV[5], nothing is created and limitedBy is 'active' (the
+-- caller creates them in ACCEPTED instead, for the JEM to admit). Created jobs are on the JEM's work
+-- list in the same step: a committed job is never missing from it.
 local maxTotal = tonumber(ARGV[1])
 local minRequired = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local maxPerOwner = tonumber(ARGV[4])
-local first = 5
+local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local first = 8
 local n = #ARGV - first + 1
-if #KEYS ~= 4 + 6 * n then return redis.error_reply('create: ' .. #KEYS .. ' keys for ' .. n .. ' records') end
+local base = 4 + nActive
+if #KEYS ~= base + 6 * n then return redis.error_reply('create: ' .. #KEYS .. ' keys for ' .. n .. ' records') end
 local recs = {}
 for i = 1, n do recs[i] = cjson.decode(ARGV[first + i - 1]) end
-local function key(i, k) return KEYS[4 + 6 * (i - 1) + k] end
+local function key(i, k) return KEYS[base + 6 * (i - 1) + k] end
 
 local used = redis.call('ZCARD', KEYS[1]) - redis.call('SCARD', KEYS[2])
 local held = {}
@@ -35,6 +44,17 @@ for i = 1, n do
 end
 if count < minRequired then return {0, limitedBy} end
 
+local function isAdmitted(rec) return admittedDue > 0 and rec.state == 'PREPARING' and rec.pending ~= '1' end
+local admitted = 0
+for i = 1, count do
+  if isAdmitted(recs[i]) then admitted = admitted + 1 end
+end
+if admitted > 0 and maxActive > 0 then
+  local active = 0
+  for a = 1, nActive do active = active + redis.call('SCARD', KEYS[4 + a]) end
+  if active + admitted > maxActive then return {0, 'active'} end
+end
+
 for i = 1, count do
   local rec = recs[i]
   local flat = {}
@@ -45,7 +65,11 @@ for i = 1, count do
   redis.call('SADD', key(i, 4), rec.id)
   redis.call('SADD', key(i, 5), rec.id)
   redis.call('SADD', key(i, 6), rec.id)
-  redis.call('ZADD', KEYS[3], 'LT', now, rec.id)
+  if isAdmitted(rec) then
+    redis.call('ZADD', KEYS[3], 'LT', admittedDue, rec.id)
+  else
+    redis.call('ZADD', KEYS[3], 'LT', now, rec.id)
+  end
 end
-if count > 0 then redis.call('PUBLISH', KEYS[4], '1') end
+if count > admitted then redis.call('PUBLISH', KEYS[4], '1') end
 return {count, limitedBy}
