@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { DelegationStore } from "./delegations.js";
-import { JobStore, type JobRecord } from "./jobs.js";
+import { JobStore, decodeFlatRecord, decodeRecord, encodeRecord, type JobRecord } from "./jobs.js";
 import { Keys, ownerKey } from "./keys.js";
 import { SessionBytes, UploadRanges } from "./quotas.js";
 import { SecretBox } from "./secretbox.js";
@@ -179,6 +179,24 @@ describe("statesOwnedBy (lua/status-many.lua)", () => {
     expect(await jobs.statesOwnedBy([a.id], "ALICE")).toEqual([undefined]);
     expect(await jobs.statesOwnedBy([a.id], "alice*")).toEqual([undefined]);
     expect(await jobs.statesOwnedBy([], "alice")).toEqual([]);
+  });
+});
+
+describe("decodeFlatRecord", () => {
+  it("decodes HGETALL's flat list exactly as decodeRecord decodes the hash, and refuses what it refuses", () => {
+    const full: JobRecord = {
+      ...JobStore.newRecord({ id: "j1", owner: "/CN=a, b", queue: "q", backend: "fork", language: "nordugrid:xrsl", delegations: ["d1", "d2"], rerun: 2, lifetime: 60 }),
+      pending: true, exitCode: 0, failure: "x\ny", summary: { stdout: "o", rtes: ["A-1"] }, fqans: ["/vo"], localUser: { account: "u", uid: 1, gid: 2 } as JobRecord["localUser"], killRequested: true, nodes: "",
+    };
+    const flatOf = (h: Record<string, string>) => Object.entries(h).flat();
+    for (const h of [encodeRecord(full), { ...encodeRecord(full), delegations: "" }, encodeRecord({ id: "j", owner: "o", state: "ACCEPTED", rest: "ACCEPTING" })]) {
+      expect(decodeFlatRecord(flatOf(h))).toEqual(decodeRecord(h));
+    }
+    const bads: Record<string, string>[] = [{ owner: "o", state: "ACCEPTED", rest: "ACCEPTING" }, { id: "j", owner: "o", state: "NOPE", rest: "ACCEPTING" }, { id: "j", owner: "", state: "ACCEPTED", rest: "ACCEPTING" }, { id: "j", owner: "o", state: "ACCEPTED", rest: "x" }];
+    for (const bad of bads) {
+      expect(decodeRecord(bad)).toBeUndefined();
+      expect(decodeFlatRecord(flatOf(bad))).toBeUndefined();
+    }
   });
 });
 

@@ -127,15 +127,30 @@ export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
 export function decodeRecord(h: Record<string, string>): JobRecord | undefined {
   if (!h.id || !h.owner || !isInternalState(h.state ?? "") || !isRestState(h.rest ?? "")) return undefined;
   const r: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(h)) {
-    if (NUM.has(k)) r[k] = Number(v);
-    else if (BOOL.has(k)) r[k] = v === "1";
-    else if (k === "delegations") r[k] = v ? v.split(",") : [];
-    else if (JSON_FIELDS.has(k)) r[k] = safeJson(v);
-    else r[k] = v === "" ? undefined : v;
-  }
+  for (const k in h) r[k] = decodeField(k, h[k]!);
   r.delegations ??= [];
   return r as unknown as JobRecord;
+}
+
+/**
+ * decodeRecord of a record read as a flat `[field, value, ...]` list (HGETALL's shape), without
+ * the intermediate hash: bulk info decodes 100 records per request. A field given twice keeps
+ * its last value, as in a hash.
+ */
+export function decodeFlatRecord(f: readonly string[]): JobRecord | undefined {
+  const r: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < f.length; i += 2) r[f[i]!] = decodeField(f[i]!, f[i + 1]!);
+  if (!r.id || !r.owner || !isInternalState((r.state as string | undefined) ?? "") || !isRestState((r.rest as string | undefined) ?? "")) return undefined;
+  r.delegations ??= [];
+  return r as unknown as JobRecord;
+}
+
+function decodeField(k: string, v: string): unknown {
+  if (NUM.has(k)) return Number(v);
+  if (BOOL.has(k)) return v === "1";
+  if (k === "delegations") return v ? v.split(",") : [];
+  if (JSON_FIELDS.has(k)) return safeJson(v);
+  return v === "" ? undefined : v;
 }
 
 function safeJson(v: string): unknown {
@@ -260,10 +275,7 @@ export class JobStore {
           out.push(undefined);
           continue;
         }
-        const f = flat as string[];
-        const h: Record<string, string> = {};
-        for (let k = 0; k + 1 < f.length; k += 2) h[f[k]!] = f[k + 1]!;
-        out.push(decodeRecord(h));
+        out.push(decodeFlatRecord(flat as string[]));
       }
     }
     return out;
