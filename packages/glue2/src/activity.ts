@@ -2,7 +2,7 @@
  * Per-job GLUE2 ComputingActivity for the `info` bulk action (arex-rest E5.1, arex-jem §7.3,
  * decisions #17). Element order follows A-REX. Pure: the caller gathers the facts.
  */
-import { type El, el, intLeaf, leaf, leaves } from "./tree.js";
+import type { El } from "./tree.js";
 import { ARCREST_INTERFACE, GLUE2_NS, glueIds, glueTime, glueTimeOpt } from "./glue.js";
 
 export interface ActivityInput {
@@ -79,8 +79,31 @@ function errorLines(errors: string | readonly string[] | undefined): string[] {
     .filter((l) => l !== "");
 }
 
-function time(name: string, d: Date | undefined): El | undefined {
-  return leaf(name, glueTimeOpt(d));
+/**
+ * Children pushed straight into one array: the same elements `el`/`leaf`/`leaves`/`intLeaf` make,
+ * without their intermediate arrays and the flattening (bulk info builds one document per job).
+ */
+class Children {
+  readonly list: El[] = [];
+  /** `el(name, value)`. */
+  el(name: string, value: string): void {
+    this.list.push({ name, text: value });
+  }
+  /** `leaf(name, value)`: nothing for an absent or empty value. */
+  leaf(name: string, value: string | number | null | undefined): void {
+    if (value !== undefined && value !== null && value !== "") this.list.push({ name, text: String(value) });
+  }
+  /** `leaves(name, values)`. */
+  leaves(name: string, values: readonly (string | null | undefined)[] | undefined): void {
+    if (values) for (const v of values) this.leaf(name, v);
+  }
+  /** `intLeaf(name, value)`: whole numbers only (pyarcrest int()s them). */
+  int(name: string, value: number | null | undefined): void {
+    if (value !== undefined && value !== null && Number.isFinite(value)) this.list.push({ name, text: String(Math.round(value)) });
+  }
+  time(name: string, d: Date | undefined): void {
+    this.leaf(name, glueTimeOpt(d));
+  }
 }
 
 export function buildActivityDocument(input: ActivityInput): El {
@@ -90,52 +113,54 @@ export function buildActivityDocument(input: ActivityInput): El {
   }
   const shareId =
     input.computingShareId ?? (input.queue ? glueIds.share(input.hostname, input.queue) : undefined);
-  const assoc = [leaf("ComputingEndpointID", input.computingEndpointId), leaf("ComputingShareID", shareId)];
-  const activity = el(
-    "ComputingActivity",
-    [
-      el("ID", glueIds.activity(input.hostname, input.id)),
-      leaf("Name", input.name),
-      el("OtherInfo", `SubmittedVia=${ARCREST_INTERFACE}`),
-      leaves("OtherInfo", (input.fqans ?? []).map((f) => `FQAN=${f}`)),
-      el("Type", "single"),
-      el("IDFromEndpoint", glueIds.idFromEndpoint(input.id)),
-      leaf("LocalIDFromManager", input.localIdFromManager),
-      leaf("JobDescription", input.jobDescription),
-      leaves("State", [...input.states]),
-      leaves("RestartState", [...(input.restartStates ?? [])]),
-      intLeaf("ExitCode", input.exitCode),
-      leaf("ComputingManagerExitCode", input.computingManagerExitCode),
-      leaves("Error", errorLines(input.errors)),
-      intLeaf("WaitingPosition", input.waitingPosition),
-      leaf("Owner", input.owner),
-      leaf("LocalOwner", input.localOwner),
-      intLeaf("RequestedTotalWallTime", input.requestedTotalWallTime),
-      intLeaf("RequestedTotalCPUTime", input.requestedTotalCpuTime),
-      intLeaf("RequestedSlots", input.requestedSlots),
-      leaves("RequestedApplicationEnvironment", [...(input.requestedApplicationEnvironments ?? [])]),
-      leaf("StdIn", input.stdin),
-      leaf("StdOut", input.stdout),
-      leaf("StdErr", input.stderr),
-      leaf("LogDir", input.logDir),
-      leaves("ExecutionNode", [...(input.executionNodes ?? [])]),
-      leaf("Queue", input.queue),
-      intLeaf("UsedTotalWallTime", input.usedTotalWallTime),
-      intLeaf("UsedTotalCPUTime", input.usedTotalCpuTime),
-      intLeaf("UsedMainMemory", input.usedMainMemory),
-      time("SubmissionTime", input.submissionTime),
-      time("ComputingManagerSubmissionTime", input.computingManagerSubmissionTime),
-      time("StartTime", input.startTime),
-      time("ComputingManagerEndTime", input.computingManagerEndTime),
-      time("EndTime", input.endTime),
-      time("WorkingAreaEraseTime", input.workingAreaEraseTime),
-      time("ProxyExpirationTime", input.proxyExpirationTime),
-      leaf("SubmissionHost", input.submissionHost),
-      leaf("SubmissionClientName", input.submissionClientName),
-      leaves("OtherMessages", [...(input.otherMessages ?? [])]),
-      assoc.some(Boolean) ? el("Associations", assoc) : undefined,
-    ],
-    { BaseType: "Activity", CreationTime: glueTime(input.now), Validity: String(input.validity ?? 60) },
-  );
-  return { ...activity, ns: GLUE2_NS };
+  const c = new Children();
+  c.el("ID", glueIds.activity(input.hostname, input.id));
+  c.leaf("Name", input.name);
+  c.el("OtherInfo", `SubmittedVia=${ARCREST_INTERFACE}`);
+  if (input.fqans) for (const f of input.fqans) c.leaf("OtherInfo", `FQAN=${f}`);
+  c.el("Type", "single");
+  c.el("IDFromEndpoint", glueIds.idFromEndpoint(input.id));
+  c.leaf("LocalIDFromManager", input.localIdFromManager);
+  c.leaf("JobDescription", input.jobDescription);
+  c.leaves("State", input.states);
+  c.leaves("RestartState", input.restartStates);
+  c.int("ExitCode", input.exitCode);
+  c.leaf("ComputingManagerExitCode", input.computingManagerExitCode);
+  c.leaves("Error", errorLines(input.errors));
+  c.int("WaitingPosition", input.waitingPosition);
+  c.leaf("Owner", input.owner);
+  c.leaf("LocalOwner", input.localOwner);
+  c.int("RequestedTotalWallTime", input.requestedTotalWallTime);
+  c.int("RequestedTotalCPUTime", input.requestedTotalCpuTime);
+  c.int("RequestedSlots", input.requestedSlots);
+  c.leaves("RequestedApplicationEnvironment", input.requestedApplicationEnvironments);
+  c.leaf("StdIn", input.stdin);
+  c.leaf("StdOut", input.stdout);
+  c.leaf("StdErr", input.stderr);
+  c.leaf("LogDir", input.logDir);
+  c.leaves("ExecutionNode", input.executionNodes);
+  c.leaf("Queue", input.queue);
+  c.int("UsedTotalWallTime", input.usedTotalWallTime);
+  c.int("UsedTotalCPUTime", input.usedTotalCpuTime);
+  c.int("UsedMainMemory", input.usedMainMemory);
+  c.time("SubmissionTime", input.submissionTime);
+  c.time("ComputingManagerSubmissionTime", input.computingManagerSubmissionTime);
+  c.time("StartTime", input.startTime);
+  c.time("ComputingManagerEndTime", input.computingManagerEndTime);
+  c.time("EndTime", input.endTime);
+  c.time("WorkingAreaEraseTime", input.workingAreaEraseTime);
+  c.time("ProxyExpirationTime", input.proxyExpirationTime);
+  c.leaf("SubmissionHost", input.submissionHost);
+  c.leaf("SubmissionClientName", input.submissionClientName);
+  c.leaves("OtherMessages", input.otherMessages);
+  const assoc = new Children();
+  assoc.leaf("ComputingEndpointID", input.computingEndpointId);
+  assoc.leaf("ComputingShareID", shareId);
+  if (assoc.list.length > 0) c.list.push({ name: "Associations", children: assoc.list });
+  return {
+    name: "ComputingActivity",
+    children: c.list,
+    attrs: { BaseType: "Activity", CreationTime: glueTime(input.now), Validity: String(input.validity ?? 60) },
+    ns: GLUE2_NS,
+  };
 }
