@@ -2,7 +2,8 @@ import { toRestState, waitsOnlyForUploads } from "@ce/model";
 import type { ControlDir, ControlFile } from "./controldir.js";
 import { appendInputs } from "./inputstatus.js";
 import type { JobRecord, JobStore } from "./jobs.js";
-import { type JobFilesInput, mapLimit, writeJobFiles } from "./jobfiles.js";
+import { createFiles } from "./filewriter.js";
+import { type JobFilesInput, jobFiles, mapLimit } from "./jobfiles.js";
 
 /**
  * The control-directory protocol, one owner: who writes which per-job file, and when. Everything
@@ -92,16 +93,8 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
   const records = admitAtCreation(jobs, o.admit);
   await store.jobs.markCreating(ids);
   try {
-    const written = await mapLimit(jobs, concurrency, async (j, i) => {
-      try {
-        await writeJobFiles(control, j.files, records[i]!.state === "PREPARING" ? "PREPARING" : "ACCEPTED");
-        return true;
-      } catch (err) {
-        warn("writing control files failed", err, j.record.id);
-        await control.removeAll(j.record.id).catch(() => undefined);
-        return false;
-      }
-    });
+    const written = await writeAll(control, jobs, records, warn);
+    await mapLimit(jobs.filter((_, i) => !written[i]), concurrency, (j) => control.removeAll(j.record.id).catch(() => undefined));
     let ready = records.filter((_, i) => written[i]);
     if (ready.length < minRequired) {
       await removeAll(ready);
@@ -133,6 +126,29 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
   } finally {
     await store.jobs.doneCreating(ids).catch((err: unknown) => warn("creating marks not cleared", err));
   }
+}
+
+/** Every job's files in one batch (filewriter.ts); per job, whether all were written. */
+async function writeAll(control: ControlDir, jobs: readonly NewJob[], records: readonly JobRecord[], warn: (what: string, err: unknown, jobId?: string) => void): Promise<boolean[]> {
+  let batch;
+  try {
+    batch = jobs.map((j, i) => jobFiles(control, j.files, records[i]!.state === "PREPARING" ? "PREPARING" : "ACCEPTED"));
+  } catch (err) {
+    // Not a job id, or content that cannot be rendered: nothing was written.
+    warn("writing control files failed", err);
+    return jobs.map(() => false);
+  }
+  let results;
+  try {
+    results = await createFiles(batch);
+  } catch (err) {
+    warn("writing control files failed", err);
+    return jobs.map(() => false);
+  }
+  return results.map((r, i) => {
+    if (r) warn("writing control files failed", Object.assign(new Error(r.message), { code: r.code }), jobs[i]!.record.id);
+    return !r;
+  });
 }
 
 /** The records to create: PREPARING for the jobs admitted at creation (one owner per call: the first such job's). */

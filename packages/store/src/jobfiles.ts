@@ -1,16 +1,11 @@
-import { mkdir, writeFile as writeFileCb } from "node:fs";
-import { promisify } from "node:util";
 import { ADMISSION_REASON, type InputFile, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
 import { type ControlDir, type ControlFile, formatKeyValues, mdsTime, stateLine } from "./controldir.js";
+import type { FileBatchJob } from "./filewriter.js";
 
-// The callback API works on plain fds; fs/promises wraps every file in a FileHandle object,
-// which costs measurable main-thread time when a bulk submission creates hundreds of files.
-const writeFile = promisify(writeFileCb);
-const mkdirP = promisify(mkdir);
 
 /**
  * The contents of a new job's control files (A-REX formats) and the one writer that creates them.
- * Only `createJobs` (controlfiles.ts) calls `writeJobFiles`; gateway, JEM tests and bench go through it.
+ * Only `createJobs` (controlfiles.ts) creates them (`jobFiles`); gateway, JEM tests and bench go through it.
  */
 
 /** What the gateway knows about a job when it writes its control files. */
@@ -116,31 +111,32 @@ export function renderFileList(kind: "input" | "output", specText: string | unde
 export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
 
 /**
- * Creates the job's directories and control files; `status` is written last, so a half-written
- * job never looks like a job. `input` and `output` (A-REX's file lists) are not written: they are
- * derived from `spec`, so `diagnose/input|output` renders them on demand (renderFileList);
- * `input_status` comes into being with its first appended line. The directories are fresh, so the
- * files are written directly with `wx` (no temp+rename; an existing file is an error, never
- * overwritten). A job created admitted (PREPARING, @ce/model CREATION_STATES) also gets the
- * `errors` line of that move, as the JEM would have written it.
+ * A new job's directories and control files, for `createFiles` (filewriter.ts), which creates
+ * them in this order: `status` last, so a half-written job never looks like a job. `input` and
+ * `output` (A-REX's file lists) are not written: they are derived from `spec`, so
+ * `diagnose/input|output` renders them on demand (renderFileList); `input_status` comes into being
+ * with its first appended line. The directories are fresh, so the files are written directly with
+ * `wx` (no temp+rename; an existing file is an error, never overwritten). A job created admitted
+ * (PREPARING, @ce/model CREATION_STATES) also gets the `errors` line of that move, as the JEM
+ * would have written it.
  */
-export async function writeJobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED" | "PREPARING" = "ACCEPTED"): Promise<void> {
-  await Promise.all([
-    mkdirP(control.jobDir(j.id), { recursive: true, mode: 0o700 }),
-    // Nobody but the CE until the JEM hands it to the mapped account (2770) at submission.
-    mkdirP(control.sessionDir(j.id), { recursive: true, mode: 0o700 }),
-  ]);
-  const files: Array<[ControlFile, string]> = [
-    ["description", j.source],
-    ["spec", JSON.stringify(j.description)],
-    ["local", localFile(j, control.sessionDir(j.id))],
+export function jobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED" | "PREPARING" = "ACCEPTED"): FileBatchJob {
+  const file = (name: ControlFile, content: string): [string, string, number] => [control.file(j.id, name), content, 0o600];
+  const files = [
+    file("description", j.source),
+    file("spec", JSON.stringify(j.description)),
+    file("local", localFile(j, control.sessionDir(j.id))),
   ];
-  if (j.description.acl) files.push(["acl", j.description.acl]);
-  if (state === "PREPARING") files.push(["errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now)]);
-  await Promise.all(files.map(([name, content]) => writeFile(control.file(j.id, name), content, { mode: 0o600, flag: "wx" })));
+  if (j.description.acl) files.push(file("acl", j.description.acl));
+  if (state === "PREPARING") files.push(file("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now)));
   // Nothing reads a job before its Redis record exists (the commit point comes after this), so
   // "last" is enough; no temp file + rename needed.
-  await writeFile(control.file(j.id, "status"), `${state}\n`, { mode: 0o600, flag: "wx" });
+  files.push(file("status", `${state}\n`));
+  return {
+    // Nobody but the CE in the session dir until the JEM hands it to the mapped account (2770) at submission.
+    dirs: [[control.jobDir(j.id), 0o700], [control.sessionDir(j.id), 0o700]],
+    files,
+  };
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */

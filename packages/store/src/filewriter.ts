@@ -1,0 +1,98 @@
+import { Worker } from "node:worker_threads";
+
+/**
+ * Creates new jobs' directories and files on a worker thread, one message per batch. Through the
+ * libuv pool every file costs three hand-offs (open, write, close), each a futex round trip and a
+ * callback on the event loop: measured on a bulk submission of 500 jobs (2 dirs + 4-5 files each),
+ * ~0.45 ms of pool-thread CPU per job plus the main thread's share. Plain synchronous calls on a
+ * thread of our own do the same work for ~0.1 ms, and the event loop only posts the batch. Several
+ * workers keep a slow shared file system from serializing all submissions behind one.
+ */
+
+/** One job's creation: directories first (recursive), then files in order, each `wx` (never overwritten). */
+export interface FileBatchJob {
+  dirs: Array<[path: string, mode: number]>;
+  files: Array<[path: string, content: string, mode: number]>;
+}
+
+/** Per job: undefined = every directory and file created; else why not (the files written so far stay, the caller removes them). */
+export type FileBatchResult = { message: string; code?: string | undefined } | undefined;
+
+// Plain CommonJS, run with `eval`: the same from the sources (tsx) and from the gateway's bundle.
+const SOURCE = `
+const { parentPort } = require("node:worker_threads");
+const fs = require("node:fs");
+parentPort.on("message", ({ seq, jobs }) => {
+  const out = jobs.map((j) => {
+    try {
+      for (const [path, mode] of j.dirs) fs.mkdirSync(path, { recursive: true, mode });
+      for (const [path, content, mode] of j.files) fs.writeFileSync(path, content, { mode, flag: "wx" });
+      return undefined;
+    } catch (e) {
+      return { message: String(e && e.message), code: e && e.code };
+    }
+  });
+  parentPort.postMessage({ seq, out });
+});
+`;
+
+interface Pending {
+  resolve: (r: FileBatchResult[]) => void;
+  reject: (e: Error) => void;
+}
+
+class FileWorker {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+
+  run(jobs: FileBatchJob[]): Promise<FileBatchResult[]> {
+    const w = this.start();
+    const seq = ++this.seq;
+    return new Promise<FileBatchResult[]>((resolve, reject) => {
+      this.pending.set(seq, { resolve, reject });
+      // Held only while a batch is out: an idle writer never keeps a process alive.
+      if (this.pending.size === 1) w.ref();
+      w.postMessage({ seq, jobs });
+    });
+  }
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const w = new Worker(SOURCE, { eval: true, name: "ce-jobfiles" });
+    w.unref();
+    w.on("message", ({ seq, out }: { seq: number; out: FileBatchResult[] }) => {
+      const p = this.pending.get(seq);
+      this.pending.delete(seq);
+      if (this.pending.size === 0) w.unref();
+      p?.resolve(out);
+    });
+    const fail = (e: Error) => {
+      if (this.worker === w) this.worker = undefined;
+      for (const p of this.pending.values()) p.reject(e);
+      this.pending.clear();
+    };
+    w.on("error", fail);
+    w.on("exit", (code) => fail(new Error(`job file writer exited (code ${code})`)));
+    this.worker = w;
+    return w;
+  }
+}
+
+const POOL_SIZE = 2;
+const pool = Array.from({ length: POOL_SIZE }, () => new FileWorker());
+let next = 0;
+
+/**
+ * Creates the batch's directories and files; results in job order. A batch is split over the
+ * workers. Rejects only when a worker itself failed (then no result of its share is known).
+ */
+export async function createFiles(jobs: readonly FileBatchJob[]): Promise<FileBatchResult[]> {
+  if (jobs.length === 0) return [];
+  const parts = Math.min(POOL_SIZE, jobs.length);
+  const size = Math.ceil(jobs.length / parts);
+  const shares = await Promise.all(
+    Array.from({ length: parts }, (_, i) => pool[next++ % POOL_SIZE]!.run(jobs.slice(i * size, (i + 1) * size))),
+  );
+  return shares.flat();
+}
