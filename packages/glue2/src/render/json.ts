@@ -26,22 +26,16 @@ export function renderJsonValue(e: El, forceArrays?: readonly string[]): JsonVal
   // Plain objects and assignments (not a Map and defineProperty per element, nor null-prototype
   // objects, which V8 keeps in slow dictionary mode): bulk answers render thousands of elements.
   const obj: JsonObject = {};
-  let arrays: Set<string> | undefined; // keys whose value is an array collected here
   if (children) {
     for (const c of children) {
       const key = localName(c.name);
-      const v = renderJsonValue(c);
+      // A leaf is its text (what the recursive call would answer, without the call).
+      const v = c.children === undefined && c.jsonArrays === undefined ? (c.text ?? "") : renderJsonValue(c);
       const prev = Object.hasOwn(obj, key) ? obj[key] : undefined;
-      if (prev === undefined) {
-        if (forced && (forceArrays?.includes(key) || extra?.includes(key))) {
-          set(obj, key, [v]);
-          (arrays ??= new Set()).add(key);
-        } else set(obj, key, v);
-      } else if (arrays?.has(key)) (prev as JsonValue[]).push(v);
-      else {
-        set(obj, key, [prev, v]);
-        (arrays ??= new Set()).add(key);
-      }
+      // An element's value is a string or an object, never an array: an array here is one collected here.
+      if (prev === undefined) set(obj, key, forced && (forceArrays?.includes(key) || extra?.includes(key)) ? [v] : v);
+      else if (Array.isArray(prev)) prev.push(v);
+      else set(obj, key, [prev, v]);
     }
   }
   // Forced-but-absent names are appended last, as A-REX 7 does.
