@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, open, readFile, rm, truncate, writeFile } from "node:fs/promises";
-import { type IncomingMessage, request } from "node:http";
+import { createServer, type IncomingMessage, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
@@ -180,3 +181,133 @@ describe("receiveBody (request body → file)", () => {
     }
   });
 });
+
+describe("receiveBody from a Node request (chunks taken from the parser, session-intake.ts)", () => {
+  let server: Server;
+  let port: number;
+  let handler: (req: IncomingMessage) => Promise<string>;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      handler(req).then(
+        (text) => res.end(text),
+        (e: unknown) => {
+          res.statusCode = 500;
+          res.end(String((e as Error).message));
+        },
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  /**
+   * PUTs `data` in `piece`-byte writes; `chunked`: without Content-Length, so one socket read
+   * carries many body chunks and the parser hands over several in a row (as TLS records do).
+   */
+  const put = (data: Buffer, piece: number, chunked = false) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const headers = chunked ? {} : { "content-length": data.length };
+      const req = request({ host: "127.0.0.1", port, method: "PUT", path: "/", agent: false, headers }, (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on("error", reject);
+      void (async () => {
+        for (let off = 0; off < data.length; off += piece) {
+          if (!req.write(data.subarray(off, off + piece))) await new Promise((r) => req.once("drain", r));
+        }
+        req.end();
+      })();
+    });
+
+  const withFile = async (fn: (fh: Awaited<ReturnType<typeof open>>, path: string) => Promise<void>) => {
+    const dir = await mkdtemp(join(tmpdir(), "ce-intake-"));
+    const fh = await open(join(dir, "f"), "w+");
+    try {
+      await fn(fh, join(dir, "f"));
+    } finally {
+      await fh.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+
+  it("many small chunks per read, with quota waits between them, land exactly and in order, without `data` listeners", async () => {
+    await withFile(async (fh, path) => {
+      const data = randomBytes(5 * MiB + 4_321);
+      let asked = 0;
+      let listeners = -1;
+      handler = async (req) => {
+        // The reservation answers later every ~300 KB: chunks the parser delivers meanwhile are held.
+        const grow = (n: number) => {
+          listeners = Math.max(listeners, req.listenerCount("data"));
+          return n - asked > 300_000 ? ((asked = n), new Promise<void>((r) => setTimeout(r, 3))) : undefined;
+        };
+        return String(await receiveBody(req, fh, 7, 10 * MiB, "x", grow));
+      };
+      const r = await put(data, 3_333, true);
+      expect(r).toEqual({ status: 200, text: String(data.length) });
+      expect(listeners).toBe(0);
+      const stored = await readFile(path);
+      expect(stored.length).toBe(7 + data.length);
+      expect(stored.subarray(7).equals(data)).toBe(true);
+    });
+  });
+
+  it("a body already received before the handler reads it is taken from the request's buffer", async () => {
+    await withFile(async (fh, path) => {
+      const data = randomBytes(9_000);
+      handler = async (req) => {
+        await new Promise((r) => setTimeout(r, 50)); // the whole body arrives meanwhile
+        return String(await receiveBody(req, fh, 0, MiB, "x"));
+      };
+      expect(await put(data, 1_000)).toEqual({ status: 200, text: "9000" });
+      expect((await readFile(path)).equals(data)).toBe(true);
+    });
+  });
+
+  it("while the quota does not answer, the socket is not read further (the sender keeps the bytes)", async () => {
+    await withFile(async (fh, path) => {
+      const data = Buffer.alloc(32 * MiB);
+      for (let i = 0; i < 512; i++) data[i * 64 * 1024 + 5] = i & 0xff;
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let readWhileBlocked = -1;
+      handler = async (req) => {
+        let first = true;
+        const grow = () => {
+          if (!first) return undefined;
+          first = false;
+          // Blocked for 300 ms: what the gateway read from the socket meanwhile must stay small.
+          setTimeout(() => {
+            readWhileBlocked = req.socket.bytesRead; // its own connection: this request only
+            release();
+          }, 300);
+          return gate;
+        };
+        return String(await receiveBody(req, fh, 0, 64 * MiB, "x", grow));
+      };
+      expect(await put(data, 256 * 1024)).toEqual({ status: 200, text: String(data.length) });
+      expect(readWhileBlocked).toBeGreaterThan(0);
+      expect(readWhileBlocked).toBeLessThan(4 * MiB);
+      const stored = await readFile(path);
+      expect(stored.length).toBe(data.length);
+      for (let i = 0; i < 512; i++) expect(stored[i * 64 * 1024 + 5]).toBe(i & 0xff);
+    });
+  });
+
+  it("a quota refusal mid-body rejects the upload (no hang), and the connection still answers", async () => {
+    await withFile(async (fh) => {
+      const data = randomBytes(3 * MiB);
+      handler = async (req) => {
+        const grow = (n: number) => (n > MiB ? Promise.reject(new Error("over quota")) : undefined);
+        return String(await receiveBody(req, fh, 0, 10 * MiB, "x", grow));
+      };
+      const r = await put(data, 64 * 1024).catch((e: Error) => ({ status: 0, text: e.message }));
+      // The handler's error answer (500 here) or a reset while the client still sends: never a hang.
+      expect(r.status === 500 ? r.text : "reset").toMatch(/over quota|reset/);
+    });
+  });
+});
+

@@ -2,6 +2,7 @@ import { writev } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { PayloadTooLarge } from "../errors.js";
+import { takeBody, type Intake } from "./session-intake.js";
 
 /**
  * Request bodies of session PUTs and PROPFINDs, consumed chunk by chunk (never buffered whole):
@@ -82,7 +83,8 @@ export class BodyAborted extends Error {
 
 /**
  * As `writeBody`, straight from the Node request (no web stream: each web-stream chunk costs
- * several promises, ~5 CPU s per GiB). Chunks are copied into slabs; what arrived while a write
+ * several promises, ~5 CPU s per GiB); a Node request's chunks are taken from its HTTP parser
+ * (session-intake.ts), other streams' from their events. Chunks are copied into slabs; what arrived while a write
  * was in flight is written with one `writev` at its position (a slab's unwritten tail may be
  * filled while its head is being written: disjoint bytes). The request is paused while HIGH_WATER
  * bytes wait (TCP backpressure on a slow disk). Bytes are written only once `grow` has reserved
@@ -111,6 +113,10 @@ export function receiveBody(
     let ended = false;
     let failure: unknown;
     let done = false;
+    let intake: Intake | undefined = undefined; // set once attached; callbacks may run before
+    // Chunks offered while a reservation is pending, in order (the direct intake delivers what the
+    // parser already decrypted even after a pause).
+    const held: Buffer[] = [];
 
     const finish = () => {
       if (done || writing || reserving) return;
@@ -118,7 +124,7 @@ export function receiveBody(
         done = true;
         detach();
         reject(failure);
-      } else if (ended && pendingBytes === 0) {
+      } else if (ended && pendingBytes === 0 && held.length === 0) {
         done = true;
         detach();
         for (const b of slabs.splice(0)) giveSlab(b);
@@ -130,13 +136,14 @@ export function receiveBody(
       // Slabs may be under a write still: left to the GC rather than returned to the pool.
       slabs.length = 0;
       pendingBytes = 0;
-      src.pause();
+      held.length = 0;
+      intake?.pause();
       finish();
     };
     const flowControl = () => {
       if (failure !== undefined || ended) return;
-      if (reserving || pendingBytes >= HIGH_WATER) src.pause();
-      else if (src.isPaused()) src.resume();
+      if (!wanted()) intake?.pause();
+      else intake?.resume();
     };
     const copyIn = (chunk: Buffer) => {
       for (let at = 0; at < chunk.length; ) {
@@ -184,22 +191,30 @@ export function receiveBody(
         pump();
       });
     };
+    const wanted = () => failure === undefined && !reserving && pendingBytes < HIGH_WATER;
     const onData = (chunk: Buffer) => {
       if (failure !== undefined || chunk.length === 0) return;
+      if (reserving) held.push(chunk);
+      else accept(chunk);
+    };
+    const accept = (chunk: Buffer) => {
       received += chunk.length;
       if (received > limit) return fail(new PayloadTooLarge(what, limit));
       const wait = grow?.(received);
       if (wait) {
         // Nothing past the reserved bytes is written: hold this chunk until the quota says yes.
         reserving = true;
-        src.pause();
+        intake?.pause();
         wait.then(
           () => {
             reserving = false;
             if (failure !== undefined) return finish();
             copyIn(chunk);
             pump();
+            // What came meanwhile, in order; one of them may wait for the quota again.
+            while (!reserving && held.length > 0 && failure === undefined) accept(held.shift()!);
             flowControl();
+            if (!reserving) pump();
           },
           (e: unknown) => {
             reserving = false;
@@ -210,7 +225,7 @@ export function receiveBody(
       }
       copyIn(chunk);
       pump();
-      if (pendingBytes >= HIGH_WATER) src.pause();
+      if (pendingBytes >= HIGH_WATER) intake?.pause();
     };
     const onEnd = () => {
       ended = true;
@@ -221,8 +236,7 @@ export function receiveBody(
       if (!ended) fail(new BodyAborted());
     };
     const detach = () => {
-      src.off("data", onData);
-      src.off("end", onEnd);
+      intake?.detach();
       src.off("error", onError);
       src.off("close", onClose);
     };
@@ -232,11 +246,12 @@ export function receiveBody(
     }
     // Already aborted (the client went away before the handler got here): no event will come.
     if (src.destroyed) return fail(new BodyAborted());
-    src.on("data", onData);
-    src.on("end", onEnd);
     src.on("error", onError);
     src.on("close", onClose);
-    src.resume();
+    intake = takeBody(src, onData, onEnd, wanted);
+    // Callbacks during takeBody (a body already buffered whole) could not reach it yet.
+    if (done) intake.detach();
+    else flowControl();
   });
 }
 
