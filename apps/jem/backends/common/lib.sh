@@ -12,13 +12,14 @@ proc_state() {
   printf '%s %s\n' "${f[0]}" "${f[19]}"
 }
 
-# proc_read PID -> sets PROC_S (state) and PROC_T (start time) without a subshell; fails when gone.
+# proc_read PID -> sets PROC_S (state), PROC_SID (session) and PROC_T (start time) without a
+# subshell; fails when gone.
 proc_read() {
   local stat rest f
   { IFS= read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
   rest=${stat##*) }
   read -r -a f <<<"$rest"
-  PROC_S=${f[0]} PROC_T=${f[19]}
+  PROC_S=${f[0]} PROC_SID=${f[3]} PROC_T=${f[19]}
 }
 
 # read_record FILE -> sets RECORD to the local id a submission recorded for its tag (FILE =

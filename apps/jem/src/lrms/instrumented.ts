@@ -5,7 +5,8 @@ import type { Backend } from "./types.js";
 export function instrumentBackend(b: Backend, metrics: CeMetrics): Backend {
   return {
     name: b.name,
-    submit: (spec) => metrics.timeBatchCall(b.name, "submit", () => b.submit(spec)),
+    submit: (spec, expected) => metrics.timeBatchCall(b.name, "submit", () => b.submit(spec, expected)),
+    ...(b.expectSubmit ? { expectSubmit: () => b.expectSubmit!() } : {}),
     cancel: (localId, spec) => metrics.timeBatchCall(b.name, "cancel", () => b.cancel(localId, spec)),
     // poll never throws (failures come back as "unknown"); count those as errors.
     poll: async (jobs) => {

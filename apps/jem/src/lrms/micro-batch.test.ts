@@ -39,4 +39,35 @@ describe("MicroBatcher", () => {
     expect(r[0]).toMatchObject({ status: "fulfilled", value: 2 });
     expect(r[1]).toMatchObject({ status: "rejected" });
   });
+
+  it("waits for announced items (bounded by maxWaitMs) and runs once the last arrives; a lone announced item runs at once", async () => {
+    vi.useFakeTimers();
+    const runs: number[][] = [];
+    const b = new MicroBatcher<number, number>({ windowMs: 4, maxWaitMs: 200, max: 100, run: async (_k, items) => (runs.push(items), items) });
+    const [e1, e2, e3] = [b.expect(), b.expect(), b.expect()];
+    const p1 = b.add("k", 1, e1);
+    await vi.advanceTimersByTimeAsync(50); // past the window: still waiting for the two announced
+    expect(runs).toEqual([]);
+    const p2 = b.add("k", 2, e2);
+    e3.settle(); // gave up before adding: nothing left to wait for
+    e3.settle(); // idempotent
+    await Promise.resolve();
+    expect(runs).toEqual([[1, 2]]);
+    expect(await Promise.all([p1, p2])).toEqual([1, 2]);
+
+    const [f1, f2] = [b.expect(), b.expect()];
+    const q1 = b.add("k", 3, f1);
+    await vi.advanceTimersByTimeAsync(199);
+    expect(runs.length).toBe(1);
+    await vi.advanceTimersByTimeAsync(1); // f2 never came: the bound
+    expect(runs[1]).toEqual([3]);
+    await q1;
+    f2.settle();
+
+    const lone = b.add("k", 4, b.expect());
+    await Promise.resolve();
+    expect(runs[2]).toEqual([4]);
+    expect(await lone).toBe(4);
+  });
 });
+

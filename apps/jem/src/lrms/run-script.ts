@@ -19,7 +19,15 @@ export interface ScriptResult {
 export async function runScript(
   file: string,
   args: string[],
-  opts: { input?: string; timeoutMs: number; env?: Record<string, string>; cwd?: string; extendEnv?: boolean },
+  opts: {
+    input?: string;
+    timeoutMs: number;
+    env?: Record<string, string>;
+    cwd?: string;
+    extendEnv?: boolean;
+    /** Each complete stdout line as it arrives (the result still has all of stdout). */
+    onLine?: (line: string) => void;
+  },
 ): Promise<ScriptResult> {
   const started = performance.now();
   const child = execa(file, args, {
@@ -33,6 +41,16 @@ export async function runScript(
     maxBuffer: 16 * 1024 * 1024,
     encoding: "utf8",
   });
+  const onLine = opts.onLine;
+  if (onLine) {
+    let partial = "";
+    child.stdout?.on("data", (chunk: Buffer | string) => {
+      const text = partial + chunk.toString();
+      const lines = text.split("\n");
+      partial = lines.pop()!;
+      for (const l of lines) onLine(l);
+    });
+  }
   let timedOut = false;
   let killTimer: NodeJS.Timeout | undefined;
   const killGroup = (sig: NodeJS.Signals) => {

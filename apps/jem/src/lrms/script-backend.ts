@@ -5,7 +5,7 @@ import type { CompiledConfig } from "@ce/config";
 import { LRMS_STATES, type LrmsState } from "@ce/model";
 import type { Logger } from "pino";
 import { buildBatchFile, loadWrapperBody, renderBatchEnv, renderJobScript, type BatchFile } from "./batch.js";
-import { MicroBatcher } from "./micro-batch.js";
+import { MicroBatcher, type Expected } from "./micro-batch.js";
 import { TokenBucket, UNLIMITED } from "./rate-limit.js";
 import { runScript, type ScriptResult } from "./run-script.js";
 import { BackendError, type Backend, type BatchJobSpec, type PollState, type RunAsJob } from "./types.js";
@@ -115,9 +115,13 @@ export function parseBulkOutput(stdout: string, count: number): Map<number, Bulk
   return out;
 }
 
-/** Jobs per bulk script run and how long the first one waits for company (ms). */
+/**
+ * Jobs per bulk script run, how long the first one waits for company (ms), and how long a bulk
+ * submit waits for submissions announced by expectSubmit (jobs still being prepared).
+ */
 const BULK_MAX = 100;
 const BULK_WINDOW_MS = 4;
+const BULK_MAX_WAIT_MS = 200;
 
 interface CancelItem {
   localId: string;
@@ -142,12 +146,12 @@ export class ScriptBackend implements Backend {
     this.limiter = rate > 0 ? new TokenBucket(rate) : UNLIMITED;
     this.log = opts.log.child({ component: "lrms", backend: name });
     this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath };
-    this.submits = new MicroBatcher({ windowMs: BULK_WINDOW_MS, max: BULK_MAX, run: (_k, specs) => this.submitBulk(specs) });
+    this.submits = new MicroBatcher({ windowMs: BULK_WINDOW_MS, maxWaitMs: BULK_MAX_WAIT_MS, max: BULK_MAX, run: (_k, specs, early) => this.submitBulk(specs, early) });
     this.cancels = new MicroBatcher({ windowMs: BULK_WINDOW_MS, max: BULK_MAX, run: (_k, items) => this.cancelBulk(items) });
   }
 
   /** One script run; `ops` batch-system operations are taken from the rate limit first. */
-  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string, runAs?: RunAsJob, ops = 1): Promise<ScriptResult> {
+  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string, runAs?: RunAsJob, ops = 1, onLine?: (line: string) => void): Promise<ScriptResult> {
     const waited = performance.now();
     await this.limiter.take(ops);
     const queuedMs = Math.round(performance.now() - waited);
@@ -157,6 +161,7 @@ export class ScriptBackend implements Backend {
       timeoutMs: this.opts.config.lrms.scriptTimeoutMs,
       env: runAs ? runAs.env(this.env) : this.env,
       extendEnv: !runAs,
+      ...(onLine ? { onLine } : {}),
     });
     const fields = { op, ops, exitCode: r.exitCode, signal: r.signal, ms: r.durationMs, queuedMs, timedOut: r.timedOut };
     if (r.timedOut || r.exitCode !== 0) this.log.warn({ ...fields, stderr: r.stderr.slice(-2000) }, `lrms ${op} failed`);
@@ -189,23 +194,42 @@ export class ScriptBackend implements Backend {
     }
   }
 
-  async submit(spec: BatchJobSpec): Promise<{ localId: string }> {
-    if (spec.submitTag === undefined) spec = { ...spec, submitTag: `${spec.jobId}.${randomBytes(4).toString("hex")}` };
-    const batch = buildBatchFile(spec, this.opts.config);
-    const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
-    const write = spec.runAs ? (name: string, text: string, mode: number) => spec.runAs!.writeFile(name, text, mode) : (name: string, text: string, mode: number) => writeAtomic(join(spec.jobDir, name), text, mode);
-    await write("batch.json", `${JSON.stringify(batch, null, 2)}\n`, 0o600);
-    await write("batch.env", renderBatchEnv(batch), 0o600);
-    await write("job.sh", script, 0o700);
-    await this.stage0(batch, spec.runAs);
-    const { localId } = await this.submits.add(spec.runAs?.account ?? "", spec);
-    this.log.debug({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
-    return { localId };
+  expectSubmit(): Expected {
+    return this.submits.expect();
   }
 
-  /** One submit run for jobs of one account: one result line per job dir. */
-  private async submitBulk(specs: BatchJobSpec[]): Promise<Array<{ localId: string } | Error>> {
-    const r = await this.call("submit", specs.map((s) => s.jobDir), undefined, specs[0]!.runAs, specs.length);
+  async submit(spec: BatchJobSpec, expected?: Expected): Promise<{ localId: string }> {
+    try {
+      if (spec.submitTag === undefined) spec = { ...spec, submitTag: `${spec.jobId}.${randomBytes(4).toString("hex")}` };
+      const batch = buildBatchFile(spec, this.opts.config);
+      const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
+      const write = spec.runAs ? (name: string, text: string, mode: number) => spec.runAs!.writeFile(name, text, mode) : (name: string, text: string, mode: number) => writeAtomic(join(spec.jobDir, name), text, mode);
+      await write("batch.json", `${JSON.stringify(batch, null, 2)}\n`, 0o600);
+      await write("batch.env", renderBatchEnv(batch), 0o600);
+      await write("job.sh", script, 0o700);
+      await this.stage0(batch, spec.runAs);
+      const { localId } = await this.submits.add(spec.runAs?.account ?? "", spec, expected);
+      this.log.debug({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
+      return { localId };
+    } finally {
+      // Failed before its batch (a file, RTE stage 0): the others stop waiting for it.
+      expected?.settle();
+    }
+  }
+
+  /**
+   * One submit run for jobs of one account: one result line per job dir. A job's local id counts
+   * from its line on (`early`): its caller records it while the script still starts the others.
+   */
+  private async submitBulk(specs: BatchJobSpec[], early?: (i: number, r: { localId: string }) => void): Promise<Array<{ localId: string } | Error>> {
+    const onLine = early
+      ? (line: string) => {
+          const l = parseBulkOutput(line, specs.length).values().next().value;
+          const n = /^(\d+) /.exec(line.trim())?.[1];
+          if (l?.kind === "localid" && n !== undefined && LOCAL_ID.test(l.id)) early(Number(n) - 1, { localId: l.id });
+        }
+      : undefined;
+    const r = await this.call("submit", specs.map((s) => s.jobDir), undefined, specs[0]!.runAs, specs.length, onLine);
     const lines = parseBulkOutput(r.stdout, specs.length);
     const failed = r.timedOut || r.exitCode !== 0;
     return specs.map((_, i) => {

@@ -1,4 +1,5 @@
 import type { JobDescription, LrmsState } from "@ce/model";
+import type { Expected } from "./micro-batch.js";
 
 /**
  * The batch-system ("LRMS") boundary of the JEM. One `Backend` per daemon; the shipped
@@ -61,7 +62,12 @@ export interface Backend {
    * Writes batch.json + job.sh into spec.jobDir, runs RTE stage 0, then the back end's submit
    * (concurrent calls share one script run per account). Exactly once per `submitTag`.
    */
-  submit(spec: BatchJobSpec): Promise<{ localId: string }>;
+  submit(spec: BatchJobSpec, expected?: Expected): Promise<{ localId: string }>;
+  /**
+   * Announces a submit() call that is still being prepared (its job's files, its account): bulk
+   * calls wait for it. Pass the result to that submit(), and settle it if the call never comes.
+   */
+  expectSubmit?(): Expected;
   /** Succeeds also when the job is already gone. */
   cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void>;
   /**

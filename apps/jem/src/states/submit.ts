@@ -3,7 +3,8 @@ import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { credentialFor, resolveCredential } from "../credentials.js";
 import { appendPrivate, exists, leftoverLocalId, parseSubmitting, readPrivate, readSpec, removePrivate, updateLocal, utcStamp } from "../files.js";
-import { BackendError, type BatchJobSpec, type RunAsJob } from "../lrms/types.js";
+import type { Expected } from "../lrms/micro-batch.js";
+import { BackendError, type Backend, type BatchJobSpec, type RunAsJob } from "../lrms/types.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
@@ -21,13 +22,24 @@ const RETRY_MS = 5_000;
  * resubmits with the same tag and `resume`, and the back end adopts what the first one started.
  */
 export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
-  const log = jobLog(ctx, job);
   const adopted = job.localId ?? (await leftoverLocalId(ctx, job.id));
   if (adopted) return toInlrms(ctx, job, adopted, "Job is passed to LRMS (adopted after restart)");
 
   const fail = async (text: string) => moved(await failToFinishing(ctx, job, text, { state: "SUBMIT", cause: "internal" }));
   const backend = backendFor(ctx.backends, job.backend);
   if (!backend) return fail(`Job submission to LRMS failed: batch system back end ${JSON.stringify(job.backend)} is not configured`);
+  // Announced before this job's preparation: a bulk submit of a burst waits for it (up to a bound)
+  // instead of leaving it to a script run of its own.
+  const expected = backend.expectSubmit?.();
+  try {
+    return await submitTo(ctx, job, backend, expected, fail);
+  } finally {
+    expected?.settle();
+  }
+}
+
+async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expected: Expected | undefined, fail: (text: string) => Promise<Step>): Promise<Step> {
+  const log = jobLog(ctx, job);
   const desc = await readSpec(ctx, job.id);
   if (!desc) return fail("Could not process job description");
 
@@ -81,7 +93,7 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   let localId: string;
   try {
     // The bulk script (and a rate limit) is waited for without an advance slot: the rest of a burst gets on.
-    ({ localId } = ctx.outsideSlot ? await ctx.outsideSlot(job.id, () => backend.submit(spec)) : await backend.submit(spec));
+    ({ localId } = ctx.outsideSlot ? await ctx.outsideSlot(job.id, () => backend.submit(spec, expected)) : await backend.submit(spec, expected));
   } catch (e) {
     // Not failed, only not known yet (an earlier attempt still in flight, no answer): the marker
     // stays and the next attempt asks again under the same tag.
