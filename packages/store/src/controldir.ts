@@ -167,12 +167,16 @@ export function stateLine(from: string, to: string, reason: string, at = new Dat
 
 /** `.local`-style `key=value` lines. Values are single-line; newlines are escaped. */
 export function formatKeyValues(entries: Array<[string, string | number | boolean | undefined]>): string {
-  return entries
-    .filter(([, v]) => v !== undefined && v !== "")
-    .map(([k, v]) => `${k}=${typeof v === "boolean" ? (v ? "yes" : "no") : String(v).replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}`)
-    .join("\n")
-    .concat("\n");
+  // One string built in a loop, escaping only values that need it: every new job's `local` goes through here.
+  let out = "";
+  for (const [k, v] of entries) {
+    if (v === undefined || v === "") continue;
+    const text = typeof v === "boolean" ? (v ? "yes" : "no") : String(v);
+    out += `${out ? "\n" : ""}${k}=${NEEDS_ESCAPE.test(text) ? text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n") : text}`;
+  }
+  return `${out}\n`;
 }
+const NEEDS_ESCAPE = /[\\\n]/;
 
 /**
  * Sets (or, with undefined/"", removes) keys of a `.local`-style text, keeping every other line

@@ -13,8 +13,9 @@ afterAll(async () => {
 });
 
 const job = (name: string): FileBatchJob => ({
-  dirs: [[join(root, name, "a/b"), 0o700], [join(root, name, "s"), 0o700]],
-  files: [[join(root, name, "a/b/one"), `1 ${name}`, 0o600], [join(root, name, "a/b/status"), "ACCEPTED\n", 0o600]],
+  dirs: [join(root, name, "a/b"), join(root, name, "s")],
+  base: join(root, name, "a/b"),
+  files: ["one", `1 ${name}`, "status", "ACCEPTED\n"],
 });
 
 describe("createFiles (worker thread)", () => {
@@ -30,7 +31,7 @@ describe("createFiles (worker thread)", () => {
 
   it("never overwrites a file (wx): that job fails with EEXIST before its later files, the others are created", async () => {
     const [a, b, c] = [job("x1"), job("x2"), job("x3")];
-    await createFiles([{ dirs: b.dirs, files: [] }]);
+    await createFiles([{ dirs: b.dirs, base: b.base, files: [] }]);
     await writeFile(join(root, "x2/a/b/one"), "planted");
     const r = await createFiles([a, b, c]);
     expect(r[0]).toBeUndefined();

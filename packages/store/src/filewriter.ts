@@ -9,10 +9,15 @@ import { Worker } from "node:worker_threads";
  * workers keep a slow shared file system from serializing all submissions behind one.
  */
 
-/** One job's creation: directories first (recursive), then files in order, each `wx` (never overwritten). */
+/**
+ * One job's creation: `dirs` first (recursive, mode 0700), then the files under `base` in order,
+ * `files` alternating name and content, each mode 0600 and `wx` (never overwritten). Flat arrays of
+ * strings: the batch is copied to the worker, and fewer objects copy faster.
+ */
 export interface FileBatchJob {
-  dirs: Array<[path: string, mode: number]>;
-  files: Array<[path: string, content: string, mode: number]>;
+  dirs: string[];
+  base: string;
+  files: string[];
 }
 
 /** Per job: undefined = every directory and file created; else why not (the files written so far stay, the caller removes them). */
@@ -25,8 +30,8 @@ const fs = require("node:fs");
 parentPort.on("message", ({ seq, jobs }) => {
   const out = jobs.map((j) => {
     try {
-      for (const [path, mode] of j.dirs) fs.mkdirSync(path, { recursive: true, mode });
-      for (const [path, content, mode] of j.files) fs.writeFileSync(path, content, { mode, flag: "wx" });
+      for (const dir of j.dirs) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      for (let i = 0; i + 1 < j.files.length; i += 2) fs.writeFileSync(j.base + "/" + j.files[i], j.files[i + 1], { mode: 0o600, flag: "wx" });
       return undefined;
     } catch (e) {
       return { message: String(e && e.message), code: e && e.code };

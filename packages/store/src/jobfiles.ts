@@ -121,22 +121,19 @@ export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fil
  * would have written it.
  */
 export function jobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED" | "PREPARING" = "ACCEPTED"): FileBatchJob {
-  const file = (name: ControlFile, content: string): [string, string, number] => [control.file(j.id, name), content, 0o600];
-  const files = [
-    file("description", j.source),
-    file("spec", JSON.stringify(j.description)),
-    file("local", localFile(j, control.sessionDir(j.id))),
-  ];
-  if (j.description.acl) files.push(file("acl", j.description.acl));
-  if (state === "PREPARING") files.push(file("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now)));
+  const files: string[] = [];
+  const add = (name: ControlFile, content: string) => files.push(name, content);
+  add("description", j.source);
+  add("spec", JSON.stringify(j.description));
+  add("local", localFile(j, control.sessionDir(j.id)));
+  if (j.description.acl) add("acl", j.description.acl);
+  if (state === "PREPARING") add("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now));
   // Nothing reads a job before its Redis record exists (the commit point comes after this), so
   // "last" is enough; no temp file + rename needed.
-  files.push(file("status", `${state}\n`));
-  return {
-    // Nobody but the CE in the session dir until the JEM hands it to the mapped account (2770) at submission.
-    dirs: [[control.jobDir(j.id), 0o700], [control.sessionDir(j.id), 0o700]],
-    files,
-  };
+  add("status", `${state}\n`);
+  const base = control.jobDir(j.id);
+  // Nobody but the CE in the session dir until the JEM hands it to the mapped account (2770) at submission.
+  return { dirs: [base, control.sessionDir(j.id)], base, files };
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */
