@@ -67,9 +67,32 @@ export async function inStageOut(ctx: JemContext): Promise<number> {
   return (await ctx.jobs.countByInternal(["FINISHING"])).FINISHING ?? 0;
 }
 
-/** Asks a few parked jobs to look again (one ring); `wakeParked` is the safety net. */
-async function wake(ctx: JemContext, rest: RestState, n: number, owner?: string): Promise<void> {
-  await ctx.advance.ring(await ctx.jobs.sampleRest(rest, n, owner));
+/** Wakes gathered per JEM context and parked set for the next turn of the event loop. */
+const wakeRounds = new WeakMap<JemContext, Map<string, { n: number; done: Promise<void> }>>();
+
+/**
+ * Asks a few parked jobs to look again (one ring); `wakeParked` is the safety net. The wakes of
+ * one parked set asked for in one turn of the event loop share one sample of `n` summed: a burst
+ * of 100 jobs leaving the batch system together costs a few SRANDMEMBERs, not 100, almost all
+ * of which find nothing parked.
+ */
+function wake(ctx: JemContext, rest: RestState, n: number, owner?: string): Promise<void> {
+  let rounds = wakeRounds.get(ctx);
+  if (!rounds) wakeRounds.set(ctx, (rounds = new Map()));
+  const key = owner === undefined ? rest : `${rest}\n${owner}`;
+  const open = rounds.get(key);
+  if (open) {
+    open.n += n;
+    return open.done;
+  }
+  const round = { n, done: Promise.resolve() };
+  const all = rounds;
+  round.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+    all.delete(key);
+    await ctx.advance.ring(await ctx.jobs.sampleRest(rest, round.n, owner));
+  });
+  rounds.set(key, round);
+  return round.done;
 }
 
 /** Parked jobs woken per periodic pass and limit: bounded, whatever the number of jobs. */

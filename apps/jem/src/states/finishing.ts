@@ -26,7 +26,7 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
   // A refused `@list` file goes through the stage-out, which reports the refusal as a failure.
   if (plan.uploads.length === 0 && plan.refused.length === 0) {
     await purgeSession(session, plan);
-    return finish(ctx, job, {});
+    return finish(ctx, job, {}, undefined, { proxyRemoved: true });
   }
   const report = await readPrivate(ctx, job.id, "stageout.done");
   if (report === undefined) {
@@ -44,8 +44,11 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
   return finish(ctx, job, failureChange(job, text, { state: "FINISHING", cause: "internal" }), text);
 }
 
-/** Enters FINISHED: outcome, end time, and the session-dir expiry (arex-jem §2.8, capped by config). */
-export async function finish(ctx: JemContext, job: JobRecord, change: JobChange, failedLine?: string): Promise<Step> {
+/**
+ * Enters FINISHED: outcome, end time, and the session-dir expiry (arex-jem §2.8, capped by config).
+ * `proxyRemoved`: this look removed the proxy files already (no second pair of unlinks).
+ */
+export async function finish(ctx: JemContext, job: JobRecord, change: JobChange, failedLine?: string, opts: { proxyRemoved?: boolean } = {}): Promise<Step> {
   const now = Date.now();
   const merged = { ...job, ...change } as JobRecord;
   const cap = ctx.config.jobs.sessionLifetimeSeconds;
@@ -61,7 +64,9 @@ export async function finish(ctx: JemContext, job: JobRecord, change: JobChange,
   if (next) {
     await updateLocal(ctx, job.id, { cleanuptime: mdsTime(new Date(cleanupAt)) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "local not updated"));
     await removePrivate(ctx, job.id, "stageout.done", "stagein.failed", "submitting");
-    await removeProxyFile(ctx, job);
+    if (!opts.proxyRemoved) await removeProxyFile(ctx, job);
   }
-  return moved(next);
+  // The FINISHED handler only acts on a clean request (the expiry is scheduled above, before the
+  // CAS): without one, the look ends here. A clean arriving after the CAS rings the job anew.
+  return next?.cleanRequested ? moved(next) : WAIT;
 }
