@@ -60,7 +60,7 @@ export interface CreateJobsOptions {
    * job is created in ACCEPTED for the JEM to admit.
    */
   admit?: { maxActivePerOwner: number; uploadTimeoutMs: number } | undefined;
-  /** Parallel file creation: enough to keep libuv's pool busy without flooding a shared file system. */
+  /** Parallel removals and rewrites of a failed or demoted batch (creation goes to filewriter.ts in one batch). */
   concurrency?: number | undefined;
   /** After the commit: delegation binding (the JEM's work list is part of the commit itself). Its failure is reported, not thrown (the jobs exist). */
   notify?: ((committed: JobRecord[]) => Promise<void>) | undefined;
