@@ -4,10 +4,12 @@
  * figures and the ratio, and the results as JSON under bench/results/.
  *
  * Usage: node --import tsx bench/arex/main.ts <dir made by setup-creds.sh>
- * BENCH_AREX_ONLY=ce|arex runs one side only (for trying the harness).
+ * BENCH_AREX_ONLY=ce|arex runs one side only (for trying the harness); BENCH_AREX_WORKLOADS
+ * picks workloads (see workloads.ts).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tmpdir } from "node:os";
 import { machine, round } from "../lib/proc.js";
 import { ROOT, startArex, startCe, versions, type Server } from "../lib/servers.js";
 import { P, runWorkloads } from "./workloads.js";
@@ -101,7 +103,8 @@ for (const [n, s] of [["A-REX", arex], ["CE", ce]] as const) {
 lines.push("", ...notes.map((n) => `- ${n}`));
 console.log(lines.join("\n"));
 
-const out = join(ROOT, "bench/results");
+// A partial run (some workloads only) is for profiling: it goes to the OS temp dir, not the record.
+const out = process.env.BENCH_AREX_WORKLOADS ? join(tmpdir(), "bench-arex-partial") : join(ROOT, "bench/results");
 mkdirSync(out, { recursive: true });
 const file = join(out, `arex-${started.toISOString().replace(/[:.]/g, "-")}.json`);
 writeFileSync(file, `${JSON.stringify({ bench: "arex", started: started.toISOString(), versions: v, machine: machine(), params: P, arex, ce, table: lines }, null, 2)}\n`);

@@ -26,6 +26,13 @@ export const P = {
   listRounds: 20,
 };
 
+/**
+ * BENCH_AREX_WORKLOADS=transfer,e2e,rest,status,info,loop,list runs only those (for profiling one
+ * path; the bulk submission always runs: the others use its jobs). Unset: all of them.
+ */
+const only = process.env.BENCH_AREX_WORKLOADS ? new Set(process.env.BENCH_AREX_WORKLOADS.split(",")) : undefined;
+const want = (w: string) => !only || only.has(w);
+
 const holdJob = (name: string, files: string[]) => `&(executable="/bin/true")(jobname="${name}")(inputfiles=${files.map((f) => `("${f}" "")`).join("")})`;
 
 /** Times `n` calls of `fn` (after `warm` unmeasured ones); milliseconds. */
@@ -92,123 +99,138 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
 
     // 2. Session upload and download of one large file (one stream each), into a job that waits
     //    for a second input as well, so it stays put while we read the file back.
-    mark("transfer");
-    log(`  session PUT/GET of ${P.transferBytes / 2 ** 20} MiB`);
-    const [tid] = (await submit(user2, holdJob("transfer", ["big.dat", "hold.dat"]))).ids;
-    if (!tid) throw new Error("transfer job not created");
-    await sleep(1000);
-    const chunk = Buffer.alloc(1024 * 1024);
-    for (let i = 0; i < chunk.length; i += 4) chunk.writeUInt32LE((i * 2654435761) >>> 0, i);
-    const transfer = async (what: "put" | "get") => {
-      const s0 = snapshot(procs);
-      const t = performance.now();
-      if (what === "put") expectOk(await user2.putStream(`jobs/${tid}/session/big.dat`, P.transferBytes, chunk), "session PUT");
-      else {
-        const g = await user2.getCount(`jobs/${tid}/session/big.dat`);
-        if (g.status !== 200 || g.bytes !== P.transferBytes) throw new Error(`session GET: ${g.status}, ${g.bytes} bytes`);
-      }
-      const s = (performance.now() - t) / 1000;
-      const cpu = cpuDelta(s0, snapshot(procs));
-      const gib = P.transferBytes / 2 ** 30;
-      log(`  → ${what} ${round(s, 2)} s, ${round(P.transferBytes / 2 ** 20 / s)} MiB/s, CPU ${round(cpu.total! / gib, 2)} s/GiB`);
-      return { seconds: round(s, 3), mibPerSecond: round(P.transferBytes / 2 ** 20 / s, 1), cpu, cpuSecondsPerGiB: round(cpu.total! / gib, 2) };
-    };
-    res.upload = await transfer("put");
-    res.download = await transfer("get");
-    // Free the space (best effort: both implementations accept kill then clean).
-    await user2.call("POST", "jobs?action=kill", statusJson([tid]), { "content-type": "application/json" });
+    if (want("transfer")) {
+      mark("transfer");
+      log(`  session PUT/GET of ${P.transferBytes / 2 ** 20} MiB`);
+      const [tid] = (await submit(user2, holdJob("transfer", ["big.dat", "hold.dat"]))).ids;
+      if (!tid) throw new Error("transfer job not created");
+      await sleep(1000);
+      const chunk = Buffer.alloc(1024 * 1024);
+      for (let i = 0; i < chunk.length; i += 4) chunk.writeUInt32LE((i * 2654435761) >>> 0, i);
+      const transfer = async (what: "put" | "get") => {
+        const s0 = snapshot(procs);
+        const t = performance.now();
+        if (what === "put") expectOk(await user2.putStream(`jobs/${tid}/session/big.dat`, P.transferBytes, chunk), "session PUT");
+        else {
+          const g = await user2.getCount(`jobs/${tid}/session/big.dat`);
+          if (g.status !== 200 || g.bytes !== P.transferBytes) throw new Error(`session GET: ${g.status}, ${g.bytes} bytes`);
+        }
+        const s = (performance.now() - t) / 1000;
+        const cpu = cpuDelta(s0, snapshot(procs));
+        const gib = P.transferBytes / 2 ** 30;
+        log(`  → ${what} ${round(s, 2)} s, ${round(P.transferBytes / 2 ** 20 / s)} MiB/s, CPU ${round(cpu.total! / gib, 2)} s/GiB`);
+        return { seconds: round(s, 3), mibPerSecond: round(P.transferBytes / 2 ** 20 / s, 1), cpu, cpuSecondsPerGiB: round(cpu.total! / gib, 2) };
+      };
+      res.upload = await transfer("put");
+      res.download = await transfer("get");
+      // Free the space (best effort: both implementations accept kill then clean).
+      await user2.call("POST", "jobs?action=kill", statusJson([tid]), { "content-type": "application/json" });
+    }
 
     // 3. End to end: 100 /bin/true jobs in one request → all terminal.
-    log(`  end to end: ${P.e2eJobs} /bin/true jobs in one request`);
-    await settle(procs, { maxMs: 15_000 });
-    mark("e2e");
-    const e0 = snapshot(procs);
-    const ek0 = childSnapshot(procs);
-    const te = performance.now();
-    const e2eIds = (await submit(user2, xrslBatch(P.e2eJobs, (i) => `&(executable="/bin/true")(jobname="e2e${i}")`))).ids;
-    let last = new Map<string, string>();
-    for (;;) {
-      last = await states(user2, e2eIds);
-      if ([...last.values()].every((s) => TERMINAL.has(s))) break;
-      if (performance.now() - te > P.e2eTimeoutS * 1000) break;
-      await sleep(250);
+    if (want("e2e")) {
+      log(`  end to end: ${P.e2eJobs} /bin/true jobs in one request`);
+      await settle(procs, { maxMs: 15_000 });
+      mark("e2e");
+      const e0 = snapshot(procs);
+      const ek0 = childSnapshot(procs);
+      const te = performance.now();
+      const e2eIds = (await submit(user2, xrslBatch(P.e2eJobs, (i) => `&(executable="/bin/true")(jobname="e2e${i}")`))).ids;
+      let last = new Map<string, string>();
+      for (;;) {
+        last = await states(user2, e2eIds);
+        if ([...last.values()].every((s) => TERMINAL.has(s))) break;
+        if (performance.now() - te > P.e2eTimeoutS * 1000) break;
+        await sleep(250);
+      }
+      const e2eS = (performance.now() - te) / 1000;
+      const count: Record<string, number> = {};
+      for (const s of last.values()) count[s] = (count[s] ?? 0) + 1;
+      res.e2e = { jobs: e2eIds.length, seconds: round(e2eS, 2), states: count, allFinished: count.FINISHED === e2eIds.length, cpu: cpuDelta(e0, snapshot(procs)), childCpu: cpuDelta(ek0, childSnapshot(procs)) };
+      log(`  → ${round(e2eS, 2)} s, states ${JSON.stringify(count)}`);
+      await settle(procs, { maxMs: 15_000 });
     }
-    const e2eS = (performance.now() - te) / 1000;
-    const count: Record<string, number> = {};
-    for (const s of last.values()) count[s] = (count[s] ?? 0) + 1;
-    res.e2e = { jobs: e2eIds.length, seconds: round(e2eS, 2), states: count, allFinished: count.FINISHED === e2eIds.length, cpu: cpuDelta(e0, snapshot(procs)), childCpu: cpuDelta(ek0, childSnapshot(procs)) };
-    log(`  → ${round(e2eS, 2)} s, states ${JSON.stringify(count)}`);
-    await settle(procs, { maxMs: 15_000 });
 
     // What the servers do on their own, holding the waiting jobs, with no requests at all.
-    mark("rest");
-    const r0 = snapshot(procs);
-    await sleep(10_000);
-    const rest = cpuDelta(r0, snapshot(procs));
-    res.atRest = { seconds: 10, cpu: rest, percentOfCore: round(rest.total! * 10, 1) };
-    log(`  at rest (10 s, no requests): ${round(rest.total! * 10, 1)}% of a core ${JSON.stringify(rest)}`);
+    if (want("rest")) {
+      mark("rest");
+      const r0 = snapshot(procs);
+      await sleep(10_000);
+      const rest = cpuDelta(r0, snapshot(procs));
+      res.atRest = { seconds: 10, cpu: rest, percentOfCore: round(rest.total! * 10, 1) };
+      log(`  at rest (10 s, no requests): ${round(rest.total! * 10, 1)}% of a core ${JSON.stringify(rest)}`);
+    }
 
     // 4. Bulk status of 500 ids, JSON and XML.
-    mark("status");
-    const st = ids.slice(0, P.statusIds);
-    const sj = statusJson(st);
-    const sx = statusXml(st);
-    const statusCall = (body: string, type: string) => async () => {
-      const r = await user.call("POST", "jobs?action=status", body, { "content-type": type, accept: type });
-      expectOk(r, "status");
-    };
-    const lj = await timed(P.statusRounds, 5, statusCall(sj, "application/json"));
-    const lx = await timed(P.statusRounds, 5, statusCall(sx, "application/xml"));
-    res.statusJson = { ids: st.length, p50Ms: round(pct(lj, 50), 2), p95Ms: round(pct(lj, 95), 2) };
-    res.statusXml = { ids: st.length, p50Ms: round(pct(lx, 50), 2), p95Ms: round(pct(lx, 95), 2) };
-    log(`  bulk status of ${st.length}: JSON p50 ${round(pct(lj, 50), 1)} ms, XML p50 ${round(pct(lx, 50), 1)} ms`);
+    if (want("status")) {
+      mark("status");
+      const st = ids.slice(0, P.statusIds);
+      const sj = statusJson(st);
+      const sx = statusXml(st);
+      const statusCall = (body: string, type: string) => async () => {
+        const r = await user.call("POST", "jobs?action=status", body, { "content-type": type, accept: type });
+        expectOk(r, "status");
+      };
+      const lj = await timed(P.statusRounds, 5, statusCall(sj, "application/json"));
+      const lx = await timed(P.statusRounds, 5, statusCall(sx, "application/xml"));
+      res.statusJson = { ids: st.length, p50Ms: round(pct(lj, 50), 2), p95Ms: round(pct(lj, 95), 2) };
+      res.statusXml = { ids: st.length, p50Ms: round(pct(lx, 50), 2), p95Ms: round(pct(lx, 95), 2) };
+      log(`  bulk status of ${st.length}: JSON p50 ${round(pct(lj, 50), 1)} ms, XML p50 ${round(pct(lx, 50), 1)} ms`);
+    }
 
     // 5. Bulk info of 100 ids.
-    mark("info");
-    const ij = statusJson(ids.slice(0, P.infoIds));
-    const li = await timed(P.infoRounds, 3, async () => {
-      const r = await user.call("POST", "jobs?action=info", ij, { "content-type": "application/json" });
-      expectOk(r, "info");
-      const n = items((JSON.parse(r.body.toString("utf8")) as { job?: JobItem | JobItem[] }).job).length;
-      if (n !== P.infoIds) throw new Error(`info: ${n} items`);
-    });
-    res.info = { ids: P.infoIds, p50Ms: round(pct(li, 50), 2), p95Ms: round(pct(li, 95), 2) };
-    log(`  bulk info of ${P.infoIds}: p50 ${round(pct(li, 50), 1)} ms`);
+    if (want("info")) {
+      mark("info");
+      const ij = statusJson(ids.slice(0, P.infoIds));
+      const li = await timed(P.infoRounds, 3, async () => {
+        const r = await user.call("POST", "jobs?action=info", ij, { "content-type": "application/json" });
+        expectOk(r, "info");
+        const n = items((JSON.parse(r.body.toString("utf8")) as { job?: JobItem | JobItem[] }).job).length;
+        if (n !== P.infoIds) throw new Error(`info: ${n} items`);
+      });
+      res.info = { ids: P.infoIds, p50Ms: round(pct(li, 50), 2), p95Ms: round(pct(li, 95), 2) };
+      log(`  bulk info of ${P.infoIds}: p50 ${round(pct(li, 50), 1)} ms`);
+    }
 
-    mark("statusLoop");
-    // 6. 8 concurrent clients (one connection each) looping bulk status of 50 ids.
-    const loopers = Array.from({ length: P.loopClients }, () => new RestClient({ base: server.base, credFile: join(dir, "user/userproxy.pem"), caFile: ca, sockets: 1 }));
-    const codes: Record<string, number> = {};
-    let done = 0;
-    for (const l of loopers) expectOk(await l.call("GET", "jobs"), "warm-up"); // open the connections
-    const l0 = snapshot(procs);
-    const tl = performance.now();
-    const end = tl + P.loopSeconds * 1000;
-    await Promise.all(loopers.map(async (l, k) => {
-      const b = statusJson(ids.slice((k * P.loopIds) % ids.length, ((k * P.loopIds) % ids.length) + P.loopIds));
-      while (performance.now() < end) {
-        const r = await l.call("POST", "jobs?action=status", b, { "content-type": "application/json" });
-        codes[r.status] = (codes[r.status] ?? 0) + 1;
-        if (r.status >= 200 && r.status < 300) done++;
-        else if (r.status === 429) await sleep(Number(r.headers["retry-after"] ?? 1) * 1000);
-      }
-    }));
-    const loopS = (performance.now() - tl) / 1000;
-    const lcpu = cpuDelta(l0, snapshot(procs));
-    for (const l of loopers) l.close();
-    res.statusLoop = { clients: P.loopClients, ids: P.loopIds, seconds: round(loopS, 2), ok: done, codes, reqPerSecond: round(done / loopS, 1), cpu: lcpu, cpuMsPerRequest: round((lcpu.total! * 1000) / Math.max(1, done), 3) };
-    log(`  ${P.loopClients} status loops: ${round(done / loopS)} req/s, ${round((lcpu.total! * 1000) / Math.max(1, done), 2)} ms CPU/request, codes ${JSON.stringify(codes)}`);
+    if (want("loop")) {
+      mark("statusLoop");
+      // 6. 8 concurrent clients (one connection each) looping bulk status of 50 ids.
+      const loopers = Array.from({ length: P.loopClients }, () => new RestClient({ base: server.base, credFile: join(dir, "user/userproxy.pem"), caFile: ca, sockets: 1 }));
+      const codes: Record<string, number> = {};
+      let done = 0;
+      for (const l of loopers) expectOk(await l.call("GET", "jobs"), "warm-up"); // open the connections
+      const l0 = snapshot(procs);
+      const tl = performance.now();
+      const end = tl + P.loopSeconds * 1000;
+      await Promise.all(loopers.map(async (l, k) => {
+        const b = statusJson(ids.slice((k * P.loopIds) % ids.length, ((k * P.loopIds) % ids.length) + P.loopIds));
+        while (performance.now() < end) {
+          const r = await l.call("POST", "jobs?action=status", b, { "content-type": "application/json" });
+          codes[r.status] = (codes[r.status] ?? 0) + 1;
+          if (r.status >= 200 && r.status < 300) done++;
+          else if (r.status === 429) await sleep(Number(r.headers["retry-after"] ?? 1) * 1000);
+        }
+      }));
+      const loopS = (performance.now() - tl) / 1000;
+      const lcpu = cpuDelta(l0, snapshot(procs));
+      for (const l of loopers) l.close();
+      res.statusLoop = { clients: P.loopClients, ids: P.loopIds, seconds: round(loopS, 2), ok: done, codes, reqPerSecond: round(done / loopS, 1), cpu: lcpu, cpuMsPerRequest: round((lcpu.total! * 1000) / Math.max(1, done), 3) };
+      log(`  ${P.loopClients} status loops: ${round(done / loopS)} req/s, ${round((lcpu.total! * 1000) / Math.max(1, done), 2)} ms CPU/request, codes ${JSON.stringify(codes)}`);
+    }
 
     // 7. Job list (the user owns exactly the bulk-submitted jobs).
-    mark("list");
-    let listed = 0;
-    const ll = await timed(P.listRounds, 3, async () => {
-      const r = await user.call("GET", "jobs");
-      expectOk(r, "list");
-      listed = items((JSON.parse(r.body.toString("utf8")) as { job?: JobItem | JobItem[] }).job).length;
-    });
-    res.list = { jobs: listed, p50Ms: round(pct(ll, 50), 2), p95Ms: round(pct(ll, 95), 2) };
-    log(`  job list (${listed}): p50 ${round(pct(ll, 50), 1)} ms`);
+    if (want("list")) {
+      mark("list");
+      let listed = 0;
+      const ll = await timed(P.listRounds, 3, async () => {
+        const r = await user.call("GET", "jobs");
+        expectOk(r, "list");
+        listed = items((JSON.parse(r.body.toString("utf8")) as { job?: JobItem | JobItem[] }).job).length;
+      });
+      res.list = { jobs: listed, p50Ms: round(pct(ll, 50), 2), p95Ms: round(pct(ll, 95), 2) };
+      log(`  job list (${listed}): p50 ${round(pct(ll, 50), 1)} ms`);
+    }
+
     return res;
   } finally {
     user.close();
