@@ -92,6 +92,8 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
   const removeAll = (recs: readonly JobRecord[]) => mapLimit(recs, concurrency, (r) => control.removeAll(r.id).catch(() => undefined));
   const records = admitAtCreation(jobs, o.admit);
   await store.jobs.markCreating(ids);
+  // The commit clears the marks of the jobs it creates; the rest are cleared here.
+  let settled = new Set<string>();
   try {
     const written = await writeAll(control, jobs, records, warn);
     await mapLimit(jobs.filter((_, i) => !written[i]), concurrency, (j) => control.removeAll(j.record.id).catch(() => undefined));
@@ -119,12 +121,12 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
       throw new JobCommitError(err);
     }
     const committed = ready.slice(0, created);
+    settled = new Set(committed.map((r) => r.id));
     await removeAll(ready.slice(created));
     if (o.notify && committed.length > 0) await o.notify(committed).catch((err: unknown) => warn("notification after commit failed", err));
-    const ok = new Set(committed.map((r) => r.id));
-    return { outcomes: jobs.map((j, i) => (ok.has(j.record.id) ? "created" : written[i] ? "limited" : "files-failed")), committed, limitedBy: limitedBy === "active" ? undefined : limitedBy };
+    return { outcomes: jobs.map((j, i) => (settled.has(j.record.id) ? "created" : written[i] ? "limited" : "files-failed")), committed, limitedBy: limitedBy === "active" ? undefined : limitedBy };
   } finally {
-    await store.jobs.doneCreating(ids).catch((err: unknown) => warn("creating marks not cleared", err));
+    await store.jobs.doneCreating(ids.filter((id) => !settled.has(id))).catch((err: unknown) => warn("creating marks not cleared", err));
   }
 }
 

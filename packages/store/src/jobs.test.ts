@@ -55,6 +55,19 @@ describe("create (lua/create.lua)", () => {
     expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("ACCEPTED"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "ACCEPTING"), keys.rest("ACCEPTING")].sort());
   });
 
+  it("creates each record of a batch as given, whatever it shares with the first (fields differing, missing, or only in the first)", async () => {
+    const a = rec("alice", { jobName: "a", summary: { stdout: "o" }, clientHost: "h1" });
+    const b = rec("bob", { jobName: "b", state: "DELETED", rest: "WIPED" });
+    const c = rec("alice", { jobName: "c", summary: { stdout: "o" }, clientHost: "h1", requestId: "r" });
+    await jobs.markCreating([a.id, b.id, c.id]);
+    expect(await jobs.create([a, b, c], 10)).toBe(3);
+    for (const r of [a, b, c]) expect(await jobs.get(r.id)).toEqual(decodeRecord(encodeRecord(r)));
+    expect(await redis.hexists(keys.job(b.id), "clientHost")).toBe(0);
+    expect(await mentions(b.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("DELETED"), keys.job(b.id), keys.owner(ownerKey("bob")), keys.ownerRest(ownerKey("bob"), "WIPED"), keys.rest("WIPED")].sort());
+    // The commit clears the creating marks of what it created.
+    expect(await redis.zcard(keys.creating())).toBe(0);
+  });
+
   it("is all-or-nothing under the CE-wide limit: nothing is written when fewer than minRequired fit", async () => {
     await jobs.create([rec()], 10);
     const batch = [rec(), rec(), rec()];

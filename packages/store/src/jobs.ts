@@ -124,6 +124,14 @@ export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
   return out;
 }
 
+/** The fields of `rec` that differ from `base`; a field of `base` that `rec` lacks is null (lua/create.lua). */
+function recordDelta(base: Record<string, string>, rec: Record<string, string>): Record<string, string | null> {
+  const out: Record<string, string | null> = {};
+  for (const f in rec) if (rec[f] !== base[f]) out[f] = rec[f]!;
+  for (const f in base) if (!(f in rec)) out[f] = null;
+  return out;
+}
+
 export function decodeRecord(h: Record<string, string>): JobRecord | undefined {
   if (!h.id || !h.owner || !isInternalState(h.state ?? "") || !isRestState(h.rest ?? "")) return undefined;
   const r: Record<string, unknown> = {};
@@ -206,6 +214,7 @@ export class JobStore {
    * As `create`, and says which limit stopped it: the CE-wide `maxTotal` or the owner's quota
    * (`maxPerOwner`, 0 = none). WIPED records count against neither. Records admitted at creation
    * (PREPARING) that would take their owner past `maxActivePerOwner`: none created, "active".
+   * The creating marks (`markCreating`) of the records created are cleared in the same step.
    */
   async createBounded(records: JobRecord[], o: CreateLimits): Promise<{ created: number; limitedBy?: "total" | "owner" | "active" }> {
     if (records.length === 0) return { created: 0 };
@@ -216,11 +225,15 @@ export class JobStore {
     const admitOwner = admitted[0]?.ownerKey;
     if (admitted.some((r) => r.ownerKey !== admitOwner)) throw new Error("createBounded: jobs admitted at creation must all be of one owner");
     const active = admitOwner === undefined ? [] : ACTIVE_REST_STATES.map((s) => k.ownerRest(admitOwner, s));
-    const payload = records.map((r) => JSON.stringify(encodeRecord(r)));
-    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), ...active];
-    for (const r of records) keys.push(k.job(r.id), k.owner(r.ownerKey), k.ownerRest(r.ownerKey, "WIPED"), k.ownerRest(r.ownerKey, r.rest), k.internal(r.state), k.rest(r.rest));
-    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0];
-    const res = await runScript(this.redis, "ceCreateJobs", keys, [...args, ...payload]);
+    // One argument for the whole batch (lua/create.lua builds the per-record keys): a bulk
+    // submission's records differ mostly in id and job name, so each later record is sent as its
+    // differences from the first.
+    const encoded = records.map(encodeRecord);
+    const first = encoded[0]!;
+    const payload = JSON.stringify(encoded.map((e, i) => (i === 0 ? e : recordDelta(first, e))));
+    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), ...active];
+    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload];
+    const res = await runScript(this.redis, "ceCreateJobs", keys, args);
     const [n, by] = res as unknown as [number, string];
     return by === "total" || by === "owner" || by === "active" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
   }

@@ -1,41 +1,58 @@
 -- Atomically create jobs with all their indexes, within the CE-wide job limit and the per-owner quota.
 -- WIPED records (kept only for their final state) count against neither.
 -- KEYS[1] every job (Keys.all), KEYS[2] WIPED jobs (Keys.rest WIPED), KEYS[3] the JEM's due set
--- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), KEYS[5..4+A] the admitted owner's
--- active-state sets (Keys.ownerRest of @ce/model ACTIVE_REST_STATES; A = ARGV[6], may be 0), then six
--- keys per record i (base = 4 + A + 6*(i-1)): +1 the record hash (Keys.job), +2 the owner's jobs
--- (Keys.owner), +3 the owner's WIPED jobs, +4 the owner's jobs in the record's REST state
--- (Keys.ownerRest), +5 the record's internal-state set (Keys.internal), +6 its REST-state set (Keys.rest).
+-- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), KEYS[5] the creating marks
+-- (Keys.creating), KEYS[6..5+A] the admitted owner's active-state sets (Keys.ownerRest of @ce/model
+-- ACTIVE_REST_STATES; A = ARGV[6], may be 0).
 -- ARGV[1] maxTotal, ARGV[2] minRequired, ARGV[3] now(ms), ARGV[4] maxPerOwner (0 = none),
 -- ARGV[5] maxActivePerOwner (0 = none), ARGV[6] A, ARGV[7] due time of admitted records (their
--- upload deadline), ARGV[8..] JSON job records, in the order of their keys.
+-- upload deadline), ARGV[8] key prefix, ARGV[9] the records: one JSON array, the first record whole
+-- (field -> string), each later one as its differences from the first (a field whose value is JSON
+-- null is absent from that record). A batch of one submission differs mostly in id and job name.
+-- Per record, the keys are built here from the prefix (as update.lua does; they share KEYS' `{ce}`
+-- hash slot): the record hash <prefix>:job:<id> (Keys.job), the owner's jobs <prefix>:o:<ownerKey>
+-- (Keys.owner), its WIPED and REST-state sets <prefix>:o:<ownerKey>:s:<rest> (Keys.ownerRest), and
+-- the internal- and REST-state sets <prefix>:i:<state>, <prefix>:r:<rest> (Keys.internal, Keys.rest).
 -- With ARGV[7] > 0, records in PREPARING (not pending) are admitted at creation (@ce/model
--- CREATION_STATES); they are all of the owner whose active sets KEYS[5..4+A] are, and become due
+-- CREATION_STATES); they are all of the owner whose active sets KEYS[6..5+A] are, and become due
 -- at ARGV[7]; every other record is due at once. ARGV[7] = 0: nothing is admitted here.
 -- Returns {created, limitedBy}: the first min(n, room) records are created, or none when fewer than
 -- minRequired fit; limitedBy is 'total', 'owner' or '' (everything fitted). When the admitted records
 -- among them would take the owner past ARGV[5], nothing is created and limitedBy is 'active' (the
 -- caller creates them in ACCEPTED instead, for the JEM to admit). Created jobs are on the JEM's work
--- list in the same step: a committed job is never missing from it.
+-- list in the same step (a committed job is never missing from it), and their creating marks are
+-- removed (a record exists now).
 local maxTotal = tonumber(ARGV[1])
 local minRequired = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local maxPerOwner = tonumber(ARGV[4])
 local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local first = 8
-local n = #ARGV - first + 1
-local base = 4 + nActive
-if #KEYS ~= base + 6 * n then return redis.error_reply('create: ' .. #KEYS .. ' keys for ' .. n .. ' records') end
+local prefix = ARGV[8]
+if #KEYS ~= 5 + nActive or #ARGV ~= 9 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+local list = cjson.decode(ARGV[9])
+local n = #list
 local recs = {}
-for i = 1, n do recs[i] = cjson.decode(ARGV[first + i - 1]) end
-local function key(i, k) return KEYS[base + 6 * (i - 1) + k] end
+for i = 1, n do
+  if i == 1 then
+    recs[1] = list[1]
+  else
+    local rec = {}
+    for k, v in pairs(list[1]) do rec[k] = v end
+    for k, v in pairs(list[i]) do
+      if v == cjson.null then rec[k] = nil else rec[k] = v end
+    end
+    recs[i] = rec
+  end
+  if type(recs[i].id) ~= 'string' or type(recs[i].ownerKey) ~= 'string' then return redis.error_reply('create: record ' .. i .. ' without id or ownerKey') end
+end
+local function ownerSet(rec, rest) return prefix .. ':o:' .. rec.ownerKey .. ':s:' .. rest end
 
 local used = redis.call('ZCARD', KEYS[1]) - redis.call('SCARD', KEYS[2])
 local held = {}
 local count, limitedBy = 0, ''
 for i = 1, n do
   local ok = recs[i].ownerKey
-  if held[ok] == nil then held[ok] = redis.call('ZCARD', key(i, 2)) - redis.call('SCARD', key(i, 3)) end
+  if held[ok] == nil then held[ok] = redis.call('ZCARD', prefix .. ':o:' .. ok) - redis.call('SCARD', ownerSet(recs[i], 'WIPED')) end
   if used + 1 > maxTotal then limitedBy = 'total'; break end
   if maxPerOwner > 0 and held[ok] + 1 > maxPerOwner then limitedBy = 'owner'; break end
   used = used + 1
@@ -51,24 +68,26 @@ for i = 1, count do
 end
 if admitted > 0 and maxActive > 0 then
   local active = 0
-  for a = 1, nActive do active = active + redis.call('SCARD', KEYS[4 + a]) end
+  for a = 1, nActive do active = active + redis.call('SCARD', KEYS[5 + a]) end
   if active + admitted > maxActive then return {0, 'active'} end
 end
 
 for i = 1, count do
   local rec = recs[i]
+  local id = rec.id
   local flat = {}
   for k, v in pairs(rec) do flat[#flat + 1] = k; flat[#flat + 1] = tostring(v) end
-  redis.call('HSET', key(i, 1), unpack(flat))
-  redis.call('ZADD', KEYS[1], now, rec.id)
-  redis.call('ZADD', key(i, 2), now, rec.id)
-  redis.call('SADD', key(i, 4), rec.id)
-  redis.call('SADD', key(i, 5), rec.id)
-  redis.call('SADD', key(i, 6), rec.id)
+  redis.call('HSET', prefix .. ':job:' .. id, unpack(flat))
+  redis.call('ZADD', KEYS[1], now, id)
+  redis.call('ZADD', prefix .. ':o:' .. rec.ownerKey, now, id)
+  redis.call('SADD', ownerSet(rec, rec.rest), id)
+  redis.call('SADD', prefix .. ':i:' .. rec.state, id)
+  redis.call('SADD', prefix .. ':r:' .. rec.rest, id)
+  redis.call('ZREM', KEYS[5], id)
   if isAdmitted(rec) then
-    redis.call('ZADD', KEYS[3], 'LT', admittedDue, rec.id)
+    redis.call('ZADD', KEYS[3], 'LT', admittedDue, id)
   else
-    redis.call('ZADD', KEYS[3], 'LT', now, rec.id)
+    redis.call('ZADD', KEYS[3], 'LT', now, id)
   end
 end
 if count > admitted then redis.call('PUBLISH', KEYS[4], '1') end
