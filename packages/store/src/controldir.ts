@@ -167,14 +167,16 @@ export function stateLine(from: string, to: string, reason: string, at = new Dat
 
 /** `.local`-style `key=value` lines. Values are single-line; newlines are escaped. */
 export function formatKeyValues(entries: Array<[string, string | number | boolean | undefined]>): string {
-  // One string built in a loop, escaping only values that need it: every new job's `local` goes through here.
   let out = "";
-  for (const [k, v] of entries) {
-    if (v === undefined || v === "") continue;
-    const text = typeof v === "boolean" ? (v ? "yes" : "no") : String(v);
-    out += `${out ? "\n" : ""}${k}=${NEEDS_ESCAPE.test(text) ? text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n") : text}`;
-  }
-  return `${out}\n`;
+  for (const [k, v] of entries) out += keyValueLine(k, v);
+  return out === "" ? "\n" : out;
+}
+
+/** One `key=value\n` line of a `.local`-style text; "" for an undefined or empty value (no line). */
+export function keyValueLine(k: string, v: string | number | boolean | undefined): string {
+  if (v === undefined || v === "") return "";
+  const text = typeof v === "string" ? v : typeof v === "boolean" ? (v ? "yes" : "no") : String(v);
+  return `${k}=${NEEDS_ESCAPE.test(text) ? text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n") : text}\n`;
 }
 const NEEDS_ESCAPE = /[\\\n]/;
 

@@ -162,8 +162,7 @@ function admitAtCreation(jobs: readonly NewJob[], admit: CreateJobsOptions["admi
     if (r.state !== "ACCEPTED" || r.pending || !waitsOnlyForUploads(files.description, now)) return r;
     owner ??= r.ownerKey;
     if (r.ownerKey !== owner) return r;
-    const next = { ...r, state: "PREPARING" as const };
-    return { ...next, rest: toRestState(next) };
+    return { ...r, state: "PREPARING" as const, rest: toRestState({ state: "PREPARING", pending: r.pending }) };
   });
 }
 

@@ -1,5 +1,5 @@
 import { ADMISSION_REASON, type InputFile, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
-import { type ControlDir, type ControlFile, formatKeyValues, mdsTime, stateLine } from "./controldir.js";
+import { type ControlDir, type ControlFile, keyValueLine, mdsTime, stateLine } from "./controldir.js";
 import type { FileBatchJob } from "./filewriter.js";
 
 
@@ -43,49 +43,56 @@ function fileLine(name: string, url: string | undefined): string {
   return url ? `${pfn} ${escapeToken(url)}` : pfn;
 }
 
-/** `.local` keys in A-REX write order (arex-jem §1.4.2), plus our `requestid`. */
+/**
+ * `.local` keys in A-REX write order (arex-jem §1.4.2), plus our `requestid`. Built line by line
+ * (no list of entries first): every new job's `local` is rendered on the submission path.
+ */
 export function localFile(j: JobFilesInput, sessionDir?: string): string {
   const d = j.description;
-  const args = d.executable !== undefined ? [d.executable, ...d.arguments].map(escapeToken).join(" ") : undefined;
-  const entries: Array<[string, string | number | boolean | undefined]> = [
-    ["globalid", j.id],
-    ["headnode", j.endpointUrl],
-    ["headhost", j.hostname],
-    ["globalurl", `${j.endpointUrl}/rest/${j.version}/jobs/${j.id}`],
-    ["interface", "org.nordugrid.arcrest"],
-    ["lrms", j.backend],
-    ["queue", j.queue],
-    ["args", args],
-    ["argscode", d.successExitCode ?? 0],
-    ["subject", j.owner],
-    ["starttime", mdsTime(j.now)],
-    ["lifetime", j.lifetime],
-    ...d.notify.map((n): [string, string] => ["notify", n]),
-    ["processtime", d.startTime ? mdsTime(d.startTime) : undefined],
-    ["rerun", j.rerun],
-    ["downloads", d.inputFiles.filter((f) => f.source).length],
-    ["uploads", d.outputFiles.filter((f) => f.target).length],
-    ["jobname", d.jobName],
-    ["projectname", d.projectName],
-    ["gmlog", d.logDir],
-    ["delegexpiretime", j.delegationExpires ? mdsTime(new Date(j.delegationExpires)) : undefined],
-    ["clientname", j.clientHost],
-    ["clientsoftware", j.clientSoftware?.slice(0, 200)],
-    ["delegationid", j.mainDelegation],
-    ["sessiondir", sessionDir],
-    ["diskspace", d.diskMB !== undefined ? d.diskMB * 1024 * 1024 : undefined],
-    ["freestagein", d.freeStageIn ?? false],
-    ["transfershare", "_default"],
-    ["priority", d.priority ?? 50],
-    ["dryrun", d.dryRun ?? false],
-    ["requestid", j.requestId],
+  const kv = keyValueLine;
+  let downloads = 0;
+  for (const f of d.inputFiles) if (f.source) downloads++;
+  let uploads = 0;
+  for (const f of d.outputFiles) if (f.target) uploads++;
+  let out =
+    kv("globalid", j.id) +
+    kv("headnode", j.endpointUrl) +
+    kv("headhost", j.hostname) +
+    kv("globalurl", `${j.endpointUrl}/rest/${j.version}/jobs/${j.id}`) +
+    kv("interface", "org.nordugrid.arcrest") +
+    kv("lrms", j.backend) +
+    kv("queue", j.queue) +
+    kv("args", d.executable !== undefined ? [d.executable, ...d.arguments].map(escapeToken).join(" ") : undefined) +
+    kv("argscode", d.successExitCode ?? 0) +
+    kv("subject", j.owner) +
+    kv("starttime", mdsTime(j.now)) +
+    kv("lifetime", j.lifetime);
+  for (const n of d.notify) out += kv("notify", n);
+  out +=
+    kv("processtime", d.startTime ? mdsTime(d.startTime) : undefined) +
+    kv("rerun", j.rerun) +
+    kv("downloads", downloads) +
+    kv("uploads", uploads) +
+    kv("jobname", d.jobName) +
+    kv("projectname", d.projectName) +
+    kv("gmlog", d.logDir) +
+    kv("delegexpiretime", j.delegationExpires ? mdsTime(new Date(j.delegationExpires)) : undefined) +
+    kv("clientname", j.clientHost) +
+    kv("clientsoftware", j.clientSoftware?.slice(0, 200)) +
+    kv("delegationid", j.mainDelegation) +
+    kv("sessiondir", sessionDir) +
+    kv("diskspace", d.diskMB !== undefined ? d.diskMB * 1024 * 1024 : undefined) +
+    kv("freestagein", d.freeStageIn ?? false) +
+    kv("transfershare", "_default") +
+    kv("priority", d.priority ?? 50) +
+    kv("dryrun", d.dryRun ?? false) +
+    kv("requestid", j.requestId) +
     // The mapping decided at submission (our keys; A-REX keeps it outside the .local file).
-    ["localuser", j.localUser?.account],
-    ["localuid", j.localUser?.uid],
-    ["localgid", j.localUser?.gid],
-    ...(j.fqans ?? []).map((f): [string, string] => ["voms", f]),
-  ];
-  return formatKeyValues(entries);
+    kv("localuser", j.localUser?.account) +
+    kv("localuid", j.localUser?.uid) +
+    kv("localgid", j.localUser?.gid);
+  for (const f of j.fqans ?? []) out += kv("voms", f);
+  return out;
 }
 
 /**

@@ -114,7 +114,9 @@ export interface CreateLimits {
 
 export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(r)) {
+  // for-in, not Object.entries: no pair arrays for each of a bulk submission's records.
+  for (const k in r) {
+    const v = r[k as keyof JobRecord];
     if (v === undefined || v === null) continue;
     if (k === "delegations") out[k] = (v as string[]).join(",");
     else if (JSON_FIELDS.has(k)) out[k] = JSON.stringify(v);
