@@ -7,6 +7,7 @@ import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooL
 import { requireScope } from "../middleware/identity/scopes.js";
 import { respond } from "../render.js";
 import { BodyAborted, checkDeclaredLength, drainBody, receiveBody, writeBody } from "../services/session-body.js";
+import { closeFd, DIRECT_MIN, reopenDirect } from "../services/session-direct.js";
 import { openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
 import { jobWithSession, ownedJob } from "../services/session-job.js";
 import { davHref, hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
@@ -155,6 +156,7 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   let received = 0;
   let sizeBefore = 0;
   let discard = false;
+  let directFd: number | undefined;
   try {
     // Synchronous stat + begin: no other PUT of this file settles in between (see UploadQuota).
     sizeBefore = fstatSync(handle.fd).size;
@@ -166,8 +168,10 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
     const grow = (n: number) => quota.need(Math.max(base, offset + n) - sizeBefore);
     // The Node request itself when there is one (the deployed server): far cheaper than a web stream.
     const incoming = c.env?.incoming;
+    // A large (or unannounced) body bypasses the page cache (services/session-direct.ts).
+    if (incoming && (declared === undefined || declared >= DIRECT_MIN)) directFd = await reopenDirect(handle.fd, "w");
     received = incoming
-      ? await receiveBody(incoming, handle, offset, limit - offset, "Upload", grow)
+      ? await receiveBody(incoming, handle, offset, limit - offset, "Upload", grow, directFd)
       : await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload", (n) => grow(n) ?? Promise.resolve());
   } catch (e) {
     discard = e instanceof SessionQuotaExceeded && !range;
@@ -176,6 +180,7 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
     if (e instanceof BodyAborted || (!(e instanceof CeError) && c.env?.incoming?.errored)) throw new BadRequest("Upload aborted by the client", "UPLOAD_ABORTED");
     throw e;
   } finally {
+    closeFd(directFd);
     const settled = quota.settle(sizeBefore, sizeOf(handle.fd, sizeBefore));
     await handle.close().catch(() => undefined);
     await settled.catch((err: unknown) => c.get("log")?.warn({ err, jobId: job.id }, "session quota not settled"));

@@ -2,6 +2,7 @@ import { writev } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { PayloadTooLarge } from "../errors.js";
+import { ALIGN, giveAligned, isAligned, takeAligned } from "./session-direct.js";
 import { takeBody, type Intake } from "./session-intake.js";
 
 /**
@@ -70,7 +71,8 @@ const SLAB_POOL_MAX = 8;
 const slabPool: Buffer[] = [];
 const takeSlab = (): Buffer => slabPool.pop() ?? Buffer.allocUnsafeSlow(SLAB);
 const giveSlab = (b: Buffer): void => {
-  if (slabPool.length < SLAB_POOL_MAX) slabPool.push(b);
+  if (isAligned(b)) giveAligned(b);
+  else if (slabPool.length < SLAB_POOL_MAX) slabPool.push(b);
 };
 
 /** Aborted request bodies reject with this (the route answers 400 UPLOAD_ABORTED). */
@@ -90,6 +92,10 @@ export class BodyAborted extends Error {
  * bytes wait (TCP backpressure on a slow disk). Bytes are written only once `grow` has reserved
  * them; `grow` returns undefined when nothing needs waiting. Settles only when no write is in
  * flight, so the caller may truncate or close the handle then.
+ *
+ * `directFd` (the same file opened with O_DIRECT, session-direct.ts): whole 4 KiB blocks from
+ * aligned slabs are written through it, the last partial block through `handle`. Without an aligned
+ * slab, an unaligned offset, or on EINVAL (the file system refuses), the rest goes through `handle`.
  */
 export function receiveBody(
   src: Readable,
@@ -98,9 +104,11 @@ export function receiveBody(
   limit: number,
   what: string,
   grow?: (received: number) => Promise<void> | undefined,
+  directFd?: number,
 ): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     const fd = handle.fd;
+    let direct = directFd !== undefined && offset % ALIGN === 0;
     let received = 0;
     let position = offset;
     // Unwritten bytes: slabs[0] from `head`, the last slab up to `fill` (the next copy goes there).
@@ -123,6 +131,7 @@ export function receiveBody(
       if (failure !== undefined) {
         done = true;
         detach();
+        for (const b of slabs.splice(0)) giveSlab(b);
         reject(failure);
       } else if (ended && pendingBytes === 0 && held.length === 0) {
         done = true;
@@ -133,8 +142,7 @@ export function receiveBody(
     };
     const fail = (e: unknown) => {
       if (failure === undefined) failure = e;
-      // Slabs may be under a write still: left to the GC rather than returned to the pool.
-      slabs.length = 0;
+      // Slabs go back to the pool in finish, once no write is in flight.
       pendingBytes = 0;
       held.length = 0;
       intake?.pause();
@@ -148,7 +156,9 @@ export function receiveBody(
     const copyIn = (chunk: Buffer) => {
       for (let at = 0; at < chunk.length; ) {
         if (slabs.length === 0 || fill === SLAB) {
-          slabs.push(takeSlab());
+          const a = direct ? takeAligned() : undefined;
+          if (!a) direct = false;
+          slabs.push(a ?? takeSlab());
           fill = 0;
         }
         const n = chunk.copy(slabs[slabs.length - 1]!, fill, at);
@@ -157,13 +167,14 @@ export function receiveBody(
       }
       pendingBytes += chunk.length;
     };
-    /** The unwritten bytes as slab views (no write in flight). */
-    const views = (): Buffer[] => {
+    /** The first `bytes` unwritten bytes as slab views (no write in flight). */
+    const views = (bytes: number): Buffer[] => {
       const out: Buffer[] = [];
-      for (let i = 0; i < slabs.length; i++) {
+      for (let i = 0; i < slabs.length && bytes > 0; i++) {
         const from = i === 0 ? head : 0;
-        const to = i === slabs.length - 1 ? fill : SLAB;
+        const to = Math.min(i === slabs.length - 1 ? fill : SLAB, from + bytes);
         if (to > from) out.push(slabs[i]!.subarray(from, to));
+        bytes -= to - from;
       }
       return out;
     };
@@ -177,12 +188,21 @@ export function receiveBody(
     };
     const pump = () => {
       if (writing || pendingBytes === 0 || failure !== undefined) return finish();
-      const bufs = views();
-      const bytes = pendingBytes;
-      pendingBytes = 0;
+      // Direct: whole blocks only; the partial last one waits for more, or for the end (then `fd`).
+      const blocks = direct ? pendingBytes - (pendingBytes % ALIGN) : 0;
+      if (direct && blocks === 0 && !ended) return;
+      const via = blocks > 0 ? directFd! : fd;
+      const bytes = blocks > 0 ? blocks : pendingBytes;
+      pendingBytes -= bytes;
       writing = true;
-      writeAll(fd, bufs, bytes, position, (err) => {
+      writeAll(via, views(bytes), bytes, position, (err) => {
         writing = false;
+        if (err && via !== fd && (err as NodeJS.ErrnoException).code === "EINVAL") {
+          // O_DIRECT refused after all: these bytes (again, whole) and the rest through `fd`.
+          direct = false;
+          pendingBytes += bytes;
+          return pump();
+        }
         if (err) return fail(err);
         if (failure !== undefined) return finish();
         position += bytes;
