@@ -188,9 +188,11 @@ export function receiveBody(
     };
     const pump = () => {
       if (writing || pendingBytes === 0 || failure !== undefined) return finish();
-      // Direct: whole blocks only; the partial last one waits for more, or for the end (then `fd`).
+      // Direct: whole blocks only, at least a slab's worth until the end (a direct write is a disk
+      // round trip, not a copy: one per 16 KiB record would be thousands per GiB); the partial
+      // last block goes through `fd` at the end.
       const blocks = direct ? pendingBytes - (pendingBytes % ALIGN) : 0;
-      if (direct && blocks === 0 && !ended) return;
+      if (direct && !ended && blocks < SLAB) return;
       const via = blocks > 0 ? directFd! : fd;
       const bytes = blocks > 0 ? blocks : pendingBytes;
       pendingBytes -= bytes;
