@@ -47,6 +47,30 @@ describe("normalizeSessionPath", () => {
   });
 });
 
+describe("validateDescription: the copy", () => {
+  it("is as deep as structuredClone's: dates, nested lists and objects, client-named keys (even __proto__) copied as data", () => {
+    const hints = JSON.parse('{"__proto__": "x", "a": "b"}') as Record<string, string>;
+    const d = base({
+      startTime: new Date(1_700_000_000_000),
+      inputFiles: [input("in", { source: "https://x/in", options: JSON.parse('{"__proto__": "p", "threads": "4"}'), locations: ["https://y/in"] })],
+      runtimeEnvironments: [{ name: "ENV/X", options: ["o"] }],
+      environment: [{ name: "A", value: "1" }],
+      hints,
+      jobName: undefined,
+    });
+    const v = validateDescription(d);
+    expect(v).toEqual(structuredClone(d));
+    expect(JSON.stringify(v)).toBe(JSON.stringify(structuredClone(d)));
+    expect(v.startTime).toBeInstanceOf(Date);
+    expect(v.startTime).not.toBe(d.startTime);
+    expect(v.inputFiles[0]!.options).not.toBe(d.inputFiles[0]!.options);
+    expect(v.inputFiles[0]!.locations).not.toBe(d.inputFiles[0]!.locations);
+    expect(Object.getPrototypeOf(v.hints)).toBe(Object.prototype);
+    expect(Object.keys(v.hints)).toEqual(["__proto__", "a"]);
+    expect(Object.keys(v.inputFiles[0]!.options)).toEqual(["__proto__", "threads"]);
+  });
+});
+
 describe("validateDescription: paths", () => {
   it("normalizes file names and does not mutate the input", () => {
     const d = base({
