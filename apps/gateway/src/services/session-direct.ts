@@ -21,9 +21,12 @@ export const SLAB = 1024 * 1024;
 /** Transfers smaller than this use the page cache (small files are often read back soon). */
 export const DIRECT_MIN = 8 * 1024 * 1024;
 
-const ARENA_SLABS = 16;
-/** At most 64 MiB of aligned slabs (~10 transfers at once); beyond, transfers use ordinary I/O. */
-const MAX_ARENAS = 4;
+/**
+ * 64 MiB of aligned slabs (~10 large transfers at once; beyond, ordinary I/O), one arena: each
+ * WebAssembly.Memory reserves ~10 GiB of address space (guard regions; resident only as touched).
+ */
+const ARENA_SLABS = 64;
+const MAX_ARENAS = 1;
 let arenas = 0;
 const free: Buffer[] = [];
 const aligned = new WeakSet<Buffer>();
