@@ -4,7 +4,7 @@ import { buildActivityDocument, type ActivityInput } from "./activity.js";
 import { bulkResultsDoc } from "./documents.js";
 import { renderXml } from "./render/xml.js";
 import { render } from "./negotiate.js";
-import { glueTime } from "./glue.js";
+import { glueTime, glueTimeOpt } from "./glue.js";
 
 const t = (s: string) => new Date(s);
 const full: ActivityInput = {
@@ -60,6 +60,23 @@ describe("glueTime", () => {
   it("is exactly YYYY-MM-DDTHH:MM:SSZ", () => {
     expect(glueTime(t("2026-01-02T03:04:05.999Z"))).toBe("2026-01-02T03:04:05Z");
     expect(() => glueTime(new Date(NaN))).toThrow(RangeError);
+  });
+
+  it("gives each second's text however times alternate (texts are kept per second)", () => {
+    const ref = (ms: number) => new Date(ms).toISOString().slice(0, 19) + "Z";
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    // Across the cache's bound (4096 seconds), before 1970, fractions either side of a second.
+    for (let i = 0; i < 20_000; i++) {
+      const ms = Math.floor((rnd() - 0.3) * 1e13) + (i % 3 === 0 ? 999 : i % 3 === 1 ? 1 : 0);
+      expect(glueTime(new Date(ms))).toBe(ref(ms));
+      expect(glueTimeOpt(new Date(ms))).toBe(ref(ms));
+    }
+    for (const ms of [-1, -999, -1000, -1001, 0, 999]) expect(glueTime(new Date(ms))).toBe(ref(ms));
+    expect(glueTimeOpt(new Date(NaN))).toBeUndefined();
+    expect(glueTimeOpt(new Date(Date.UTC(10000, 0, 1)))).toBeUndefined();
+    expect(() => glueTime(new Date(Date.UTC(10000, 0, 1)))).toThrow(RangeError);
+    expect(glueTimeOpt(undefined)).toBeUndefined();
   });
 });
 

@@ -10,26 +10,35 @@ export const ARCREST_INTERFACE = "org.nordugrid.arcrest";
  * pattern and one bad timestamp breaks a whole bulk call (decisions #17).
  */
 export function glueTime(d: Date): string {
-  const t = d.getTime();
-  // Bulk info stamps every document with the same time: formatted once.
-  if (t === lastTime.t) return lastTime.s;
-  if (!Number.isFinite(t)) throw new RangeError("glueTime: invalid Date");
-  const y = d.getUTCFullYear();
-  if (y < 0 || y > 9999) throw new RangeError(`glueTime: year ${y} out of range`);
-  const s = d.toISOString().slice(0, 19) + "Z";
-  lastTime = { t, s };
-  return s;
+  const s = glueTimeOpt(d);
+  if (s !== undefined) return s;
+  if (!Number.isFinite(d.getTime())) throw new RangeError("glueTime: invalid Date");
+  throw new RangeError(`glueTime: year ${d.getUTCFullYear()} out of range`);
 }
 
-let lastTime = { t: NaN, s: "" };
+/**
+ * The text of each second, made once: a bulk info answer formats several times per document (the
+ * request time, submission times shared by a batch, proxy expiry ...), and toISOString was most
+ * of building the documents. Bounded: emptied when full.
+ */
+const secondTexts = new Map<number, string>();
+const SECOND_TEXTS_MAX = 4096;
 
-/** glueTime, or undefined for an absent/invalid date (the element is then omitted). */
+/** glueTime, or undefined for an absent/invalid date or a year outside 0-9999 (the element is then omitted). */
 export function glueTimeOpt(d: Date | null | undefined): string | undefined {
   if (!d) return undefined;
   const t = d.getTime();
+  // A NaN second is never stored, so an invalid date always reaches the check below.
+  const sec = Math.floor(t / 1000);
+  const known = secondTexts.get(sec);
+  if (known !== undefined) return known;
   if (!Number.isFinite(t)) return undefined;
   const y = d.getUTCFullYear();
-  return y < 0 || y > 9999 ? undefined : glueTime(d);
+  if (y < 0 || y > 9999) return undefined;
+  const s = d.toISOString().slice(0, 19) + "Z";
+  if (secondTexts.size >= SECOND_TEXTS_MAX) secondTexts.clear();
+  secondTexts.set(sec, s);
+  return s;
 }
 
 export const glueIds = {
