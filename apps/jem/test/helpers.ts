@@ -105,10 +105,9 @@ const held = new Map<string, Lease>();
  * Creates a job through the gateway's own sequence (@ce/store `createJobs`: creating mark, control
  * files with `wx` and status last, the Redis record due for the JEM in the same commit).
  * `notify: false`: the job's lease is held until `letJemSee(env, id)`, so a running JEM cannot
- * touch it meanwhile (tests that change the job by hand first). `admit`: admission at creation as
- * the gateway does it (@ce/model admittedAtCreation; else every job is created ACCEPTED).
+ * touch it meanwhile (tests that change the job by hand first).
  */
-export async function submitTestJob(env: TestEnv, partial: Partial<JobDescription> = {}, record: Partial<JobRecord> = {}, opts: { notify?: boolean; admit?: boolean } = {}): Promise<string> {
+export async function submitTestJob(env: TestEnv, partial: Partial<JobDescription> = {}, record: Partial<JobRecord> = {}, opts: { notify?: boolean } = {}): Promise<string> {
   const d: JobDescription = { ...emptyDescription("emies:adl"), executable: "/bin/true", ...partial };
   const id = randomUUID();
   const { config } = env;
@@ -126,7 +125,6 @@ export async function submitTestJob(env: TestEnv, partial: Partial<JobDescriptio
   const problems: string[] = [];
   const { outcomes } = await createJobs(env, [{ record: rec, files: testJobFiles(rec, d) }], {
     maxTotal: config.jobs.maxTotal,
-    admit: opts.admit ? { maxActivePerOwner: config.jobs.maxActivePerOwner, uploadTimeoutMs: config.jobs.uploadTimeoutSeconds * 1000 } : undefined,
     warn: (what, err) => problems.push(`${what}: ${String(err)}`),
   });
   if (outcomes[0] !== "created" || problems.length) throw new Error(`job not created cleanly (${outcomes[0]}): ${problems.join("; ")}`);

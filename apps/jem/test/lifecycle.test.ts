@@ -39,24 +39,6 @@ describe("job lifecycle", () => {
     expect(await env.control.read(id, "failed")).toBeUndefined();
   });
 
-  it("a job created admitted (nothing to stage in) goes on at once: the same state log and files, one JEM move less", async () => {
-    const id = await submitTestJob(env, shellJob("echo out > out.txt", { outputFiles: [output("out.txt")] }), {}, { admit: true });
-    const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
-    expect([r?.rest, r?.exitCode]).toEqual(["FINISHED", 0]);
-    expect(await readFile(join(env.control.sessionDir(id), "out.txt"), "utf8")).toBe("out\n");
-    expect(await transitionsOf(env, id)).toEqual([
-      { from: "ACCEPTED", to: "PREPARING" }, { from: "PREPARING", to: "SUBMIT" }, { from: "SUBMIT", to: "INLRMS" },
-      { from: "INLRMS", to: "FINISHING" }, { from: "FINISHING", to: "FINISHED" },
-    ]);
-    expect(await env.control.read(id, "errors")).toMatch(/^\S+Z Job state change ACCEPTED -> PREPARING {3}Reason: Starting job processing\n/);
-  });
-
-  it("a data-only job created admitted goes straight on to FINISHING", async () => {
-    const id = await submitTestJob(env, { executable: undefined }, {}, { admit: true });
-    expect((await waitForRest(env, id, ["FINISHED", "FAILED"]))?.rest).toBe("FINISHED");
-    expect((await transitionsOf(env, id)).map((t) => t.to)).toEqual(["PREPARING", "FINISHING", "FINISHED"]);
-  });
-
   it("a non-zero exit code ends FAILED with the LRMS reason", async () => {
     const id = await submitTestJob(env, shellJob("exit 3"));
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);

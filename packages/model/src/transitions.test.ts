@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { INTERNAL_STATES, type InternalState } from "./states.js";
 import { emptyDescription, type JobDescription } from "./description/types.js";
-import { ALLOWED_MOVES, canMove, CREATION_STATES, IllegalMoveError, type MoveTarget, admittedAtCreation } from "./transitions.js";
+import { ALLOWED_MOVES, canMove, CREATION_STATES, IllegalMoveError, type MoveTarget, waitsOnlyForUploads } from "./transitions.js";
 
 /** Every move the JEM makes (apps/jem/src/states/*, commands.ts restart, expiry.ts), read from the code. */
 const JEM_MOVES: [InternalState, MoveTarget, string][] = [
@@ -89,21 +89,14 @@ describe("creation states", () => {
     for (const s of CREATION_STATES.slice(1)) expect(canMove("ACCEPTED", s)).toBe(true);
   });
 
-  it("only a job whose admission would do nothing else may be created in PREPARING: due at once, or at its upload deadline", () => {
-    const out = { name: "out.dat", target: "https://x/out", options: {}, useIfSuccess: true, useIfFailure: false, useIfCancel: false };
-    expect(admittedAtCreation(d({}), now)).toBe("now"); // nothing to stage in: straight on to the batch system
-    expect(admittedAtCreation(d({ executable: undefined }), now)).toBe("now"); // data-only: straight on to FINISHING
-    expect(admittedAtCreation(d({ outputFiles: [out] }), now)).toBe("now"); // outputs are staged out later
-    expect(admittedAtCreation(d({ startTime: new Date(now - 1) }), now)).toBe("now");
-    expect(admittedAtCreation(d({ inputFiles: [upload, { ...upload, name: "b" }] }), now)).toBe("uploads");
-    expect(admittedAtCreation(d({ inputFiles: [upload], startTime: new Date(now - 1), outputFiles: [out] }), now)).toBe("uploads");
-    expect(admittedAtCreation(d({ inputFiles: [upload, { ...upload, source: "https://x/a" }] }), now)).toBeUndefined(); // a download
-    expect(admittedAtCreation(d({ inputFiles: [{ ...upload, source: "https://x/a" }] }), now)).toBeUndefined();
-    for (const inputFiles of [[], [upload]]) {
-      expect(admittedAtCreation(d({ inputFiles, freeStageIn: true }), now)).toBeUndefined(); // parks
-      expect(admittedAtCreation(d({ inputFiles, dryRun: true }), now)).toBeUndefined();
-      expect(admittedAtCreation(d({ inputFiles, startTime: new Date(now + 60_000) }), now)).toBeUndefined();
-      expect(admittedAtCreation(d({ inputFiles, startTime: new Date(Number.NaN) }), now)).toBeUndefined();
-    }
+  it("only a job whose admission just starts waiting for client uploads may be created in PREPARING", () => {
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload, { ...upload, name: "b" }] }), now)).toBe(true);
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], startTime: new Date(now - 1) }), now)).toBe(true);
+    expect(waitsOnlyForUploads(d({}), now)).toBe(false); // straight on to the batch system
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload, { ...upload, source: "https://x/a" }] }), now)).toBe(false); // a download
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], freeStageIn: true }), now)).toBe(false); // parks
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], dryRun: true }), now)).toBe(false);
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], startTime: new Date(now + 60_000) }), now)).toBe(false);
+    expect(waitsOnlyForUploads(d({ inputFiles: [upload], startTime: new Date(Number.NaN) }), now)).toBe(false);
   });
 });

@@ -39,8 +39,9 @@ export const ALLOWED_MOVES: Readonly<Record<InternalState, readonly MoveTarget[]
 /**
  * The states a record is created in: ACCEPTED (the JEM admits it), or PREPARING — the move
  * ACCEPTED -> PREPARING above, made by the atomic create script (@ce/store create.lua) under the
- * same per-owner limit the JEM applies, for a job whose admission would do nothing else
- * (`admittedAtCreation`). That saves the JEM one state move per such job.
+ * same per-owner limit the JEM applies, for a job whose admission would only start a wait for
+ * client uploads (`waitsOnlyForUploads`). Such a job costs the JEM nothing until an upload
+ * completes or its upload deadline passes.
  */
 export const CREATION_STATES: readonly InternalState[] = ["ACCEPTED", "PREPARING"];
 
@@ -56,24 +57,15 @@ export const ACTIVE_REST_STATES: readonly RestState[] = [
 ];
 
 /**
- * When a job created in PREPARING (`CREATION_STATES`) is due for the JEM: at once, or at its
- * upload deadline (an upload completing rings it sooner).
+ * True when admitting the job would do nothing but start waiting for client uploads, so it may be
+ * created in PREPARING: no dry run and no start time ahead (the JEM's ACCEPTED handler acts on
+ * those), no remote input and no free stage-in (PREPARING would start a download or park), and at
+ * least one file the client uploads (else PREPARING would move straight on to the batch system).
  */
-export type CreationDue = "now" | "uploads";
-
-/**
- * Whether the job may be created already admitted (PREPARING), i.e. the JEM's admission would do
- * nothing but move it there, and when the JEM must then look at it; undefined: created ACCEPTED.
- * Not with a dry run or a start time ahead (the JEM's ACCEPTED handler acts on those), nor with a
- * remote input or free stage-in (PREPARING would start a download or park). Then: files the client
- * uploads → due at the upload deadline (PREPARING would only wait for them); nothing to stage in →
- * due now (PREPARING passes it straight on). Outputs play no part: they are staged out later.
- */
-export function admittedAtCreation(d: Pick<JobDescription, "dryRun" | "startTime" | "freeStageIn" | "inputFiles">, now: number): CreationDue | undefined {
-  if (d.dryRun || d.freeStageIn) return undefined;
-  if (d.startTime !== undefined && !(d.startTime.getTime() <= now)) return undefined;
-  if (d.inputFiles.length === 0) return "now";
-  return d.inputFiles.every((f) => !f.source) ? "uploads" : undefined;
+export function waitsOnlyForUploads(d: Pick<JobDescription, "dryRun" | "startTime" | "freeStageIn" | "inputFiles">, now: number): boolean {
+  if (d.dryRun || d.freeStageIn || d.inputFiles.length === 0) return false;
+  if (d.startTime !== undefined && !(d.startTime.getTime() <= now)) return false;
+  return d.inputFiles.every((f) => !f.source);
 }
 
 /** The target word of a move, as `formatStatusFile` writes it. */

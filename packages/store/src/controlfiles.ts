@@ -1,4 +1,4 @@
-import { admittedAtCreation, toRestState } from "@ce/model";
+import { toRestState, waitsOnlyForUploads } from "@ce/model";
 import type { ControlDir, ControlFile } from "./controldir.js";
 import { appendInputs } from "./inputstatus.js";
 import type { JobRecord, JobStore } from "./jobs.js";
@@ -54,10 +54,10 @@ export interface CreateJobsOptions {
   minRequired?: number | undefined;
   maxPerOwner?: number | undefined;
   /**
-   * Admission at creation (@ce/model CREATION_STATES): a job whose admission would do nothing else
-   * (`admittedAtCreation`) is created in PREPARING — due for the JEM at its upload deadline when
-   * it waits for client uploads, else at once — while its owner stays within `maxActivePerOwner`
-   * (checked in the atomic create). Absent: every job is created in ACCEPTED for the JEM to admit.
+   * Admission at creation (@ce/model CREATION_STATES): a job that would only wait for client
+   * uploads (`waitsOnlyForUploads`) is created in PREPARING, due for the JEM at its upload deadline,
+   * while its owner stays within `maxActivePerOwner` (checked in the atomic create). Absent: every
+   * job is created in ACCEPTED for the JEM to admit.
    */
   admit?: { maxActivePerOwner: number; uploadTimeoutMs: number } | undefined;
   /** Parallel removals and rewrites of a failed or demoted batch (creation goes to filewriter.ts in one batch). */
@@ -90,7 +90,7 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
   const concurrency = o.concurrency ?? 32;
   const ids = jobs.map((j) => j.record.id);
   const removeAll = (recs: readonly JobRecord[]) => mapLimit(recs, concurrency, (r) => control.removeAll(r.id).catch(() => undefined));
-  const { records, admittedNow } = admitAtCreation(jobs, o.admit);
+  const records = admitAtCreation(jobs, o.admit);
   await store.jobs.markCreating(ids);
   // The commit clears the marks of the jobs it creates; the rest are cleared here.
   let settled = new Set<string>();
@@ -106,7 +106,7 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
     let limitedBy: "total" | "owner" | "active" | undefined;
     const commit = () => store.jobs.createBounded(ready, {
       maxTotal: o.maxTotal, minRequired, maxPerOwner: o.maxPerOwner ?? 0,
-      maxActivePerOwner: o.admit?.maxActivePerOwner, admittedDue: o.admit ? Date.now() + o.admit.uploadTimeoutMs : undefined, admittedNow,
+      maxActivePerOwner: o.admit?.maxActivePerOwner, admittedDue: o.admit ? Date.now() + o.admit.uploadTimeoutMs : undefined,
     });
     try {
       ({ created, limitedBy } = await commit());
@@ -153,25 +153,17 @@ async function writeAll(control: ControlDir, jobs: readonly NewJob[], records: r
   });
 }
 
-/**
- * The records to create: PREPARING for the jobs admitted at creation (one owner per call: the first
- * such job's), with the ids of those due for the JEM at once rather than at their upload deadline.
- */
-function admitAtCreation(jobs: readonly NewJob[], admit: CreateJobsOptions["admit"]): { records: JobRecord[]; admittedNow: Set<string> } {
-  const admittedNow = new Set<string>();
-  if (!admit) return { records: jobs.map((j) => j.record), admittedNow };
+/** The records to create: PREPARING for the jobs admitted at creation (one owner per call: the first such job's). */
+function admitAtCreation(jobs: readonly NewJob[], admit: CreateJobsOptions["admit"]): JobRecord[] {
+  if (!admit) return jobs.map((j) => j.record);
   const now = Date.now();
   let owner: string | undefined;
-  const records = jobs.map(({ record: r, files }) => {
-    if (r.state !== "ACCEPTED" || r.pending) return r;
-    const due = admittedAtCreation(files.description, now);
-    if (!due) return r;
+  return jobs.map(({ record: r, files }) => {
+    if (r.state !== "ACCEPTED" || r.pending || !waitsOnlyForUploads(files.description, now)) return r;
     owner ??= r.ownerKey;
     if (r.ownerKey !== owner) return r;
-    if (due === "now") admittedNow.add(r.id);
     return { ...r, state: "PREPARING" as const, rest: toRestState({ state: "PREPARING", pending: r.pending }) };
   });
-  return { records, admittedNow };
 }
 
 /** Back to ACCEPTED before the commit: `status` rewritten, the admission line of `errors` dropped. */

@@ -110,8 +110,6 @@ export interface CreateLimits {
   maxActivePerOwner?: number | undefined;
   /** When records created in PREPARING are due for the JEM (their upload deadline, ms). */
   admittedDue?: number | undefined;
-  /** Ids of records created in PREPARING that are due at once instead (nothing to stage in). */
-  admittedNow?: ReadonlySet<string> | undefined;
 }
 
 export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
@@ -246,8 +244,7 @@ export class JobStore {
     const first = encoded[0]!;
     const payload = JSON.stringify(encoded.map((e, i) => (i === 0 ? e : recordDelta(first, e))));
     const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), ...active];
-    const dueNow = o.admittedNow?.size ? records.map((r) => (o.admittedNow!.has(r.id) ? "1" : "0")).join("") : "";
-    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload, dueNow];
+    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload];
     const res = await runScript(this.redis, "ceCreateJobs", keys, args);
     const [n, by] = res as unknown as [number, string];
     return by === "total" || by === "owner" || by === "active" ? { created: Number(n), limitedBy: by } : { created: Number(n) };

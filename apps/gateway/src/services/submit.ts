@@ -209,9 +209,8 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
       },
     })), {
       maxTotal: config.jobs.maxTotal, minRequired, maxPerOwner: config.quotas.jobsPerOwner, concurrency: FILE_CONCURRENCY,
-      // A job whose admission would do nothing else is created admitted (PREPARING, @ce/model
-      // admittedAtCreation): one JEM move less; one waiting for uploads costs the JEM nothing until
-      // an upload completes or its upload deadline passes.
+      // A job that only waits for the client's uploads is created admitted (PREPARING): the JEM
+      // then has nothing to do for it until an upload completes or its upload deadline passes.
       admit: { maxActivePerOwner: config.jobs.maxActivePerOwner, uploadTimeoutMs: config.jobs.uploadTimeoutSeconds * 1000 },
       notify: (committed) => afterCommit(s, req, committed),
       warn: (what, err, jobId) => req.log.warn({ err, jobId }, what),

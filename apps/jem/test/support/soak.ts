@@ -117,8 +117,7 @@ export async function runSoak(env: TestEnv, opts: SoakOptions): Promise<SoakRepo
         idx.map(async (i) => {
           const name = `soak-${i}`;
           // Short payloads of different lengths: kills land in SUBMIT, INLRMS and FINISHING alike.
-          // Every other job is created admitted (PREPARING, as the gateway does): both paths soaked.
-          const id = await submitTestJob(env, shellJob(`echo ${name} >> ${runs}; sleep 0.${i % 10}`, { jobName: name }), {}, { admit: i % 2 === 1 });
+          const id = await submitTestJob(env, shellJob(`echo ${name} >> ${runs}; sleep 0.${i % 10}`, { jobName: name }));
           names.set(id, name);
         }),
       );

@@ -9,16 +9,13 @@
 -- upload deadline), ARGV[8] key prefix, ARGV[9] the records: one JSON array, the first record whole
 -- (field -> string), each later one as its differences from the first (a field whose value is JSON
 -- null is absent from that record). A batch of one submission differs mostly in id and job name.
--- ARGV[10] one character per record, '1' when an admitted record is due at once instead of at
--- ARGV[7] (nothing to stage in); may be empty.
 -- Per record, the keys are built here from the prefix (as update.lua does; they share KEYS' `{ce}`
 -- hash slot): the record hash <prefix>:job:<id> (Keys.job), the owner's jobs <prefix>:o:<ownerKey>
 -- (Keys.owner), its WIPED and REST-state sets <prefix>:o:<ownerKey>:s:<rest> (Keys.ownerRest), and
 -- the internal- and REST-state sets <prefix>:i:<state>, <prefix>:r:<rest> (Keys.internal, Keys.rest).
 -- With ARGV[7] > 0, records in PREPARING (not pending) are admitted at creation (@ce/model
 -- CREATION_STATES); they are all of the owner whose active sets KEYS[6..5+A] are, and become due
--- at ARGV[7] unless ARGV[10] marks them due now; every other record is due at once (the bell rings
--- when any record is). ARGV[7] = 0: nothing is admitted here.
+-- at ARGV[7]; every other record is due at once. ARGV[7] = 0: nothing is admitted here.
 -- Returns {created, limitedBy}: the first min(n, room) records are created, or none when fewer than
 -- minRequired fit; limitedBy is 'total', 'owner' or '' (everything fitted). When the admitted records
 -- among them would take the owner past ARGV[5], nothing is created and limitedBy is 'active' (the
@@ -31,8 +28,7 @@ local now = tonumber(ARGV[3])
 local maxPerOwner = tonumber(ARGV[4])
 local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local prefix = ARGV[8]
-local dueNow = ARGV[10]
-if #KEYS ~= 5 + nActive or #ARGV ~= 10 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+if #KEYS ~= 5 + nActive or #ARGV ~= 9 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 local list = cjson.decode(ARGV[9])
 local n = #list
 local recs = {}
@@ -76,7 +72,6 @@ if admitted > 0 and maxActive > 0 then
   if active + admitted > maxActive then return {0, 'active'} end
 end
 
-local ring = false
 for i = 1, count do
   local rec = recs[i]
   local id = rec.id
@@ -89,12 +84,11 @@ for i = 1, count do
   redis.call('SADD', prefix .. ':i:' .. rec.state, id)
   redis.call('SADD', prefix .. ':r:' .. rec.rest, id)
   redis.call('ZREM', KEYS[5], id)
-  if isAdmitted(rec) and string.sub(dueNow, i, i) ~= '1' then
+  if isAdmitted(rec) then
     redis.call('ZADD', KEYS[3], 'LT', admittedDue, id)
   else
     redis.call('ZADD', KEYS[3], 'LT', now, id)
-    ring = true
   end
 end
-if ring then redis.call('PUBLISH', KEYS[4], '1') end
+if count > admitted then redis.call('PUBLISH', KEYS[4], '1') end
 return {count, limitedBy}
