@@ -11,7 +11,7 @@ import { close, constants, open } from "node:fs";
  *
  * O_DIRECT wants the buffer address, length and file offset aligned (4096 covers every block
  * device). Node has no aligned allocation; a WebAssembly.Memory's backing store is page-aligned,
- * so aligned slabs are carved from a few such arenas. Every direct path falls back to ordinary I/O:
+ * so aligned slabs are carved from one such arena. Every direct path falls back to ordinary I/O:
  * no arena (address space limits), a file system refusing O_DIRECT (EINVAL), no /proc.
  */
 
