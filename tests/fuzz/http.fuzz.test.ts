@@ -150,7 +150,9 @@ describe("fuzz: whole gateway over HTTPS", () => {
     const statuses = [...seen.keys()];
     if (process.env.CE_FUZZ_REPORT) console.log(`http statuses ${JSON.stringify(Object.fromEntries(seen))}`);
     expect(statuses.some((x) => x < 300), JSON.stringify([...seen])).toBe(true);
-    expect(statuses.filter((x) => x >= 400).length, JSON.stringify([...seen])).toBeGreaterThanOrEqual(4);
+    // At least three kinds of refusal: a quick budget of 100 random cases sometimes meets only
+    // 401/404/405 (a fresh-clone CI run did), so four was a coin toss, not a property.
+    expect(statuses.filter((x) => x >= 400).length, JSON.stringify([...seen])).toBeGreaterThanOrEqual(3);
     const alive = await t.request("GET", `${t.rest}`, { accept: "application/json" });
     expect(alive.status).toBe(200);
     gc();
