@@ -81,6 +81,28 @@ export class Keys {
   health(who: string) { return `${this.prefix}:health:${who}`; }
 }
 
+/**
+ * The keys scripts must build inside Redis (an index chosen by a state or owner read in the
+ * script, or one key per record of a batch), as Lua functions generated from the methods above:
+ * `local K = ceKeys(prefix)` then `K.job(id)`, `K.ownerRest(ownerKey, rest)`. scripts.ts prepends
+ * this to every script that declares `keysInLua`, so the layout has one owner (this file).
+ */
+export const LUA_KEY_METHODS = ["job", "owner", "ownerRest", "internal", "rest", "delegJobs", "ownerSessionBytes"] as const;
+
+export function luaKeyPrelude(): string {
+  // Placeholders no prefix or argument can contain: \x00 = the prefix, \x01.. = the arguments.
+  const k = new Keys("\x00") as unknown as Record<string, (...a: string[]) => string>;
+  const fns = LUA_KEY_METHODS.map((m) => {
+    const arity = k[m]!.length;
+    const args = Array.from({ length: arity }, (_, i) => `a${i + 1}`);
+    const text = k[m]!(...args.map((_, i) => String.fromCharCode(i + 1)));
+    const parts = text.split(/([\x00-\x03])/).filter((p) => p !== "");
+    const expr = parts.map((p) => (p === "\x00" ? "p" : p.charCodeAt(0) < 4 ? `a${p.charCodeAt(0)}` : `'${p.replace(/[\\']/g, "\\$&")}'`)).join(" .. ");
+    return `${m} = function(${args.join(", ")}) return ${expr} end`;
+  });
+  return `local function ceKeys(p) return { ${fns.join(", ")} } end\n`;
+}
+
 /** Owners are arbitrary strings (DNs, iss/sub); keys use a fixed-length digest of them. */
 const ownerKeys = new Map<string, string>();
 const OWNER_KEYS_MAX = 4_096;

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { Keys } from "./keys.js";
+import { Keys, LUA_KEY_METHODS, luaKeyPrelude } from "./keys.js";
 import { Locks } from "./locks.js";
 import { RateLimiter, leaseSize } from "./ratelimit.js";
 import { runScript, SCRIPTS } from "./scripts.js";
@@ -35,6 +35,17 @@ describe("scripts against Redis", () => {
     const found = await redis.keys(`${prefix}*`);
     if (found.length) await redis.del(...found);
     redis.disconnect();
+  });
+
+  it("ceKeys, the key layout prepended to scripts, builds exactly the keys of keys.ts", async () => {
+    // Odd but legal pieces: Lua pattern and quote characters must come through as plain text.
+    const odd = "{p%'\\.x}";
+    const args = ["a-1", "b%s'"];
+    const lua = `${luaKeyPrelude()}local K = ceKeys(ARGV[1]) local out = {}
+      for i, m in ipairs(cjson.decode(ARGV[2])) do out[i] = K[m](ARGV[3], ARGV[4]) end return out`;
+    const got = await redis.eval(lua, 0, odd, JSON.stringify(LUA_KEY_METHODS), ...args);
+    const keys = new Keys(odd) as unknown as Record<string, (...a: string[]) => string>;
+    expect(got).toEqual(LUA_KEY_METHODS.map((m) => keys[m]!(...args)));
   });
 
   it("refuses a call with another number of keys than the script declares", async () => {

@@ -1,14 +1,17 @@
 import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
+import { luaKeyPrelude } from "./keys.js";
 
 /**
  * The store's Lua scripts: one file per script under ./lua (copied next to the gateway bundle by
  * scripts/build-app.ts), each opening with a comment listing its KEYS and ARGV. Every key a script
  * touches is passed as KEYS where the caller can compute it; the rest (indexes chosen by data read
  * inside the script) share the same `{ce}` hash tag, so every script runs in one Cluster slot.
+ * Scripts marked `keysInLua` build such keys with `ceKeys(prefix)`, generated from keys.ts
+ * (luaKeyPrelude) and prepended to their source: the layout is never written out in Lua.
  */
 export const SCRIPTS = {
-  ceCreateJobs: { file: "create", numberOfKeys: undefined },
+  ceCreateJobs: { file: "create", numberOfKeys: undefined, keysInLua: true },
   ceUpdateJob: { file: "update", numberOfKeys: 3 },
   ceRemoveJob: { file: "remove", numberOfKeys: 6 },
   ceRequest: { file: "request", numberOfKeys: 2 },
@@ -32,14 +35,19 @@ export const SCRIPTS = {
   cePoolLease: { file: "pool-lease", numberOfKeys: 3 },
   cePoolRelease: { file: "pool-release", numberOfKeys: 5 },
   ceCountSets: { file: "count-sets", numberOfKeys: undefined },
-} as const satisfies Record<string, { file: string; numberOfKeys: number | undefined }>;
+} as const satisfies Record<string, { file: string; numberOfKeys: number | undefined; keysInLua?: true }>;
 
 export type ScriptName = keyof typeof SCRIPTS;
 
 const sources = new Map<string, string>();
-const source = (file: string) => {
+const source = (name: ScriptName) => {
+  const { file } = SCRIPTS[name];
   let s = sources.get(file);
-  if (s === undefined) sources.set(file, (s = readFileSync(new URL(`./lua/${file}.lua`, import.meta.url), "utf8")));
+  if (s === undefined) {
+    s = readFileSync(new URL(`./lua/${file}.lua`, import.meta.url), "utf8");
+    if ("keysInLua" in SCRIPTS[name]) s = luaKeyPrelude() + s;
+    sources.set(file, s);
+  }
   return s;
 };
 
@@ -54,7 +62,7 @@ export async function runScript(redis: Redis, name: ScriptName, keys: readonly s
   if (!set) defined.set(redis, (set = new Set()));
   const spec = SCRIPTS[name];
   if (!set.has(name)) {
-    redis.defineCommand(name, spec.numberOfKeys === undefined ? { lua: source(spec.file) } : { numberOfKeys: spec.numberOfKeys, lua: source(spec.file) });
+    redis.defineCommand(name, spec.numberOfKeys === undefined ? { lua: source(name) } : { numberOfKeys: spec.numberOfKeys, lua: source(name) });
     set.add(name);
   }
   if (spec.numberOfKeys !== undefined && keys.length !== spec.numberOfKeys) throw new Error(`script ${name}: ${keys.length} keys given, ${spec.numberOfKeys} declared`);

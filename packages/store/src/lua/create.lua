@@ -9,10 +9,10 @@
 -- upload deadline), ARGV[8] key prefix, ARGV[9] the records: one JSON array, the first record whole
 -- (field -> string), each later one as its differences from the first (a field whose value is JSON
 -- null is absent from that record). A batch of one submission differs mostly in id and job name.
--- Per record, the keys are built here from the prefix (as update.lua does; they share KEYS' `{ce}`
--- hash slot): the record hash <prefix>:job:<id> (Keys.job), the owner's jobs <prefix>:o:<ownerKey>
--- (Keys.owner), its WIPED and REST-state sets <prefix>:o:<ownerKey>:s:<rest> (Keys.ownerRest), and
--- the internal- and REST-state sets <prefix>:i:<state>, <prefix>:r:<rest> (Keys.internal, Keys.rest).
+-- Per record, the keys are built here with ceKeys(prefix) (generated from keys.ts and prepended by
+-- scripts.ts; they share KEYS' `{ce}` hash slot): the record hash (K.job), the owner's jobs
+-- (K.owner), its WIPED and REST-state sets (K.ownerRest), the internal- and REST-state sets
+-- (K.internal, K.rest).
 -- With ARGV[7] > 0, records in PREPARING (not pending) are admitted at creation (@ce/model
 -- CREATION_STATES); they are all of the owner whose active sets KEYS[6..5+A] are, and become due
 -- at ARGV[7]; every other record is due at once. ARGV[7] = 0: nothing is admitted here.
@@ -27,7 +27,7 @@ local minRequired = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local maxPerOwner = tonumber(ARGV[4])
 local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local prefix = ARGV[8]
+local K = ceKeys(ARGV[8])
 if #KEYS ~= 5 + nActive or #ARGV ~= 9 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 local list = cjson.decode(ARGV[9])
 local n = #list
@@ -45,14 +45,13 @@ for i = 1, n do
   end
   if type(recs[i].id) ~= 'string' or type(recs[i].ownerKey) ~= 'string' then return redis.error_reply('create: record ' .. i .. ' without id or ownerKey') end
 end
-local function ownerSet(rec, rest) return prefix .. ':o:' .. rec.ownerKey .. ':s:' .. rest end
 
 local used = redis.call('ZCARD', KEYS[1]) - redis.call('SCARD', KEYS[2])
 local held = {}
 local count, limitedBy = 0, ''
 for i = 1, n do
   local ok = recs[i].ownerKey
-  if held[ok] == nil then held[ok] = redis.call('ZCARD', prefix .. ':o:' .. ok) - redis.call('SCARD', ownerSet(recs[i], 'WIPED')) end
+  if held[ok] == nil then held[ok] = redis.call('ZCARD', K.owner(ok)) - redis.call('SCARD', K.ownerRest(ok, 'WIPED')) end
   if used + 1 > maxTotal then limitedBy = 'total'; break end
   if maxPerOwner > 0 and held[ok] + 1 > maxPerOwner then limitedBy = 'owner'; break end
   used = used + 1
@@ -77,12 +76,12 @@ for i = 1, count do
   local id = rec.id
   local flat = {}
   for k, v in pairs(rec) do flat[#flat + 1] = k; flat[#flat + 1] = tostring(v) end
-  redis.call('HSET', prefix .. ':job:' .. id, unpack(flat))
+  redis.call('HSET', K.job(id), unpack(flat))
   redis.call('ZADD', KEYS[1], now, id)
-  redis.call('ZADD', prefix .. ':o:' .. rec.ownerKey, now, id)
-  redis.call('SADD', ownerSet(rec, rec.rest), id)
-  redis.call('SADD', prefix .. ':i:' .. rec.state, id)
-  redis.call('SADD', prefix .. ':r:' .. rec.rest, id)
+  redis.call('ZADD', K.owner(rec.ownerKey), now, id)
+  redis.call('SADD', K.ownerRest(rec.ownerKey, rec.rest), id)
+  redis.call('SADD', K.internal(rec.state), id)
+  redis.call('SADD', K.rest(rec.rest), id)
   redis.call('ZREM', KEYS[5], id)
   if isAdmitted(rec) then
     redis.call('ZADD', KEYS[3], 'LT', admittedDue, id)
