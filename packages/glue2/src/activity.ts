@@ -13,57 +13,57 @@ export interface ActivityInput {
   /** Document time (CreationTime attribute). */
   now: Date;
   /** GLUE2 Validity seconds (default 60: the document is generated on request). */
-  validity?: number;
-  name?: string;
+  validity?: number | undefined;
+  name?: string | undefined;
   /** `nordugrid:xrsl` | `emies:adl`. */
-  jobDescription?: string;
+  jobDescription?: string | undefined;
   /** Prefixed GLUE2 states (e.g. @ce/model glueStates()); one MUST be `arcrest:<REST state>`. */
   states: readonly string[];
   /** Prefixed states of the failed state (restart point). */
-  restartStates?: readonly string[];
+  restartStates?: readonly string[] | undefined;
   /** Batch-system job id. */
-  localIdFromManager?: string;
-  exitCode?: number;
-  computingManagerExitCode?: string | number;
+  localIdFromManager?: string | undefined;
+  exitCode?: number | undefined;
+  computingManagerExitCode?: string | number | undefined;
   /** Failure text; one `Error` element per non-empty line. */
-  errors?: string | readonly string[];
-  waitingPosition?: number;
+  errors?: string | readonly string[] | undefined;
+  waitingPosition?: number | undefined;
   /** Grid identity (DN or token `iss/sub`). */
-  owner?: string;
-  localOwner?: string;
+  owner?: string | undefined;
+  localOwner?: string | undefined;
   /** VOMS FQANs / token groups at submission, primary first: published as `OtherInfo: FQAN=…`. */
-  fqans?: readonly string[];
+  fqans?: readonly string[] | undefined;
   /** Seconds. */
-  requestedTotalWallTime?: number;
+  requestedTotalWallTime?: number | undefined;
   /** Seconds. */
-  requestedTotalCpuTime?: number;
-  requestedSlots?: number;
-  requestedApplicationEnvironments?: readonly string[];
-  stdin?: string;
-  stdout?: string;
-  stderr?: string;
-  logDir?: string;
-  executionNodes?: readonly string[];
-  queue?: string;
+  requestedTotalCpuTime?: number | undefined;
+  requestedSlots?: number | undefined;
+  requestedApplicationEnvironments?: readonly string[] | undefined;
+  stdin?: string | undefined;
+  stdout?: string | undefined;
+  stderr?: string | undefined;
+  logDir?: string | undefined;
+  executionNodes?: readonly string[] | undefined;
+  queue?: string | undefined;
   /** Seconds. */
-  usedTotalWallTime?: number;
+  usedTotalWallTime?: number | undefined;
   /** Seconds. */
-  usedTotalCpuTime?: number;
+  usedTotalCpuTime?: number | undefined;
   /** MB. */
-  usedMainMemory?: number;
-  submissionTime?: Date;
-  computingManagerSubmissionTime?: Date;
-  startTime?: Date;
-  computingManagerEndTime?: Date;
-  endTime?: Date;
-  workingAreaEraseTime?: Date;
-  proxyExpirationTime?: Date;
-  submissionHost?: string;
-  submissionClientName?: string;
-  otherMessages?: readonly string[];
+  usedMainMemory?: number | undefined;
+  submissionTime?: Date | undefined;
+  computingManagerSubmissionTime?: Date | undefined;
+  startTime?: Date | undefined;
+  computingManagerEndTime?: Date | undefined;
+  endTime?: Date | undefined;
+  workingAreaEraseTime?: Date | undefined;
+  proxyExpirationTime?: Date | undefined;
+  submissionHost?: string | undefined;
+  submissionClientName?: string | undefined;
+  otherMessages?: readonly string[] | undefined;
   /** Defaults to the share ID of `queue` (same form as the info document), when a queue is known. */
-  computingShareId?: string;
-  computingEndpointId?: string;
+  computingShareId?: string | undefined;
+  computingEndpointId?: string | undefined;
 }
 
 // A-REX keeps at most 1 KiB of the failure text; longer texts only bloat every bulk answer.
@@ -80,87 +80,100 @@ function errorLines(errors: string | readonly string[] | undefined): string[] {
 }
 
 /**
- * Children pushed straight into one array: the same elements `el`/`leaf`/`leaves`/`intLeaf` make,
- * without their intermediate arrays and the flattening (bulk info builds one document per job).
+ * Where the walk puts a ComputingActivity's children: the element tree (buildActivityDocument) or
+ * the XML/JSON text straight away (activity-text.ts, bulk info: 100 documents per request).
  */
-class Children {
+export interface ActivitySink {
+  /** One leaf element, in document order; elements of one name always come in one run. */
+  el(name: string, text: string): void;
+  /** The Associations element last: its two leaves, each absent when undefined or empty. */
+  associations(endpointId: string | undefined, shareId: string | undefined): void;
+}
+
+/**
+ * The children of one ComputingActivity in A-REX order, into `sink`: every renderer goes through
+ * this one walk, so the tree and the direct texts cannot drift apart. Throws without an
+ * `arcrest:` state (both ARC clients take the job state from that State only).
+ */
+export function walkActivity(input: ActivityInput, sink: ActivitySink): void {
+  if (!input.states.some((s) => s.startsWith("arcrest:"))) {
+    throw new Error(`ComputingActivity ${input.id}: states must include an "arcrest:" state`);
+  }
+  // `leaf`: nothing for an absent or empty value; `int`: whole numbers only (pyarcrest int()s them).
+  const leaf = (name: string, value: string | number | null | undefined) => {
+    if (value !== undefined && value !== null && value !== "") sink.el(name, String(value));
+  };
+  const leaves = (name: string, values: readonly (string | null | undefined)[] | undefined) => {
+    if (values) for (const v of values) leaf(name, v);
+  };
+  const int = (name: string, value: number | null | undefined) => {
+    if (value !== undefined && value !== null && Number.isFinite(value)) sink.el(name, String(Math.round(value)));
+  };
+  const time = (name: string, d: Date | undefined) => leaf(name, glueTimeOpt(d));
+  sink.el("ID", glueIds.activity(input.hostname, input.id));
+  leaf("Name", input.name);
+  sink.el("OtherInfo", `SubmittedVia=${ARCREST_INTERFACE}`);
+  if (input.fqans) for (const f of input.fqans) leaf("OtherInfo", `FQAN=${f}`);
+  sink.el("Type", "single");
+  sink.el("IDFromEndpoint", glueIds.idFromEndpoint(input.id));
+  leaf("LocalIDFromManager", input.localIdFromManager);
+  leaf("JobDescription", input.jobDescription);
+  leaves("State", input.states);
+  leaves("RestartState", input.restartStates);
+  int("ExitCode", input.exitCode);
+  leaf("ComputingManagerExitCode", input.computingManagerExitCode);
+  leaves("Error", errorLines(input.errors));
+  int("WaitingPosition", input.waitingPosition);
+  leaf("Owner", input.owner);
+  leaf("LocalOwner", input.localOwner);
+  int("RequestedTotalWallTime", input.requestedTotalWallTime);
+  int("RequestedTotalCPUTime", input.requestedTotalCpuTime);
+  int("RequestedSlots", input.requestedSlots);
+  leaves("RequestedApplicationEnvironment", input.requestedApplicationEnvironments);
+  leaf("StdIn", input.stdin);
+  leaf("StdOut", input.stdout);
+  leaf("StdErr", input.stderr);
+  leaf("LogDir", input.logDir);
+  leaves("ExecutionNode", input.executionNodes);
+  leaf("Queue", input.queue);
+  int("UsedTotalWallTime", input.usedTotalWallTime);
+  int("UsedTotalCPUTime", input.usedTotalCpuTime);
+  int("UsedMainMemory", input.usedMainMemory);
+  time("SubmissionTime", input.submissionTime);
+  time("ComputingManagerSubmissionTime", input.computingManagerSubmissionTime);
+  time("StartTime", input.startTime);
+  time("ComputingManagerEndTime", input.computingManagerEndTime);
+  time("EndTime", input.endTime);
+  time("WorkingAreaEraseTime", input.workingAreaEraseTime);
+  time("ProxyExpirationTime", input.proxyExpirationTime);
+  leaf("SubmissionHost", input.submissionHost);
+  leaf("SubmissionClientName", input.submissionClientName);
+  leaves("OtherMessages", input.otherMessages);
+  const shareId = input.computingShareId ?? (input.queue ? glueIds.share(input.hostname, input.queue) : undefined);
+  sink.associations(input.computingEndpointId, shareId);
+}
+
+/** The attributes of a ComputingActivity, in order. */
+export function activityAttrs(input: ActivityInput): { BaseType: string; CreationTime: string; Validity: string } {
+  return { BaseType: "Activity", CreationTime: glueTime(input.now), Validity: String(input.validity ?? 60) };
+}
+
+/** Children pushed straight into one array (bulk info builds one document per job). */
+class TreeSink implements ActivitySink {
   readonly list: El[] = [];
-  /** `el(name, value)`. */
-  el(name: string, value: string): void {
-    this.list.push({ name, text: value });
+  el(name: string, text: string): void {
+    this.list.push({ name, text });
   }
-  /** `leaf(name, value)`: nothing for an absent or empty value. */
-  leaf(name: string, value: string | number | null | undefined): void {
-    if (value !== undefined && value !== null && value !== "") this.list.push({ name, text: String(value) });
-  }
-  /** `leaves(name, values)`. */
-  leaves(name: string, values: readonly (string | null | undefined)[] | undefined): void {
-    if (values) for (const v of values) this.leaf(name, v);
-  }
-  /** `intLeaf(name, value)`: whole numbers only (pyarcrest int()s them). */
-  int(name: string, value: number | null | undefined): void {
-    if (value !== undefined && value !== null && Number.isFinite(value)) this.list.push({ name, text: String(Math.round(value)) });
-  }
-  time(name: string, d: Date | undefined): void {
-    this.leaf(name, glueTimeOpt(d));
+  associations(endpointId: string | undefined, shareId: string | undefined): void {
+    const assoc: El[] = [];
+    if (endpointId) assoc.push({ name: "ComputingEndpointID", text: endpointId });
+    if (shareId) assoc.push({ name: "ComputingShareID", text: shareId });
+    if (assoc.length > 0) this.list.push({ name: "Associations", children: assoc });
   }
 }
 
 export function buildActivityDocument(input: ActivityInput): El {
-  if (!input.states.some((s) => s.startsWith("arcrest:"))) {
-    // Both ARC clients take the job state from the `arcrest:` State only.
-    throw new Error(`ComputingActivity ${input.id}: states must include an "arcrest:" state`);
-  }
-  const shareId =
-    input.computingShareId ?? (input.queue ? glueIds.share(input.hostname, input.queue) : undefined);
-  const c = new Children();
-  c.el("ID", glueIds.activity(input.hostname, input.id));
-  c.leaf("Name", input.name);
-  c.el("OtherInfo", `SubmittedVia=${ARCREST_INTERFACE}`);
-  if (input.fqans) for (const f of input.fqans) c.leaf("OtherInfo", `FQAN=${f}`);
-  c.el("Type", "single");
-  c.el("IDFromEndpoint", glueIds.idFromEndpoint(input.id));
-  c.leaf("LocalIDFromManager", input.localIdFromManager);
-  c.leaf("JobDescription", input.jobDescription);
-  c.leaves("State", input.states);
-  c.leaves("RestartState", input.restartStates);
-  c.int("ExitCode", input.exitCode);
-  c.leaf("ComputingManagerExitCode", input.computingManagerExitCode);
-  c.leaves("Error", errorLines(input.errors));
-  c.int("WaitingPosition", input.waitingPosition);
-  c.leaf("Owner", input.owner);
-  c.leaf("LocalOwner", input.localOwner);
-  c.int("RequestedTotalWallTime", input.requestedTotalWallTime);
-  c.int("RequestedTotalCPUTime", input.requestedTotalCpuTime);
-  c.int("RequestedSlots", input.requestedSlots);
-  c.leaves("RequestedApplicationEnvironment", input.requestedApplicationEnvironments);
-  c.leaf("StdIn", input.stdin);
-  c.leaf("StdOut", input.stdout);
-  c.leaf("StdErr", input.stderr);
-  c.leaf("LogDir", input.logDir);
-  c.leaves("ExecutionNode", input.executionNodes);
-  c.leaf("Queue", input.queue);
-  c.int("UsedTotalWallTime", input.usedTotalWallTime);
-  c.int("UsedTotalCPUTime", input.usedTotalCpuTime);
-  c.int("UsedMainMemory", input.usedMainMemory);
-  c.time("SubmissionTime", input.submissionTime);
-  c.time("ComputingManagerSubmissionTime", input.computingManagerSubmissionTime);
-  c.time("StartTime", input.startTime);
-  c.time("ComputingManagerEndTime", input.computingManagerEndTime);
-  c.time("EndTime", input.endTime);
-  c.time("WorkingAreaEraseTime", input.workingAreaEraseTime);
-  c.time("ProxyExpirationTime", input.proxyExpirationTime);
-  c.leaf("SubmissionHost", input.submissionHost);
-  c.leaf("SubmissionClientName", input.submissionClientName);
-  c.leaves("OtherMessages", input.otherMessages);
-  const assoc = new Children();
-  assoc.leaf("ComputingEndpointID", input.computingEndpointId);
-  assoc.leaf("ComputingShareID", shareId);
-  if (assoc.list.length > 0) c.list.push({ name: "Associations", children: assoc.list });
-  return {
-    name: "ComputingActivity",
-    children: c.list,
-    attrs: { BaseType: "Activity", CreationTime: glueTime(input.now), Validity: String(input.validity ?? 60) },
-    ns: GLUE2_NS,
-  };
+  const c = new TreeSink();
+  walkActivity(input, c);
+  return { name: "ComputingActivity", children: c.list, attrs: activityAttrs(input), ns: GLUE2_NS };
 }

@@ -38,4 +38,5 @@ export {
   REST_INTERFACE_VERSIONS,
   buildInfoDocument,
 } from "./info.js";
-export { type ActivityInput, buildActivityDocument } from "./activity.js";
+export { type ActivityInput, type ActivitySink, buildActivityDocument, walkActivity } from "./activity.js";
+export { activityXml, activityJson, jsonString } from "./activity-text.js";

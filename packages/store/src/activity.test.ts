@@ -14,7 +14,7 @@ describe("activityInputFor", () => {
     expect(a).toMatchObject({ id: base.id, hostname: "ce.example.org", name: "j", owner: "/DC=org/CN=Jane", queue: "main", jobDescription: "emies:adl", stdout: "out.txt", requestedSlots: 2, requestedTotalWallTime: 1200 });
     expect(a.requestedApplicationEnvironments).toEqual(["ENV/PROXY"]);
     expect(a.submissionTime?.toISOString()).toBe("2026-01-02T03:04:05.000Z");
-    expect("endTime" in a).toBe(false);
+    expect(a.endTime).toBeUndefined();
     expect(a.restartStates).toBeUndefined();
   });
   it("a failed job carries its failure, restart states, usage and the batch-system details", () => {

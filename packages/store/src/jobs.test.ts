@@ -226,3 +226,31 @@ describe("getMany (lua/get-many.lua)", () => {
     expect(got.filter(Boolean)).toHaveLength(1_005);
   });
 });
+
+describe("getManyFields (lua/get-many.lua with field names)", () => {
+  it("the named fields decoded as getMany decodes them, in id order; missing and invalid records are undefined", async () => {
+    const full = rec("dave", {
+      jobName: "j <&> é", pending: false, state: "INLRMS", rest: "RUNNING", lrms: "RUNNING", exitCode: 0, failure: "a\nb", nodes: "n1,n2",
+      delegations: ["d1", "d2"], summary: { stdout: "o", rtes: ["R"], slots: 2 }, localUser: { account: "grid001", uid: 1, gid: 1, groups: [1] },
+      fqans: ["/vo"], usedWallSeconds: 1.5, killRequested: true, clientHost: "",
+    });
+    const plain = rec("dave");
+    await jobs.create([full, plain], 10);
+    await redis.hset(keys.job(plain.id), "state", "BOGUS");
+    const fields = ["jobName", "pending", "lrms", "exitCode", "failure", "nodes", "delegations", "summary", "localUser", "fqans", "usedWallSeconds", "killRequested", "clientHost", "outcome", "cleanupAt"] as const;
+    const [a, missing, bad] = await jobs.getManyFields([full.id, "nope", plain.id], fields);
+    expect(missing).toBeUndefined();
+    expect(bad).toBeUndefined();
+    const whole = (await jobs.getMany([full.id]))[0]!;
+    for (const f of [...fields, "id", "owner", "state", "rest"] as const) expect(a?.[f]).toEqual(whole[f]);
+    expect(a?.clientHost).toBeUndefined();
+    expect("updated" in a!).toBe(false);
+    // No delegations stored: an empty list, as getMany gives.
+    const [p2] = await jobs.getManyFields([rec("dave").id], ["delegations"]);
+    expect(p2).toBeUndefined();
+    const bare = rec("dave");
+    await jobs.create([bare], 10);
+    await redis.hdel(keys.job(bare.id), "delegations");
+    expect((await jobs.getManyFields([bare.id], ["delegations"]))[0]?.delegations).toEqual([]);
+  });
+});

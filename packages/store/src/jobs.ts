@@ -155,6 +155,60 @@ export function decodeFlatRecord(f: readonly string[]): JobRecord | undefined {
   return r as unknown as JobRecord;
 }
 
+/** The fields every partial read includes: decoding checks them (decodeFlatRecord's checks). */
+type RecordCore = "id" | "owner" | "state" | "rest";
+const CORE: readonly RecordCore[] = ["id", "owner", "state", "rest"];
+
+/** How to decode each field of a partial read; the core fields first. */
+interface FieldPlan {
+  names: string[];
+  kinds: Uint8Array;
+}
+const K_TEXT = 0, K_NUM = 1, K_BOOL = 2, K_LIST = 3, K_JSON = 4;
+const plans = new WeakMap<readonly string[], FieldPlan>();
+
+function fieldPlan(fields: readonly string[]): FieldPlan {
+  let plan = plans.get(fields);
+  if (!plan) {
+    const names = [...new Set<string>([...CORE, ...fields])];
+    const kinds = Uint8Array.from(names, (k) => (NUM.has(k) ? K_NUM : BOOL.has(k) ? K_BOOL : k === "delegations" ? K_LIST : JSON_FIELDS.has(k) ? K_JSON : K_TEXT));
+    plans.set(fields, (plan = { names, kinds }));
+  }
+  return plan;
+}
+
+/** decodeField over one HMGET row: the same values, every field a member (undefined when absent). */
+function decodeValues(plan: FieldPlan, row: readonly (string | false | null)[]): Record<string, unknown> | undefined {
+  const [id, owner, state, rest] = row;
+  if (!id || !owner || !isInternalState(state || "") || !isRestState(rest || "")) return undefined;
+  const r: Record<string, unknown> = {};
+  const { names, kinds } = plan;
+  for (let i = 0; i < names.length; i++) {
+    const v = row[i];
+    if (v === false || v === null || v === undefined) {
+      r[names[i]!] = kinds[i] === K_LIST ? [] : undefined;
+      continue;
+    }
+    switch (kinds[i]) {
+      case K_NUM:
+        r[names[i]!] = Number(v);
+        break;
+      case K_BOOL:
+        r[names[i]!] = v === "1";
+        break;
+      case K_LIST:
+        r[names[i]!] = v ? v.split(",") : [];
+        break;
+      case K_JSON:
+        r[names[i]!] = safeJson(v);
+        break;
+      default:
+        r[names[i]!] = v === "" ? undefined : v;
+    }
+  }
+  return r;
+}
+
 function decodeField(k: string, v: string): unknown {
   if (NUM.has(k)) return Number(v);
   if (BOOL.has(k)) return v === "1";
@@ -302,6 +356,24 @@ export class JobStore {
         }
         out.push(decodeFlatRecord(flat as string[]));
       }
+    }
+    return out;
+  }
+
+  /**
+   * getMany of just `fields` (HMGET, not HGETALL: bulk info reads 27 of a record's ~40 fields, and
+   * values without their names). A record is undefined, as in getMany, when it is missing or its
+   * id, owner, state or rest (always read) are not valid; absent fields are undefined members.
+   */
+  async getManyFields<K extends keyof JobRecord>(ids: readonly string[], fields: readonly K[]): Promise<(Pick<JobRecord, K | RecordCore> | undefined)[]> {
+    if (ids.length === 0) return [];
+    const plan = fieldPlan(fields);
+    const out: (Pick<JobRecord, K | RecordCore> | undefined)[] = [];
+    for (let i = 0; i < ids.length; i += 1_000) {
+      const chunk = ids.slice(i, i + 1_000);
+      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), plan.names)) as string) as unknown[];
+      // One row of values (false for an absent field) per key, in `plan.names` order.
+      for (const row of rows) out.push(decodeValues(plan, row as (string | false)[]) as Pick<JobRecord, K | RecordCore> | undefined);
     }
     return out;
   }

@@ -7,6 +7,7 @@ import { requireFullProxy, requireScope } from "../middleware/identity/scopes.js
 import { formatOf, respond, sendRendered } from "../render.js";
 import { mediaType, readTextBody } from "../services/body.js";
 import { ACTION_SCOPE, BULK_ACTIONS, bulkStatus, isBulkAction, runBulk } from "../services/bulk.js";
+import { bulkInfo, renderBulkInfo } from "../services/bulkinfo.js";
 import { renderBulkStatus } from "../services/bulkstatus.js";
 import { parseIdList } from "../services/idlist.js";
 import { renderJobList } from "../services/joblist.js";
@@ -125,8 +126,9 @@ async function bulk(c: Context<AppEnv>, action: (typeof BULK_ACTIONS)[number]): 
   // only for info, so the strict switch answers the plain 200 for the others.
   const status = s.config.compat.strictSpecCodes && action !== "info" ? 200 : 201;
   const fmt = formatOf(c);
-  // The hottest request: rendered straight to text (no element tree) in JSON and XML.
+  // The hottest requests: rendered straight to text (no element tree) in JSON and XML.
   if (action === "status" && fmt !== "html") return sendRendered(c, renderBulkStatus(await bulkStatus(s, ids, identityOf(c)), fmt), fmt, { status });
+  if (action === "info" && fmt !== "html") return sendRendered(c, renderBulkInfo(await bulkInfo(s, ids, identityOf(c)), fmt), fmt, { status });
   const items = await runBulk(s, action, ids, { identity: identityOf(c), requestId: c.get("requestId"), log: c.get("log") });
   return respond(c, bulkResultsDoc(items), { status, title: `Jobs: ${action}` });
 }

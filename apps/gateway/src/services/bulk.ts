@@ -1,12 +1,13 @@
-import { type BulkItem, STATE_NONE, buildActivityDocument } from "@ce/glue2";
+import { type BulkItem, STATE_NONE } from "@ce/glue2";
 import { FINAL_REST_STATES } from "@ce/model";
-import { activityInputFor, requestCommands, type JobRecord, type QueueCatalog } from "@ce/store";
+import { requestCommands, type JobRecord, type QueueCatalog } from "@ce/store";
 import type { Logger } from "pino";
 import type { Identity, Services } from "../context.js";
 import { StoreUnavailable } from "../errors.js";
 import { RETRY_AFTER_SECONDS, outageOf } from "../outage.js";
 import type { OperationClass } from "../middleware/identity/scopes.js";
 import type { StatusItem } from "./bulkstatus.js";
+import { bulkInfo, infoBulkItems } from "./bulkinfo.js";
 
 export const BULK_ACTIONS = ["info", "status", "kill", "clean", "restart", "delegations"] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
@@ -39,10 +40,9 @@ export async function runBulk(
   ctx: { identity: Identity; requestId: string; log: Logger; now?: Date },
 ): Promise<BulkItem[]> {
   if (action === "status") return bulkStatus(s, ids, ctx.identity);
+  if (action === "info") return infoBulkItems(await bulkInfo(s, ids, ctx.identity, ctx.now));
   const records = await s.jobs.getMany(ids);
   const owned = records.map((r) => (r && r.owner === ctx.identity.subject ? r : undefined));
-  const hostname = new URL(s.config.endpoint.url).hostname;
-  const now = ctx.now ?? new Date();
   const commands: Command[] = [];
   // A list may repeat an id: one command per job, so the queue work is bounded by distinct jobs.
   const queued = new Set<string>();
@@ -55,8 +55,6 @@ export async function runBulk(
     const r = owned[i];
     if (!r) return notFound(action, id);
     switch (action) {
-      case "info":
-        return { statusCode: 200, reason: "OK", id, infoDocument: buildActivityDocument(activityInputFor(r, { hostname, now })) };
       case "delegations":
         return { statusCode: 200, reason: "OK", id, delegationIds: r.delegations };
       case "kill":
@@ -104,7 +102,6 @@ export async function bulkStatus(s: Services, ids: readonly string[], identity: 
 function notFound(action: BulkAction, id: string): BulkItem {
   const base = { statusCode: 404, reason: "Job not found", id };
   if (action === "status") return { ...base, stateNone: true };
-  if (action === "info") return { ...base, infoDocument: null };
   return base;
 }
 
