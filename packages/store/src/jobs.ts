@@ -15,6 +15,7 @@ import {
 } from "@ce/model";
 import { Keys, ownerKey } from "./keys.js";
 import { runScript } from "./scripts.js";
+import { StatusReader } from "./status-many.js";
 
 /**
  * The job record: Redis is the source of truth for everything the REST interface reports.
@@ -332,12 +333,11 @@ export class JobStore {
    * owner's job both give `undefined`.
    */
   async statesOwnedBy(ids: readonly string[], owner: string): Promise<(RestState | undefined)[]> {
-    if (ids.length === 0) return [];
-    const reply = (await runScript(this.redis, "ceStatusMany", ids.map((id) => this.keys.job(id)), [owner])) as string;
-    const states = reply.split(",");
-    if (states.length !== ids.length) throw new Error(`status-many: ${states.length} states for ${ids.length} ids`);
-    return states.map((s) => (isRestState(s) ? s : undefined));
+    // Concurrent reads share script calls (status-many.ts).
+    return (this.statusReader ??= new StatusReader(this.redis, this.keys)).read(ids, owner);
   }
+
+  private statusReader?: StatusReader;
 
   /** One round trip for any number of ids; missing ids give `undefined` in their position. */
   async getMany(ids: readonly string[]): Promise<(JobRecord | undefined)[]> {

@@ -15,6 +15,8 @@ export class Keys {
   // ── Job records and their indexes (jobs.ts, lua/create|update|remove.lua) ──
   /** HASH: one job record. */
   job(id: string) { return `${this.prefix}:job:${id}`; }
+  /** What job(id) puts before the id: many record keys built at once (status-many.ts). */
+  jobKeyPrefix() { return `${this.prefix}:job:`; }
   /** ZSET of every job id, scored by creation time (total count, expiry sweep). */
   all() { return `${this.prefix}:all`; }
   /** ZSET of an owner's job ids by creation time. */

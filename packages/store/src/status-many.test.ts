@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import { JobStore, type JobRecord } from "./jobs.js";
+import { Keys } from "./keys.js";
+import { STATUS_BATCH_IDS, StatusReader } from "./status-many.js";
+import { useTestRedis } from "./test-redis.js";
+
+// Bulk status reads (status-many.ts, lua/status-many.lua) against the real Redis.
+const t = useTestRedis("sm");
+
+let n = 0;
+const rec = (owner: string): JobRecord =>
+  JobStore.newRecord({ id: `s${++n}-${Math.random().toString(36).slice(2)}`, owner, queue: "q", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+
+/** Counts the script calls a connection sends (EVALSHA/EVAL). */
+function countCalls(jobs: JobStore): { calls: number } {
+  const c = { calls: 0 };
+  const orig = jobs.redis.sendCommand.bind(jobs.redis);
+  jobs.redis.sendCommand = ((cmd: { name: string }) => {
+    if (/^eval/i.test(cmd.name)) c.calls++;
+    return orig(cmd as never);
+  }) as typeof jobs.redis.sendCommand;
+  return c;
+}
+
+describe("StatusReader", () => {
+  it("job keys are the prefix the script builds them from", () => {
+    const k = new Keys("{x}");
+    expect(k.job("abc-1")).toBe(k.jobKeyPrefix() + "abc-1");
+  });
+
+  it("reads of one turn share one script call, each checked against its own owner", async () => {
+    const jobs = new JobStore(t.redis, t.prefix);
+    const [a, b] = [rec("alice"), rec("bob")];
+    await jobs.create([a, b], 100);
+    await jobs.statesOwnedBy([a.id], "alice"); // script loaded
+    const c = countCalls(jobs);
+    const [ra, rb, rc] = await Promise.all([
+      jobs.statesOwnedBy([a.id, b.id, "nope"], "alice"),
+      jobs.statesOwnedBy([a.id, b.id, b.id], "bob"),
+      // An owner whose DN has spaces and commas (it is one argument, never split).
+      jobs.statesOwnedBy([a.id], "/DC=org/CN=alice smith, jr"),
+    ]);
+    expect(ra).toEqual(["ACCEPTING", undefined, undefined]);
+    expect(rb).toEqual([undefined, "ACCEPTING", "ACCEPTING"]);
+    expect(rc).toEqual([undefined]);
+    expect(c.calls).toBe(1);
+  });
+
+  it("ids that cannot travel space-separated name no job and are not sent; the others keep their places", async () => {
+    const jobs = new JobStore(t.redis, t.prefix);
+    const a = rec("alice");
+    await jobs.create([a], 100);
+    // `${a.id} x` would otherwise read as two ids, one of them alice's.
+    expect(await jobs.statesOwnedBy([`${a.id} x`, "", a.id, "é", `${a.id}\n`, a.id], "alice")).toEqual([undefined, undefined, "ACCEPTING", undefined, undefined, "ACCEPTING"]);
+    expect(await jobs.statesOwnedBy([" ", ""], "alice")).toEqual([undefined, undefined]);
+  });
+
+  it("more ids than one call takes are split over calls, in order", async () => {
+    const jobs = new JobStore(t.redis, t.prefix);
+    const mine = [rec("alice"), rec("alice"), rec("alice")];
+    await jobs.create(mine, 100);
+    const ids = Array.from({ length: 2 * STATUS_BATCH_IDS + 7 }, (_, i) => (i % 700 === 3 ? mine[(i / 700) | 0]!.id : `missing-${i}`));
+    const c = countCalls(jobs);
+    const [got, small] = await Promise.all([jobs.statesOwnedBy(ids, "alice"), jobs.statesOwnedBy([mine[0]!.id], "alice")]);
+    expect(got).toEqual(ids.map((id) => (id.startsWith("missing") ? undefined : "ACCEPTING")));
+    expect(small).toEqual(["ACCEPTING"]);
+    expect(c.calls).toBe(3);
+  });
+
+  it("reads asked while a call is in flight wait for it and then go together", async () => {
+    const jobs = new JobStore(t.redis, t.prefix);
+    const a = rec("alice");
+    await jobs.create([a], 100);
+    await jobs.statesOwnedBy([a.id], "alice"); // script defined on t.redis
+    const sent: number[] = [];
+    // A slow Redis: each call answers 30 ms late.
+    const slow = Object.assign(Object.create(t.redis) as typeof t.redis, {
+      defineCommand: () => undefined,
+      ceStatusMany: (...args: (string | number)[]) => {
+        sent.push((args.length - 2) / 2);
+        return new Promise((r) => setTimeout(r, 30)).then(() => (t.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).ceStatusMany!(...args));
+      },
+    });
+    const r = new StatusReader(slow, new Keys(t.prefix));
+    const turn = () => new Promise((res) => setImmediate(res));
+    const first = r.read([a.id], "alice");
+    await turn();
+    const later = [r.read([a.id], "alice"), (await turn(), r.read(["x", a.id], "alice")), (await turn(), r.read([a.id], "bob"))];
+    expect(await first).toEqual(["ACCEPTING"]);
+    expect(await Promise.all(later)).toEqual([["ACCEPTING"], [undefined, "ACCEPTING"], [undefined]]);
+    expect(sent).toEqual([1, 3]);
+  });
+
+  it("a failing call fails every read it carried", async () => {
+    const broken = new StatusReader(
+      Object.assign(Object.create(t.redis) as typeof t.redis, { ceStatusMany: () => Promise.reject(new Error("boom")), defineCommand: () => undefined }),
+      new Keys(t.prefix),
+    );
+    const both = await Promise.allSettled([broken.read(["a"], "x"), broken.read(["b"], "y")]);
+    expect(both.map((s) => s.status)).toEqual(["rejected", "rejected"]);
+    // The next turn's reads go on.
+    expect(await new StatusReader(t.redis, new Keys(t.prefix)).read(["a"], "x")).toEqual([undefined]);
+  });
+});
