@@ -43,6 +43,17 @@ describe("E7 diagnose files", () => {
     expect(head.headers["content-length"]).toBe(String(res.body.length));
   });
 
+  it("status is the record's state in the status file's words, whatever file is on disk", async () => {
+    await h.services.control.write(id, "status", "FINISHED"); // stale: the record is the truth
+    const res = await h.raw("GET", diag("status"));
+    expect([res.status, res.headers["content-type"], res.text]).toEqual([200, "text/plain; charset=utf-8", "ACCEPTED"]);
+    const pending = await h.newJob({ state: "INLRMS", pending: true, rest: "RUNNING" });
+    expect((await h.raw("GET", diag("status", pending))).text).toBe("PENDING:INLRMS");
+    const wiped = await h.newJob({ state: "DELETED", rest: "WIPED" });
+    expect((await h.raw("GET", diag("status", wiped))).text).toBe("DELETED");
+    expect((await h.raw("HEAD", diag("status"))).headers["content-length"]).toBe("8");
+  });
+
   it("HEAD gives the length without a body; ranges as for session files", async () => {
     const head = await h.raw("HEAD", diag("description"));
     expect(head.status).toBe(200);
@@ -59,8 +70,8 @@ describe("E7 diagnose files", () => {
   });
 
   it("every allowed type that is absent is 404 Not found", async () => {
-    // input/output are rendered from spec (present here), not read from files.
-    const present = new Set(["errors", "xml", "description", "input", "output"]);
+    // input/output are rendered from spec (present here), status from the record: not read from files.
+    const present = new Set(["errors", "xml", "description", "input", "output", "status"]);
     for (const t of DIAGNOSE_FILES) {
       const res = await h.raw("GET", diag(t), { headers: { accept: "application/json" } });
       if (present.has(t)) expect(res.status, t).toBe(200);

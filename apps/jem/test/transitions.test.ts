@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canMove, IllegalMoveError, parseStatusFile } from "@ce/model";
 import type { Jem } from "../src/daemon.js";
-import { transition } from "../src/states/transition.js";
+import { repairControlFiles, transition } from "../src/states/transition.js";
 import { shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -101,3 +101,24 @@ async function sources(dir: string): Promise<string[]> {
   }
   return out;
 }
+
+describe("repairControlFiles: a move whose control files were never written (a JEM killed after its CAS)", () => {
+  it("with no status file yet, logs the move from the creation state ACCEPTED (or the last logged state) and writes status", async () => {
+    // Not notified: no JEM looks at these jobs while the test moves them by hand.
+    const plain = await submitTestJob(env, shellJob("true"), {}, { notify: false });
+    const moved = await env.jobs.update((await env.jobs.get(plain))!, { state: "PREPARING" });
+    expect(await env.control.read(plain, "status")).toBeUndefined(); // the gateway writes none
+    await repairControlFiles(jem.ctx, moved!);
+    expect(await transitionsOf(env, plain)).toEqual([{ from: "ACCEPTED", to: "PREPARING" }]);
+    expect(await env.control.read(plain, "status")).toBe("PREPARING");
+
+    // Admitted at creation: the errors file already holds ACCEPTED -> PREPARING; the lost move is the next one.
+    const admitted = await submitTestJob(env, shellJob("true"), {}, { notify: false });
+    await env.control.logState(admitted, "ACCEPTED", "PREPARING", "Starting job processing");
+    const prep = await env.jobs.update((await env.jobs.get(admitted))!, { state: "PREPARING" });
+    const sub = await env.jobs.update(prep!, { state: "SUBMIT" });
+    await repairControlFiles(jem.ctx, sub!);
+    expect(await transitionsOf(env, admitted)).toEqual([{ from: "ACCEPTED", to: "PREPARING" }, { from: "PREPARING", to: "SUBMIT" }]);
+    expect(await env.control.read(admitted, "status")).toBe("SUBMIT");
+  });
+});

@@ -45,7 +45,7 @@ function newJob(d: Partial<JobDescription> = {}, owner = "/CN=ctl"): NewJob {
 }
 
 describe("createJobs: mark → files → commit → notify", () => {
-  it("writes every control file, status ACCEPTED last, commits the record and notifies once", async () => {
+  it("writes the control files (no status: the JEM's, from the first move), commits the record and notifies once", async () => {
     const j = newJob({ inputFiles: [{ name: "in 1.txt", executable: false, options: {}, source: "https://x/in" }] });
     const notified: JobRecord[][] = [];
     let markedDuringNotify = false;
@@ -63,14 +63,12 @@ describe("createJobs: mark → files → commit → notify", () => {
     expect(await redis.zscore(jobs.keys.creating(), j.record.id)).toBeNull();
     expect((await jobs.get(j.record.id))?.state).toBe("ACCEPTED");
     const id = j.record.id;
-    expect(await control.read(id, "status")).toBe("ACCEPTED\n");
+    expect(await control.read(id, "status")).toBeUndefined();
     expect(await control.read(id, "input")).toBeUndefined(); // rendered from spec on demand
     expect(renderFileList("input", await control.read(id, "spec"))).toBe("/in\\ 1.txt https://x/in\n");
     expect(await control.read(id, "input_status")).toBeUndefined(); // appears with its first line
     expect(parseKeyValues((await control.read(id, "local"))!).globalid).toBe(id);
-    const status = await stat(control.file(id, "status"));
     for (const f of ["description", "spec", "local"] as const) {
-      expect((await stat(control.file(id, f))).mtimeMs).toBeLessThanOrEqual(status.mtimeMs);
       expect((await stat(control.file(id, f))).mode & 0o777).toBe(0o600);
     }
   });
@@ -116,14 +114,14 @@ describe("createJobs: admission at creation (@ce/model CREATION_STATES)", () => 
     expect(r.committed.map((c) => c.rest)).toEqual(["PREPARING", "ACCEPTING", "ACCEPTING", "ACCEPTING", "ACCEPTING"]);
     const rec = (await jobs.get(waits.record.id))!;
     expect([rec.state, rec.rest, rec.stateSince === rec.created]).toEqual(["PREPARING", "PREPARING", true]);
-    expect(await control.read(waits.record.id, "status")).toBe("PREPARING\n");
+    expect(await control.read(waits.record.id, "status")).toBeUndefined();
     expect(await control.read(waits.record.id, "errors")).toMatch(/^\S+Z Job state change ACCEPTED -> PREPARING {3}Reason: Starting job processing\n$/);
     expect(await redis.smembers(jobs.keys.ownerRest(rec.ownerKey, "PREPARING"))).toEqual([waits.record.id]);
     const due = Number(await redis.zscore(jobs.keys.advanceDue(), waits.record.id));
     expect(due).toBeGreaterThanOrEqual(t0 + 600_000);
     for (const j of [remote, dry, none, later]) {
       expect((await jobs.get(j.record.id))?.state).toBe("ACCEPTED");
-      expect(await control.read(j.record.id, "status")).toBe("ACCEPTED\n");
+      expect(await control.read(j.record.id, "status")).toBeUndefined();
       expect(await control.read(j.record.id, "errors")).toBeUndefined();
       expect(Number(await redis.zscore(jobs.keys.advanceDue(), j.record.id))).toBeLessThanOrEqual(Date.now());
     }
@@ -140,7 +138,7 @@ describe("createJobs: admission at creation (@ce/model CREATION_STATES)", () => 
     expect(r.limitedBy).toBeUndefined();
     for (const j of more) {
       expect((await jobs.get(j.record.id))?.rest).toBe("ACCEPTING");
-      expect(await control.read(j.record.id, "status")).toBe("ACCEPTED\n");
+      expect(await control.read(j.record.id, "status")).toBeUndefined();
       expect(await control.read(j.record.id, "errors")).toBeUndefined();
     }
     const one = await createJobs({ control, jobs }, [newJob(upload, owner)], { maxTotal: 1_000_000, admit: admit(3) });

@@ -19,7 +19,7 @@ export const CONTROL_FILE_WRITERS: Readonly<Record<ControlFile, string>> = {
   input: "nobody: rendered from spec on demand (diagnose/input)",
   output: "nobody: rendered from spec on demand (diagnose/output)",
   local: "gateway, at creation (wx); then only the JEM rewrites it (localid, mapping) by rename",
-  status: "gateway, at creation (wx, last file: ACCEPTED, or PREPARING when admitted at creation); then only the JEM (each state move) by rename",
+  status: "JEM only, by rename at each state move (absent until the first; a file per job fewer at submission); diagnose/status renders the record",
   input_status: "APPEND-ONLY (absent until its first line), both: gateway on a completed upload, JEM on a download and on restart (-/ lines)",
   errors: "gateway, at creation (wx) when admitted at creation (its ACCEPTED -> PREPARING line); then the JEM, append (state changes, staging log)",
   failed: "JEM, append on failure; removed on restart",
@@ -166,9 +166,8 @@ function admitAtCreation(jobs: readonly NewJob[], admit: CreateJobsOptions["admi
   });
 }
 
-/** Back to ACCEPTED before the commit: `status` rewritten, the admission line of `errors` dropped. */
+/** Back to ACCEPTED before the commit: the admission line of `errors` dropped. */
 async function unadmit(control: ControlDir, r: JobRecord): Promise<JobRecord> {
-  await control.write(r.id, "status", "ACCEPTED\n", 0o600);
   await control.remove(r.id, "errors");
   return { ...r, state: "ACCEPTED", rest: toRestState({ state: "ACCEPTED", pending: false }) };
 }

@@ -118,8 +118,9 @@ export function renderFileList(kind: "input" | "output", specText: string | unde
 export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
 
 /**
- * A new job's directories and control files, for `createFiles` (filewriter.ts), which creates
- * them in this order: `status` last, so a half-written job never looks like a job. `input` and
+ * A new job's directories and control files, for `createFiles` (filewriter.ts). `status` is not
+ * written here: a job is a job once its Redis record exists (the commit after these files), the
+ * JEM writes `status` at the job's first state move, and diagnose/status renders the record. `input` and
  * `output` (A-REX's file lists) are not written: they are derived from `spec`, so
  * `diagnose/input|output` renders them on demand (renderFileList); `input_status` comes into being
  * with its first appended line. The directories are fresh, so the files are written directly with
@@ -135,9 +136,6 @@ export function jobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED
   add("local", localFile(j, control.sessionDir(j.id)));
   if (j.description.acl) add("acl", j.description.acl);
   if (state === "PREPARING") add("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now));
-  // Nothing reads a job before its Redis record exists (the commit point comes after this), so
-  // "last" is enough; no temp file + rename needed.
-  add("status", `${state}\n`);
   const base = control.jobDir(j.id);
   // Nobody but the CE in the session dir until the JEM hands it to the mapped account (2770) at submission.
   return { dirs: [base, control.sessionDir(j.id)], base, files };

@@ -1,5 +1,6 @@
 import type { Context, Hono } from "hono";
 import { buildActivityDocument, renderXml } from "@ce/glue2";
+import { formatStatusFile } from "@ce/model";
 import { activityInputFor, isDiagnoseFile, renderFileList } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { MethodNotAllowed, NotFound } from "../errors.js";
@@ -45,6 +46,9 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     const body = renderXml(buildActivityDocument(activityInputFor(job, { hostname: new URL(config.endpoint.url).hostname })), { declaration: true });
     return rendered(c, body, "application/xml");
   }
+  // `status` likewise: the record's state in the file's words. The JEM keeps a `status` file for
+  // its own repair after a crash, written at each move; the gateway writes none at submission.
+  if (type === "status") return rendered(c, formatStatusFile(job.state, job.pending), "text/plain; charset=utf-8");
   // `input` / `output` (A-REX's file lists) are derived from the stored description: no job
   // writes them at submission any more.
   if (type === "input" || type === "output") {

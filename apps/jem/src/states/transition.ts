@@ -129,8 +129,8 @@ export async function repairControlFiles(ctx: JemContext, job: JobRecord): Promi
   const want = formatStatusFile(job.state, job.pending);
   // This JEM wrote exactly this status itself: nothing to repair, no file read.
   if (writtenStatus.get(ctx.control)?.get(job.id) === want) return;
-  // Never changed since the gateway created it: the creation sequence wrote `status` (its creation
-  // state, @ce/model CREATION_STATES) before the record existed, so there is nothing to repair.
+  // Never changed since the gateway created it (in a @ce/model CREATION_STATES state): the gateway
+  // writes no `status` (the first move does), and an admission at creation wrote its `errors` line.
   if (job.updated === job.created && (want === "ACCEPTED" || want === "PREPARING")) return;
   const have = ((await ctx.control.read(job.id, "status")) ?? "").trim();
   if (have === want) {
@@ -139,8 +139,11 @@ export async function repairControlFiles(ctx: JemContext, job: JobRecord): Promi
   }
   const last = [...((await ctx.control.read(job.id, "errors")) ?? "").matchAll(/Job state change \S+ -> (\S+)/g)].at(-1)?.[1];
   const logged = last === want || last === `${job.state}(PENDING)`;
-  if (have && !logged) await ctx.control.logState(job.id, have, want, "State change completed after a JEM restart");
+  // No `status` yet: the interrupted move was the job's first written one, so it came from the
+  // last state logged (an admission at creation) or else from the creation state ACCEPTED.
+  const from = have || (last ? last.replace(/^(\S+)\(PENDING\)$/, "PENDING:$1") : "ACCEPTED");
+  if (!logged) await ctx.control.logState(job.id, from, want, "State change completed after a JEM restart");
   await ctx.control.write(job.id, "status", want, 0o644);
   statusWritten(ctx, job.id, want);
-  jobLog(ctx, job).info({ from: have, to: want }, "control files repaired after an interrupted state change");
+  jobLog(ctx, job).info({ from, to: want }, "control files repaired after an interrupted state change");
 }
