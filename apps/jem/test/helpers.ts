@@ -103,7 +103,7 @@ const held = new Map<string, Lease>();
 
 /**
  * Creates a job through the gateway's own sequence (@ce/store `createJobs`: creating mark, control
- * files with `wx` and status last, the Redis record due for the JEM in the same commit).
+ * files with `wx`, the Redis record due for the JEM in the same commit).
  * `notify: false`: the job's lease is held until `letJemSee(env, id)`, so a running JEM cannot
  * touch it meanwhile (tests that change the job by hand first).
  */

@@ -78,8 +78,8 @@ export interface CreateJobsResult {
 }
 
 /**
- * Creates jobs: creating mark → control files (status last) → ONE atomic Redis create within the
- * limits (the commit point) → notify → mark cleared. Files of jobs not committed are removed again;
+ * Creates jobs: creating mark → control files (no `status`: the JEM's) → ONE atomic Redis create within the
+ * limits (the commit point, which also clears the mark) → notify. Files of jobs not committed are removed again;
  * if this process dies before the commit, the mark lets the JEM's sweep remove the orphans.
  */
 export async function createJobs(store: { control: ControlDir; jobs: JobStore }, jobs: readonly NewJob[], o: CreateJobsOptions): Promise<CreateJobsResult> {
