@@ -12,8 +12,8 @@ import { luaKeyPrelude } from "./keys.js";
  */
 export const SCRIPTS = {
   ceCreateJobs: { file: "create", numberOfKeys: undefined, keysInLua: true },
-  ceUpdateJob: { file: "update", numberOfKeys: 3 },
-  ceRemoveJob: { file: "remove", numberOfKeys: 6 },
+  ceUpdateJob: { file: "update", numberOfKeys: 3, keysInLua: true },
+  ceRemoveJob: { file: "remove", numberOfKeys: 6, keysInLua: true },
   ceRequest: { file: "request", numberOfKeys: 2 },
   ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },

@@ -3,11 +3,11 @@
 -- KEYS[3] the job's upload bookkeeping (Keys.uploads).
 -- ARGV[1] key prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}),
 -- ARGV[4] JSON {field: new value} (null or '' removes the field).
--- The state-index keys (<prefix>:i:<state>, <prefix>:r:<rest>, <prefix>:o:<owner>:s:<rest>) are built
--- here from the prefix because the OLD state is only known once read inside the script (the caller's
--- copy may be stale). They still share KEYS' hash slot: the prefix is the `{ce}` hash tag.
+-- The state-index keys (K.internal, K.rest, K.ownerRest of ceKeys(prefix), generated from keys.ts and
+-- prepended by scripts.ts) are built here because the OLD state is only known once read inside the
+-- script (the caller's copy may be stale). They still share KEYS' hash slot: the prefix is the `{ce}` hash tag.
 -- Returns 1 updated, 0 expectation failed, -1 no such job.
-local prefix, id = ARGV[1], ARGV[2]
+local K, id = ceKeys(ARGV[1]), ARGV[2]
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then return -1 end
 local expect = cjson.decode(ARGV[3])
@@ -26,8 +26,8 @@ if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
 if #del > 0 then redis.call('HDEL', key, unpack(del)) end
 local newState, newRest = set.state, set.rest
 if newState and newState ~= oldState then
-  redis.call('SREM', prefix .. ':i:' .. oldState, id)
-  redis.call('SADD', prefix .. ':i:' .. newState, id)
+  redis.call('SREM', K.internal(oldState), id)
+  redis.call('SADD', K.internal(newState), id)
   if newState == 'DELETED' then
     -- WIPED: the session directory is gone, so are its bytes in the owner's quota.
     local bytes = tonumber(redis.call('HGET', KEYS[2], id) or '0')
@@ -37,9 +37,9 @@ if newState and newState ~= oldState then
   end
 end
 if newRest and newRest ~= oldRest then
-  redis.call('SREM', prefix .. ':r:' .. oldRest, id)
-  redis.call('SADD', prefix .. ':r:' .. newRest, id)
-  redis.call('SREM', prefix .. ':o:' .. ok .. ':s:' .. oldRest, id)
-  redis.call('SADD', prefix .. ':o:' .. ok .. ':s:' .. newRest, id)
+  redis.call('SREM', K.rest(oldRest), id)
+  redis.call('SADD', K.rest(newRest), id)
+  redis.call('SREM', K.ownerRest(ok, oldRest), id)
+  redis.call('SADD', K.ownerRest(ok, newRest), id)
 end
 return 1
