@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildActivityDocument, type ActivityInput } from "./activity.js";
-import { activityJson, activityXml, jsonString } from "./activity-text.js";
+import { activityJson, activityXml } from "./activity-text.js";
 import { bulkResultsDoc } from "./documents.js";
 import { render } from "./negotiate.js";
 import { renderJsonValue } from "./render/json.js";
@@ -115,9 +115,5 @@ describe("activityXml / activityJson", () => {
     const bad = { id: "j", hostname: "h", now: new Date(), states: ["bes:Running"] };
     expect(() => activityXml(bad)).toThrow(/arcrest:/);
     expect(() => activityJson(bad)).toThrow(/arcrest:/);
-  });
-
-  it("jsonString is JSON.stringify", () => {
-    for (const s of PIECES.concat(["plain-id", 'a"b', "a\\b", "\u007f", "\u0000"])) expect(jsonString(s)).toBe(JSON.stringify(s));
   });
 });

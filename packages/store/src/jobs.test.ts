@@ -231,7 +231,7 @@ describe("getManyFields (lua/get-many.lua with field names)", () => {
   it("the named fields decoded as getMany decodes them, in id order; missing and invalid records are undefined", async () => {
     const full = rec("dave", {
       jobName: "j <&> é", pending: false, state: "INLRMS", rest: "RUNNING", lrms: "RUNNING", exitCode: 0, failure: "a\nb", nodes: "n1,n2",
-      delegations: ["d1", "d2"], summary: { stdout: "o", rtes: ["R"], slots: 2 }, localUser: { account: "grid001", uid: 1, gid: 1, groups: [1] },
+      delegations: ["d1", "d2"], summary: { stdout: "o", rtes: ["R"], slots: 2 }, localUser: { account: "grid001", uid: 1, gid: 1, groups: [1], rule: "test" },
       fqans: ["/vo"], usedWallSeconds: 1.5, killRequested: true, clientHost: "",
     });
     const plain = rec("dave");

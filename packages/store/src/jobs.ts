@@ -164,6 +164,8 @@ const CORE: readonly RecordCore[] = ["id", "owner", "state", "rest"];
 interface FieldPlan {
   names: string[];
   kinds: Uint8Array;
+  /** Every field undefined: records are copies of it, so they share one object shape. */
+  blank: Record<string, unknown>;
 }
 const K_TEXT = 0, K_NUM = 1, K_BOOL = 2, K_LIST = 3, K_JSON = 4;
 const plans = new WeakMap<readonly string[], FieldPlan>();
@@ -173,21 +175,25 @@ function fieldPlan(fields: readonly string[]): FieldPlan {
   if (!plan) {
     const names = [...new Set<string>([...CORE, ...fields])];
     const kinds = Uint8Array.from(names, (k) => (NUM.has(k) ? K_NUM : BOOL.has(k) ? K_BOOL : k === "delegations" ? K_LIST : JSON_FIELDS.has(k) ? K_JSON : K_TEXT));
-    plans.set(fields, (plan = { names, kinds }));
+    plans.set(fields, (plan = { names, kinds, blank: Object.fromEntries(names.map((k) => [k, undefined])) }));
   }
   return plan;
 }
 
-/** decodeField over one HMGET row: the same values, every field a member (undefined when absent). */
-function decodeValues(plan: FieldPlan, row: readonly (string | false | null)[]): Record<string, unknown> | undefined {
-  const [id, owner, state, rest] = row;
+/**
+ * decodeField over one row of values (get-many.lua given field names): the same values, every
+ * field a member (undefined when absent). A JSON text repeated within one read (the owner's localUser, a batch's summary) is parsed once:
+ * records of one read may share those values, so they are read-only.
+ */
+function decodeValues(plan: FieldPlan, row: readonly (string | false | null)[], parsed: Map<string, unknown>): Record<string, unknown> | undefined {
+  const id = row[0], owner = row[1], state = row[2], rest = row[3];
   if (!id || !owner || !isInternalState(state || "") || !isRestState(rest || "")) return undefined;
-  const r: Record<string, unknown> = {};
+  const r = { ...plan.blank };
   const { names, kinds } = plan;
   for (let i = 0; i < names.length; i++) {
     const v = row[i];
     if (v === false || v === null || v === undefined) {
-      r[names[i]!] = kinds[i] === K_LIST ? [] : undefined;
+      if (kinds[i] === K_LIST) r[names[i]!] = [];
       continue;
     }
     switch (kinds[i]) {
@@ -200,9 +206,12 @@ function decodeValues(plan: FieldPlan, row: readonly (string | false | null)[]):
       case K_LIST:
         r[names[i]!] = v ? v.split(",") : [];
         break;
-      case K_JSON:
-        r[names[i]!] = safeJson(v);
+      case K_JSON: {
+        let j = parsed.get(v);
+        if (j === undefined && !parsed.has(v)) parsed.set(v, (j = safeJson(v)));
+        r[names[i]!] = j;
         break;
+      }
       default:
         r[names[i]!] = v === "" ? undefined : v;
     }
@@ -361,9 +370,10 @@ export class JobStore {
   }
 
   /**
-   * getMany of just `fields` (HMGET, not HGETALL: bulk info reads 27 of a record's ~40 fields, and
+   * getMany of just `fields`, picked in Redis (bulk info reads 27 of a record's ~40 fields, and
    * values without their names). A record is undefined, as in getMany, when it is missing or its
    * id, owner, state or rest (always read) are not valid; absent fields are undefined members.
+   * Read-only: records of one call may share their JSON-decoded members.
    */
   async getManyFields<K extends keyof JobRecord>(ids: readonly string[], fields: readonly K[]): Promise<(Pick<JobRecord, K | RecordCore> | undefined)[]> {
     if (ids.length === 0) return [];
@@ -373,7 +383,8 @@ export class JobStore {
       const chunk = ids.slice(i, i + 1_000);
       const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), plan.names)) as string) as unknown[];
       // One row of values (false for an absent field) per key, in `plan.names` order.
-      for (const row of rows) out.push(decodeValues(plan, row as (string | false)[]) as Pick<JobRecord, K | RecordCore> | undefined);
+      const parsed = new Map<string, unknown>();
+      for (const row of rows) out.push(decodeValues(plan, row as (string | false)[], parsed) as Pick<JobRecord, K | RecordCore> | undefined);
     }
     return out;
   }

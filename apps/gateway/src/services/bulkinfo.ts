@@ -1,4 +1,4 @@
-import { type ActivityInput, type BulkItem, activityJson, activityXml, buildActivityDocument, escapeXmlText, jsonString } from "@ce/glue2";
+import { type ActivityInput, type ActivityJsonValue, type BulkItem, activityJsonValue, buildActivityDocument, escapeXmlText, pushActivityXml } from "@ce/glue2";
 import { ACTIVITY_FIELDS, activityInputFor } from "@ce/store";
 import type { Identity, Services } from "../context.js";
 
@@ -40,23 +40,29 @@ export function infoBulkItems(items: readonly InfoItem[]): BulkItem[] {
 
 /**
  * Bulk info body without the element tree: byte-identical to
- * `render(bulkResultsDoc(infoBulkItems(items)), fmt)` (bulkinfo.test.ts checks it).
+ * `render(bulkResultsDoc(infoBulkItems(items)), fmt)` (bulkinfo.test.ts checks it). JSON: plain
+ * values and one JSON.stringify; XML: one list of parts and one join.
  */
 export function renderBulkInfo(items: readonly InfoItem[], fmt: "json" | "xml"): string {
   if (fmt === "json") {
-    let out = '{"job":[';
-    for (let i = 0; i < items.length; i++) {
-      const j = items[i]!;
-      const doc = j.activity ? `{"ComputingActivity":${activityJson(j.activity)}}` : '""';
-      out += `${i === 0 ? "" : ","}{"status-code":"${j.statusCode}","reason":${jsonString(j.reason)}${j.id ? `,"id":${jsonString(j.id)}` : ""},"info_document":${doc}}`;
-    }
-    return out + "]}";
+    const job = items.map((j) => {
+      const o: Record<string, string | { ComputingActivity: ActivityJsonValue }> = { "status-code": String(j.statusCode), reason: j.reason };
+      if (j.id) o.id = j.id;
+      o.info_document = j.activity ? { ComputingActivity: activityJsonValue(j.activity) } : "";
+      return o;
+    });
+    return JSON.stringify({ job });
   }
   if (items.length === 0) return "<jobs/>";
-  let out = "<jobs>";
+  const parts = ["<jobs>"];
   for (const j of items) {
-    const doc = j.activity ? `<info_document>${activityXml(j.activity)}</info_document>` : "<info_document/>";
-    out += `<job><status-code>${j.statusCode}</status-code><reason>${escapeXmlText(j.reason)}</reason>${j.id ? `<id>${escapeXmlText(j.id)}</id>` : ""}${doc}</job>`;
+    parts.push(`<job><status-code>${j.statusCode}</status-code><reason>${escapeXmlText(j.reason)}</reason>${j.id ? `<id>${escapeXmlText(j.id)}</id>` : ""}`);
+    if (j.activity) {
+      parts.push("<info_document>");
+      pushActivityXml(parts, j.activity);
+      parts.push("</info_document></job>");
+    } else parts.push("<info_document/></job>");
   }
-  return out + "</jobs>";
+  parts.push("</jobs>");
+  return parts.join("");
 }

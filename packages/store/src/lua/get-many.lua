@@ -3,14 +3,28 @@
 -- KEYS[1..n] the job records (Keys.job). ARGV: field names, or none for whole records.
 -- Returns ONE JSON string: an array with one entry per key, in order. Without ARGV a flat
 -- [field, value, ...] array (HGETALL; `{}` for a job that does not exist: cjson's empty table);
--- with ARGV the values of those fields (HMGET; false for an absent field or job). One string
--- parsed by JSON.parse costs the client a third of the CPU of thousands of RESP bulk strings
--- (bench: 0.64 vs 1.9 ms for 100 jobs); HMGET of bulk info's 27 fields costs Redis 0.59 ms per
--- 100 jobs where HGETALL costs 0.79 (the encoding is smaller by the names and unread fields).
+-- with ARGV the values of those fields in ARGV order (false for an absent field or job). One
+-- string parsed by JSON.parse costs the client a third of the CPU of thousands of RESP bulk
+-- strings (bench: 0.64 vs 1.9 ms for 100 jobs). The fields are picked here from HGETALL, not read
+-- with HMGET: records are listpacks (a linear search per field) and HMGET's arguments are copied
+-- on every call (100 jobs, 27 fields: Redis 0.78 ms, HMGET 0.84, HGETALL of everything 0.73 but
+-- the client then parses and skips 60 % more).
 local out = {}
 if #ARGV == 0 then
   for i = 1, #KEYS do out[i] = redis.call('HGETALL', KEYS[i]) end
-else
-  for i = 1, #KEYS do out[i] = redis.call('HMGET', KEYS[i], unpack(ARGV)) end
+  return cjson.encode(out)
+end
+local n = #ARGV
+local at = {}
+for j = 1, n do at[ARGV[j]] = j end
+for i = 1, #KEYS do
+  local h = redis.call('HGETALL', KEYS[i])
+  local row = {}
+  for j = 1, n do row[j] = false end
+  for j = 1, #h, 2 do
+    local k = at[h[j]]
+    if k then row[k] = h[j + 1] end
+  end
+  out[i] = row
 end
 return cjson.encode(out)
