@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { JobStore, type JobRecord } from "./jobs.js";
 import { Keys } from "./keys.js";
-import { STATUS_BATCH_IDS, StatusReader } from "./status-many.js";
+import { STATUS_BATCH_IDS, StatusReader, packKeys } from "./status-many.js";
 import { useTestRedis } from "./test-redis.js";
 
 // Bulk status reads (status-many.ts, lua/status-many.lua) against the real Redis.
@@ -46,13 +46,35 @@ describe("StatusReader", () => {
     expect(c.calls).toBe(1);
   });
 
-  it("ids that cannot travel space-separated name no job and are not sent; the others keep their places", async () => {
+  it("any id travels as it is: spaces, commas, control and non-ASCII characters, empty, long", async () => {
     const jobs = new JobStore(t.redis, t.prefix);
     const a = rec("alice");
     await jobs.create([a], 100);
-    // `${a.id} x` would otherwise read as two ids, one of them alice's.
-    expect(await jobs.statesOwnedBy([`${a.id} x`, "", a.id, "é", `${a.id}\n`, a.id], "alice")).toEqual([undefined, undefined, "ACCEPTING", undefined, undefined, "ACCEPTING"]);
-    expect(await jobs.statesOwnedBy([" ", ""], "alice")).toEqual([undefined, undefined]);
+    const odd = [`${a.id} x`, "", "a,b", "é€😀", `${a.id}\n`, "x".repeat(300), "y".repeat(70_000)];
+    // Records under exactly those keys: found for their owner only, in their places.
+    for (const id of odd) await t.redis.hset(new Keys(t.prefix).job(id), "owner", "alice", "rest", "RUNNING");
+    expect(await jobs.statesOwnedBy([...odd, a.id], "alice")).toEqual([...odd.map(() => "RUNNING"), "ACCEPTING"]);
+    expect(await jobs.statesOwnedBy([...odd, a.id], "bob")).toEqual([...odd.map(() => undefined), undefined]);
+    // A space-separated pair names neither job.
+    expect(await jobs.statesOwnedBy([`${a.id} ${a.id}`], "alice")).toEqual([undefined]);
+  });
+
+  it("packKeys is MessagePack: arrays past 15 items, strings of every length class", () => {
+    const ids = Array.from({ length: 20 }, (_, i) => "i".repeat([1, 23, 24, 247, 248, 65_527, 65_528][i % 7]!));
+    const b = packKeys("{p}:job:", ids);
+    // Decoded by hand: array16 header, then each string's header and bytes.
+    expect([b[0], b.readUInt16BE(1)]).toEqual([0xdc, 20]);
+    let o = 3;
+    for (const id of ids) {
+      const n = 8 + id.length;
+      const h = b[o]!;
+      const [len, skip] = h >= 0xa0 && h <= 0xbf ? [h & 31, 1] : h === 0xd9 ? [b[o + 1]!, 2] : h === 0xda ? [b.readUInt16BE(o + 1), 3] : [b.readUInt32BE(o + 1), 5];
+      expect(len).toBe(n);
+      expect(b.toString("latin1", o + skip, o + skip + len)).toBe(`{p}:job:${id}`);
+      o += skip + len;
+    }
+    expect(o).toBe(b.length);
+    expect(packKeys("p", ["a"])).toEqual(Buffer.from([0x91, 0xa2, 0x70, 0x61]));
   });
 
   it("more ids than one call takes are split over calls, in order", async () => {

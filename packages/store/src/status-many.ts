@@ -6,14 +6,31 @@ import { runScript } from "./scripts.js";
 /** Ids per script call: a call holds Redis for ~1 µs per id, so a 10,000-id request is cut up. */
 export const STATUS_BATCH_IDS = 1_000;
 
-/** What can travel space-separated (lua/status-many.lua): printable ASCII without spaces. */
-const SENDABLE = /^[\x21-\x7e]+(?: [\x21-\x7e]+)*$/;
-const SENDABLE_ID = /^[\x21-\x7e]+$/;
+/**
+ * The job keys of `ids` (Keys.job: prefix + id) as one MessagePack array of strings, for
+ * cmsgpack.unpack in lua/status-many.lua: length-prefixed, so any id travels as it is. Built as a
+ * latin1 string of the bytes (`pre` is the prefix's UTF-8 bytes in latin1), one conversion at the
+ * end; an id with non-ASCII characters is converted on its own.
+ */
+export function packKeys(pre: string, ids: readonly string[]): Buffer {
+  const count = ids.length;
+  let s = count < 16 ? String.fromCharCode(0x90 | count) : count < 0x10000 ? "\xdc" + u16(count) : "\xdd" + u32(count);
+  for (let i = 0; i < count; i++) {
+    let id = ids[i]!;
+    const bytes = Buffer.byteLength(id);
+    if (bytes !== id.length) id = Buffer.from(id, "utf8").toString("latin1");
+    const n = pre.length + bytes;
+    s += (n < 32 ? String.fromCharCode(0xa0 | n) : n < 0x100 ? "\xd9" + String.fromCharCode(n) : n < 0x10000 ? "\xda" + u16(n) : "\xdb" + u32(n)) + pre + id;
+  }
+  return Buffer.from(s, "latin1");
+}
+const u16 = (n: number) => String.fromCharCode(n >>> 8, n & 0xff);
+const u32 = (n: number) => String.fromCharCode(n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
 
 interface Group {
   owner: string;
-  /** The job keys, space-separated. */
-  keys: string;
+  /** The job keys (packKeys). */
+  keys: Buffer;
   /** First key (the routing key of the call). */
   first: string;
   done: (states: string) => void;
@@ -37,33 +54,24 @@ export class StatusReader {
 
   constructor(private readonly redis: Redis, private readonly keys: Keys) {}
 
-  /** REST state per id (undefined: missing, another owner's, or not a possible id). */
+  /** REST state per id (undefined: missing or another owner's). */
   async read(ids: readonly string[], owner: string): Promise<(RestState | undefined)[]> {
     if (ids.length === 0) return [];
-    // Ids the script cannot take (spaces, control or non-ASCII characters, empty) name no job:
-    // not found, without asking. The route only lets listed-id syntax through (services/idlist.ts).
-    let send: readonly string[] = ids;
-    let joined = ids.join(" ");
-    if (!SENDABLE.test(joined)) {
-      send = ids.filter((id) => SENDABLE_ID.test(id));
-      joined = send.join(" ");
-    }
+    // Keys.job(id) = prefix + id: the prefix's bytes once per call, not a key string per id.
+    const pre = (this.pre ??= Buffer.from(this.keys.jobKeyPrefix(), "utf8").toString("latin1"));
     const parts: Promise<string[]>[] = [];
-    const prefix = this.keys.jobKeyPrefix();
-    for (let i = 0; i < send.length; i += STATUS_BATCH_IDS) {
-      const chunk = send.length <= STATUS_BATCH_IDS ? send : send.slice(i, i + STATUS_BATCH_IDS);
-      // Keys.job(id) = prefix + id, for every id at once.
-      parts.push(this.enqueue(owner, prefix + (chunk === send ? joined : chunk.join(" ")).replaceAll(" ", ` ${prefix}`), chunk));
+    for (let i = 0; i < ids.length; i += STATUS_BATCH_IDS) {
+      const chunk = ids.length <= STATUS_BATCH_IDS ? ids : ids.slice(i, i + STATUS_BATCH_IDS);
+      parts.push(this.enqueue(owner, packKeys(pre, chunk), chunk));
     }
     const got = parts.length === 1 ? await parts[0]! : (await Promise.all(parts)).flat();
-    if (got.length !== send.length) throw new Error(`status-many: ${got.length} states for ${send.length} ids`);
-    const states = got.map((s) => (isRestState(s) ? s : undefined));
-    if (send === ids) return states;
-    let k = 0;
-    return ids.map((id) => (SENDABLE_ID.test(id) ? states[k++] : undefined));
+    if (got.length !== ids.length) throw new Error(`status-many: ${got.length} states for ${ids.length} ids`);
+    return got.map((s) => (isRestState(s) ? s : undefined));
   }
 
-  private enqueue(owner: string, keys: string, ids: readonly string[]): Promise<string[]> {
+  private pre?: string;
+
+  private enqueue(owner: string, keys: Buffer, ids: readonly string[]): Promise<string[]> {
     return new Promise<string[]>((resolve, reject) => {
       // A full call goes at once (a big read is cut into full calls: they need not wait).
       if (this.ids + ids.length > STATUS_BATCH_IDS) this.send();
@@ -85,10 +93,11 @@ export class StatusReader {
     if (groups.length === 0) return;
     this.groups = [];
     this.ids = 0;
-    const args: string[] = [];
+    const args: (string | Buffer)[] = [];
     for (const g of groups) args.push(g.owner, g.keys);
     this.inFlight++;
-    runScript(this.redis, "ceStatusMany", [this.keys.job(groups[0]!.first)], args).then(
+    // ioredis sends Buffer arguments as they are (runScript declares strings and numbers only).
+    runScript(this.redis, "ceStatusMany", [this.keys.job(groups[0]!.first)], args as unknown as string[]).then(
       (reply) => {
         this.settled();
         const rows = reply as string[];
