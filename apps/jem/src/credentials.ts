@@ -1,5 +1,7 @@
 import { redisTrouble, type JobCredential, type JobRecord } from "@ce/store";
+import { join } from "node:path";
 import { jobLog, type JemContext } from "./context.js";
+import { fsq } from "./fsq.js";
 
 /** The key that seals delegations at rest: the one loader of @ce/store (daemon.ts imports it from here). */
 export { loadSecretBox } from "@ce/store";
@@ -82,5 +84,7 @@ export function tokenRefusal(token: string, url: string, allowAny: boolean): str
 export async function removeProxyFile(ctx: JemContext, job: JobRecord): Promise<void> {
   const warn = (e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed");
   // Both copies: the control dir's and the one in the account's batch dir (priv.ts).
-  await Promise.all([ctx.control.remove(job.id, "proxy").catch(warn), ctx.priv?.removeProxy(job.id).catch(warn)]);
+  // Both in one message to the file thread, each on its own.
+  const paths = [ctx.control.file(job.id, "proxy"), ...(ctx.priv ? [join(ctx.priv.batchDir(job.id), "proxy")] : [])];
+  await Promise.all(paths.map((p) => fsq.one(["unlink", p]).catch(warn)));
 }

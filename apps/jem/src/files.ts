@@ -1,11 +1,9 @@
-import { constants } from "node:fs";
-import { access } from "node:fs/promises";
-import { appendSmall, readSmall, unlinkSmall, writeSmall } from "@ce/store";
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
-import { type InputStatus, parseKeyValues, readInputStatus as readStoredInputStatus, updateKeyValues } from "@ce/store";
+import { type ControlFile, type InputStatus, parseKeyValues, readInputStatus as readStoredInputStatus, updateKeyValues } from "@ce/store";
 import type { JemContext } from "./context.js";
+import { fsq } from "./fsq.js";
 
 /** JEM-private per-job files next to the control files (never served by diagnose). */
 export type PrivateFile = "submitting" | "stagein.failed" | "stageout.done" | "token";
@@ -15,28 +13,29 @@ export function privatePath(ctx: JemContext, id: string, name: PrivateFile): str
 }
 
 export async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.F_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  return (await fsq.one(["exists", path])) === true;
+}
+
+/** A control file (undefined when missing), through the file thread (fsq.ts). */
+export async function readControl(ctx: JemContext, id: string, name: ControlFile): Promise<string | undefined> {
+  return ((await fsq.one(["read", ctx.control.file(id, name)])) as string | null) ?? undefined;
+}
+
+/** Whole-file replace of a control file (temporary name + rename), through the file thread. */
+export async function writeControl(ctx: JemContext, id: string, name: Exclude<ControlFile, "input_status">, content: string, mode = 0o600): Promise<void> {
+  await fsq.one(["write", ctx.control.file(id, name), content, mode]);
 }
 
 export async function readPrivate(ctx: JemContext, id: string, name: PrivateFile): Promise<string | undefined> {
-  try {
-    return await readSmall(privatePath(ctx, id, name), "utf8");
-  } catch {
-    return undefined;
-  }
+  return ((await fsq.one(["read", privatePath(ctx, id, name)]).catch(() => null)) as string | null) ?? undefined;
 }
 
 export async function writePrivate(ctx: JemContext, id: string, name: PrivateFile, text: string): Promise<void> {
-  await writeSmall(privatePath(ctx, id, name), text, { mode: 0o600 });
+  await fsq.one(["write", privatePath(ctx, id, name), text, 0o600]);
 }
 
 export async function appendPrivate(ctx: JemContext, id: string, name: PrivateFile, line: string): Promise<void> {
-  await appendSmall(privatePath(ctx, id, name), line, { mode: 0o600 });
+  await fsq.one(["append", privatePath(ctx, id, name), line, 0o600]);
 }
 
 /**
@@ -51,7 +50,7 @@ export function parseSubmitting(text: string | undefined): { tag: string; attemp
 }
 
 export async function removePrivate(ctx: JemContext, id: string, ...names: PrivateFile[]): Promise<void> {
-  await Promise.all(names.map((n) => unlinkSmall(privatePath(ctx, id, n))));
+  await fsq.run(names.map((n) => ["unlink", privatePath(ctx, id, n)] as const));
 }
 
 /**
@@ -74,7 +73,7 @@ export async function readSpec(ctx: JemContext, id: string): Promise<JobDescript
   const key = `${ctx.config.paths.controlDir}\0${id}`;
   const hit = specCache.get(key);
   if (hit) return hit;
-  const d = await parseSpec(await ctx.control.read(id, "spec"));
+  const d = await parseSpec(await readControl(ctx, id, "spec"));
   if (d) {
     if (specCache.size >= SPEC_CACHE_MAX) specCache.delete(specCache.keys().next().value!);
     specCache.set(key, d);
@@ -100,7 +99,7 @@ async function parseSpec(text: string | undefined): Promise<JobDescription | und
 /** Sets (or with `undefined` removes) keys of the `.local`-style `local` file. */
 export async function updateLocal(ctx: JemContext, id: string, entries: Record<string, string | number | undefined>): Promise<void> {
   // Line-wise: repeated keys (voms=, notify=) must survive the JEM's updates.
-  await ctx.control.write(id, "local", updateKeyValues((await ctx.control.read(id, "local")) ?? "", entries));
+  await writeControl(ctx, id, "local", updateKeyValues((await readControl(ctx, id, "local")) ?? "", entries));
 }
 
 /** `lrms_done` per arex-jem §1.4.4: `<code> <message>`; empty = 0; unparsable code = -1 + whole line. */
@@ -166,9 +165,10 @@ export function readInputStatus(ctx: JemContext, id: string): Promise<InputStatu
 
 /** Local id a previous (possibly interrupted) submission left in `local` or `grami`. */
 export async function leftoverLocalId(ctx: JemContext, id: string): Promise<string | undefined> {
-  const local = parseKeyValues((await ctx.control.read(id, "local")) ?? "");
+  const [localText, gramiText] = (await fsq.run([["read", ctx.control.file(id, "local")], ["read", ctx.control.file(id, "grami")]])) as Array<string | null>;
+  const local = parseKeyValues(localText ?? "");
   if (local.localid) return local.localid;
-  const grami = (await ctx.control.read(id, "grami")) ?? "";
+  const grami = gramiText ?? "";
   const m = /^joboption_jobid=['"]?([^'"\n]+)['"]?$/m.exec(grami);
   return m?.[1]?.trim() || undefined;
 }
@@ -186,5 +186,6 @@ export const utcStamp = (d = new Date()) => d.toISOString().replace(/\.\d+Z$/, "
 
 /** Appends a free-text line to `errors` (A-REX style, timestamped). */
 export async function logErrors(ctx: JemContext, id: string, text: string): Promise<void> {
-  await ctx.control.append(id, "errors", `${utcStamp()} ${text}`).catch(() => undefined);
+  const line = `${utcStamp()} ${text}`;
+  await fsq.one(["append", ctx.control.file(id, "errors"), line.endsWith("\n") ? line : `${line}\n`, 0o600]).catch(() => undefined);
 }

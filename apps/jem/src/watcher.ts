@@ -1,9 +1,10 @@
-import { lstat, readdir, unlink } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { basename } from "node:path";
 import chokidar, { type FSWatcher } from "chokidar";
 import { JOB_ID_RE } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { exists } from "./files.js";
+import { fsq } from "./fsq.js";
 import { warnUnlessOutage } from "./outage.js";
 
 /**
@@ -35,9 +36,8 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
   const answer = async (names: string[], why: string) => {
     const ids = names.filter((n) => JOB_ID_RE.test(n));
     if (ids.length > 0 && (await kick(ids, why))) {
-      await Promise.all(ids.map((id) => unlink(`${dir}/${id}`).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== "ENOENT") throw e;
-      })));
+      // On the file thread (fsq.ts), one message for the lot; a missing one is fine.
+      await Promise.all(ids.map((id) => fsq.one(["unlink", `${dir}/${id}`])));
     }
   };
 
@@ -49,7 +49,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     const flush = async () => {
       const names = [...seen];
       seen = new Set();
-      const present = await Promise.all(names.map((n) => lstat(`${dir}/${n}`).then(() => true, () => false)));
+      const present = await Promise.all(names.map((n) => fsq.one(["lexists", `${dir}/${n}`])));
       await answer(names.filter((_, i) => present[i]), "lrms-done-event");
     };
     // ignoreInitial: doorbells rung while no JEM ran are answered by the scan at start.

@@ -1,6 +1,7 @@
 import type { JobRecord } from "@ce/store";
 import type { JemContext } from "../context.js";
 import type { RunAsJob } from "../lrms/types.js";
+import { fsq } from "../fsq.js";
 
 /**
  * The state handlers' view of the privileged component: with mapping on (`ctx.priv`), a job's
@@ -22,4 +23,18 @@ export async function runAsOf(ctx: JemContext, job: Pick<JobRecord, "id" | "loca
 /** Copies lrms_done/diag/comment the batch job wrote into the job dir (no-op with mapping off). */
 export async function collectBatch(ctx: JemContext, jobId: string): Promise<void> {
   await ctx.priv?.collect(jobId);
+}
+
+/**
+ * collectBatch, then the job dir's `lrms_done` and `diag` as they now are (undefined done: the
+ * batch job has not ended): what the INLRMS and CANCELING handlers read, without reading twice.
+ */
+export async function batchResult(ctx: JemContext, jobId: string): Promise<{ done: string | undefined; diag: string | undefined }> {
+  if (ctx.priv) {
+    const got = await ctx.priv.collectFiles(jobId);
+    // Not ended in the batch dir: the poller may still have written the job dir's marker.
+    if (got) return got;
+  }
+  const [done, diag] = (await fsq.run([["read", ctx.control.file(jobId, "lrms_done")], ["read", ctx.control.file(jobId, "diag")]])) as Array<string | null>;
+  return { done: done ?? undefined, diag: diag ?? undefined };
 }

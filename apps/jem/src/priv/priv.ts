@@ -1,15 +1,15 @@
-import fs, { constants, type Stats } from "node:fs";
-import { chmod, chown, lstat, mkdir, open, readdir, readFile, stat } from "node:fs/promises";
+import { constants, type Stats } from "node:fs";
+import { lstat, open, readdir, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { promisify } from "node:util";
 import { execa } from "execa";
 import type { CompiledConfig } from "@ce/config";
 import { ACCOUNT_NAME } from "@ce/config";
 import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts, type Account } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
 import { removePath, SessionFsError } from "@ce/sessionfs";
-import { type ControlDir, JOB_ID_RE, parseKeyValues, unlinkSmall } from "@ce/store";
+import { type ControlDir, JOB_ID_RE, parseKeyValues } from "@ce/store";
 import type { RunAsJob } from "../lrms/types.js";
+import { fsq, type FsOp } from "../fsq.js";
 
 /**
  * The JEM's privileged component (README "Privilege separation"). Everything the CE does as root
@@ -163,7 +163,7 @@ export class Privileged {
 
   /** The proxy in the batch dir goes once the batch job is over (staging reads the delegation store). */
   async removeProxy(jobId: string): Promise<void> {
-    await unlinkSmall(join(this.batchDir(jobId), "proxy"));
+    await fsq.one(["unlink", join(this.batchDir(jobId), "proxy")]);
   }
 
   batchDir(jobId: string): string {
@@ -177,6 +177,8 @@ export class Privileged {
    */
   async prepareSession(jobId: string, as: RunAs): Promise<void> {
     const dir = this.control.sessionDir(jobId);
+    // The common case, a fresh empty session dir (nothing to stage in), in one file-thread call.
+    if ((await fsq.one(["ownEmptyDir", dir, this.ceUids, as.uid, this.ceGid, 0o2770])) === true) return;
     const st = await lstat(dir);
     if (!st.isDirectory()) throw new PrivRefused(`session directory of job ${jobId} is not a directory`);
     if (await this.prepareSessionInProcess(dir, st, as)) return;
@@ -255,14 +257,19 @@ export class Privileged {
   async prepareBatchDir(jobId: string, as: RunAs): Promise<string> {
     const jobDir = this.control.jobDir(jobId);
     // The job reaches <jobdir>/lrms by name through traverse-only levels; it lists and reads nothing else.
-    for (const d of [dirname(dirname(jobDir)), dirname(jobDir), jobDir]) await chmod(d, 0o711);
     const dir = this.batchDir(jobId);
-    await removePath(dir, []).catch((e: unknown) => {
-      if (!(e instanceof SessionFsError && e.kind === "missing")) throw e;
-    });
-    await mkdir(dir, { mode: 0o700 });
-    await chown(dir, as.uid, this.ceGid);
-    await chmod(dir, 0o2770);
+    const make: FsOp = ["mkdirOwned", dir, as.uid, this.ceGid, 0o2770];
+    try {
+      // One file-thread call when there is no batch dir yet (the usual case).
+      await fsq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmod", d, 0o711]), make]);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      // A fresh one: an earlier attempt's is removed without following any link in it.
+      await removePath(dir, []).catch((err: unknown) => {
+        if (!(err instanceof SessionFsError && err.kind === "missing")) throw err;
+      });
+      await fsq.one(make);
+    }
     return dir;
   }
 
@@ -270,17 +277,8 @@ export class Privileged {
   async writeFile(jobId: string, as: RunAs, name: string, content: string, mode: number): Promise<string> {
     if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new PrivRefused(`bad batch file name ${name}`);
     const path = join(this.batchDir(jobId), name);
-    const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    // A plain fd through the callback API (see readSmall): four batch files per submitted job.
-    const fd = await openCb(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      await writeCb(fd, content);
-      await fchownCb(fd, as.uid, as.gid);
-      await fchmodCb(fd, mode);
-    } finally {
-      await closeCb(fd);
-    }
-    await renameCb(tmp, path);
+    // On the file thread (fsq.ts): a fresh temporary name (O_EXCL|O_NOFOLLOW), chown, chmod, rename.
+    await fsq.one(["writeOwned", path, content, as.uid, as.gid, mode]);
     return path;
   }
 
@@ -290,49 +288,37 @@ export class Privileged {
    * link followed, bounded sizes. True when the batch job has finished (lrms_done present).
    */
   async collect(jobId: string): Promise<boolean> {
+    return (await this.collectFiles(jobId)) !== undefined;
+  }
+
+  /**
+   * collect, answering what it copied: lrms_done and diag as the job dir now holds them (two file
+   * thread round trips in all); undefined while the batch job runs.
+   */
+  async collectFiles(jobId: string): Promise<{ done: string; diag: string | undefined } | undefined> {
     const dir = this.batchDir(jobId);
-    const done = await readSmall(join(dir, "lrms_done"), SMALL);
-    if (done === undefined) return false;
-    for (const [name, max] of [["diag", SMALL], ["comment", COMMENT_MAX]] as const) {
-      const text = await readSmall(join(dir, name), max, true);
-      if (text !== undefined) await this.control.write(jobId, name, text);
-    }
-    if ((await this.control.read(jobId, "lrms_done")) === undefined) await this.control.write(jobId, "lrms_done", done);
-    return true;
+    // lrms_done first: the wrapper writes diag before it, so diag is complete once it is there.
+    const [done, diag, comment, have, haveDiag] = (await fsq.run([
+      ["readSmall", join(dir, "lrms_done"), SMALL, false],
+      ["readSmall", join(dir, "diag"), SMALL, true],
+      ["readSmall", join(dir, "comment"), COMMENT_MAX, true],
+      ["read", this.control.file(jobId, "lrms_done")],
+      ["read", this.control.file(jobId, "diag")],
+    ])) as Array<string | null>;
+    if (done === null || done === undefined) return undefined;
+    // lrms_done last: a reader that finds it finds diag and comment copied.
+    const writes: FsOp[] = [];
+    if (diag !== null && diag !== undefined) writes.push(["write", this.control.file(jobId, "diag"), diag, 0o600]);
+    if (comment !== null && comment !== undefined) writes.push(["write", this.control.file(jobId, "comment"), comment, 0o600]);
+    if (have === null || have === undefined) writes.push(["write", this.control.file(jobId, "lrms_done"), done, 0o600]);
+    if (writes.length > 0) await fsq.run(writes);
+    return { done: have ?? done, diag: diag ?? haveDiag ?? undefined };
   }
 }
 
-const openCb = promisify(fs.open);
-const fstatCb = promisify(fs.fstat);
-const readCb = promisify(fs.read);
-const closeCb = promisify(fs.close);
-const writeCb = promisify(fs.writeFile) as (fd: number, data: string) => Promise<void>;
-const fchownCb = promisify(fs.fchown);
-const fchmodCb = promisify(fs.fchmod);
-const renameCb = promisify(fs.rename);
-
-/**
- * A regular file's first `max` bytes (or last, `tail`), undefined when absent, a link, or not a
- * regular file. Through the callback API on a plain fd (the FileHandle of fs/promises costs several
- * times the CPU per call; this runs for every batch file collected).
- */
+/** A regular file's first `max` bytes (or last, `tail`), undefined when absent, a link, or not a regular file (on the file thread). */
 export async function readSmall(path: string, max: number, tail = false): Promise<string | undefined> {
-  let fd: number;
-  try {
-    fd = await openCb(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const st = await fstatCb(fd);
-    if (!st.isFile()) return undefined;
-    const len = Math.min(st.size, max);
-    const buf = Buffer.alloc(len);
-    const bytesRead = len === 0 ? 0 : (await readCb(fd, buf, 0, len, tail ? Math.max(0, st.size - len) : 0)).bytesRead;
-    return buf.subarray(0, bytesRead).toString("utf8");
-  } finally {
-    await closeCb(fd);
-  }
+  return ((await fsq.one(["readSmall", path, max, tail])) as string | null) ?? undefined;
 }
 
 async function run(file: string, args: string[], env?: Record<string, string>): Promise<void> {

@@ -1,7 +1,7 @@
 import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { logErrors } from "../files.js";
-import { batchDirOf, collectBatch, runAsOf } from "../priv/jobs.js";
+import { batchDirOf, batchResult, runAsOf } from "../priv/jobs.js";
 import { completion } from "./inlrms.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { transition } from "./transition.js";
@@ -15,11 +15,12 @@ const GIVE_UP_MS = 3_600_000;
  * repeating the cancel every 30 s and giving up after an hour (arex-jem §2.3).
  */
 export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> {
-  await collectBatch(ctx, job.id);
-  const done = await ctx.control.read(job.id, "lrms_done");
+  const files = await batchResult(ctx, job.id);
+  const done = files.done;
   const age = Date.now() - job.stateSince;
   if (done === undefined && age > GIVE_UP_MS) {
-    await ctx.control.write(job.id, "lrms_done", "-1 Job cancellation timed out\n");
+    files.done = "-1 Job cancellation timed out\n";
+    await ctx.control.write(job.id, "lrms_done", files.done);
     await logErrors(ctx, job.id, "Batch job did not end within an hour of the cancel request; giving up");
   } else if (done === undefined) {
     if (age > RECANCEL_MS && job.localId) {
@@ -30,6 +31,6 @@ export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> 
     }
     return waitUntil(Date.now() + RECANCEL_MS);
   }
-  const { change } = await completion(ctx, job);
+  const { change } = completion(files);
   return moved(await transition(ctx, job, "FINISHING", { reason: "Job finished executing in LRMS", change }));
 }

@@ -2,6 +2,7 @@ import { mdsTime, type JobChange, type JobRecord } from "@ce/store";
 import { enqueueStaging, jobLog, type JemContext } from "../context.js";
 import { removeProxyFile } from "../credentials.js";
 import { readPrivate, readSpec, removePrivate, updateLocal } from "../files.js";
+import { fsq } from "../fsq.js";
 import { outputPlan, purgeSession } from "../staging/outputs.js";
 import { outcomeOf } from "../staging/worker.js";
 import { moved, WAIT, type Step } from "./step.js";
@@ -25,7 +26,8 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
   const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun);
   // A refused `@list` file goes through the stage-out, which reports the refusal as a failure.
   if (plan.uploads.length === 0 && plan.refused.length === 0) {
-    await purgeSession(session, plan);
+    // An empty session (a job that wrote nothing) has nothing to purge: one file-thread call.
+    if ((await fsq.one(["isEmptyDir", session])) !== true) await purgeSession(session, plan);
     return finish(ctx, job, {}, undefined, { proxyRemoved: true });
   }
   const report = await readPrivate(ctx, job.id, "stageout.done");

@@ -2,15 +2,15 @@ import type { JobChange, JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { logErrors, parseDiag, parseLrmsDone, readSpec } from "../files.js";
 import { inStageOut, underLimit } from "../limits.js";
-import { batchDirOf, collectBatch, runAsOf } from "../priv/jobs.js";
+import { batchDirOf, batchResult, runAsOf } from "../priv/jobs.js";
 import { moved, WAIT, type Step } from "./step.js";
 import { failToFinishing, failureChange, KILL_TEXT, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
 
-/** Record fields from `lrms_done` + `diag` once the batch job ended. */
-export async function completion(ctx: JemContext, job: JobRecord): Promise<{ code: number; message: string; change: JobChange }> {
-  const { code, message } = parseLrmsDone(await ctx.control.read(job.id, "lrms_done"));
-  const diag = parseDiag(await ctx.control.read(job.id, "diag"));
+/** Record fields from `lrms_done` + `diag` (as batchResult read them) once the batch job ended. */
+export function completion(files: { done: string | undefined; diag: string | undefined }): { code: number; message: string; change: JobChange } {
+  const { code, message } = parseLrmsDone(files.done);
+  const diag = parseDiag(files.diag);
   const change: JobChange = { exitCode: diag.exitCode ?? code, lrms: undefined };
   if (diag.nodes) change.nodes = diag.nodes;
   if (diag.usedWallSeconds !== undefined) change.usedWallSeconds = diag.usedWallSeconds;
@@ -27,11 +27,10 @@ export async function completion(ctx: JemContext, job: JobRecord): Promise<{ cod
  */
 export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (job.pending) return toFinishing(ctx, job, {}, undefined);
-  await collectBatch(ctx, job.id);
-  const done = await ctx.control.read(job.id, "lrms_done");
-  if (done === undefined) return job.killRequested ? cancel(ctx, job) : WAIT;
+  const files = await batchResult(ctx, job.id);
+  if (files.done === undefined) return job.killRequested ? cancel(ctx, job) : WAIT;
 
-  const { code, message, change } = await completion(ctx, job);
+  const { code, message, change } = completion(files);
   const success = (await readSpec(ctx, job.id))?.successExitCode ?? 0;
   const failure = job.killRequested ? KILL_TEXT : code !== success ? `LRMS error: (${code}) ${message}`.trim() : undefined;
   return toFinishing(ctx, job, change, failure);

@@ -1,5 +1,6 @@
 import { canMove, formatStatusFile, IllegalMoveError, type InternalState, type LrmsState } from "@ce/model";
-import type { JobChange, JobRecord } from "@ce/store";
+import { stateLine, type JobChange, type JobRecord } from "@ce/store";
+import { fsq, type FsOp } from "../fsq.js";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import { afterTransition } from "../limits.js";
 
@@ -38,12 +39,15 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   const from = formatStatusFile(job.state, job.pending);
   const toWord = job.state === to && pending ? `${to}(PENDING)` : formatStatusFile(to, pending);
   try {
-    // `errors` first: after a crash between the two, `repairControlFiles` sees the stale status
-    // and knows from the log that the line was already written.
-    if (from !== formatStatusFile(to, pending)) await ctx.control.logState(job.id, from, toWord, opts.reason);
-    await ctx.control.write(job.id, "status", formatStatusFile(to, pending), 0o644);
-    statusWritten(ctx, job.id, formatStatusFile(to, pending));
-    if (opts.failedLine) await ctx.control.append(job.id, "failed", opts.failedLine);
+    // One round trip to the file thread, in this order. `errors` first: after a crash between the
+    // two, `repairControlFiles` sees the stale status and knows from the log that the line was already written.
+    const status = formatStatusFile(to, pending);
+    const ops: FsOp[] = [];
+    if (from !== status) ops.push(["append", ctx.control.file(job.id, "errors"), stateLine(from, toWord, opts.reason), 0o600]);
+    ops.push(["write", ctx.control.file(job.id, "status"), status, 0o644]);
+    if (opts.failedLine) ops.push(["append", ctx.control.file(job.id, "failed"), opts.failedLine.endsWith("\n") ? opts.failedLine : `${opts.failedLine}\n`, 0o600]);
+    await fsq.run(ops);
+    statusWritten(ctx, job.id, status);
   } catch (e) {
     // Redis already holds the truth; a missing control file is repaired by the next transition.
     jobLog(ctx, job).warn({ err: e }, "control files not updated after state change");

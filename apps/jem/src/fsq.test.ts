@@ -1,0 +1,78 @@
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FsQueue } from "./fsq.js";
+
+let dir: string;
+const q = new FsQueue();
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "fsq-"));
+});
+afterAll(async () => {
+  await q.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("JEM file thread (fsq)", () => {
+  it("reads, replaces, appends and removes as the fs calls do; missing files are null / fine", async () => {
+    const f = join(dir, "status");
+    expect(await q.one(["read", f])).toBeNull();
+    expect(await q.one(["exists", f])).toBe(false);
+    await q.one(["write", f, "INLRMS", 0o644]);
+    expect(await readFile(f, "utf8")).toBe("INLRMS");
+    expect((await stat(f)).mode & 0o777).toBe(0o644);
+    await q.one(["append", f, "\nmore", 0o600]);
+    expect(await q.one(["read", f])).toBe("INLRMS\nmore");
+    expect(await q.one(["exists", f])).toBe(true);
+    await q.one(["unlink", f]);
+    await q.one(["unlink", f]);
+    expect(await q.one(["read", f])).toBeNull();
+    // No temporary file is left behind.
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("runs one call's operations in order and stops at the first failure, with its code", async () => {
+    const f = join(dir, "errors");
+    const err = await q.run([["append", f, "a\n", 0o600], ["write", join(dir, "no/such/dir/x"), "x", 0o600], ["append", f, "b\n", 0o600]]).catch((e: unknown) => e);
+    expect((err as NodeJS.ErrnoException).code).toBe("ENOENT");
+    expect(await readFile(f, "utf8")).toBe("a\n");
+    // Operations of many callers in one turn go in one message; each gets its own answer.
+    const many = await Promise.all(Array.from({ length: 50 }, (_, i) => q.run([["write", join(dir, `m${i}`), String(i), 0o600], ["read", join(dir, `m${i}`)]])));
+    expect(many.map((r) => r[1])).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
+  });
+
+  it("readSmall never follows a link, bounds the size, reads the tail; lexists sees a dangling link", async () => {
+    const f = join(dir, "diag");
+    await writeFile(f, "0123456789");
+    expect(await q.one(["readSmall", f, 4, false])).toBe("0123");
+    expect(await q.one(["readSmall", f, 4, true])).toBe("6789");
+    await symlink(f, join(dir, "link"));
+    expect(await q.one(["readSmall", join(dir, "link"), 100, false])).toBeNull();
+    await symlink(join(dir, "gone"), join(dir, "dangling"));
+    expect(await q.one(["exists", join(dir, "dangling")])).toBe(false);
+    expect(await q.one(["lexists", join(dir, "dangling")])).toBe(true);
+  });
+
+  it("directories: isEmptyDir, mkdirOwned (EEXIST when there), ownEmptyDir only for an empty private dir of the given owners", async () => {
+    const d = join(dir, "sess");
+    await mkdir(d, { mode: 0o700 });
+    expect(await q.one(["isEmptyDir", d])).toBe(true);
+    const uid = process.getuid!();
+    const gid = process.getgid!();
+    expect(await q.one(["ownEmptyDir", d, [uid + 1], uid, gid, 0o750])).toBe(false);
+    expect(await q.one(["ownEmptyDir", d, [uid], uid, gid, 0o750])).toBe(true);
+    expect((await stat(d)).mode & 0o7777).toBe(0o750);
+    // Not private any more (group bits): left alone.
+    expect(await q.one(["ownEmptyDir", d, [uid], uid, gid, 0o700])).toBe(false);
+    await writeFile(join(d, "f"), "x");
+    expect(await q.one(["isEmptyDir", d])).toBe(false);
+    const b = join(dir, "lrms");
+    await q.one(["mkdirOwned", b, uid, gid, 0o2770]);
+    expect((await stat(b)).mode & 0o7777).toBe(0o2770);
+    expect(((await q.one(["mkdirOwned", b, uid, gid, 0o2770]).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).toBe("EEXIST");
+    await q.one(["writeOwned", join(b, "job.sh"), "#!/bin/bash\n", uid, gid, 0o700]);
+    expect((await stat(join(b, "job.sh"))).mode & 0o777).toBe(0o700);
+    expect(await readdir(b)).toEqual(["job.sh"]);
+  });
+});
