@@ -78,6 +78,7 @@ describe("parseIdList", () => {
       expect(r.message).toMatch(/^job\[1\] id /);
     }
     expect(isListedId("x".repeat(128))).toBe(true);
+    expect([isListedId(""), isListedId("x".repeat(129)), isListedId("a\x7f"), isListedId("!~")]).toEqual([false, false, false, true]);
   });
   it("two XML roots, entities and DTDs are refused", () => {
     expect(refusal(() => parseIdList("<jobs/><jobs/>", undefined)).message).toMatch(/more than one root element/);

