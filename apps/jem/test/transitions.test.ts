@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canMove, IllegalMoveError, parseStatusFile } from "@ce/model";
 import type { Jem } from "../src/daemon.js";
-import { repairControlFiles, transition } from "../src/states/transition.js";
+import { logMove, repairControlFiles, transition } from "../src/states/transition.js";
 import { shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -120,5 +120,38 @@ describe("repairControlFiles: a move whose control files were never written (a J
     await repairControlFiles(jem.ctx, sub!);
     expect(await transitionsOf(env, admitted)).toEqual([{ from: "ACCEPTED", to: "PREPARING" }, { from: "PREPARING", to: "SUBMIT" }]);
     expect(await env.control.read(admitted, "status")).toBe("SUBMIT");
+  });
+});
+
+describe("state change log lines", () => {
+  const capture = (level: string) => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString().split("\n").filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    return { lines, log: pino({ level }, sink) };
+  };
+  const move = (jobId: string, to: string) => ({ jobId, requestId: "r1", from: "ACCEPTED", to, rest: to, reason: "test" });
+  const turn = () => new Promise((r) => setTimeout(r, 20));
+
+  it("a lone move is one info line with the job; a burst in one turn is one info line of job ids by move, each job at debug", async () => {
+    const info = capture("info");
+    logMove(info, move("a", "PREPARING"));
+    await turn();
+    expect(info.lines).toMatchObject([{ level: 30, msg: "state change", jobId: "a", requestId: "r1", from: "ACCEPTED", to: "PREPARING", reason: "test" }]);
+    info.lines.length = 0;
+    logMove(info, move("a", "PREPARING"));
+    logMove(info, move("b", "PREPARING"));
+    logMove(info, move("c", "FINISHING"));
+    await turn();
+    expect(info.lines).toEqual([expect.objectContaining({ level: 30, msg: "state changes", count: 3, moves: { "ACCEPTED -> PREPARING": ["a", "b"], "ACCEPTED -> FINISHING": ["c"] } })]);
+    const debug = capture("debug");
+    logMove(debug, move("a", "PREPARING"));
+    logMove(debug, move("b", "PREPARING"));
+    await turn();
+    expect(debug.lines.map((l) => [l.msg, l.jobId])).toEqual([["state changes", undefined], ["state change", "a"], ["state change", "b"]]);
   });
 });

@@ -17,7 +17,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-describe("completion doorbell (chokidar on control/events)", () => {
+describe("completion doorbell (fs.watch on control/events)", () => {
   it("a finished batch job rings the doorbell and the JEM finishes it without any poll or scan", async () => {
     // Longer than the first poll (500 ms after start), which would otherwise see them end.
     const ids = await Promise.all([1, 2, 3].map((i) => submitTestJob(env, shellJob(`sleep 1.5; echo ${i}`))));

@@ -52,10 +52,39 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
     // Redis already holds the truth; a missing control file is repaired by the next transition.
     jobLog(ctx, job).warn({ err: e }, "control files not updated after state change");
   }
-  // Same line as jobLog(...).info (child bindings come first), without a child logger per move.
-  ctx.log.info({ ...jobFields(job), from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason }, "state change");
+  logMove(ctx, { ...jobFields(job), from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason });
   await afterTransition(ctx, job, next).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "wake-up of pending jobs failed"));
   return next;
+}
+
+export type Move = ReturnType<typeof jobFields> & { from: string; to: string; rest: string; reason: string };
+/** Moves of this turn of the event loop, per JEM context, logged together at its end. */
+const turnMoves = new WeakMap<object, Move[]>();
+
+/**
+ * The log of state changes: a lone move is one info line as ever ("state change", with the job's
+ * and request's ids); the moves of a burst made in one turn of the event loop are one info line
+ * ("state changes": job ids by move), each job's line then at debug. Per line pino (with
+ * redaction, synchronous write) cost ~10% of the JEM's CPU when 100 jobs moved 5 times each.
+ */
+export function logMove(ctx: Pick<JemContext, "log">, m: Move): void {
+  let moves = turnMoves.get(ctx);
+  if (!moves) {
+    turnMoves.set(ctx, (moves = []));
+    setImmediate(() => {
+      const all = turnMoves.get(ctx) ?? [];
+      turnMoves.delete(ctx);
+      if (all.length === 1) {
+        ctx.log.info(all[0]!, "state change");
+        return;
+      }
+      const byMove: Record<string, string[]> = {};
+      for (const x of all) (byMove[`${x.from} -> ${x.to}`] ??= []).push(x.jobId);
+      ctx.log.info({ count: all.length, moves: byMove }, "state changes");
+      if (ctx.log.isLevelEnabled("debug")) for (const x of all) ctx.log.debug(x, "state change");
+    });
+  }
+  moves.push(m);
 }
 
 /**
