@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CeError } from "../errors.js";
-import { MAX_XML_DEPTH, isListedId, parseIdList } from "./idlist.js";
+import fc from "fast-check";
+import { MAX_XML_DEPTH, isListedId, parseIdList, quickJsonIdList } from "./idlist.js";
 
 /** The designed refusal: a CeError with status and code, and a reason naming the problem. */
 function refusal(f: () => unknown): { status: number; code: string; message: string } {
@@ -88,5 +89,52 @@ describe("parseIdList", () => {
   it("an inherited key is not a list (JSON)", () => {
     expect(refusal(() => parseIdList('{"job":[{"__proto__":{"id":"x"}}]}', "application/json")).message).toMatch(/job\[0\] has no "id"/);
     expect(refusal(() => parseIdList('{"constructor":1}', "application/json")).message).toMatch(/key "job"/);
+  });
+});
+
+describe("quickJsonIdList (the JSON list without JSON.parse)", () => {
+  /** The general way: JSON.parse, and the checks it is followed by. */
+  const general = (text: string, max: number): string[] => {
+    const doc = JSON.parse(text) as { job: { id: string }[] };
+    const ids = doc.job.map((j) => j.id);
+    expect(ids.length).toBeLessThanOrEqual(max);
+    expect(ids.every((id) => typeof id === "string" && isListedId(id))).toBe(true);
+    return ids;
+  };
+  const ws = fc.oneof({ arbitrary: fc.constantFrom("", " ", "\n", "\t", "\r\n  "), weight: 20 }, { arbitrary: fc.constantFrom("\u00a0", "\ufeff", "\v"), weight: 1 });
+  const idChars = fc.constantFrom(..."abcXYZ09-_.:~!#{}[]\"\\/é \u0000\u007f😀");
+  const id = fc.oneof({ arbitrary: fc.uuid(), weight: 8 }, fc.string({ unit: idChars, minLength: 0, maxLength: 6 }), fc.constantFrom("x".repeat(128), "x".repeat(129), "7"));
+
+  it("takes the canonical shape of valid ids, with any JSON whitespace", () => {
+    const ids = ["a", "2f0b1d3e-7c4a-4e59-9d7b-1b2c3d4e5f60", "x".repeat(128), "!#$%&'()*+-./:;<=>?@[]^_`{|}~"];
+    expect(quickJsonIdList(JSON.stringify({ job: ids.map((i) => ({ id: i })) }), 100)).toEqual(ids);
+    expect(quickJsonIdList(JSON.stringify({ job: ids.map((i) => ({ id: i })) }, null, 2), 100)).toEqual(ids);
+    expect(quickJsonIdList(' \r\n{ "job" :[ {"id": "a"} ,{ "id":"b" } ] }\n', 2)).toEqual(["a", "b"]);
+  });
+
+  it("leaves everything else to JSON.parse: escapes, numbers, other keys, one object, empty, too many", () => {
+    for (const t of ['{"job":[{"id":"a\\"b"}]}', '{"job":[{"id":"\\u0061"}]}', '{"job":[{"id":7}]}', '{"job":[{"id":"a","x":1}]}', '{"job":{"id":"a"}}', '{"job":[]}', '{"job":[{"id":"a"}],"job":[{"id":"b"}]}', '{"job":[{"id":"a"},]}', '{"job":[{"id":"a"}]}x', '\u00a0{"job":[{"id":"a"}]}']) {
+      expect(quickJsonIdList(t, 100)).toBeUndefined();
+    }
+    expect(quickJsonIdList('{"job":[{"id":"a"},{"id":"b"}]}', 1)).toBeUndefined();
+    expect(refusal(() => parseIdList('{"job":[{"id":"a"},{"id":"b"}]}', "application/json", 1))).toMatchObject({ status: 413, code: "TOO_MANY_IDS" });
+  });
+
+  it("whatever it takes, JSON.parse reads the same ids and the general checks accept them", () => {
+    let taken = 0;
+    fc.assert(
+      fc.property(fc.array(fc.tuple(id, ws, ws, ws), { minLength: 0, maxLength: 5 }), ws, ws, fc.integer({ min: 1, max: 10 }), (items, a, b, max) => {
+        // Built by hand (not JSON.stringify): raw quotes, backslashes and controls reach the scanner.
+        const text = `${a}{"job":[${items.map(([i, x, y, z]) => `${x}{${y}"id":"${i}"}${z}`).join(",")}]}${b}`;
+        const quick = quickJsonIdList(text, max);
+        if (quick !== undefined) {
+          taken++;
+          expect(general(text, max)).toEqual(quick);
+          expect(parseIdList(text, "application/json", max)).toEqual(quick);
+        }
+      }),
+      { numRuns: 3_000 },
+    );
+    expect(taken).toBeGreaterThan(300);
   });
 });
