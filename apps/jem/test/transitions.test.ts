@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canMove, IllegalMoveError, parseStatusFile } from "@ce/model";
 import type { Jem } from "../src/daemon.js";
+import { logSubmitted } from "../src/states/submit.js";
 import { logMove, repairControlFiles, transition } from "../src/states/transition.js";
 import { shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
 
@@ -153,5 +154,18 @@ describe("state change log lines", () => {
     logMove(debug, move("b", "PREPARING"));
     await turn();
     expect(debug.lines.map((l) => [l.msg, l.jobId])).toEqual([["state changes", undefined], ["state change", "a"], ["state change", "b"]]);
+  });
+
+  it("submissions: alone one line with the job's local id; a burst in one turn one line of local ids by job", async () => {
+    const info = capture("info");
+    const sub = (jobId: string, localId: string) => ({ jobId, requestId: "r1", backend: "fork", localId, queue: "main", ms: 5 });
+    logSubmitted(info, sub("a", "1:2"));
+    await turn();
+    expect(info.lines).toMatchObject([{ msg: "submitted to the batch system", jobId: "a", localId: "1:2", backend: "fork" }]);
+    info.lines.length = 0;
+    logSubmitted(info, sub("a", "1:2"));
+    logSubmitted(info, { ...sub("b", "3:4"), resumed: true });
+    await turn();
+    expect(info.lines).toEqual([expect.objectContaining({ msg: "submitted to the batch system", count: 2, backend: "fork", localIds: { a: "1:2", b: "3:4" }, resumed: ["b"] })]);
   });
 });
