@@ -204,9 +204,12 @@ export class ScriptBackend implements Backend {
       const batch = buildBatchFile(spec, this.opts.config);
       const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
       const write = spec.runAs ? (name: string, text: string, mode: number) => spec.runAs!.writeFile(name, text, mode) : (name: string, text: string, mode: number) => writeAtomic(join(spec.jobDir, name), text, mode);
-      await write("batch.json", `${JSON.stringify(batch, null, 2)}\n`, 0o600);
-      await write("batch.env", renderBatchEnv(batch), 0o600);
-      await write("job.sh", script, 0o700);
+      // Independent files, all written before any script reads them: together (one file-thread message with mapping on).
+      await Promise.all([
+        write("batch.json", `${JSON.stringify(batch, null, 2)}\n`, 0o600),
+        write("batch.env", renderBatchEnv(batch), 0o600),
+        write("job.sh", script, 0o700),
+      ]);
       await this.stage0(batch, spec.runAs);
       const { localId } = await this.submits.add(spec.runAs?.account ?? "", spec, expected);
       this.log.debug({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
