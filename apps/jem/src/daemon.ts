@@ -9,6 +9,7 @@ import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
 import { expiryPass } from "./expiry.js";
+import { fsq } from "./fsq.js";
 import { Locks } from "./locks.js";
 import { createBackend } from "./lrms/index.js";
 import type { Backend } from "./lrms/types.js";
@@ -67,6 +68,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   for (const conn of [redis, sub]) conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error")).on("ready", () => outage.nudge());
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
+  // The file thread (fsq.ts) starts now, not in the first burst of jobs.
+  await fsq.one(["exists", control.root]);
   // Mapping on: the privileged component runs every job as its mapped account (refuses to boot unless root).
   const priv = opts.privileged === false ? undefined : await Privileged.create(config, control);
   if (priv) log.info({ ceGid: priv.ceGid }, "mapping is on: every job runs as its mapped local account (setpriv), session dirs owned by it");
