@@ -52,7 +52,7 @@ describe("create (lua/create.lua)", () => {
     expect(await jobs.create([r], 10)).toBe(1);
     expect(await jobs.get(r.id)).toMatchObject({ id: r.id, owner: "alice", state: "ACCEPTED", rest: "ACCEPTING" });
     const ok = ownerKey("alice");
-    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("ACCEPTED"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "ACCEPTING"), keys.rest("ACCEPTING")].sort());
+    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("ACCEPTED"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "ACCEPTING"), keys.ownerStates(ok), keys.rest("ACCEPTING")].sort());
   });
 
   it("creates each record of a batch as given, whatever it shares with the first (fields differing, missing, or only in the first)", async () => {
@@ -63,7 +63,7 @@ describe("create (lua/create.lua)", () => {
     expect(await jobs.create([a, b, c], 10)).toBe(3);
     for (const r of [a, b, c]) expect(await jobs.get(r.id)).toEqual(decodeRecord(encodeRecord(r)));
     expect(await redis.hexists(keys.job(b.id), "clientHost")).toBe(0);
-    expect(await mentions(b.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("DELETED"), keys.job(b.id), keys.owner(ownerKey("bob")), keys.ownerRest(ownerKey("bob"), "WIPED"), keys.rest("WIPED")].sort());
+    expect(await mentions(b.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("DELETED"), keys.job(b.id), keys.owner(ownerKey("bob")), keys.ownerRest(ownerKey("bob"), "WIPED"), keys.ownerStates(ownerKey("bob")), keys.rest("WIPED")].sort());
     // The commit clears the creating marks of what it created.
     expect(await redis.zcard(keys.creating())).toBe(0);
   });
@@ -115,7 +115,7 @@ describe("update (lua/update.lua)", () => {
     const ok = ownerKey("alice");
     const next = await jobs.update({ ...r, failure: "old", state: "SUBMIT" }, { state: "INLRMS", pending: false, lrms: "RUNNING", failure: undefined });
     expect(next?.rest).toBe("RUNNING");
-    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("INLRMS"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "RUNNING"), keys.rest("RUNNING")].sort());
+    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("INLRMS"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "RUNNING"), keys.ownerStates(ok), keys.rest("RUNNING")].sort());
     expect(await redis.hexists(keys.job(r.id), "failure")).toBe(0);
     // Same internal state, different REST state: only the REST indexes move.
     await jobs.update(next!, { pending: true });

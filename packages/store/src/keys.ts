@@ -15,14 +15,17 @@ export class Keys {
   // ── Job records and their indexes (jobs.ts, lua/create|update|remove.lua) ──
   /** HASH: one job record. */
   job(id: string) { return `${this.prefix}:job:${id}`; }
-  /** What job(id) puts before the id: many record keys built at once (status-many.ts). */
-  jobKeyPrefix() { return `${this.prefix}:job:`; }
   /** ZSET of every job id, scored by creation time (total count, expiry sweep). */
   all() { return `${this.prefix}:all`; }
   /** ZSET of an owner's job ids by creation time. */
   owner(ownerKey: string) { return `${this.prefix}:o:${ownerKey}`; }
   /** SET of an owner's job ids in one REST state (the `state` filter of GET /jobs). */
   ownerRest(ownerKey: string, rest: RestState) { return `${this.prefix}:o:${ownerKey}:s:${rest}`; }
+  /**
+   * HASH id → REST state of one owner's jobs (bulk status, the hottest read: one HMGET answers a
+   * request, and only the caller's own jobs can be found in it). Kept by lua/create|update|remove.lua.
+   */
+  ownerStates(ownerKey: string) { return `${this.prefix}:o:${ownerKey}:st`; }
   /** SET of job ids per internal state (JEM recovery and limits). */
   internal(state: InternalState) { return `${this.prefix}:i:${state}`; }
   /** SET of job ids per REST state (GLUE2 counters). */
@@ -89,7 +92,7 @@ export class Keys {
  * `local K = ceKeys(prefix)` then `K.job(id)`, `K.ownerRest(ownerKey, rest)`. scripts.ts prepends
  * this to every script that declares `keysInLua`, so the layout has one owner (this file).
  */
-export const LUA_KEY_METHODS = ["job", "owner", "ownerRest", "internal", "rest", "delegJobs", "ownerSessionBytes"] as const;
+export const LUA_KEY_METHODS = ["job", "owner", "ownerRest", "ownerStates", "internal", "rest", "delegJobs", "ownerSessionBytes"] as const;
 
 export function luaKeyPrelude(): string {
   // Placeholders no prefix or argument can contain: \x00 = the prefix, \x01.. = the arguments.

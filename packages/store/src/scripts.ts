@@ -30,7 +30,7 @@ export const SCRIPTS = {
   ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
   ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
   ceAdvanceOrphans: { file: "advance-orphans", numberOfKeys: 1 },
-  ceStatusMany: { file: "status-many", numberOfKeys: undefined },
+  ceStatusMany: { file: "status-many", numberOfKeys: undefined, keysInLua: true },
   ceGetMany: { file: "get-many", numberOfKeys: undefined },
   cePoolLease: { file: "pool-lease", numberOfKeys: 3 },
   cePoolRelease: { file: "pool-release", numberOfKeys: 5 },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { JobStore, type JobRecord } from "./jobs.js";
-import { Keys } from "./keys.js";
+import { Keys, ownerKey } from "./keys.js";
 import { STATUS_BATCH_IDS, StatusReader, packKeys } from "./status-many.js";
 import { useTestRedis } from "./test-redis.js";
 
@@ -23,11 +23,6 @@ function countCalls(jobs: JobStore): { calls: number } {
 }
 
 describe("StatusReader", () => {
-  it("job keys are the prefix the script builds them from", () => {
-    const k = new Keys("{x}");
-    expect(k.job("abc-1")).toBe(k.jobKeyPrefix() + "abc-1");
-  });
-
   it("reads of one turn share one script call, each checked against its own owner", async () => {
     const jobs = new JobStore(t.redis, t.prefix);
     const [a, b] = [rec("alice"), rec("bob")];
@@ -46,13 +41,35 @@ describe("StatusReader", () => {
     expect(c.calls).toBe(1);
   });
 
+  it("answers from the owner's status index, kept by create, update and remove; records from before the index still answer", async () => {
+    const jobs = new JobStore(t.redis, t.prefix);
+    const k = new Keys(t.prefix);
+    const carol = `carol-${n}`;
+    const [a, b] = [rec(carol), rec(carol)];
+    await jobs.create([a, b], 100);
+    const idx = k.ownerStates(ownerKey(carol));
+    expect(await t.redis.hgetall(idx)).toEqual({ [a.id]: "ACCEPTING", [b.id]: "ACCEPTING" });
+    const moved = await jobs.update(a, { state: "PREPARING" });
+    expect(await t.redis.hget(idx, a.id)).toBe(moved!.rest);
+    // What is answered comes from the index: a stale index entry would show.
+    await t.redis.hset(idx, b.id, "QUEUING");
+    expect(await jobs.statesOwnedBy([a.id, b.id], carol)).toEqual([moved!.rest, "QUEUING"]);
+    // A record the index does not hold (created before it existed) is read from the record, owner checked.
+    await t.redis.hdel(idx, b.id);
+    expect(await jobs.statesOwnedBy([b.id], carol)).toEqual(["ACCEPTING"]);
+    expect(await jobs.statesOwnedBy([b.id], "mallory")).toEqual([undefined]);
+    await jobs.remove(a.id);
+    expect(await t.redis.hexists(idx, a.id)).toBe(0);
+    expect(await jobs.statesOwnedBy([a.id], carol)).toEqual([undefined]);
+  });
+
   it("any id travels as it is: spaces, commas, control and non-ASCII characters, empty, long", async () => {
     const jobs = new JobStore(t.redis, t.prefix);
     const a = rec("alice");
     await jobs.create([a], 100);
     const odd = [`${a.id} x`, "", "a,b", "é€😀", `${a.id}\n`, "x".repeat(300), "y".repeat(70_000)];
     // Records under exactly those keys: found for their owner only, in their places.
-    for (const id of odd) await t.redis.hset(new Keys(t.prefix).job(id), "owner", "alice", "rest", "RUNNING");
+    for (const id of odd) await t.redis.hset(new Keys(t.prefix).job(id), "owner", "alice", "ownerKey", ownerKey("alice"), "rest", "RUNNING");
     expect(await jobs.statesOwnedBy([...odd, a.id], "alice")).toEqual([...odd.map(() => "RUNNING"), "ACCEPTING"]);
     expect(await jobs.statesOwnedBy([...odd, a.id], "bob")).toEqual([...odd.map(() => undefined), undefined]);
     // A space-separated pair names neither job.
@@ -99,7 +116,7 @@ describe("StatusReader", () => {
     const slow = Object.assign(Object.create(t.redis) as typeof t.redis, {
       defineCommand: () => undefined,
       ceStatusMany: (...args: (string | number)[]) => {
-        sent.push((args.length - 2) / 2);
+        sent.push((args.length - 3) / 2); // numkeys, the key, the prefix, then (ownerKey, ids) per read
         return new Promise((r) => setTimeout(r, 30)).then(() => (t.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).ceStatusMany!(...args));
       },
     });

@@ -1,13 +1,13 @@
 import type { Redis } from "ioredis";
 import { isRestState, type RestState } from "@ce/model";
-import type { Keys } from "./keys.js";
+import { type Keys, ownerKey } from "./keys.js";
 import { runScript } from "./scripts.js";
 
 /** Ids per script call: a call holds Redis for ~1 µs per id, so a 10,000-id request is cut up. */
 export const STATUS_BATCH_IDS = 1_000;
 
 /**
- * The job keys of `ids` (Keys.job: prefix + id) as one MessagePack array of strings, for
+ * `ids`, each after `pre` (status-many sends bare ids: ""), as one MessagePack array of strings, for
  * cmsgpack.unpack in lua/status-many.lua: length-prefixed, so any id travels as it is. Built as a
  * latin1 string of the bytes (`pre` is the prefix's UTF-8 bytes in latin1), one conversion at the
  * end; an id with non-ASCII characters is converted on its own.
@@ -28,11 +28,10 @@ const u16 = (n: number) => String.fromCharCode(n >>> 8, n & 0xff);
 const u32 = (n: number) => String.fromCharCode(n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
 
 interface Group {
+  /** The caller's ownerKey (keys.ts). */
   owner: string;
-  /** The job keys (packKeys). */
+  /** The ids (packKeys with no prefix). */
   keys: Buffer;
-  /** First key (the routing key of the call). */
-  first: string;
   done: (states: string) => void;
   fail: (err: unknown) => void;
 }
@@ -58,25 +57,23 @@ export class StatusReader {
   /** REST state per id (undefined: missing or another owner's). */
   async read(ids: readonly string[], owner: string): Promise<(RestState | undefined)[]> {
     if (ids.length === 0) return [];
-    // Keys.job(id) = prefix + id: the prefix's bytes once per call, not a key string per id.
-    const pre = (this.pre ??= Buffer.from(this.keys.jobKeyPrefix(), "utf8").toString("latin1"));
+    // The script looks the ids up in the caller's own status index (Keys.ownerStates).
+    const ok = ownerKey(owner);
     const parts: Promise<string[]>[] = [];
     for (let i = 0; i < ids.length; i += STATUS_BATCH_IDS) {
       const chunk = ids.length <= STATUS_BATCH_IDS ? ids : ids.slice(i, i + STATUS_BATCH_IDS);
-      parts.push(this.enqueue(owner, packKeys(pre, chunk), chunk));
+      parts.push(this.enqueue(ok, packKeys("", chunk), chunk));
     }
     const got = parts.length === 1 ? await parts[0]! : (await Promise.all(parts)).flat();
     if (got.length !== ids.length) throw new Error(`status-many: ${got.length} states for ${ids.length} ids`);
     return got.map((s) => (isRestState(s) ? s : undefined));
   }
 
-  private pre?: string;
-
   private enqueue(owner: string, keys: Buffer, ids: readonly string[]): Promise<string[]> {
     return new Promise<string[]>((resolve, reject) => {
       // A full call goes at once (a big read is cut into full calls: they need not wait).
       if (this.ids + ids.length > STATUS_BATCH_IDS) this.send();
-      this.groups.push({ owner, keys, first: ids[0]!, done: (s) => resolve(s.split(",")), fail: reject });
+      this.groups.push({ owner, keys, done: (s) => resolve(s.split(",")), fail: reject });
       this.ids += ids.length;
       // After this turn's I/O callbacks: the status requests that arrived together go together.
       if (!this.scheduled && this.inFlight === 0) this.schedule();
@@ -88,11 +85,11 @@ export class StatusReader {
     if (groups.length === 0) return;
     this.groups = [];
     this.ids = 0;
-    const args: (string | Buffer)[] = [];
+    const args: (string | Buffer)[] = [this.keys.prefix];
     for (const g of groups) args.push(g.owner, g.keys);
     this.inFlight++;
     // ioredis sends Buffer arguments as they are (runScript declares strings and numbers only).
-    runScript(this.redis, "ceStatusMany", [this.keys.job(groups[0]!.first)], args as unknown as string[]).then(
+    runScript(this.redis, "ceStatusMany", [this.keys.ownerStates(groups[0]!.owner)], args as unknown as string[]).then(
       (reply) => {
         this.settled();
         const rows = reply as string[];

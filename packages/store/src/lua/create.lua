@@ -11,8 +11,8 @@
 -- null is absent from that record). A batch of one submission differs mostly in id and job name.
 -- Per record, the keys are built here with ceKeys(prefix) (generated from keys.ts and prepended by
 -- scripts.ts; they share KEYS' `{ce}` hash slot): the record hash (K.job), the owner's jobs
--- (K.owner), its WIPED and REST-state sets (K.ownerRest), the internal- and REST-state sets
--- (K.internal, K.rest).
+-- (K.owner), its WIPED and REST-state sets (K.ownerRest), its status index (K.ownerStates), the
+-- internal- and REST-state sets (K.internal, K.rest).
 -- With ARGV[7] > 0, records in PREPARING (not pending) are admitted at creation (@ce/model
 -- CREATION_STATES); they are all of the owner whose active sets KEYS[6..5+A] are, and become due
 -- at ARGV[7]; every other record is due at once. ARGV[7] = 0: nothing is admitted here.
@@ -80,6 +80,7 @@ for i = 1, count do
   redis.call('ZADD', KEYS[1], now, id)
   redis.call('ZADD', K.owner(rec.ownerKey), now, id)
   redis.call('SADD', K.ownerRest(rec.ownerKey, rec.rest), id)
+  redis.call('HSET', K.ownerStates(rec.ownerKey), id, rec.rest)
   redis.call('SADD', K.internal(rec.state), id)
   redis.call('SADD', K.rest(rec.rest), id)
   redis.call('ZREM', KEYS[5], id)

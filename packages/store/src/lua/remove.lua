@@ -17,6 +17,7 @@ if cur[2] then
   redis.call('SREM', K.ownerRest(ok, cur[2]), id)
 end
 redis.call('ZREM', K.owner(ok), id)
+redis.call('HDEL', K.ownerStates(ok), id)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
 redis.call('ZREM', KEYS[5], id)

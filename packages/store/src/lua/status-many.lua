@@ -1,22 +1,32 @@
 -- REST states of many jobs (bulk status, the CE's hottest read) for one or more status reads:
--- status-many.ts sends the reads waiting together in one call, each as (owner, job keys).
--- KEYS[1] one job record of the call (Keys.job), declared for Cluster routing only: every key
--- shares the prefix's hash tag, so the records named in ARGV live in the same slot.
--- Then per read: ARGV[2k-1] the caller's identity (the records' `owner`), ARGV[2k] its job
--- records' keys (Keys.job) as one MessagePack array of strings (status-many.ts packKeys).
--- One packed argument instead of one argument per key: building 50 key arguments was a fifth of
--- the gateway's CPU per status request, and cmsgpack unpacks faster than a Lua split.
--- Returns per read ONE string: per key in order, the job's REST state when the record exists and
+-- status-many.ts sends the reads waiting together in one call, each as (ownerKey, ids).
+-- KEYS[1] the status index of the call's first read (Keys.ownerStates), declared for Cluster
+-- routing: every key shares the prefix's hash tag, so the other reads' keys live in the same slot.
+-- ARGV[1] key prefix (ceKeys, prepended by scripts.ts). Then per read: ARGV[2k] the caller's
+-- ownerKey (keys.ts ownerKey of the records' `owner`), ARGV[2k+1] its ids as one MessagePack array
+-- of strings (status-many.ts packKeys): any id travels as it is, and cmsgpack unpacks in C.
+-- Per read, ONE HMGET on the caller's own status index (K.ownerStates, kept by create/update/
+-- remove.lua): another owner's job is simply not in it. An id not found there (no such job, another
+-- owner's, or a record from before the index) is looked up in its record, owner compared by ownerKey.
+-- Returns per read ONE string: per id in order, the job's REST state when the job exists and
 -- belongs to that owner, else "" (missing and foreign jobs look the same), joined by ",".
--- REST state names never contain ",". No owner DN crosses the wire back.
+-- REST state names never contain ",". No owner crosses the wire back.
+local K = ceKeys(ARGV[1])
 local res = {}
-for g = 1, #ARGV - 1, 2 do
-  local owner = ARGV[g]
-  local keys = cmsgpack.unpack(ARGV[g + 1])
+for g = 2, #ARGV - 1, 2 do
+  local ok = ARGV[g]
+  local ids = cmsgpack.unpack(ARGV[g + 1])
   local out = {}
-  for i = 1, #keys do
-    local v = redis.call('HMGET', keys[i], 'owner', 'rest')
-    out[i] = (v[1] == owner and v[2]) or ''
+  if #ids > 0 then
+    local v = redis.call('HMGET', K.ownerStates(ok), unpack(ids))
+    for i = 1, #ids do
+      local s = v[i]
+      if not s then
+        local r = redis.call('HMGET', K.job(ids[i]), 'ownerKey', 'rest')
+        s = (r[1] == ok and r[2]) or ''
+      end
+      out[i] = s
+    end
   end
   res[#res + 1] = table.concat(out, ',')
 end

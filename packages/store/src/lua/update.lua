@@ -3,7 +3,7 @@
 -- KEYS[3] the job's upload bookkeeping (Keys.uploads).
 -- ARGV[1] key prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}),
 -- ARGV[4] JSON {field: new value} (null or '' removes the field).
--- The state-index keys (K.internal, K.rest, K.ownerRest of ceKeys(prefix), generated from keys.ts and
+-- The state-index keys (K.internal, K.rest, K.ownerRest, K.ownerStates of ceKeys(prefix), generated from keys.ts and
 -- prepended by scripts.ts) are built here because the OLD state is only known once read inside the
 -- script (the caller's copy may be stale). They still share KEYS' hash slot: the prefix is the `{ce}` hash tag.
 -- Returns 1 updated, 0 expectation failed, -1 no such job.
@@ -41,5 +41,6 @@ if newRest and newRest ~= oldRest then
   redis.call('SADD', K.rest(newRest), id)
   redis.call('SREM', K.ownerRest(ok, oldRest), id)
   redis.call('SADD', K.ownerRest(ok, newRest), id)
+  redis.call('HSET', K.ownerStates(ok), id, newRest)
 end
 return 1
