@@ -8,6 +8,7 @@ import { BackendError, type Backend, type BatchJobSpec, type RunAsJob } from "..
 import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
+import { turnLog } from "../turn-log.js";
 
 /** Attempts of one submission (crash resumes included) after which a timeout or busy answer fails the job. */
 const MAX_ATTEMPTS = 8;
@@ -114,33 +115,17 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
 }
 
 type Submitted = ReturnType<typeof jobFields> & { backend: string; localId: string; queue: string; ms: number; resumed?: boolean };
-const turnSubmits = new WeakMap<object, Submitted[]>();
-
 /**
  * "submitted to the batch system": one info line per submission as ever when it is alone in its
  * turn of the event loop; the submissions of a bulk script's answers in one turn are one line
- * (local ids by job id), each job's own line then at debug.
+ * (local ids by job id), each job's own line then at debug (turn-log.ts).
  */
-export function logSubmitted(ctx: Pick<JemContext, "log">, s: Submitted): void {
-  let all = turnSubmits.get(ctx);
-  if (!all) {
-    turnSubmits.set(ctx, (all = []));
-    setImmediate(() => {
-      const list = turnSubmits.get(ctx) ?? [];
-      turnSubmits.delete(ctx);
-      if (list.length === 1) {
-        ctx.log.info(list[0]!, "submitted to the batch system");
-        return;
-      }
-      const localIds: Record<string, string> = {};
-      for (const x of list) localIds[x.jobId] = x.localId;
-      const resumed = list.filter((x) => x.resumed).map((x) => x.jobId);
-      ctx.log.info({ count: list.length, backend: [...new Set(list.map((x) => x.backend))].join(","), msMax: Math.max(...list.map((x) => x.ms)), localIds, ...(resumed.length ? { resumed } : {}) }, "submitted to the batch system");
-      if (ctx.log.isLevelEnabled("debug")) for (const x of list) ctx.log.debug(x, "submitted to the batch system");
-    });
-  }
-  all.push(s);
-}
+export const logSubmitted = turnLog<Submitted>("submitted to the batch system", "submitted to the batch system", (list) => {
+  const localIds: Record<string, string> = {};
+  for (const x of list) localIds[x.jobId] = x.localId;
+  const resumed = list.filter((x) => x.resumed).map((x) => x.jobId);
+  return { count: list.length, backend: [...new Set(list.map((x) => x.backend))].join(","), msMax: Math.max(...list.map((x) => x.ms)), localIds, ...(resumed.length ? { resumed } : {}) };
+});
 
 async function toInlrms(ctx: JemContext, job: JobRecord, localId: string, reason: string): Promise<Step> {
   const next = await transition(ctx, job, "INLRMS", { reason, change: { localId, lrms: undefined, startedAt: Date.now() } });

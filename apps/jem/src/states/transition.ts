@@ -3,6 +3,7 @@ import { stateLine, type JobChange, type JobRecord } from "@ce/store";
 import { fsq, type FsOp } from "../fsq.js";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import { afterTransition } from "../limits.js";
+import { turnLog } from "../turn-log.js";
 
 export const KILL_TEXT = "Job is canceled by external request";
 const LOST_CAS_RETRY_MS = 200;
@@ -58,33 +59,18 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
 }
 
 export type Move = ReturnType<typeof jobFields> & { from: string; to: string; rest: string; reason: string };
-/** Moves of this turn of the event loop, per JEM context, logged together at its end. */
-const turnMoves = new WeakMap<object, Move[]>();
-
 /**
  * The log of state changes: a lone move is one info line as ever ("state change", with the job's
  * and request's ids); the moves of a burst made in one turn of the event loop are one info line
- * ("state changes": job ids by move), each job's line then at debug. Per line pino (with
- * redaction, synchronous write) cost ~10% of the JEM's CPU when 100 jobs moved 5 times each.
+ * ("state changes": job ids by move), each job's line then at debug (turn-log.ts).
  */
+const logMoves = turnLog<Move>("state change", "state changes", (all) => {
+  const byMove: Record<string, string[]> = {};
+  for (const x of all) (byMove[`${x.from} -> ${x.to}`] ??= []).push(x.jobId);
+  return { count: all.length, moves: byMove };
+});
 export function logMove(ctx: Pick<JemContext, "log">, m: Move): void {
-  let moves = turnMoves.get(ctx);
-  if (!moves) {
-    turnMoves.set(ctx, (moves = []));
-    setImmediate(() => {
-      const all = turnMoves.get(ctx) ?? [];
-      turnMoves.delete(ctx);
-      if (all.length === 1) {
-        ctx.log.info(all[0]!, "state change");
-        return;
-      }
-      const byMove: Record<string, string[]> = {};
-      for (const x of all) (byMove[`${x.from} -> ${x.to}`] ??= []).push(x.jobId);
-      ctx.log.info({ count: all.length, moves: byMove }, "state changes");
-      if (ctx.log.isLevelEnabled("debug")) for (const x of all) ctx.log.debug(x, "state change");
-    });
-  }
-  moves.push(m);
+  logMoves(ctx, m);
 }
 
 /**
