@@ -67,7 +67,7 @@ const rows: [string, string, string, boolean][] = [
   [`bulk status of ${P.statusIds} ids, XML, p50`, "statusXml.p50Ms", "ms", false],
   ["  … p95", "statusXml.p95Ms", "ms", false],
   [`bulk info of ${P.infoIds} ids, p50`, "info.p50Ms", "ms", false],
-  [`${P.loopClients} clients looping bulk status of ${P.loopIds} ids (~${P.loopSeconds} s)`, "statusLoop.reqPerSecond", "req/s", true],
+  [`${P.loopClients} clients looping bulk status of ${P.loopIds} ids (~${P.loopSeconds} s, after ${P.loopWarmSeconds} s unmeasured)`, "statusLoop.reqPerSecond", "req/s", true],
   ["  server CPU per status request", "statusLoop.cpuMsPerRequest", "ms", false],
   ["job list of the user's jobs, p50", "list.p50Ms", "ms", false],
 ];
