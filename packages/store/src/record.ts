@@ -160,7 +160,7 @@ export function fieldPlan(fields: readonly string[]): FieldPlan {
   let plan = plans.get(fields);
   if (!plan) {
     const names = [...new Set<string>([...CORE, ...fields])];
-    const kinds = Uint8Array.from(names, (k) => (NUM.has(k) ? K_NUM : BOOL.has(k) ? K_BOOL : k === "delegations" ? K_LIST : JSON_FIELDS.has(k) ? K_JSON : K_TEXT));
+    const kinds = Uint8Array.from(names, kindOf);
     plans.set(fields, (plan = { names, kinds, blank: Object.fromEntries(names.map((k) => [k, undefined])) }));
   }
   return plan;
@@ -182,35 +182,37 @@ export function decodeValues(plan: FieldPlan, row: readonly (string | false | nu
       if (kinds[i] === K_LIST) r[names[i]!] = [];
       continue;
     }
-    switch (kinds[i]) {
-      case K_NUM:
-        r[names[i]!] = Number(v);
-        break;
-      case K_BOOL:
-        r[names[i]!] = v === "1";
-        break;
-      case K_LIST:
-        r[names[i]!] = v ? v.split(",") : [];
-        break;
-      case K_JSON: {
-        let j = parsed.get(v);
-        if (j === undefined && !parsed.has(v)) parsed.set(v, (j = safeJson(v)));
-        r[names[i]!] = j;
-        break;
-      }
-      default:
-        r[names[i]!] = v === "" ? undefined : v;
-    }
+    if (kinds[i] === K_JSON) {
+      let j = parsed.get(v);
+      if (j === undefined && !parsed.has(v)) parsed.set(v, (j = safeJson(v)));
+      r[names[i]!] = j;
+    } else r[names[i]!] = decodeKind(kinds[i]!, v);
   }
   return r;
 }
 
+/** How a field's stored string is decoded (the one table for whole and partial reads). */
+function kindOf(k: string): number {
+  return NUM.has(k) ? K_NUM : BOOL.has(k) ? K_BOOL : k === "delegations" ? K_LIST : JSON_FIELDS.has(k) ? K_JSON : K_TEXT;
+}
+
+function decodeKind(kind: number, v: string): unknown {
+  switch (kind) {
+    case K_NUM:
+      return Number(v);
+    case K_BOOL:
+      return v === "1";
+    case K_LIST:
+      return v ? v.split(",") : [];
+    case K_JSON:
+      return safeJson(v);
+    default:
+      return v === "" ? undefined : v;
+  }
+}
+
 function decodeField(k: string, v: string): unknown {
-  if (NUM.has(k)) return Number(v);
-  if (BOOL.has(k)) return v === "1";
-  if (k === "delegations") return v ? v.split(",") : [];
-  if (JSON_FIELDS.has(k)) return safeJson(v);
-  return v === "" ? undefined : v;
+  return decodeKind(kindOf(k), v);
 }
 
 function safeJson(v: string): unknown {
