@@ -56,7 +56,7 @@ const rows: [string, string, string, boolean][] = [
   ["  server CPU per accepted job", "submit.cpuMsPerJob", "ms", false],
   [`session PUT of ${P.transferBytes / 2 ** 20} MiB (one stream)`, "upload.seconds", "s", false],
   ["  server CPU per GiB uploaded", "upload.cpuSecondsPerGiB", "CPU s", false],
-  [`session GET of ${P.transferBytes / 2 ** 20} MiB (one stream)`, "download.seconds", "s", false],
+  [`session GET of ${P.transferBytes / 2 ** 20} MiB (one stream, median of ${P.downloads})`, "download.seconds", "s", false],
   ["  server CPU per GiB downloaded", "download.cpuSecondsPerGiB", "CPU s", false],
   [`${P.e2eJobs} /bin/true jobs in one request → all terminal`, "e2e.seconds", "s", false],
   ["  server CPU during it (server processes)", "e2e.cpu.total", "CPU s", false],
