@@ -1,7 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { DelegationStore } from "./delegations.js";
-import { JobStore, decodeFlatRecord, decodeRecord, encodeRecord, type JobRecord } from "./jobs.js";
+import { JobStore, UNCHANGED, decodeFlatRecord, decodeRecord, encodeRecord, type JobRecord } from "./jobs.js";
+import { runScript } from "./scripts.js";
 import { Keys, ownerKey } from "./keys.js";
 import { SessionBytes, UploadRanges } from "./quotas.js";
 import { SecretBox } from "./secretbox.js";
@@ -252,5 +253,47 @@ describe("getManyFields (lua/get-many.lua with field names)", () => {
     await jobs.create([bare], 10);
     await redis.hdel(keys.job(bare.id), "delegations");
     expect((await jobs.getManyFields([bare.id], ["delegations"]))[0]?.delegations).toEqual([]);
+  });
+});
+
+describe("record revision (lua/lib/rev.lua) and getManyFieldsSince", () => {
+  const revOf = async (id: string) => Number(await redis.hget(keys.job(id), "rev"));
+
+  it("starts at 1 and goes up with every change: update, request, delegation expiry; never back to a stale copy", async () => {
+    const r = rec("erin", { mainDelegation: "d9", delegations: ["d9"] });
+    await jobs.create([r], 10);
+    expect(await revOf(r.id)).toBe(1);
+    const seen = [1];
+    const up = await jobs.update(r, { state: "PREPARING" });
+    seen.push(await revOf(r.id));
+    // A caller passing its own (stale) revision does not set it.
+    await jobs.update(up!, { exitCode: 1, rev: 1 } as never);
+    seen.push(await revOf(r.id));
+    await jobs.request([{ action: "kill", jobId: r.id }]);
+    seen.push(await revOf(r.id));
+    await runScript(redis, "ceDelegExpiry", [keys.job(r.id)], ["d9", "12345"]);
+    seen.push(await revOf(r.id));
+    for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThan(seen[i - 1]!);
+    // Even when the server clock is behind the stored revision, it still goes up.
+    const ahead = Date.now() * 1000 * 10;
+    await redis.hset(keys.job(r.id), "rev", String(ahead));
+    await jobs.update((await jobs.get(r.id))!, { exitCode: 2 });
+    expect(await revOf(r.id)).toBe(ahead + 1);
+  });
+
+  it("answers UNCHANGED only for a record still at the revision given; reads the rest", async () => {
+    const a = rec("erin"), b = rec("erin");
+    await jobs.create([a, b], 10);
+    const fields = ["exitCode", "rev"] as const;
+    const [a1, b1] = await jobs.getManyFields([a.id, b.id], fields);
+    await jobs.update(b, { exitCode: 7 });
+    const out = await jobs.getManyFieldsSince([a.id, b.id, "nope", a.id], fields, [a1!.rev, b1!.rev, 1, undefined]);
+    expect(out[0]).toBe(UNCHANGED);
+    expect(out[1]).toMatchObject({ id: b.id, exitCode: 7 });
+    expect((out[1] as { rev: number }).rev).toBeGreaterThan(b1!.rev!);
+    expect(out[2]).toBeUndefined();
+    expect(out[3]).toMatchObject({ id: a.id, rev: 1 });
+    await jobs.remove(a.id);
+    expect(await jobs.getManyFieldsSince([a.id], fields, [1])).toEqual([undefined]);
   });
 });

@@ -16,6 +16,9 @@ import { StatusReader } from "./status-many.js";
 export { type JobRecord, type JobSummary, decodeFlatRecord, decodeRecord, encodeRecord } from "./record.js";
 
 /** Limits of one atomic create (`createBounded`). */
+/** getManyFieldsSince's answer for a record still at the revision the caller holds. */
+export const UNCHANGED: unique symbol = Symbol("unchanged record");
+
 export interface CreateLimits {
   maxTotal: number;
   minRequired?: number | undefined;
@@ -28,7 +31,7 @@ export interface CreateLimits {
 }
 
 /** Fields a state change may set; `rest` is always recomputed from them. */
-export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans">>;
+export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans" | "rev">>;
 
 export class JobStore {
   readonly keys: Keys;
@@ -49,6 +52,7 @@ export class JobStore {
     r.created = now;
     r.updated = now;
     r.stateSince = now;
+    r.rev = 1;
     return r;
   }
 
@@ -148,7 +152,7 @@ export class JobStore {
     const out: (JobRecord | undefined)[] = [];
     for (let i = 0; i < ids.length; i += 1_000) {
       const chunk = ids.slice(i, i + 1_000);
-      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), [])) as string) as unknown[];
+      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), [""])) as string) as unknown[];
       for (const flat of rows) {
         // A missing job is an empty Lua table, which cjson writes as `{}`.
         if (!Array.isArray(flat) || flat.length === 0) {
@@ -168,19 +172,36 @@ export class JobStore {
    * Read-only: records of one call may share their JSON-decoded members.
    */
   async getManyFields<K extends keyof JobRecord>(ids: readonly string[], fields: readonly K[]): Promise<(Pick<JobRecord, K | RecordCore> | undefined)[]> {
+    return (await this.readFields(ids, fields)) as (Pick<JobRecord, K | RecordCore> | undefined)[];
+  }
+
+  /**
+   * getManyFields, except that a record whose revision (`rev`) is `known[i]` is not read:
+   * UNCHANGED in its place. For a reader that keeps what it rendered from records (bulk info).
+   */
+  async getManyFieldsSince<K extends keyof JobRecord>(
+    ids: readonly string[],
+    fields: readonly K[],
+    known: readonly (number | undefined)[],
+  ): Promise<(Pick<JobRecord, K | RecordCore> | typeof UNCHANGED | undefined)[]> {
+    return (await this.readFields(ids, fields, known)) as (Pick<JobRecord, K | RecordCore> | typeof UNCHANGED | undefined)[];
+  }
+
+  private async readFields(ids: readonly string[], fields: readonly string[], known?: readonly (number | undefined)[]): Promise<unknown[]> {
     if (ids.length === 0) return [];
     const plan = fieldPlan(fields);
-    const out: (Pick<JobRecord, K | RecordCore> | undefined)[] = [];
+    const out: unknown[] = [];
     for (let i = 0; i < ids.length; i += 1_000) {
       const chunk = ids.slice(i, i + 1_000);
-      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), plan.names)) as string) as unknown[];
-      // One row of values (false for an absent field) per key, in `plan.names` order.
+      const revs = known ? JSON.stringify(known.slice(i, i + 1_000).map((r) => (r === undefined ? "" : String(r)))) : "";
+      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), [revs, ...plan.names])) as string) as unknown[];
+      // One row of values (false for an absent field) per key, in `plan.names` order; `true`
+      // for a record still at the revision given.
       const parsed = new Map<string, unknown>();
-      for (const row of rows) out.push(decodeValues(plan, row as (string | false)[], parsed) as Pick<JobRecord, K | RecordCore> | undefined);
+      for (const row of rows) out.push(row === true ? UNCHANGED : decodeValues(plan, row as (string | false)[], parsed));
     }
     return out;
   }
-
 
   /** Owner-scoped lookup: another owner's job is indistinguishable from a missing one. */
   async getOwned(id: string, owner: string): Promise<JobRecord | undefined> {

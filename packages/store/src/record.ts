@@ -78,6 +78,12 @@ export interface JobRecord {
   usedWallSeconds?: number | undefined;
   usedCpuSeconds?: number | undefined;
   usedMemoryMB?: number | undefined;
+  /**
+   * The record's revision: 1 at creation, raised by every script that changes the record
+   * (update, request, deleg-expiry). A reader that keeps something rendered from a record (bulk
+   * info's activity texts) knows it is still right while `rev` is the same.
+   */
+  rev?: number | undefined;
 }
 
 export interface JobSummary {
@@ -93,7 +99,7 @@ export interface JobSummary {
 
 const NUM = new Set([
   "created", "updated", "stateSince", "exitCode", "rerun", "lifetime", "cleanupAt", "removeAt",
-  "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB",
+  "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB", "rev",
 ]);
 const BOOL = new Set(["pending", "killRequested", "cleanRequested", "restartRequested"]);
 const JSON_FIELDS = new Set(["summary", "localUser", "fqans"]);

@@ -8,16 +8,17 @@ import { luaKeyPrelude } from "./keys.js";
  * touches is passed as KEYS where the caller can compute it; the rest (indexes chosen by data read
  * inside the script) share the same `{ce}` hash tag, so every script runs in one Cluster slot.
  * Scripts marked `keysInLua` build such keys with `ceKeys(prefix)`, generated from keys.ts
- * (luaKeyPrelude) and prepended to their source: the layout is never written out in Lua.
+ * (luaKeyPrelude) and prepended to their source: the layout is never written out in Lua. Scripts
+ * marked `bumpsRev` change job records and get `bumpRev(key)` (lua/lib/rev.lua) the same way.
  */
 export const SCRIPTS = {
   ceCreateJobs: { file: "create", numberOfKeys: undefined, keysInLua: true },
-  ceUpdateJob: { file: "update", numberOfKeys: 3, keysInLua: true },
+  ceUpdateJob: { file: "update", numberOfKeys: 3, keysInLua: true, bumpsRev: true },
   ceRemoveJob: { file: "remove", numberOfKeys: 6, keysInLua: true },
-  ceRequest: { file: "request", numberOfKeys: 2 },
+  ceRequest: { file: "request", numberOfKeys: 2, bumpsRev: true },
   ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },
-  ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined },
+  ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined, bumpsRev: true },
   ceUploadRange: { file: "upload-range", numberOfKeys: 1 },
   ceSessionBytes: { file: "session-bytes", numberOfKeys: 1 },
   ceWindow: { file: "window", numberOfKeys: 1 },
@@ -35,16 +36,18 @@ export const SCRIPTS = {
   cePoolLease: { file: "pool-lease", numberOfKeys: 3 },
   cePoolRelease: { file: "pool-release", numberOfKeys: 5 },
   ceCountSets: { file: "count-sets", numberOfKeys: undefined },
-} as const satisfies Record<string, { file: string; numberOfKeys: number | undefined; keysInLua?: true }>;
+} as const satisfies Record<string, { file: string; numberOfKeys: number | undefined; keysInLua?: true; bumpsRev?: true }>;
 
 export type ScriptName = keyof typeof SCRIPTS;
 
 const sources = new Map<string, string>();
+const luaFile = (file: string) => readFileSync(new URL(`./lua/${file}.lua`, import.meta.url), "utf8");
 const source = (name: ScriptName) => {
   const { file } = SCRIPTS[name];
   let s = sources.get(file);
   if (s === undefined) {
-    s = readFileSync(new URL(`./lua/${file}.lua`, import.meta.url), "utf8");
+    s = luaFile(file);
+    if ("bumpsRev" in SCRIPTS[name]) s = luaFile("lib/rev") + s;
     if ("keysInLua" in SCRIPTS[name]) s = luaKeyPrelude() + s;
     sources.set(file, s);
   }

@@ -1,4 +1,5 @@
--- Compare-and-set update of one job record, moving its index memberships when state/rest change.
+-- Compare-and-set update of one job record, moving its index memberships when state/rest change,
+-- and raising its revision (`rev`, lib/rev.lua) when anything changed.
 -- KEYS[1] the record hash (Keys.job), KEYS[2] the owner's session-bytes hash (Keys.ownerSessionBytes),
 -- KEYS[3] the job's upload bookkeeping (Keys.uploads).
 -- ARGV[1] key prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}),
@@ -16,6 +17,8 @@ for k, v in pairs(expect) do
   if cur ~= tostring(v) then return 0 end
 end
 local set = cjson.decode(ARGV[4])
+-- The revision only ever goes up, here: a caller's copy of it may be stale.
+set.rev = nil
 local cur = redis.call('HMGET', key, 'state', 'rest', 'ownerKey')
 local oldState, oldRest, ok = cur[1], cur[2], cur[3]
 local flat, del = {}, {}
@@ -24,6 +27,7 @@ for k, v in pairs(set) do
 end
 if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
 if #del > 0 then redis.call('HDEL', key, unpack(del)) end
+if #flat > 0 or #del > 0 then bumpRev(key) end
 local newState, newRest = set.state, set.rest
 if newState and newState ~= oldState then
   redis.call('SREM', K.internal(oldState), id)
