@@ -1,6 +1,7 @@
-import { type ActivityInput, type ActivityJsonValue, type BulkItem, activityJsonValue, buildActivityDocument, escapeXmlText, pushActivityXml } from "@ce/glue2";
-import { ACTIVITY_FIELDS, activityInputFor } from "@ce/store";
+import { type ActivityInput, type BulkItem, buildActivityDocument, escapeXmlText, glueTime } from "@ce/glue2";
+import { ACTIVITY_FIELDS, activityInputFor, UNCHANGED } from "@ce/store";
 import type { Identity, Services } from "../context.js";
+import { type ActivityFormat, type ActivityText, ActivityCache, activityTextAt, renderActivityText } from "./activity-cache.js";
 
 /** An info result: the job's ComputingActivity facts, or null for a job not found (or not the caller's). */
 export interface InfoItem {
@@ -38,31 +39,55 @@ export function infoBulkItems(items: readonly InfoItem[]): BulkItem[] {
   return items.map((it) => ({ statusCode: it.statusCode, reason: it.reason, id: it.id, infoDocument: it.activity ? buildActivityDocument(it.activity) : null }));
 }
 
+/** Characters of rendered activities a gateway keeps (activity-cache.ts): ~8,000 jobs' texts. */
+const CACHE_CHARS = 16 * 1024 * 1024;
+const caches = new WeakMap<Services["jobs"], ActivityCache>();
+
+function cacheOf(s: Services): ActivityCache {
+  let c = caches.get(s.jobs);
+  if (!c) caches.set(s.jobs, (c = new ActivityCache(CACHE_CHARS)));
+  return c;
+}
+
+const INFO_FIELDS = [...ACTIVITY_FIELDS, "rev"] as const;
+
 /**
- * Bulk info body without the element tree: byte-identical to
- * `render(bulkResultsDoc(infoBulkItems(items)), fmt)` (bulkinfo.test.ts checks it). JSON: plain
- * values and one JSON.stringify; XML: one list of parts and one join.
+ * The info action's JSON or XML body, byte-identical to
+ * `render(bulkResultsDoc(infoBulkItems(await bulkInfo(...))), fmt)` (bulkinfo.test.ts checks it),
+ * built from the activity texts this gateway already rendered (activity-cache.ts) wherever the
+ * job's record is still at the revision they were rendered from; only the other records are read
+ * and rendered. Another owner's job answers exactly like a missing one.
  */
-export function renderBulkInfo(items: readonly InfoItem[], fmt: "json" | "xml"): string {
-  if (fmt === "json") {
-    const job = items.map((j) => {
-      const o: Record<string, string | { ComputingActivity: ActivityJsonValue }> = { "status-code": String(j.statusCode), reason: j.reason };
-      if (j.id) o.id = j.id;
-      o.info_document = j.activity ? { ComputingActivity: activityJsonValue(j.activity) } : "";
-      return o;
-    });
-    return JSON.stringify({ job });
+export async function bulkInfoText(s: Services, ids: readonly string[], identity: Identity, fmt: ActivityFormat, now = new Date()): Promise<string> {
+  const cache = cacheOf(s);
+  // The entries themselves, not just their revisions: another request may evict them meanwhile.
+  const held = ids.map((id) => cache.peek(fmt, id));
+  const rows = await s.jobs.getManyFieldsSince(ids, INFO_FIELDS, held.map((t) => t?.rev));
+  const stamp = glueTime(now);
+  const hostname = hostnameOf(s);
+  const parts: string[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    const row = rows[i];
+    let t: ActivityText | undefined;
+    if (row === UNCHANGED) {
+      t = held[i]!;
+      cache.touch(fmt, id, t);
+    } else if (row && row.owner === identity.subject) {
+      t = renderActivityText(activityInputFor(row, { hostname, now }), fmt, row.rev ?? 0, row.owner);
+      // A record without a revision (written before revisions existed) is never kept.
+      if (row.rev !== undefined) cache.put(fmt, id, t);
+    }
+    const found = t !== undefined && t.owner === identity.subject;
+    const code = found ? "200" : "404", reason = found ? "OK" : "Job not found";
+    if (fmt === "json") {
+      const head = `{"status-code":"${code}","reason":"${reason}"${id ? `,"id":${JSON.stringify(id)}` : ""},"info_document":`;
+      parts.push(found ? `${head}{"ComputingActivity":${activityTextAt(t!, stamp)}}}` : `${head}""}`);
+    } else {
+      const head = `<job><status-code>${code}</status-code><reason>${reason}</reason>${id ? `<id>${escapeXmlText(id)}</id>` : ""}`;
+      parts.push(found ? `${head}<info_document>${activityTextAt(t!, stamp)}</info_document></job>` : `${head}<info_document/></job>`);
+    }
   }
-  if (items.length === 0) return "<jobs/>";
-  const parts = ["<jobs>"];
-  for (const j of items) {
-    parts.push(`<job><status-code>${j.statusCode}</status-code><reason>${escapeXmlText(j.reason)}</reason>${j.id ? `<id>${escapeXmlText(j.id)}</id>` : ""}`);
-    if (j.activity) {
-      parts.push("<info_document>");
-      pushActivityXml(parts, j.activity);
-      parts.push("</info_document></job>");
-    } else parts.push("<info_document/></job>");
-  }
-  parts.push("</jobs>");
-  return parts.join("");
+  if (fmt === "json") return `{"job":[${parts.join(",")}]}`;
+  return parts.length === 0 ? "<jobs/>" : `<jobs>${parts.join("")}</jobs>`;
 }
