@@ -47,6 +47,16 @@ export function sendRendered(c: Context<AppEnv>, body: string, fmt: Format, opts
 }
 
 /**
+ * A body streamed in `fmt` whose exact byte length is known beforehand: the same headers as
+ * sendRendered (Content-Length included, so no chunked encoding and HEAD stays as it was).
+ */
+export function sendStreamed(c: Context<AppEnv>, body: ReadableStream<Uint8Array>, length: number, fmt: "json" | "xml", opts: RespondOptions = {}): Response {
+  const headers: Record<string, string> = { "Content-Type": contentTypeFor(fmt), "Content-Length": String(length), ...opts.headers };
+  if (opts.statusText) setStatusText(c, opts.statusText);
+  return c.body(body, opts.status ?? 200, headers);
+}
+
+/**
  * Whole-request failure (decisions #10): `<error><status-code/><reason/></error>` in the
  * negotiated format, the error's headers (Allow, WWW-Authenticate, Retry-After ...), and the
  * reason also in the status line as A-REX does (clients print it).

@@ -4,13 +4,13 @@ import { REST_STATES, type RestState, isRestState } from "@ce/model";
 import type { AppEnv, Identity } from "../context.js";
 import { BadRequest, CeError, MethodNotAllowed, NotFound } from "../errors.js";
 import { requireFullProxy, requireScope } from "../middleware/identity/scopes.js";
-import { formatOf, respond, sendRendered } from "../render.js";
+import { formatOf, respond, sendRendered, sendStreamed } from "../render.js";
 import { mediaType, readTextBody } from "../services/body.js";
 import { ACTION_SCOPE, BULK_ACTIONS, bulkStatus, isBulkAction, runBulk } from "../services/bulk.js";
 import { bulkInfoText } from "../services/bulkinfo.js";
 import { renderBulkStatus } from "../services/bulkstatus.js";
 import { parseIdList } from "../services/idlist.js";
-import { renderJobList } from "../services/joblist.js";
+import { STREAM_MIN_JOBS, renderJobList, streamJobList } from "../services/joblist.js";
 import { submitJobs } from "../services/submit.js";
 
 /** E3 list, E4 submission, E5 bulk management on `<base>/jobs`. */
@@ -58,7 +58,11 @@ async function listJobs(c: Context<AppEnv>): Promise<Response> {
   const states = parseStateFilter(c.req.query("state"));
   const jobs = await c.get("services").jobs.list(owner, states);
   const fmt = formatOf(c);
-  if (fmt !== "html") return sendRendered(c, renderJobList(jobs, fmt), fmt);
+  if (fmt !== "html") {
+    if (jobs.length < STREAM_MIN_JOBS) return sendRendered(c, renderJobList(jobs, fmt), fmt);
+    const { length, body } = streamJobList(jobs, fmt);
+    return sendStreamed(c, body, length, fmt);
+  }
   // Runs of slashes and a trailing slash address the same list; links must not inherit them.
   const base = new URL(c.req.url).pathname.replace(/\/{2,}/g, "/").replace(/\/+$/, "");
   return respond(c, jobListDoc(jobs), {
