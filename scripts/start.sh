@@ -42,7 +42,7 @@ if [[ "$anon" == PONG || "$anon" == *NOAUTH* || "$anon" == *WRONGPASS* ]]; then
   fi
 else
   redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --protected-mode yes --aclfile "$REDIS_ACL" --dir "$STATE/redis" --appendonly yes \
-    --hash-max-listpack-value 512 --daemonize yes --pidfile "$STATE/redis/redis.pid" --logfile "$STATE/logs/redis.log"
+    --hash-max-listpack-value 512 --hash-max-listpack-entries 128 --daemonize yes --pidfile "$STATE/redis/redis.pid" --logfile "$STATE/logs/redis.log"
   STARTED_REDIS=1
   for _ in $(seq 50); do [[ "$(as_jem ping)" == PONG ]] && break; sleep 0.1; done
   echo "ce: started redis-server on 127.0.0.1:$REDIS_PORT (data in $STATE/redis; ACL users gateway, jem; passwords in $STATE/secrets/)"

@@ -58,7 +58,7 @@ export async function startRedis(opts: { keyPattern?: string; aof?: boolean } = 
   const admin = { username: "admin", password: pw() };
   const acl = redisAclFile(opts.keyPattern ?? TEST_KEY_PATTERN, [users.gateway, users.jem, test]) + `user admin on #${aclPasswordHash(admin.password)} ~* &* +@all\n`;
   writeFileSync(join(dir, "users.acl"), acl, { mode: 0o600 });
-  const persistence = [...(opts.aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]), "--hash-max-listpack-value", "512"];
+  const persistence = [...(opts.aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]), "--hash-max-listpack-value", "512", "--hash-max-listpack-entries", "128"];
   let child: ChildProcess;
   const launch = async () => {
     child = spawn(
