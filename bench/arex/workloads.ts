@@ -86,6 +86,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     const requests = Math.ceil(P.bulkJobs / P.perRequest);
     const c0 = snapshot(procs);
     const k0 = childSnapshot(procs);
+    const u0 = process.cpuUsage();
     const t0 = performance.now();
     await Promise.all(Array.from({ length: P.submitConcurrency }, async () => {
       while (next < requests) {
@@ -96,6 +97,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
       }
     }));
     const submitS = (performance.now() - t0) / 1000;
+    const u1 = process.cpuUsage(u0);
     const c1 = snapshot(procs);
     const idle = await settle(procs, { maxMs: 40_000 });
     const during = cpuDelta(c0, c1);
@@ -104,9 +106,11 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
       jobs: ids.length, refused: refused.length, seconds: round(submitS, 3), jobsPerSecond: round(ids.length / submitS, 1),
       cpuDuring: during, cpuUntilIdle: untilIdle, childCpuUntilIdle: cpuDelta(k0, childSnapshot(procs)), settled: idle.settled, settleMs: idle.ms,
       cpuMsPerJob: round((untilIdle.total! * 1000) / Math.max(1, ids.length), 2),
+      // This client's own CPU while submitting (it shares the machine's cores with the server).
+      clientCpuS: round((u1.user + u1.system) / 1e6, 3),
     };
     if (refused.length) log(`  ${refused.length} refused: ${JSON.stringify(refused[0])}`);
-    log(`  → ${round(ids.length / submitS)} jobs/s; CPU during ${during.total} s, until idle ${untilIdle.total} s (${JSON.stringify(untilIdle)})`);
+    log(`  → ${round(ids.length / submitS)} jobs/s; CPU during ${during.total} s, until idle ${untilIdle.total} s (${JSON.stringify(untilIdle)}); client ${round((u1.user + u1.system) / 1e6, 3)} s`);
 
     // 2. Session upload and download of one large file (one stream each), into a job that waits
     //    for a second input as well, so it stays put while we read the file back.
