@@ -82,6 +82,7 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     const body = xrslBatch(P.perRequest, (i) => holdJob(`bulk${i}`, ["in.dat"]));
     const ids: string[] = [];
     const refused: JobItem[] = [];
+    const reqMs: number[] = [];
     let next = 0;
     const requests = Math.ceil(P.bulkJobs / P.perRequest);
     const c0 = snapshot(procs);
@@ -91,7 +92,9 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     await Promise.all(Array.from({ length: P.submitConcurrency }, async () => {
       while (next < requests) {
         next++;
+        const tr = performance.now();
         const r = await submit(user, body);
+        reqMs.push(performance.now() - tr);
         ids.push(...r.ids);
         refused.push(...r.refused);
       }
@@ -108,9 +111,10 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
       cpuMsPerJob: round((untilIdle.total! * 1000) / Math.max(1, ids.length), 2),
       // This client's own CPU while submitting (it shares the machine's cores with the server).
       clientCpuS: round((u1.user + u1.system) / 1e6, 3),
+      requestMs: reqMs.map((x) => round(x, 1)),
     };
     if (refused.length) log(`  ${refused.length} refused: ${JSON.stringify(refused[0])}`);
-    log(`  → ${round(ids.length / submitS)} jobs/s; CPU during ${during.total} s, until idle ${untilIdle.total} s (${JSON.stringify(untilIdle)}); client ${round((u1.user + u1.system) / 1e6, 3)} s`);
+    log(`  → ${round(ids.length / submitS)} jobs/s; CPU during ${during.total} s, until idle ${untilIdle.total} s (${JSON.stringify(untilIdle)}); client ${round((u1.user + u1.system) / 1e6, 3)} s; requests ${reqMs.map((x) => Math.round(x)).join(" ")} ms`);
 
     // 2. Session upload and download of one large file (one stream each), into a job that waits
     //    for a second input as well, so it stays put while we read the file back.
