@@ -1,5 +1,5 @@
 /**
- * A ComputingActivity straight to XML text or to its JSON value, without the element tree: the
+ * A ComputingActivity straight to XML or JSON text, without the element tree: the
  * `info` bulk action renders 100 of them per request, and building the tree, then walking it (and,
  * for JSON, an intermediate object per element) cost more than the output itself. Byte-identical to
  * `renderXml(buildActivityDocument(input))` placed under a namespace-less parent, and to
@@ -10,7 +10,7 @@ import { type ActivityInput, type ActivitySink, activityAttrs, walkActivity } fr
 import { GLUE2_NS } from "./glue.js";
 import { escapeXmlAttr, escapeXmlText } from "./render/xml.js";
 
-/** Writes into one parts list, joined once: cheaper than growing (and then flattening) a string rope. */
+/** Writes into a parts list, joined once: cheaper than growing (and then flattening) a string rope. */
 class XmlSink implements ActivitySink {
   constructor(readonly parts: string[]) {}
   el(name: string, text: string): void {
@@ -27,30 +27,23 @@ class XmlSink implements ActivitySink {
 
 const XMLNS = ` xmlns="${escapeXmlAttr(GLUE2_NS)}"`;
 
-/** Appends the `<ComputingActivity xmlns=…>…</ComputingActivity>` element to `parts`, as renderXml writes it. */
-export function pushActivityXml(parts: string[], input: ActivityInput): void {
-  const open = parts.length;
-  parts.push(""); // the start tag, once the walk has checked the input
+/** The `<ComputingActivity xmlns=…>…</ComputingActivity>` element as XML text, as renderXml writes it. */
+export function activityXml(input: ActivityInput): string {
+  const parts = [""]; // the start tag, once the walk has checked the input
   walkActivity(input, new XmlSink(parts));
   const a = activityAttrs(input);
   // Never self-closing: the walk always gives ID, OtherInfo, Type, IDFromEndpoint and a State.
-  parts[open] = `<ComputingActivity${XMLNS} BaseType="${escapeXmlAttr(a.BaseType)}" CreationTime="${escapeXmlAttr(a.CreationTime)}" Validity="${escapeXmlAttr(a.Validity)}">`;
+  parts[0] = `<ComputingActivity${XMLNS} BaseType="${escapeXmlAttr(a.BaseType)}" CreationTime="${escapeXmlAttr(a.CreationTime)}" Validity="${escapeXmlAttr(a.Validity)}">`;
   parts.push("</ComputingActivity>");
-}
-
-/** The ComputingActivity element as XML text. */
-export function activityXml(input: ActivityInput): string {
-  const parts: string[] = [];
-  pushActivityXml(parts, input);
   return parts.join("");
 }
 
-export type ActivityJsonValue = { [key: string]: string | string[] | ActivityJsonValue };
+type ActivityJsonValue = { [key: string]: string | string[] | ActivityJsonValue };
 
 /**
  * renderJsonValue's object: one key per name in order of first appearance, a name given more than
- * once an array (the walk gives each name in one run). Plain objects for one JSON.stringify of the
- * whole answer: its escaping beats a test per string, and its output is one flat string.
+ * once an array (the walk gives each name in one run). Plain objects for one JSON.stringify: its
+ * escaping beats a test per string, and its output is one flat string.
  */
 class JsonSink implements ActivitySink {
   readonly obj: ActivityJsonValue = {};
@@ -69,15 +62,10 @@ class JsonSink implements ActivitySink {
   }
 }
 
-/** The ComputingActivity's JSON value (children, then `_attributes`), as renderJsonValue gives it. */
-export function activityJsonValue(input: ActivityInput): ActivityJsonValue {
+/** The ComputingActivity's JSON text (children, then `_attributes`), as renderJson writes it. */
+export function activityJson(input: ActivityInput): string {
   const sink = new JsonSink();
   walkActivity(input, sink);
   sink.obj._attributes = activityAttrs(input);
-  return sink.obj;
-}
-
-/** The ComputingActivity's JSON text, as renderJson writes it. */
-export function activityJson(input: ActivityInput): string {
-  return JSON.stringify(activityJsonValue(input));
+  return JSON.stringify(sink.obj);
 }

@@ -39,4 +39,4 @@ export {
   buildInfoDocument,
 } from "./info.js";
 export { type ActivityInput, type ActivitySink, buildActivityDocument, walkActivity } from "./activity.js";
-export { type ActivityJsonValue, activityXml, pushActivityXml, activityJson, activityJsonValue } from "./activity-text.js";
+export { activityXml, activityJson } from "./activity-text.js";
