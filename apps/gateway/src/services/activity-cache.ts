@@ -26,8 +26,8 @@ interface Held extends ActivityText {
   readonly size: number;
 }
 
-/** Rendered with this request time, then cut around it. */
-const STAMP_DATE = new Date(Date.UTC(2000, 0, 1));
+/** Rendered with this request time, then cut around it (callers building the input may pass it as `now`). */
+export const STAMP_DATE = new Date(Date.UTC(2000, 0, 1));
 const STAMP = glueTime(STAMP_DATE);
 // JSON: `_attributes` is the activity's last member and a string value's quotes are escaped, so the
 // last unescaped `"CreationTime":"` is the attribute. XML: the attributes open the text.
@@ -36,7 +36,7 @@ const XML_AT = ` CreationTime="${STAMP}"`;
 
 /** An activity's text in `fmt`, cut around its CreationTime. `input.now` is ignored. */
 export function renderActivityText(input: ActivityInput, fmt: ActivityFormat, rev: number, owner: string): ActivityText {
-  const stamped = { ...input, now: STAMP_DATE };
+  const stamped = input.now === STAMP_DATE ? input : { ...input, now: STAMP_DATE };
   const text = fmt === "json" ? activityJson(stamped) : activityXml(stamped);
   const at = fmt === "json" ? text.lastIndexOf(JSON_AT) : text.indexOf(XML_AT);
   if (at < 0) throw new Error(`activity ${fmt} text without its CreationTime`);

@@ -1,7 +1,7 @@
 import { type ActivityInput, type BulkItem, buildActivityDocument, escapeXmlText, glueTime } from "@ce/glue2";
 import { ACTIVITY_FIELDS, activityInputFor, UNCHANGED } from "@ce/store";
 import type { Identity, Services } from "../context.js";
-import { type ActivityFormat, type ActivityText, ActivityCache, activityTextAt, renderActivityText } from "./activity-cache.js";
+import { type ActivityFormat, type ActivityText, ActivityCache, activityTextAt, renderActivityText, STAMP_DATE } from "./activity-cache.js";
 
 /** An info result: the job's ComputingActivity facts, or null for a job not found (or not the caller's). */
 export interface InfoItem {
@@ -74,7 +74,7 @@ export async function bulkInfoText(s: Services, ids: readonly string[], identity
       t = held[i]!;
       cache.touch(fmt, id, t);
     } else if (row && row.owner === identity.subject) {
-      t = renderActivityText(activityInputFor(row, { hostname, now }), fmt, row.rev ?? 0, row.owner);
+      t = renderActivityText(activityInputFor(row, { hostname, now: STAMP_DATE }), fmt, row.rev ?? 0, row.owner);
       // A record without a revision (written before revisions existed) is never kept.
       if (row.rev !== undefined) cache.put(fmt, id, t);
     }
