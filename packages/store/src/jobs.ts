@@ -15,10 +15,10 @@ import { StatusReader } from "./status-many.js";
 
 export { type JobRecord, type JobSummary, decodeFlatRecord, decodeRecord, encodeRecord } from "./record.js";
 
-/** Limits of one atomic create (`createBounded`). */
 /** getManyFieldsSince's answer for a record still at the revision the caller holds. */
 export const UNCHANGED: unique symbol = Symbol("unchanged record");
 
+/** Limits of one atomic create (`createBounded`). */
 export interface CreateLimits {
   maxTotal: number;
   minRequired?: number | undefined;
