@@ -75,4 +75,19 @@ describe("JEM file thread (fsq)", () => {
     expect((await stat(join(b, "job.sh"))).mode & 0o777).toBe(0o700);
     expect(await readdir(b)).toEqual(["job.sh"]);
   });
+
+  it("a thread that failed fails only its own operations, not those of the thread started after it", async () => {
+    const own = new FsQueue();
+    const f = join(dir, "after-crash");
+    await own.one(["exists", f]);
+    const old = (own as unknown as { thread: { w: import("node:worker_threads").Worker } }).thread.w;
+    old.emit("error", new Error("thread crashed")); // the queue drops it; its exit comes later
+    const next = own.one(["write", f, "x", 0o600]); // starts a new thread
+    await new Promise((r) => setImmediate(r));
+    await old.terminate(); // the old thread's exit arrives while the new one's write is out
+    await next; // rejected ("worker exited") when every thread's failure failed all batches
+    expect(await readFile(f, "utf8")).toBe("x");
+    await own.close();
+  });
 });
+

@@ -140,9 +140,14 @@ interface Group {
   reject: (e: Error) => void;
 }
 
+/** The thread and the batches it has not answered yet: a worker that dies fails only its own. */
+interface Thread {
+  w: Worker;
+  inFlight: Map<number, Group[]>;
+}
+
 export class FsQueue {
-  private worker: Worker | undefined;
-  private readonly inFlight = new Map<number, Group[]>();
+  private thread: Thread | undefined;
   private queued: Group[] = [];
   private seq = 0;
 
@@ -162,28 +167,29 @@ export class FsQueue {
     const groups = this.queued;
     this.queued = [];
     if (groups.length === 0) return;
-    let w: Worker;
+    let t: Thread;
     try {
-      w = this.start();
+      t = this.start();
     } catch (e) {
       for (const g of groups) g.reject(e as Error);
       return;
     }
     const seq = ++this.seq;
-    this.inFlight.set(seq, groups);
+    t.inFlight.set(seq, groups);
     // Held only while a batch is out: an idle queue never keeps a process alive.
-    if (this.inFlight.size === 1) w.ref();
-    w.postMessage({ seq, groups: groups.map((g) => g.ops) });
+    if (t.inFlight.size === 1) t.w.ref();
+    t.w.postMessage({ seq, groups: groups.map((g) => g.ops) });
   }
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
+  private start(): Thread {
+    if (this.thread) return this.thread;
     const w = new Worker(SOURCE, { eval: true, name: "jem-files" });
+    const t: Thread = { w, inFlight: new Map() };
     w.unref();
     w.on("message", ({ seq, out }: { seq: number; out: GroupOut[] }) => {
-      const groups = this.inFlight.get(seq) ?? [];
-      this.inFlight.delete(seq);
-      if (this.inFlight.size === 0) w.unref();
+      const groups = t.inFlight.get(seq) ?? [];
+      t.inFlight.delete(seq);
+      if (t.inFlight.size === 0) w.unref();
       groups.forEach((g, i) => {
         const o = out[i];
         if (!o) g.reject(new Error("file worker gave no answer"));
@@ -192,21 +198,21 @@ export class FsQueue {
       });
     });
     const fail = (e: Error) => {
-      if (this.worker === w) this.worker = undefined;
-      for (const gs of this.inFlight.values()) for (const g of gs) g.reject(e);
-      this.inFlight.clear();
+      if (this.thread === t) this.thread = undefined;
+      for (const gs of t.inFlight.values()) for (const g of gs) g.reject(e);
+      t.inFlight.clear();
     };
     w.on("error", fail);
     w.on("exit", (code) => fail(new Error(`JEM file worker exited (code ${code})`)));
-    this.worker = w;
-    return w;
+    this.thread = t;
+    return t;
   }
 
   /** Ends the thread (after the operations in flight); the next operation starts a new one. */
   async close(): Promise<void> {
-    const w = this.worker;
-    this.worker = undefined;
-    if (w) await w.terminate();
+    const t = this.thread;
+    this.thread = undefined;
+    if (t) await t.w.terminate();
   }
 }
 
