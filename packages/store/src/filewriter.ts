@@ -50,40 +50,41 @@ interface Pending {
 }
 
 class FileWorker {
-  private worker: Worker | undefined;
-  private readonly pending = new Map<number, Pending>();
+  /** The thread and its unanswered batches: a thread that dies fails only its own. */
+  private thread: { w: Worker; pending: Map<number, Pending> } | undefined;
   private seq = 0;
 
   run(jobs: FileBatchJob[]): Promise<FileBatchResult[]> {
-    const w = this.start();
+    const t = this.start();
     const seq = ++this.seq;
     return new Promise<FileBatchResult[]>((resolve, reject) => {
-      this.pending.set(seq, { resolve, reject });
+      t.pending.set(seq, { resolve, reject });
       // Held only while a batch is out: an idle writer never keeps a process alive.
-      if (this.pending.size === 1) w.ref();
-      w.postMessage({ seq, jobs });
+      if (t.pending.size === 1) t.w.ref();
+      t.w.postMessage({ seq, jobs });
     });
   }
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
+  private start(): { w: Worker; pending: Map<number, Pending> } {
+    if (this.thread) return this.thread;
     const w = new Worker(SOURCE, { eval: true, name: "ce-jobfiles" });
+    const t = { w, pending: new Map<number, Pending>() };
     w.unref();
     w.on("message", ({ seq, out }: { seq: number; out: FileBatchResult[] }) => {
-      const p = this.pending.get(seq);
-      this.pending.delete(seq);
-      if (this.pending.size === 0) w.unref();
+      const p = t.pending.get(seq);
+      t.pending.delete(seq);
+      if (t.pending.size === 0) w.unref();
       p?.resolve(out);
     });
     const fail = (e: Error) => {
-      if (this.worker === w) this.worker = undefined;
-      for (const p of this.pending.values()) p.reject(e);
-      this.pending.clear();
+      if (this.thread === t) this.thread = undefined;
+      for (const p of t.pending.values()) p.reject(e);
+      t.pending.clear();
     };
     w.on("error", fail);
     w.on("exit", (code) => fail(new Error(`job file writer exited (code ${code})`)));
-    this.worker = w;
-    return w;
+    this.thread = t;
+    return t;
   }
 }
 
