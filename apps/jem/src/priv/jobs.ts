@@ -31,9 +31,9 @@ export async function collectBatch(ctx: JemContext, jobId: string): Promise<void
  */
 export async function batchResult(ctx: JemContext, jobId: string): Promise<{ done: string | undefined; diag: string | undefined }> {
   if (ctx.priv) {
-    const got = await ctx.priv.collectFiles(jobId);
-    // Not ended in the batch dir: the poller may still have written the job dir's marker.
-    if (got) return got;
+    // Not ended in the batch dir: `done` is the job dir's marker if the poller wrote one.
+    const { done, diag } = await ctx.priv.collectFiles(jobId);
+    return { done, diag };
   }
   const [done, diag] = (await fsq.run([["read", ctx.control.file(jobId, "lrms_done")], ["read", ctx.control.file(jobId, "diag")]])) as Array<string | null>;
   return { done: done ?? undefined, diag: diag ?? undefined };

@@ -161,11 +161,6 @@ export class Privileged {
     };
   }
 
-  /** The proxy in the batch dir goes once the batch job is over (staging reads the delegation store). */
-  async removeProxy(jobId: string): Promise<void> {
-    await fsq.one(["unlink", join(this.batchDir(jobId), "proxy")]);
-  }
-
   batchDir(jobId: string): string {
     return join(this.control.jobDir(jobId), BATCH_SUBDIR);
   }
@@ -288,14 +283,15 @@ export class Privileged {
    * link followed, bounded sizes. True when the batch job has finished (lrms_done present).
    */
   async collect(jobId: string): Promise<boolean> {
-    return (await this.collectFiles(jobId)) !== undefined;
+    return (await this.collectFiles(jobId)).ended;
   }
 
   /**
-   * collect, answering what it copied: lrms_done and diag as the job dir now holds them (two file
-   * thread round trips in all); undefined while the batch job runs.
+   * collect, answering lrms_done and diag as the job dir now holds them (one file-thread round
+   * trip, two when something is copied); `ended` false while the batch job runs (then `done` is the
+   * job dir's own marker, if the poller wrote one).
    */
-  async collectFiles(jobId: string): Promise<{ done: string; diag: string | undefined } | undefined> {
+  async collectFiles(jobId: string): Promise<{ ended: boolean; done: string | undefined; diag: string | undefined }> {
     const dir = this.batchDir(jobId);
     // lrms_done first: the wrapper writes diag before it, so diag is complete once it is there.
     const [done, diag, comment, have, haveDiag] = (await fsq.run([
@@ -305,14 +301,14 @@ export class Privileged {
       ["read", this.control.file(jobId, "lrms_done")],
       ["read", this.control.file(jobId, "diag")],
     ])) as Array<string | null>;
-    if (done === null || done === undefined) return undefined;
+    if (done == null) return { ended: false, done: have ?? undefined, diag: haveDiag ?? undefined };
     // lrms_done last: a reader that finds it finds diag and comment copied.
     const writes: FsOp[] = [];
     if (diag !== null && diag !== undefined) writes.push(["write", this.control.file(jobId, "diag"), diag, 0o600]);
     if (comment !== null && comment !== undefined) writes.push(["write", this.control.file(jobId, "comment"), comment, 0o600]);
     if (have === null || have === undefined) writes.push(["write", this.control.file(jobId, "lrms_done"), done, 0o600]);
     if (writes.length > 0) await fsq.run(writes);
-    return { done: have ?? done, diag: diag ?? haveDiag ?? undefined };
+    return { ended: true, done: have ?? done, diag: diag ?? haveDiag ?? undefined };
   }
 }
 
