@@ -43,11 +43,20 @@ describe("job lifecycle", () => {
     const id = await submitTestJob(env, shellJob("exit 3"));
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.rest).toBe("FAILED");
-    expect(r?.failure).toMatch(/^LRMS error: \(3\)/);
+    expect(r?.failure).toBe("LRMS error: (3) The executable exited with code 3");
     expect(r?.failedState).toBe("INLRMS");
-    expect(r?.failedCause).toBe("internal");
+    // The payload's own failure is the user's to fix, not the site's.
+    expect(r?.failedCause).toBe("user");
     expect(await env.control.read(id, "failed")).toMatch(/LRMS error: \(3\)/);
     await waitFor("status FINISHED", async () => (await env.control.read(id, "status"))?.trim() === "FINISHED");
+  });
+
+  it("a missing executable is the user's mistake and says which", async () => {
+    const id = await submitTestJob(env, { executable: "/no/such/program" });
+    const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
+    expect(r?.rest).toBe("FAILED");
+    expect(r?.failure).toBe("LRMS error: (127) Executable /no/such/program not found");
+    expect(r?.failedCause).toBe("user");
   });
 
   it("a successExitCode other than 0 is honoured", async () => {

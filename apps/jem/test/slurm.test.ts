@@ -129,7 +129,7 @@ describe.skipIf(!HAS_SLURM)("real Slurm back end", () => {
     const { localId } = await backend.submit(job);
     const done = await until(job.jobId, localId, job.jobDir, isDone, 150_000);
     // 143 when the wrapper caught TERM and exited itself, 271 (256+15) when Slurm killed it.
-    expect(done).toMatchObject({ kind: "done", message: "Job timeout" });
+    expect(done).toMatchObject({ kind: "done", message: "Walltime exceeded: the batch system ended the job at its time limit (Slurm TIMEOUT)" });
     expect(done.kind === "done" && [143, 271].includes(done.exitCode)).toBe(true);
     expect(readIf(join(job.jobDir, "comment"))).toMatch(/DUE TO TIME LIMIT/);
   }, 170_000);

@@ -41,7 +41,8 @@ export interface JobRecord {
   /** Failure text (also in the `failed` control file). */
   failure?: string | undefined;
   failedState?: InternalState | undefined;
-  failedCause?: "internal" | "client" | undefined;
+  /** Whose failure: `client` (a kill), `user` (their executable, inputs, outputs or limits), `internal` (the site's). */
+  failedCause?: "internal" | "client" | "user" | undefined;
   /** Every delegation the job uses (main and per-file). */
   delegations: string[];
   mainDelegation?: string | undefined;

@@ -42,6 +42,7 @@ function jobsFor(ids: number[], doneFiles: Record<number, string> = {}) {
     const jobDir = join(root, "control", `j${id}`);
     mkdirSync(jobDir, { recursive: true });
     rmSync(join(jobDir, "lrms_done"), { force: true });
+    rmSync(join(jobDir, "cancelled"), { force: true });
     if (doneFiles[id] !== undefined) writeFileSync(join(jobDir, "lrms_done"), doneFiles[id]!);
     return { jobId: `j${id}`, localId: String(id), jobDir };
   });
@@ -62,12 +63,14 @@ describe("slurm poll", () => {
         "101;PENDING;Priority", "102;PENDING;JobHeldAdmin", "103;PENDING;JobHeldUser", "104;RUNNING;None",
         "105;SUSPENDED;None", "106;COMPLETING;None", "107;CONFIGURING;None", "108;COMPLETED;None",
         "109;FAILED;NonZeroExitCode", "110;CANCELLED;None", "111;TIMEOUT;TimeLimit", "112;NODE_FAIL;None",
-        "113;OUT_OF_MEMORY;OutOfMemory", "114;REQUEUE_HOLD;JobHeldAdmin", "115;FAILED;JobLaunchFailure", "garbage line",
+        "113;OUT_OF_MEMORY;OutOfMemory", "114;REQUEUE_HOLD;JobHeldAdmin", "115;FAILED;JobLaunchFailure", "116;CANCELLED;None", "garbage line",
       ].join("\n"),
-      "108 0:0\n109 3:0\n110 0:15\n111 0:15\n112 0:0\n113 0:9\n115 0:9\n",
+      "108 0:0\n109 3:0\n110 0:15\n111 0:15\n112 0:0\n113 0:9\n115 0:9\n116 0:15\n",
       "",
     );
-    const jobs = jobsFor([101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115], { 108: "0 \n", 109: "3 \n" });
+    const jobs = jobsFor([101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116], { 108: "0 \n", 109: "3 \n" });
+    // 110 was cancelled by the CE (cancel leaves its mark), 116 by someone else.
+    writeFileSync(join(jobs[9]!.jobDir, "cancelled"), "");
     const m = await backend.poll(jobs);
     const want: Record<string, PollState> = {
       j101: { kind: "active", lrms: "QUEUING" },
@@ -80,11 +83,12 @@ describe("slurm poll", () => {
       j108: { kind: "done", exitCode: 0, message: "" },
       j109: { kind: "done", exitCode: 3, message: "" },
       j110: { kind: "done", exitCode: 271, message: "Job was cancelled" },
-      j111: { kind: "done", exitCode: 271, message: "Job timeout" },
-      j112: { kind: "done", exitCode: -1, message: "Node fail" },
-      j113: { kind: "done", exitCode: 265, message: "Job exceeded its memory limit" },
+      j111: { kind: "done", exitCode: 271, message: "Walltime exceeded: the batch system ended the job at its time limit (Slurm TIMEOUT)" },
+      j112: { kind: "done", exitCode: -1, message: "Node failure: the node running the job failed (Slurm NODE_FAIL)" },
+      j113: { kind: "done", exitCode: 265, message: "Memory exceeded: the job used more memory than it asked for (Slurm OUT_OF_MEMORY)" },
       j114: { kind: "active", lrms: "OTHER" },
       j115: { kind: "done", exitCode: 265, message: "Job failed" },
+      j116: { kind: "done", exitCode: 271, message: "Cancelled in the batch system by an administrator (Slurm CANCELLED)" },
     };
     expect(Object.fromEntries(m)).toEqual(want);
     expect(calls("squeue")).toEqual([`-h -o %i;%T;%r -t all -j ${jobs.map((j) => j.localId).join(",")}`]);
@@ -98,8 +102,8 @@ describe("slurm poll", () => {
     expect(Object.fromEntries(m)).toEqual({
       j201: { kind: "active", lrms: "RUNNING" },
       j202: { kind: "done", exitCode: 0, message: "" },
-      j203: { kind: "done", exitCode: 271, message: "Job was cancelled" },
-      j204: { kind: "done", exitCode: 271, message: "Job timeout" },
+      j203: { kind: "done", exitCode: 271, message: "Cancelled in the batch system by an administrator (Slurm CANCELLED)" },
+      j204: { kind: "done", exitCode: 271, message: "Walltime exceeded: the batch system ended the job at its time limit (Slurm TIMEOUT)" },
       j205: { kind: "done", exitCode: 0, message: "" },
       j206: { kind: "done", exitCode: 5, message: "Job failed in RTE" },
       j207: { kind: "unknown", reason: "Job missing from SLURM" },

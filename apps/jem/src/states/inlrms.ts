@@ -3,9 +3,16 @@ import { jobLog, type JemContext } from "../context.js";
 import { logErrors, parseDiag, parseLrmsDone, readSpec } from "../files.js";
 import { inStageOut, underLimit } from "../limits.js";
 import { batchDirOf, batchResult, runAsOf } from "../priv/jobs.js";
-import { moved, WAIT, type Step } from "./step.js";
+import { moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, failureChange, KILL_TEXT, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
+import { describeEnd, isSignalEnd, type FailureCause } from "../lrms/verdict.js";
+
+/** How long a signal-ended job waits for the batch system to say why (Slurm's completing phase). */
+const VERDICT_WAIT_MS = 90_000;
+const VERDICT_RETRY_MS = 3_000;
+/** First look at a signal-ended job whose batch job is still completing (bounded: one entry per such job). */
+const verdictSince = new Map<string, number>();
 
 /** Record fields from `lrms_done` + `diag` (as batchResult read them) once the batch job ended. */
 export function completion(files: { done: string | undefined; diag: string | undefined }): { code: number; message: string; change: JobChange } {
@@ -30,16 +37,44 @@ export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
   const files = await batchResult(ctx, job.id);
   if (files.done === undefined) return job.killRequested ? cancel(ctx, job) : WAIT;
 
-  const { code, message, change } = completion(files);
+  const done = completion(files);
+  let { code, message } = done;
   const success = (await readSpec(ctx, job.id))?.successExitCode ?? 0;
-  const failure = job.killRequested ? KILL_TEXT : code !== success ? `LRMS error: (${code}) ${message}`.trim() : undefined;
-  return toFinishing(ctx, job, change, failure);
+  if (!job.killRequested && code !== success && isSignalEnd(code, message)) {
+    const v = await batchVerdict(ctx, job, message);
+    if (v === "wait") return waitUntil(Date.now() + VERDICT_RETRY_MS);
+    if (v) ({ code, message } = v);
+  }
+  verdictSince.delete(job.id);
+  if (job.killRequested || code === success) return toFinishing(ctx, job, done.change, job.killRequested ? KILL_TEXT : undefined);
+  const verdict = describeEnd(code, message);
+  return toFinishing(ctx, job, done.change, verdict.text, verdict.cause);
 }
 
-async function toFinishing(ctx: JemContext, job: JobRecord, change: JobChange, failure: string | undefined): Promise<Step> {
+/**
+ * The wrapper saw a signal; the batch system knows whether it was the time limit, the memory
+ * limit, a node failure, a preemption or an administrator. Its answer replaces the wrapper's when
+ * it differs (for an ordinary end the back end's poll repeats the wrapper's own line). While the
+ * batch job is still completing the job waits, up to VERDICT_WAIT_MS, then keeps the wrapper's text.
+ */
+async function batchVerdict(ctx: JemContext, job: JobRecord, wrapperMessage: string): Promise<{ code: number; message: string } | "wait" | undefined> {
+  const backend = backendFor(ctx.backends, job.backend);
+  if (!backend || !job.localId) return undefined;
+  const states = await backend.poll([{ jobId: job.id, localId: job.localId, jobDir: batchDirOf(ctx, job.id) }]);
+  const s = states.get(job.id);
+  if (s?.kind === "done") return s.message.trim() !== wrapperMessage.trim() && s.message.trim() !== "" ? { code: s.exitCode, message: s.message } : undefined;
+  if (s?.kind !== "active") return undefined;
+  const since = verdictSince.get(job.id) ?? Date.now();
+  verdictSince.set(job.id, since);
+  if (Date.now() - since < VERDICT_WAIT_MS) return "wait";
+  jobLog(ctx, job).warn({ waitedMs: Date.now() - since }, "batch system still shows the job after the wrapper ended; keeping the wrapper's reason");
+  return undefined;
+}
+
+async function toFinishing(ctx: JemContext, job: JobRecord, change: JobChange, failure: string | undefined, cause: FailureCause = "internal"): Promise<Step> {
   const killed = job.killRequested && job.failedCause !== "client";
   const text = killed ? KILL_TEXT : failure;
-  const all: JobChange = text ? { ...change, ...failureChange(job, text, { state: "INLRMS", cause: killed ? "client" : "internal" }) } : change;
+  const all: JobChange = text ? { ...change, ...failureChange(job, text, { state: "INLRMS", cause: killed ? "client" : cause }) } : change;
   const failedLine = text;
   return underLimit(ctx, "staging", ctx.config.jobs.maxStaging, () => inStageOut(ctx), async (free) => {
     if (!free) {

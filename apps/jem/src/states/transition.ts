@@ -96,11 +96,14 @@ export async function setLrmsSubstate(ctx: JemContext, job: JobRecord, lrms: Lrm
 }
 
 
+/** Whose the failure is: the client's (a kill), the user's (their job or request), or the site's (`internal`). */
+export type FailedCause = NonNullable<JobRecord["failedCause"]>;
+
 /**
  * Record fields of a failure. The first failure wins for failedState/failedCause (restart point),
  * texts accumulate. `state` undefined = not restartable (description errors, dry run).
  */
-export function failureChange(job: JobRecord, text: string, where: { state?: InternalState; cause: "internal" | "client" }): JobChange {
+export function failureChange(job: JobRecord, text: string, where: { state?: InternalState; cause: FailedCause }): JobChange {
   const change: JobChange = { failure: job.failure ? `${job.failure}\n${text}` : text };
   if (!job.failedCause) change.failedCause = where.cause;
   if (!job.failedState && where.state) change.failedState = where.state;
@@ -114,7 +117,7 @@ export async function failToFinishing(
   ctx: JemContext,
   job: JobRecord,
   text: string,
-  where: { state?: InternalState; cause: "internal" | "client" },
+  where: { state?: InternalState; cause: FailedCause },
   extra: JobChange = {},
 ): Promise<JobRecord | undefined> {
   return transition(ctx, job, "FINISHING", {
