@@ -332,3 +332,23 @@ describe("submission bookkeeping for crash recovery", () => {
     expect(await jobs.redis.zcard(jobs.keys.creating())).toBe(0);
   });
 });
+
+describe("a job waiting for client uploads says which and until when (issue 28)", () => {
+  it("info document OtherMessages and diagnose/errors name the files and the deadline", async () => {
+    const r = await post("1.1", `&(executable="run.sh")(inputfiles=("run.sh" "")("data/in.txt" "")("remote.txt" "https://example.org/x"))`, { ct: "application/rsl" });
+    expect(r.status).toBe(201);
+    const id = r.json().job[0].id as string;
+    const info = await t.request("POST", `${t.rest}/1.1/jobs?action=info`, { body: JSON.stringify({ job: [{ id }] }), accept: "application/json", headers: { "content-type": "application/json" } });
+    const activity = JSON.stringify(info.json());
+    const m = /Waiting for client uploads: run\.sh, data\/in\.txt; the job fails unless they are all uploaded by (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)/.exec(activity);
+    expect(m, activity).not.toBeNull();
+    // The configured upload timeout from now (give or take the request's own time).
+    const until = Date.parse(m![1]!);
+    expect(Math.abs(until - (Date.now() + t.config.jobs.uploadTimeoutSeconds * 1000))).toBeLessThan(5_000);
+    expect(activity).not.toContain("remote.txt");
+    // A job that only waits for uploads is created admitted: its errors log says the same from the start.
+    const only = await post("1.1", `&(executable="run.sh")(inputfiles=("run.sh" ""))`, { ct: "application/rsl" });
+    const errors = await t.request("GET", `${t.rest}/1.1/jobs/${only.json().job[0].id}/diagnose/errors`);
+    expect(errors.text).toMatch(/ACCEPTED -> PREPARING.*\n.*Waiting for client uploads: run\.sh; the job fails unless they are all uploaded by \d{4}-/);
+  });
+});

@@ -38,3 +38,4 @@ export {
   type SettledDescription,
 } from "./description/index.js";
 export type { LocalUser } from "./localuser.js";
+export { awaitingMessage, awaitingText, clientUploads } from "./uploads.js";

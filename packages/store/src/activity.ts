@@ -1,4 +1,4 @@
-import { glueStates, toRestState, type InternalState } from "@ce/model";
+import { awaitingMessage, glueStates, toRestState, type InternalState } from "@ce/model";
 import type { JobRecord } from "./jobs.js";
 
 /**
@@ -40,6 +40,7 @@ export interface ActivityFacts {
   workingAreaEraseTime?: Date | undefined;
   proxyExpirationTime?: Date | undefined;
   submissionHost?: string | undefined;
+  otherMessages?: readonly string[] | undefined;
 }
 
 /**
@@ -49,7 +50,7 @@ export interface ActivityFacts {
 export const ACTIVITY_FIELDS = [
   "id", "owner", "state", "pending", "outcome", "lrms", "rest", "jobName", "language", "localId", "exitCode", "failure",
   "failedState", "localUser", "fqans", "summary", "queue", "nodes", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB",
-  "created", "startedAt", "endedAt", "cleanupAt", "delegationExpires", "clientHost",
+  "created", "startedAt", "endedAt", "cleanupAt", "delegationExpires", "clientHost", "awaiting", "uploadDeadline",
 ] as const satisfies readonly (keyof JobRecord)[];
 
 /** The part of a job record `activityInputFor` reads (a whole JobRecord is one). */
@@ -98,7 +99,13 @@ export function activityInputFor(record: ActivityRecord, opts: { hostname: strin
     workingAreaEraseTime: date(record.cleanupAt),
     proxyExpirationTime: date(record.delegationExpires),
     submissionHost: record.clientHost,
+    otherMessages: waitingForUploads(record) ? [awaitingMessage(record.awaiting!, record.uploadDeadline)] : undefined,
   };
+}
+
+/** Still before the batch system, not yet past the admission wait: the upload wait is what the user should see. */
+function waitingForUploads(r: ActivityRecord): boolean {
+  return !!r.awaiting && (r.state === "ACCEPTED" || (r.state === "PREPARING" && !r.pending));
 }
 
 /** GLUE2 states of the state a failed job would be restarted from. */

@@ -115,7 +115,7 @@ describe("createJobs: admission at creation (@ce/model CREATION_STATES)", () => 
     const rec = (await jobs.get(waits.record.id))!;
     expect([rec.state, rec.rest, rec.stateSince === rec.created]).toEqual(["PREPARING", "PREPARING", true]);
     expect(await control.read(waits.record.id, "status")).toBeUndefined();
-    expect(await control.read(waits.record.id, "errors")).toMatch(/^\S+Z Job state change ACCEPTED -> PREPARING {3}Reason: Starting job processing\n$/);
+    expect(await control.read(waits.record.id, "errors")).toMatch(/^\S+Z Job state change ACCEPTED -> PREPARING {3}Reason: Starting job processing\n\S+Z Waiting for client uploads: in\.dat\n$/);
     expect(await redis.smembers(jobs.keys.ownerRest(rec.ownerKey, "PREPARING"))).toEqual([waits.record.id]);
     const due = Number(await redis.zscore(jobs.keys.advanceDue(), waits.record.id));
     expect(due).toBeGreaterThanOrEqual(t0 + 600_000);

@@ -1,4 +1,4 @@
-import { ADMISSION_REASON, type InputFile, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
+import { ADMISSION_REASON, awaitingMessage, awaitingText, clientUploads, type InputFile, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
 import { type ControlDir, type ControlFile, keyValueLine, mdsTime, stateLine } from "./controldir.js";
 import type { FileBatchJob } from "./filewriter.js";
 
@@ -31,6 +31,8 @@ export interface JobFilesInput {
   localUser?: LocalUser | undefined;
   /** FQANs in effect at submission, primary first (A-REX writes them as `voms=` lines). */
   fqans?: readonly string[] | undefined;
+  /** When a job created waiting for client uploads stops waiting (ms); its `errors` says so. */
+  uploadDeadline?: number | undefined;
 }
 
 /** A-REX token escaping in `.local` args and `.input`/`.output` lines: space, backslash, CR, LF. */
@@ -135,7 +137,12 @@ export function jobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED
   add("spec", JSON.stringify(j.description));
   add("local", localFile(j, control.sessionDir(j.id)));
   if (j.description.acl) add("acl", j.description.acl);
-  if (state === "PREPARING") add("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now));
+  if (state === "PREPARING") {
+    const uploads = clientUploads(j.description);
+    const stamp = j.now.toISOString().replace(/\.\d+Z$/, "Z");
+    const waiting = uploads.length > 0 ? `${stamp} ${awaitingMessage(awaitingText(uploads), j.uploadDeadline)}\n` : "";
+    add("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now) + waiting);
+  }
   const base = control.jobDir(j.id);
   // Nobody but the CE in the session dir until the JEM hands it to the mapped account (2770) at submission.
   return { dirs: [base, control.sessionDir(j.id)], base, files };

@@ -66,6 +66,12 @@ export interface JobRecord {
   clientHost?: string | undefined;
   /** Credential expiry of the main delegation (ms), for GLUE2 ProxyExpirationTime. */
   delegationExpires?: number | undefined;
+  /**
+   * A job waiting for client uploads: the files still expected (readable, bounded list; @ce/model
+   * awaitingText) and when the wait ends (ms). Set at creation, kept current by the JEM.
+   */
+  awaiting?: string | undefined;
+  uploadDeadline?: number | undefined;
   /** JSON summary of description fields the activity document shows. */
   summary?: JobSummary | undefined;
   /** The local account the job runs as (@ce/mapping), decided at submission; never changes. */
@@ -101,6 +107,7 @@ export interface JobSummary {
 const NUM = new Set([
   "created", "updated", "stateSince", "exitCode", "rerun", "lifetime", "cleanupAt", "removeAt",
   "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB", "rev",
+  "uploadDeadline",
 ]);
 const BOOL = new Set(["pending", "killRequested", "cleanRequested", "restartRequested"]);
 const JSON_FIELDS = new Set(["summary", "localUser", "fqans"]);

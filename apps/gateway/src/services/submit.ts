@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
-import type { JobDescription, SettledDescription } from "@ce/model";
+import { awaitingText, clientUploads, type JobDescription, type SettledDescription } from "@ce/model";
 import { JobCommitError, JobStore, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
@@ -160,8 +160,10 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   const now = new Date();
   const hostname = new URL(config.endpoint.url).hostname;
   const ids = plans.map(() => randomUUID());
+  const uploadDeadline = now.getTime() + config.jobs.uploadTimeoutSeconds * 1000;
   const records: JobRecord[] = plans.map((p, i) => {
     const d = p.description;
+    const uploads = clientUploads(d);
     return JobStore.newRecord(
       {
         id: ids[i]!,
@@ -180,6 +182,8 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
         localUser,
         // The groups in effect at submission (accounting needs them; a later proxy cannot change them).
         fqans: req.identity.fqans?.length ? [...req.identity.fqans] : undefined,
+        // What the job waits for from the client, shown until the JEM has them (the JEM keeps it current).
+        ...(uploads.length > 0 ? { awaiting: awaitingText(uploads), uploadDeadline } : {}),
         summary: {
           stdin: d.stdin,
           stdout: d.stdout,
@@ -206,6 +210,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
         endpointUrl, hostname, version: req.version, lifetime: records[i]!.lifetime,
         rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
         clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now, localUser, fqans: records[i]!.fqans,
+        uploadDeadline: records[i]!.uploadDeadline,
       },
     })), {
       maxTotal: config.jobs.maxTotal, minRequired, maxPerOwner: config.quotas.jobsPerOwner, concurrency: FILE_CONCURRENCY,

@@ -1,7 +1,7 @@
-import type { JobDescription } from "@ce/model";
+import { awaitingMessage, awaitingText, type JobDescription } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import { enqueueStaging, type JemContext } from "../context.js";
-import { readInputStatus, readPrivate, readSpec } from "../files.js";
+import { logErrors, readInputStatus, readPrivate, readSpec } from "../files.js";
 import { inLrms, underLimit } from "../limits.js";
 import { sessionFileStat } from "../staging/paths.js";
 import { moved, WAIT, waitUntil, type Step } from "./step.js";
@@ -12,7 +12,8 @@ import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
  * staging worker, client uploads are awaited (listed in `input_status`, present, size right),
  * then the job waits for a batch slot (maxInLrms) or, data-only, goes straight to FINISHING.
  */
-export async function preparing(ctx: JemContext, job: JobRecord): Promise<Step> {
+export async function preparing(ctx: JemContext, current: JobRecord): Promise<Step> {
+  let job = current;
   if (job.killRequested) {
     await ctx.publishAbort(job.id);
     return moved(await failToFinishing(ctx, job, KILL_TEXT, { state: "PREPARING", cause: "client" }));
@@ -35,9 +36,11 @@ export async function preparing(ctx: JemContext, job: JobRecord): Promise<Step> 
     const deadline = job.stateSince + ctx.config.jobs.uploadTimeoutSeconds * 1000;
     if (uploads.missing.length > 0) {
       if (Date.now() >= deadline) return fail(`User file: ${uploads.missing[0]} - Timeout waiting for upload`);
+      await showAwaiting(ctx, job, uploads.missing, deadline);
       // Upload completions enqueue an advance; the timer only catches the timeout.
       return waitUntil(deadline);
     }
+    if (job.awaiting !== undefined) job = (await ctx.jobs.update(job, { awaiting: undefined, uploadDeadline: undefined }, { state: "PREPARING" })) ?? job;
     if (missingRemote.length > 0) return WAIT; // the staging worker advances the job when done
     if (desc.freeStageIn && !status.complete) {
       await transition(ctx, job, "PREPARING", { pending: true, reason: "Waiting for confirmation of stage-in complete from client" });
@@ -57,6 +60,18 @@ export async function preparing(ctx: JemContext, job: JobRecord): Promise<Step> 
     }
     return moved(await transition(ctx, job, "SUBMIT", { reason: "Pre-staging finished, passing job to LRMS" }));
   });
+}
+
+/**
+ * Keeps the record's "waiting for uploads" facts current (the info document shows them): one
+ * record write when the list or the deadline changed, and an `errors` line when the deadline is
+ * new (a job admitted by the JEM rather than at creation), not one per upload.
+ */
+async function showAwaiting(ctx: JemContext, job: JobRecord, missing: readonly string[], deadline: number): Promise<void> {
+  const text = awaitingText(missing);
+  if (job.awaiting === text && job.uploadDeadline === deadline) return;
+  if (job.uploadDeadline !== deadline) await logErrors(ctx, job.id, awaitingMessage(text, deadline));
+  await ctx.jobs.update(job, { awaiting: text, uploadDeadline: deadline }, { state: "PREPARING" });
 }
 
 /** Client uploads still missing (arex-jem §5.2: listed, present, not smaller than declared). */
