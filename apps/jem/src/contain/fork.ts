@@ -102,7 +102,14 @@ export class ContainedFork implements Backend {
       if (oom) contain.oomFile = oom;
     }
     if (limits.memoryMB && !this.cgroups?.memory) contain.rlimitAsKB = limits.memoryMB * 1024;
-    const r = await this.inner.submit({ ...spec, contain }, expected);
+    let r: { localId: string };
+    try {
+      r = await this.inner.submit({ ...spec, contain }, expected);
+    } catch (e) {
+      // Nothing started (or an earlier attempt's start lives on in it: end() only removes an empty one).
+      if (this.cgroups && (await this.cgroups.members(spec.jobId)).length === 0) await this.cgroups.end(spec.jobId, this.log);
+      throw e;
+    }
     if (this.cgroups) await this.place(spec.jobId, r.localId, spec.runAs);
     return r;
   }
