@@ -131,6 +131,12 @@ export class ContainedFork implements Backend {
     }
   }
 
+  async ended(jobId: string, localId: string | undefined): Promise<void> {
+    await this.ready;
+    await this.endJob(jobId, localId ?? "");
+    this.limits.delete(jobId);
+  }
+
   async cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void> {
     await this.ready;
     await this.inner.cancel(localId, spec);

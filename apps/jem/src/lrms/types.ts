@@ -82,6 +82,11 @@ export interface Backend {
    * calls wait for it. Pass the result to that submit(), and settle it if the call never comes.
    */
   expectSubmit?(): Expected;
+  /**
+   * The batch job has ended (its lrms_done is there): whatever it left running ends now (fork:
+   * its cgroup is emptied and removed). Called by the INLRMS and CANCELING handlers; idempotent.
+   */
+  ended?(jobId: string, localId: string | undefined): Promise<void>;
   /** Succeeds also when the job is already gone. */
   cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void>;
   /**
