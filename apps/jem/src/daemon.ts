@@ -9,6 +9,7 @@ import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
 import { expiryPass } from "./expiry.js";
+import { readSpec } from "./files.js";
 import { fsq } from "./fsq.js";
 import { Locks } from "./locks.js";
 import { createBackend } from "./lrms/index.js";
@@ -81,7 +82,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     log.warn({ err: e }, "delegation key unavailable: staging and batch jobs run without credentials");
   }
   const backends = new Map<string, Backend>();
-  for (const b of opts.backends ?? [createBackend(config, log)]) backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
+  // A running fork job's limits after a restart come from its description (the control dir's, root's).
+  const late: { ctx?: JemContext } = {};
+  const description = (id: string) => (late.ctx ? readSpec(late.ctx, id) : Promise.resolve(undefined));
+  for (const b of opts.backends ?? [createBackend(config, log, { description })]) backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
 
   const connection = clients.bull;
   const abortChannel = new Keys(prefix).abortChannel();
@@ -108,6 +112,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     priv,
     outage,
   };
+  late.ctx = ctx;
   for (const q of Object.values(ctx.queues)) q.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "queue error"));
 
   // A Redis that is away at boot is an outage like any other: SUBSCRIBE and recovery below wait for it.

@@ -6,6 +6,7 @@ import type { JemContext } from "./context.js";
 import { jobLog } from "./context.js";
 import { removeSessionDir } from "./files.js";
 import { sweepLostRecords } from "./lost-records.js";
+import { leaseScrub } from "./priv/jobs.js";
 import { transition } from "./states/transition.js";
 
 /** Control files that outlive the session dir in WIPED (A-REX job_clean_deleted keeps these). */
@@ -31,7 +32,7 @@ export async function expiryPass(ctx: JemContext, now = Date.now()): Promise<num
   await sweepOrphans(ctx, now);
   await sweepLostRecordsWhenDue(ctx, now);
   // Pool leases of identities whose jobs are all gone (paths that did not release them).
-  await sweepLeases(ctx.redis, ctx.config.redis.prefix, ctx.config.mapping).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease sweep failed"));
+  await sweepLeases(ctx.redis, ctx.config.redis.prefix, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease sweep failed"));
   return handled;
 }
 
@@ -93,7 +94,7 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
       if (!next) return false;
       await ctx.jobs.scheduleExpiry(id, removeAt);
       await wipe(ctx, id);
-      await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease not released"));
+      await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease not released"));
       jobLog(ctx, job).info("session directory expired; job is WIPED");
       return true;
     }

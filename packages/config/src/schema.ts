@@ -310,6 +310,19 @@ export const configSchema = z.object({
        */
       callsPerSecond: z.number().min(0).optional(),
       scriptTimeoutMs: z.number().int().positive().default(60_000),
+      /** Containment and limits of the fork back end (docs/fork-containment.md). */
+      fork: z
+        .object({
+          /** Per-job cgroup: auto (v2 with memory+pids, else v1 freezer, else v2 without controllers), v2, v1, or off (process group and uid only). */
+          cgroup: z.enum(["auto", "v2", "v1", "off"]).default("auto"),
+          /** Where the cgroup hierarchies are mounted. */
+          cgroupMount: z.string().default("/sys/fs/cgroup"),
+          /** The parent cgroup of every job's (relative to each hierarchy; created when missing). */
+          cgroupParent: z.string().regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "a relative cgroup path").default("ce-jobs"),
+          /** Tests only: multiplies walltime and CPU time limits (the description's units are kept; 0.05 makes 1 minute 3 s). */
+          timeLimitScale: z.number().positive().max(1).default(1),
+        })
+        .default({}),
       slurm: z
         .object({
           binPath: z.string().default("/usr/bin"),

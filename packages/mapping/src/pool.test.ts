@@ -149,4 +149,33 @@ describe("pool leases", () => {
     expect(await p.release("/CN=a", 0)).toEqual({ released: 2 });
     expect(await p.holder("old1")).toBeUndefined();
   });
+  it("an account that is not clean keeps the lease (the next identity gets another); the scrub runs only once the release is due", async () => {
+    const pfx = prefix();
+    const p = new PoolLeases(redis, pfx);
+    const store = new JobStore(redis, pfx);
+    const owner = "/CN=daemon owner";
+    expect(await p.lease(owner, "pool", ACCOUNTS)).toBe("g01");
+    const scrubbed: string[] = [];
+    let dirty: string | undefined = "1 process(es) of g01 could not be ended";
+    const scrub = async (a: string) => {
+      scrubbed.push(a);
+      return dirty;
+    };
+    const j = await job(store, owner);
+    // A job left: nothing of the account is touched.
+    expect(await p.release(owner, 0, Date.now(), scrub)).toEqual({ kept: "jobs" });
+    expect(scrubbed).toEqual([]);
+    await store.remove(j.id);
+    expect(await p.release(owner, 0, Date.now(), scrub)).toEqual({ kept: "dirty", reason: dirty });
+    expect(scrubbed).toEqual(["g01"]);
+    expect(await p.holder("g01")).toBe(owner);
+    expect(await p.lease("/CN=next", "pool", ACCOUNTS)).toBe("g02");
+    // The sweep tries again; clean now, the account goes.
+    expect(await sweepLeases(redis, pfx, { leaseGraceSeconds: 0 } as never, async (a) => (a === "g01" ? dirty : undefined))).toBe(1); // /CN=next's g02 only
+    expect(await p.holder("g01")).toBe(owner);
+    dirty = undefined;
+    expect(await sweepLeases(redis, pfx, { leaseGraceSeconds: 0 } as never, scrub)).toBe(1);
+    expect(await p.holder("g01")).toBeUndefined();
+    expect(await p.lease("/CN=third", "pool", ACCOUNTS)).toBe("g01");
+  });
 });

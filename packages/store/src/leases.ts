@@ -2,8 +2,15 @@ import type { Redis } from "ioredis";
 import { Keys, ownerKey } from "./keys.js";
 import { runScript } from "./scripts.js";
 
-/** Outcome of a release attempt. */
-export type ReleaseResult = { released: number } | { kept: "jobs" | "grace" };
+/** Outcome of a release attempt. `dirty`: an account is not clean yet (`reason` says why). */
+export type ReleaseResult = { released: number } | { kept: "jobs" | "grace" } | { kept: "dirty"; reason: string };
+
+/**
+ * Makes a pool account clean for its next holder (no process, no crontab/at entry, no file in the
+ * shared temporary directories, no batch job): undefined when it is, else the reason it is not.
+ * Provided by the privileged JEM (apps/jem/src/contain/scrub.ts).
+ */
+export type AccountScrub = (account: string) => Promise<string | undefined>;
 
 /**
  * Pool leases in Redis: one account per grid identity, never held by two identities at once
@@ -30,9 +37,31 @@ export class PoolLeases {
     return (await call(accounts)) ?? undefined;
   }
 
-  async release(identity: string, graceMs: number, now = Date.now()): Promise<ReleaseResult> {
+  /**
+   * Releases the identity's leases when it has no job left but WIPED ones and the grace time has
+   * passed. With `scrub`, each account it holds is first made clean (only once the release is due,
+   * so a running job is never touched); one that cannot be keeps every lease of the identity.
+   */
+  async release(identity: string, graceMs: number, now = Date.now(), scrub?: AccountScrub): Promise<ReleaseResult> {
     const k = this.keys;
     const ok = ownerKey(identity);
+    if (scrub) {
+      const [[, jobs], [, wiped], [, touched], [, held]] = (await this.redis
+        .multi()
+        .zcard(k.owner(ok))
+        .scard(k.ownerRest(ok, "WIPED"))
+        .zscore(k.mapTouched(), identity)
+        .hgetall(k.mapHeld(identity))
+        .exec()) as [[unknown, number], [unknown, number], [unknown, string | null], [unknown, Record<string, string>]];
+      if (jobs - wiped > 0) return { kept: "jobs" };
+      if (touched !== null && now - Number(touched) < graceMs) return { kept: "grace" };
+      for (const account of new Set(Object.values(held ?? {}))) {
+        if ((await this.redis.hget(k.mapLeases(), account)) !== identity) continue;
+        const reason = await scrub(account);
+        if (reason) return { kept: "dirty", reason };
+      }
+    }
+    // The script checks jobs and grace again, atomically: a submission since the check keeps the lease.
     const n = Number(
       await runScript(this.redis, "cePoolRelease", [k.mapLeases(), k.mapHeld(identity), k.mapTouched(), k.owner(ok), k.ownerRest(ok, "WIPED")], [identity, now, graceMs]),
     );
@@ -52,13 +81,13 @@ export class PoolLeases {
    * that leased but never committed. Pages through at most `max` identities per call (those that
    * still have jobs stay listed, so paging keeps them from hiding the rest).
    */
-  async sweep(graceMs: number, now = Date.now(), max = 10_000): Promise<number> {
+  async sweep(graceMs: number, now = Date.now(), max = 10_000, scrub?: AccountScrub): Promise<number> {
     const PAGE = 500;
     let released = 0;
     for (let offset = 0; offset < max; ) {
       const due = await this.redis.zrangebyscore(this.keys.mapTouched(), 0, now - graceMs, "LIMIT", offset, PAGE);
       for (const identity of due) {
-        const r = await this.release(identity, graceMs, now);
+        const r = await this.release(identity, graceMs, now, scrub);
         if ("released" in r) released += r.released;
         else offset++; // still listed
       }

@@ -51,6 +51,13 @@ __jem_diag() { # [extra lines]
   printf '%s' "$d$1" >"$JEM_DIAG_FILE"
 }
 
+__jem_oom() { # true when the job's cgroup (JOB_OOM_FILE, fork) counted an OOM kill
+  local k v
+  [[ -n ${JOB_OOM_FILE:-} && -r $JOB_OOM_FILE ]] || return 1
+  while read -r k v; do [[ $k == oom_kill && $v =~ ^[0-9]+$ ]] && (( v > 0 )) && return 0; done <"$JOB_OOM_FILE"
+  return 1
+}
+
 __jem_finish() { # CODE MESSAGE
   local code=$1 msg=$2 end_s end extra user kernel line
   __jem_done=1
@@ -72,6 +79,8 @@ __jem_finish() { # CODE MESSAGE
   fi
   __jem_now end
   extra+="LRMSEndTime=$end"$'\n'"exitcode=$code"$'\n'
+  # The kernel killed a process for the job's memory limit (fork's cgroup counts it): say so.
+  (( code != 0 )) && __jem_oom && msg="memory exceeded"
   __jem_diag "$extra"
   __jem_write "$JEM_DONE_FILE" "$code $msg"$'\n'
   # Ring the JEM's doorbell (best effort: the JEM's periodic scan finds lrms_done anyway).
@@ -193,6 +202,9 @@ done
 # The batch system may signal the executable and the wrapper together; when the child's death is
 # reaped before this shell runs its trap, the signal still shows in the exit status (128+N).
 if (( __jem_code > 128 && __jem_code < 128 + 65 )); then
-  __jem_finish "$__jem_code" "Job was terminated by SIG$(kill -l $((__jem_code - 128)) 2>/dev/null || echo $((__jem_code - 128)))"
+  __jem_sig=$(kill -l $((__jem_code - 128)) 2>/dev/null || echo $((__jem_code - 128)))
+  # SIGXCPU: the CPU time limit (RLIMIT_CPU) was reached.
+  [[ $__jem_sig == XCPU ]] && __jem_finish "$__jem_code" "CPU time exceeded (SIGXCPU)"
+  __jem_finish "$__jem_code" "Job was terminated by SIG$__jem_sig"
 fi
 __jem_finish "$__jem_code" ""

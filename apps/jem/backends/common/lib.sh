@@ -53,3 +53,18 @@ done_line() {
 
 # one_line TEXT -> TEXT with newlines and tabs replaced by blanks (poll output is line based).
 one_line() { local s=${1//$'\n'/ }; printf '%s' "${s//$'\t'/ }"; }
+
+# in_cgroup REL COUNT TRIES -> succeeds once COUNT lines of /proc/self/cgroup end in ":REL"
+# (the JEM placed this process in every hierarchy), checking every 0.05 s up to TRIES times.
+in_cgroup() {
+  local i m t
+  for ((i = 0; i < $3; i++)); do
+    CG_TEXT=""
+    IFS= read -r -d '' CG_TEXT </proc/self/cgroup
+    m=0 t=$CG_TEXT
+    while [[ $t == *":$1"$'\n'* ]]; do m=$((m + 1)); t=${t#*":$1"$'\n'}; done
+    (( m >= $2 )) && return 0
+    sleep 0.05
+  done
+  return 1
+}

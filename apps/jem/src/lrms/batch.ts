@@ -53,6 +53,8 @@ export interface BatchFile {
   slurm: { extraDirectives: string[] };
   /** Submission attempt: `tag` names it in the batch system; `resume` = it may be there already. */
   submit: { tag: string; resume: boolean };
+  /** Fork containment (absent elsewhere): see BatchJobSpec.contain. */
+  contain: { cgroup: string | null; cgroupCount: number; oomFile: string | null; rlimitAsKB: number | null };
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -175,6 +177,12 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     environment: env,
     slurm: { extraDirectives: [...config.lrms.slurm.extraDirectives] },
     submit: { tag: submitTag(spec), resume: spec.resume === true },
+    contain: {
+      cgroup: spec.contain?.cgroup ?? null,
+      cgroupCount: spec.contain?.cgroupCount ?? 0,
+      oomFile: spec.contain?.oomFile ?? null,
+      rlimitAsKB: spec.contain?.rlimitAsKB ?? null,
+    },
   };
 }
 
@@ -221,6 +229,10 @@ export function renderBatchEnv(b: BatchFile): string {
     `JOB_SLURM_EXTRA=${shArray(b.slurm.extraDirectives)}`,
     `JOB_TAG=${shq(b.submit.tag)}`,
     `JOB_RESUME=${b.submit.resume ? "yes" : "''"}`,
+    `JOB_CGROUP=${str(b.contain.cgroup)}`,
+    `JOB_CGROUP_COUNT=${num(b.contain.cgroupCount)}`,
+    `JOB_OOM_FILE=${str(b.contain.oomFile)}`,
+    `JOB_RLIMIT_AS=${num(b.contain.rlimitAsKB)}`,
   ];
   return `${lines.join("\n")}\n`;
 }

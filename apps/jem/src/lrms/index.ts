@@ -2,7 +2,9 @@ import { accessSync, chmodSync, constants, cpSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { CompiledConfig } from "@ce/config";
+import type { JobDescription } from "@ce/model";
 import type { Logger } from "pino";
+import { ContainedFork } from "../contain/fork.js";
 import { ScriptBackend } from "./script-backend.js";
 import type { Backend } from "./types.js";
 
@@ -30,9 +32,11 @@ function runnableScriptsDir(config: CompiledConfig): string {
 /**
  * The configured back end: `<lrms.scriptsDir>/<lrms.backend>/{submit,cancel,poll}`. Any directory
  * with those three executables is a back end. The job wrapper comes from `<scriptsDir>/common`
- * when present there, else from the shipped one. Fails at boot when a script is missing.
+ * when present there, else from the shipped one. Fails at boot when a script is missing. The fork
+ * back end runs contained (src/contain): per-job cgroups and its limits kept by the JEM;
+ * `description` gives a running job's limits after a restart.
  */
-export function createBackend(config: CompiledConfig, log: Logger): Backend {
+export function createBackend(config: CompiledConfig, log: Logger, deps: { description?: (jobId: string) => Promise<JobDescription | undefined> } = {}): Backend {
   const name = config.lrms.backend;
   const dir = join(runnableScriptsDir(config), name);
   for (const op of ["submit", "cancel", "poll"]) {
@@ -48,7 +52,8 @@ export function createBackend(config: CompiledConfig, log: Logger): Backend {
   } catch {
     wrapperDir = SHIPPED_SCRIPTS_DIR;
   }
-  return new ScriptBackend(name, { dir, wrapperDir, config, log });
+  const backend = new ScriptBackend(name, { dir, wrapperDir, config, log });
+  return name === "fork" ? new ContainedFork(backend, { config, log, ...deps }) : backend;
 }
 
 /**

@@ -33,12 +33,26 @@ export interface BatchJobSpec {
   submitTag?: string;
   /** An earlier attempt with this tag may have reached the batch system (a JEM died in between): adopt it. */
   resume?: boolean;
+  /** Fork containment (src/contain): the job's cgroup and the limits the kernel enforces per process. */
+  contain?: JobContainment;
+}
+
+export interface JobContainment {
+  /** The job's cgroup as /proc/<pid>/cgroup names it; the job waits until it is in it `cgroupCount` times. */
+  cgroup?: string;
+  cgroupCount?: number;
+  /** The cgroup's OOM counter file (the wrapper names "memory exceeded" from it). */
+  oomFile?: string;
+  /** RLIMIT_AS in KiB, where no memory cgroup limits the job. */
+  rlimitAsKB?: number;
 }
 
 /** How a back end runs a job's scripts as its mapped account (provided by src/priv/priv.ts). */
 export interface RunAsJob {
   /** The account: jobs of one account share a script run (bulk submit/cancel), never two accounts. */
   account: string;
+  /** Its uid (fork containment checks the job's first process runs as it). */
+  uid?: number;
   /** argv of `file args` as the account. */
   wrap(file: string, args: string[]): { file: string; args: string[] };
   /** The whole environment of such a process (nothing of the JEM's own). */
@@ -68,6 +82,11 @@ export interface Backend {
    * calls wait for it. Pass the result to that submit(), and settle it if the call never comes.
    */
   expectSubmit?(): Expected;
+  /**
+   * The batch job has ended (its lrms_done is there): whatever it left running ends now (fork:
+   * its cgroup is emptied and removed). Called by the INLRMS and CANCELING handlers; idempotent.
+   */
+  ended?(jobId: string, localId: string | undefined): Promise<void>;
   /** Succeeds also when the job is already gone. */
   cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void>;
   /**

@@ -1,5 +1,6 @@
-import type { JobRecord } from "@ce/store";
+import type { AccountScrub, JobRecord } from "@ce/store";
 import type { JemContext } from "../context.js";
+import { accountScrubber } from "../contain/scrub.js";
 import type { RunAsJob } from "../lrms/types.js";
 import { fsq } from "../fsq.js";
 
@@ -37,4 +38,17 @@ export async function batchResult(ctx: JemContext, jobId: string): Promise<{ don
   }
   const [done, diag] = (await fsq.run([["read", ctx.control.file(jobId, "lrms_done")], ["read", ctx.control.file(jobId, "diag")]])) as Array<string | null>;
   return { done: done ?? undefined, diag: diag ?? undefined };
+}
+
+const scrubbers = new WeakMap<JemContext, AccountScrub | undefined>();
+
+/**
+ * What a pool lease release runs on each account first (src/contain/scrub.ts): with mapping on
+ * (a privileged JEM), leftover processes, crontab/at entries and shared temp files of the account
+ * are removed, and a lease whose account cannot be made clean is kept.
+ */
+export function leaseScrub(ctx: JemContext): AccountScrub | undefined {
+  if (!ctx.priv) return undefined;
+  if (!scrubbers.has(ctx)) scrubbers.set(ctx, accountScrubber({ config: ctx.config, log: ctx.log }));
+  return scrubbers.get(ctx);
 }

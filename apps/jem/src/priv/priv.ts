@@ -155,6 +155,7 @@ export class Privileged {
   forJob(jobId: string, as: RunAs): RunAsJob {
     return {
       account: as.account,
+      uid: as.uid,
       wrap: (file, args) => this.wrap(as, file, args),
       env: (extra) => this.envFor(as, extra),
       writeFile: (name, content, mode) => this.writeFile(jobId, as, name, content, mode),

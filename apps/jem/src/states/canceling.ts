@@ -2,7 +2,7 @@ import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
 import { logErrors } from "../files.js";
 import { batchDirOf, batchResult, runAsOf } from "../priv/jobs.js";
-import { completion } from "./inlrms.js";
+import { completion, endBatchJob } from "./inlrms.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
@@ -31,6 +31,7 @@ export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> 
     }
     return waitUntil(Date.now() + RECANCEL_MS);
   }
+  await endBatchJob(ctx, job);
   const { change } = completion(files);
   return moved(await transition(ctx, job, "FINISHING", { reason: "Job finished executing in LRMS", change }));
 }

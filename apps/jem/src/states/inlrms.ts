@@ -36,6 +36,7 @@ export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (job.pending) return toFinishing(ctx, job, {}, undefined);
   const files = await batchResult(ctx, job.id);
   if (files.done === undefined) return job.killRequested ? cancel(ctx, job) : WAIT;
+  await endBatchJob(ctx, job);
 
   const done = completion(files);
   let { code, message } = done;
@@ -85,6 +86,13 @@ async function toFinishing(ctx: JemContext, job: JobRecord, change: JobChange, f
     }
     return moved(await transition(ctx, job, "FINISHING", { reason: "Job finished executing in LRMS", change: all, ...(failedLine ? { failedLine } : {}) }));
   });
+}
+
+/** Nothing of an ended batch job runs on (fork: its cgroup is emptied); a failure is logged, the job goes on. */
+export async function endBatchJob(ctx: JemContext, job: JobRecord): Promise<void> {
+  await backendFor(ctx.backends, job.backend)
+    ?.ended?.(job.id, job.localId)
+    .catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "what the batch job left could not be ended"));
 }
 
 /** Kill of a job in the batch system: cancel there, then wait in CANCELING for its end. */

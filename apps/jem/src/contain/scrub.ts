@@ -1,0 +1,151 @@
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import type { CompiledConfig } from "@ce/config";
+import { lookupAccounts } from "@ce/mapping";
+import { Dir, removeEntry } from "@ce/sessionfs";
+import type { Logger } from "pino";
+import { killAllOf, pidsOfUid } from "./procs.js";
+
+/**
+ * What must be true of a pool account before its lease is released and another grid identity
+ * may get it (packages/mapping README "Releasing pool leases"): no process of it runs, it has no
+ * crontab or at job, and nothing of it is left in the shared temporary directories; with Slurm,
+ * the batch system lists no job of it. `scrubAccount` makes that true where it can (as root) and
+ * answers the reason when it cannot: the lease is then kept, and the next identity gets another
+ * account.
+ */
+
+/** Shared temporary directories: entries the account owns here are removed. */
+export const SHARED_TEMP_DIRS = ["/tmp", "/var/tmp", "/dev/shm"];
+/** Cron and at spool directories of the common distributions (files there named by or owned by the account). */
+const CRON_SPOOLS = ["/var/spool/cron/crontabs", "/var/spool/cron/tabs", "/var/spool/cron"];
+const AT_SPOOLS = ["/var/spool/cron/atjobs", "/var/spool/at"];
+
+const errno = (e: unknown) => (e as NodeJS.ErrnoException).code;
+
+export interface ScrubOptions {
+  config: CompiledConfig;
+  log: Logger;
+  /** Overrides for tests. */
+  tempDirs?: readonly string[];
+  cronSpools?: readonly string[];
+  atSpools?: readonly string[];
+}
+
+/**
+ * Removes the entries of `dir` owned by `uid` (and, one level down, in world-writable
+ * directories such as /tmp/.X11-unix) without following any link: each entry is checked by
+ * lstat through the open directory and removed by `@ce/sessionfs` (descriptor-relative). With
+ * every process of the account gone, nothing can swap an entry between check and removal (a
+ * sticky directory lets only an entry's owner rename it). Returns what could not be removed.
+ */
+async function removeOwned(path: string, uid: number, depth = 1): Promise<string[]> {
+  let dir: Dir;
+  try {
+    dir = await Dir.open(path);
+  } catch (e) {
+    if (errno(e) === "ENOENT") return [];
+    return [`${path}: ${(e as Error).message}`];
+  }
+  const left: string[] = [];
+  try {
+    for (const name of await dir.entries()) {
+      const st = await dir.lstat(name).catch(() => undefined);
+      if (!st) continue;
+      if (st.uid === uid) {
+        await removeEntry(dir, name, `${path}/${name}`).catch((e: unknown) => left.push(`${path}/${name}: ${(e as Error).message}`));
+      } else if (depth > 0 && st.isDirectory() && (st.mode & 0o002) !== 0) {
+        left.push(...(await removeOwned(join(path, name), uid, depth - 1)));
+      }
+    }
+  } finally {
+    await dir.close();
+  }
+  return left;
+}
+
+async function have(cmd: string): Promise<boolean> {
+  return (await execa("sh", ["-c", 'command -v "$1"', "have", cmd], { reject: false })).exitCode === 0;
+}
+
+/** Crontab and at jobs: removed with the tools when installed, and from the spool files in any case. */
+async function removeSchedules(account: string, uid: number, o: ScrubOptions): Promise<string[]> {
+  const left: string[] = [];
+  if (await have("crontab")) {
+    const r = await execa("crontab", ["-r", "-u", account], { reject: false, timeout: 30_000 });
+    if (r.exitCode !== 0 && !/no crontab/i.test(String(r.stderr))) left.push(`crontab -r -u ${account}: ${String(r.stderr).trim().slice(0, 200)}`);
+  }
+  if (await have("atq")) {
+    const r = await execa("atq", [], { reject: false, timeout: 30_000 });
+    // "<id>\t<date> <queue> <user>" per job.
+    const ids = String(r.stdout)
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f.length >= 2 && f[f.length - 1] === account && /^\d+$/.test(f[0]!))
+      .map((f) => f[0]!);
+    if (ids.length > 0) await execa("atrm", ids, { reject: false, timeout: 30_000 });
+  }
+  for (const spool of o.cronSpools ?? CRON_SPOOLS) {
+    const dir = await Dir.open(spool).catch(() => undefined);
+    if (!dir) continue;
+    try {
+      const st = await dir.lstat(account).catch(() => undefined);
+      if (st && !st.isDirectory()) await removeEntry(dir, account, `${spool}/${account}`).catch((e: unknown) => left.push(`${spool}/${account}: ${(e as Error).message}`));
+    } finally {
+      await dir.close();
+    }
+  }
+  for (const spool of o.atSpools ?? AT_SPOOLS) {
+    const names = await readdir(spool).catch(() => [] as string[]);
+    if (names.length === 0) continue;
+    left.push(...(await removeOwned(spool, uid, 0)));
+  }
+  return left;
+}
+
+/** Slurm: the account's jobs the batch system still lists (any state); undefined when squeue cannot say. */
+async function slurmJobs(account: string, config: CompiledConfig): Promise<number | undefined> {
+  const r = await execa(join(config.lrms.slurm.binPath, "squeue"), ["-h", "-u", account, "-o", "%i"], { reject: false, timeout: 30_000 });
+  if (r.exitCode !== 0) return undefined;
+  return String(r.stdout).split("\n").filter((l) => l.trim() !== "").length;
+}
+
+/**
+ * Makes a pool account clean for its next holder. Returns undefined when it is (the lease may go),
+ * else the reason it is not (the lease stays).
+ */
+export async function scrubAccount(account: string, o: ScrubOptions): Promise<string | undefined> {
+  const a = (await lookupAccounts([account])).get(account);
+  // No such account: nothing can run as it or own anything by that name.
+  if (!a) return undefined;
+  if (a.uid === 0) return `account ${account} is root`;
+  if (o.config.lrms.backend === "slurm") {
+    const n = await slurmJobs(account, o.config);
+    if (n === undefined) return `squeue cannot list the jobs of ${account}`;
+    if (n > 0) return `Slurm still lists ${n} job(s) of ${account}`;
+  }
+  // Schedules first: a cron job started after the kill below would run as the next holder.
+  const schedules = await removeSchedules(account, a.uid, o);
+  const alive = await killAllOf(a.uid, a.gid);
+  const files: string[] = [];
+  for (const d of o.tempDirs ?? SHARED_TEMP_DIRS) files.push(...(await removeOwned(d, a.uid)));
+  const problems = [
+    ...schedules,
+    ...(alive.length > 0 ? [`${alive.length} process(es) of ${account} could not be ended (pids ${alive.slice(0, 5).join(" ")})`] : []),
+    ...files.slice(0, 5),
+  ];
+  if (problems.length > 0) {
+    o.log.warn({ account, problems }, "pool account not clean: its lease is kept");
+    return problems.join("; ");
+  }
+  return undefined;
+}
+
+/** The scrubber a privileged JEM hands to lease releases (none without root: nothing to scrub as). */
+export function accountScrubber(o: ScrubOptions): ((account: string) => Promise<string | undefined>) | undefined {
+  if (process.geteuid?.() !== 0) return undefined;
+  return (account) => scrubAccount(account, o);
+}
+
+export { pidsOfUid };
