@@ -151,7 +151,7 @@ describe.skipIf(!ROOT)("no process of a job outlives it; no pool account changes
     const t0 = Date.now();
     expect(await second.waitState(s.id!, ["FINISHED", "FAILED", "KILLED"], 60_000)).toBe("FAILED");
     expect(Date.now() - t0).toBeLessThan(45_000);
-    expect(second.info(s.id!)).toMatch(/walltime exceeded/);
+    expect(second.info(s.id!)).toMatch(/Walltime exceeded/);
     await until("no process of the account", () => procs() === "", 10_000);
   }, 90_000);
 });

@@ -84,7 +84,7 @@ function suite(mode: "auto" | "off") {
     const t0 = Date.now();
     const { localId } = await backend.submit(job);
     const done = await untilDone(job.jobId, localId, job.jobDir);
-    expect(done).toMatchObject({ kind: "done", exitCode: 137, message: "walltime exceeded (limit 60 s)" });
+    expect(done).toMatchObject({ kind: "done", exitCode: 137, message: "Walltime exceeded: the job ran past its limit of 60 s" });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(60 * SCALE * 1000 - 200);
     expect(running(m)).toBe("");
   }, 40_000);
@@ -103,7 +103,7 @@ describe.skipIf(!ROOT)("fork containment with cgroups", () => {
       const s = (await backend.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)!;
       return s.kind === "done" ? s : undefined;
     }, 60_000, 200);
-    expect(done).toMatchObject({ kind: "done", exitCode: 137, message: "CPU time exceeded (limit 60 s)" });
+    expect(done).toMatchObject({ kind: "done", exitCode: 137, message: "CPU time exceeded: the job used more than its limit of 60 s" });
   }, 70_000);
 
   it("memory: a job over its memory limit ends with \"memory exceeded\"", async () => {
@@ -116,7 +116,7 @@ describe.skipIf(!ROOT)("fork containment with cgroups", () => {
       const s = (await backend.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)!;
       return s.kind === "done" ? s : undefined;
     }, 60_000, 200);
-    expect(done).toMatchObject({ kind: "done", message: expect.stringMatching(/^memory exceeded/) });
+    expect(done).toMatchObject({ kind: "done", message: expect.stringMatching(/^Memory exceeded/) });
     expect(done.kind === "done" && done.exitCode).not.toBe(0);
   }, 70_000);
 });

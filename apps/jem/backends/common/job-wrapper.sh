@@ -80,7 +80,7 @@ __jem_finish() { # CODE MESSAGE
   __jem_now end
   extra+="LRMSEndTime=$end"$'\n'"exitcode=$code"$'\n'
   # The kernel killed a process for the job's memory limit (fork's cgroup counts it): say so.
-  (( code != 0 )) && __jem_oom && msg="memory exceeded"
+  (( code != 0 )) && __jem_oom && msg="Memory exceeded: the job used more memory than it asked for"
   __jem_diag "$extra"
   __jem_write "$JEM_DONE_FILE" "$code $msg"$'\n'
   # Ring the JEM's doorbell (best effort: the JEM's periodic scan finds lrms_done anyway).
@@ -204,7 +204,7 @@ done
 if (( __jem_code > 128 && __jem_code < 128 + 65 )); then
   __jem_sig=$(kill -l $((__jem_code - 128)) 2>/dev/null || echo $((__jem_code - 128)))
   # SIGXCPU: the CPU time limit (RLIMIT_CPU) was reached.
-  [[ $__jem_sig == XCPU ]] && __jem_finish "$__jem_code" "CPU time exceeded (SIGXCPU)"
+  [[ $__jem_sig == XCPU ]] && __jem_finish "$__jem_code" "CPU time exceeded: the job used all the CPU time it asked for (SIGXCPU)"
   __jem_finish "$__jem_code" "Job was terminated by SIG$__jem_sig"
 fi
 __jem_finish "$__jem_code" ""

@@ -193,14 +193,14 @@ export class ContainedFork implements Backend {
     const id = parseLocal(localId);
     if (l.wallSeconds !== undefined && id) {
       const ran = now - id.start / CLK_TCK;
-      if (ran >= l.wallSeconds * this.scale) return `walltime exceeded (limit ${l.wallSeconds} s)`;
+      if (ran >= l.wallSeconds * this.scale) return `Walltime exceeded: the job ran past its limit of ${l.wallSeconds} s`;
     }
     if (l.cpuSeconds !== undefined && this.cgroups?.cpu) {
       const used = await this.cgroups.cpuSeconds(jobId);
-      if (used !== undefined && used >= l.cpuSeconds * this.scale) return `CPU time exceeded (limit ${l.cpuSeconds} s)`;
+      if (used !== undefined && used >= l.cpuSeconds * this.scale) return `CPU time exceeded: the job used more than its limit of ${l.cpuSeconds} s`;
     }
     if (l.memoryMB !== undefined && this.cgroups?.memory && (await this.cgroups.oomKills(jobId)) > 0) {
-      return `memory exceeded (limit ${l.memoryMB} MB)`;
+      return `Memory exceeded: the job used more than its limit of ${l.memoryMB} MB`;
     }
     return undefined;
   }

@@ -34,7 +34,7 @@ function signalName(n: number): string {
 /** Texts of the job wrapper (backends/common/job-wrapper.sh) that are the user's doing. */
 const USER_TEXTS = [/^Executable .* not found$/, /^Standard input file .* not found$/];
 /** Verdicts of the batch system's poll (backends/<name>/poll) that are about the job's own limits. */
-const LIMIT_TEXTS = [/^Walltime exceeded\b/, /^CPU time exceeded\b/, /^Memory exceeded\b/];
+const LIMIT_TEXTS = [/^Walltime exceeded\b/i, /^CPU time exceeded\b/i, /^Memory exceeded\b/i];
 
 /** A termination by signal as the wrapper reports it: the batch system may know why. */
 export function isSignalEnd(code: number, message: string): boolean {
