@@ -29,6 +29,11 @@ export const REST_STATE_NAMES = [
   "OTHER", "EXECUTED", "FINISHING", "FINISHED", "FAILED", "KILLING", "KILLED", "WIPED",
 ] as const;
 
+/** E7: "<file type> is one of" these fourteen. */
+export const DIAGNOSE_TYPES = [
+  "failed", "local", "errors", "description", "diag", "comment", "status", "acl", "xml", "input", "output", "input_status", "output_status", "statistics",
+] as const;
+
 // ---- a minimal XML reader (elements, attributes, text; enough for the service's documents) ----
 
 export interface XNode {
