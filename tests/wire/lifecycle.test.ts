@@ -68,6 +68,16 @@ const waitState = (id: string, want: readonly string[], ms = 60_000) =>
     return want.includes(s) ? s : undefined;
   }, ms, `job ${id} in ${want.join("/")}`);
 
+/** A job of its own that ran to FINISHED, for the checks about finished jobs (shared, made once). */
+let finished: Promise<string> | undefined;
+const aFinishedJob = () =>
+  (finished ??= (async () => {
+    const { items } = await submit(client, "1.1", '&(executable="/bin/echo")(arguments="done")(stdout="out.txt")', "json");
+    const id = items[0]!.id!;
+    await waitState(id, ["FINISHED"]);
+    return id;
+  })());
+
 describe("States and transitions, through a whole CE", () => {
   it("a job waiting for client uploads: submitted ACCEPTING, then FINISHED once its input arrives; info says arcrest:FINISHED", async () => {
     for (const fmt of FORMATS) {
@@ -87,11 +97,15 @@ describe("States and transitions, through a whole CE", () => {
     }
   }, 150_000);
 
-  it("E3 state filter finds the finished jobs", async () => {
+  it("E3 state filter: a finished job is listed under FINISHED, not under ACCEPTING", async () => {
+    const id = await aFinishedJob();
     const r = await client.request("GET", `${client.rest}/1.1/jobs?state=FINISHED`, { accept: ACCEPT.json });
     expect(r.status).toBe(200);
-    expect(r.json().job.length).toBeGreaterThanOrEqual(2);
-  });
+    // Items of a filtered list also carry their state (as A-REX; not yet a README Deviations row: see status.test.ts).
+    expect(r.json().job).toContainEqual({ id, state: "FINISHED" });
+    const other = await client.request("GET", `${client.rest}/1.1/jobs?state=ACCEPTING`, { accept: ACCEPT.json });
+    expect(other.json().job.map((j: { id: string }) => j.id)).not.toContain(id);
+  }, 90_000);
 
   it("a failing job ends FAILED; restart → per-item 202 (queued) and the job leaves FAILED", async () => {
     const { items } = await submit(client, "1.0", '&(executable="/bin/sh")(arguments="-c" "sleep 2; exit 3")(rerun=1)', "xml");
@@ -116,8 +130,7 @@ describe("States and transitions, through a whole CE", () => {
   }, 120_000);
 
   it("diagnose: a run job answers each of the 14 types with 200 or 404, and has errors, diag and status", async () => {
-    const ids = (await client.request("GET", `${client.rest}/1.1/jobs?state=FINISHED`, { accept: ACCEPT.json })).json().job.map((j: { id: string }) => j.id);
-    const id = ids[0] as string;
+    const id = await aFinishedJob();
     for (const type of DIAGNOSE_TYPES) {
       const r = await client.request("GET", `${client.rest}/1.1/jobs/${id}/diagnose/${type}`);
       expect([200, 404], type).toContain(r.status);
@@ -125,13 +138,13 @@ describe("States and transitions, through a whole CE", () => {
     for (const type of ["errors", "diag", "status", "description"]) {
       expect((await client.request("GET", `${client.rest}/1.1/jobs/${id}/diagnose/${type}`)).status, type).toBe(200);
     }
-  });
+  }, 90_000);
 
   it("clean of a finished job: 202 (queued)", async () => {
-    const ids = (await client.request("GET", `${client.rest}/1.1/jobs?state=FINISHED`, { accept: ACCEPT.json })).json().job.map((j: { id: string }) => j.id);
-    const { items } = await bulk(client, "1.1", "clean", [ids[0]], "json");
-    expect(items[0]).toMatchObject({ "status-code": "202", reason: "Queued for cleaning" });
-  });
+    const id = await aFinishedJob();
+    const { items } = await bulk(client, "1.1", "clean", [id], "json");
+    expect(items[0]).toMatchObject({ "status-code": "202", reason: "Queued for cleaning", id });
+  }, 90_000);
 
   it("every state a status answer named on the way is one of the 17 REST state names", () => {
     expect(seen.size).toBeGreaterThan(2);
