@@ -248,6 +248,13 @@ describe("E5 action=delegations: the delegations of a job", () => {
       });
     }
   }
+  it("1.1: the delegation_id parameter is a default; a delegation id inside the description wins (E4 query table)", async () => {
+    const other = await newX509(t, "1.1");
+    const sub = await submit(t, "1.1", `&(executable="/bin/echo")(delegationid="${other}")`, "json", { query: `&delegation_id=${deleg}` });
+    expect(sub.items[0]!["status-code"]).toBe("201");
+    const { items } = await bulk(t, "1.1", "delegations", [sub.items[0]!.id!], "json");
+    expect(items[0]!.delegation_id).toEqual([other]);
+  });
   it("an unknown id: 404 with the id", async () => {
     const { items } = await bulk(t, "1.1", "delegations", ["00000000-0000-4000-8000-000000000000"], "json");
     expect(items[0]).toMatchObject({ "status-code": "404", id: "00000000-0000-4000-8000-000000000000" });

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../../apps/gateway/test/harness.js";
-import { ACCEPT, FORMATS, UUID, VERSIONS, bulk, errorOf, expectFormat, expectItemBasics, submit, type Item } from "./wire.js";
+import { ACCEPT, FORMATS, UUID, VERSIONS, bulk, errorOf, expectFormat, expectItemBasics, itemsOf, submit, type Item } from "./wire.js";
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -125,6 +125,14 @@ describe("E4 submission: several descriptions, failed items", () => {
       });
     }
   }
+
+  it("a body without Content-Type is read by its first character (Deviation #11: the ARC C++ client sends none)", async () => {
+    for (const body of [XRSL(), adl("untyped")]) {
+      const r = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, { body, accept: ACCEPT.xml });
+      expect(r.status).toBe(201);
+      expectCreated(itemsOf(r, "xml")[0]!);
+    }
+  });
 
   it("a present runtime environment is accepted", async () => {
     const { items } = await submit(t, "1.0", XRSL('(runtimeenvironment="ENV/PRESENT")'), "xml");

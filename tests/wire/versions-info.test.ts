@@ -32,6 +32,18 @@ describe("General rules 3: the format follows Accept", () => {
   }
 });
 
+describe("General rules 2: all URL parts right of the host name are case-sensitive", () => {
+  it("REST, Info, Jobs in another case → 404; action=NEW is no submission → 400 naming it (Deviation #9)", async () => {
+    const mount = t.rest.slice(0, -"/rest".length);
+    for (const path of [`${mount}/REST`, `${t.rest}/1.1/Info`, `${t.rest}/1.1/JOBS`]) {
+      expect((await t.request("GET", path, { accept: ACCEPT.json })).status, path).toBe(404);
+    }
+    const r = await t.request("POST", `${t.rest}/1.1/jobs?action=NEW`, { body: '&(executable="/bin/echo")', headers: { "content-type": "application/rsl" }, accept: ACCEPT.json });
+    expect(r.status).toBe(400);
+    expect(errorOf(r, "json").reason).toContain("NEW");
+  });
+});
+
 describe("E1 supported versions (GET <endpoint>/rest)", () => {
   it("JSON: key version holding the version strings, each <number>.<number>, 1.0 and 1.1 among them", async () => {
     const r = await t.request("GET", t.rest, { accept: ACCEPT.json });
