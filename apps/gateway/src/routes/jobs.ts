@@ -1,5 +1,5 @@
 import type { Context, Hono } from "hono";
-import { bulkResultsDoc, jobListDoc } from "@ce/glue2";
+import { type BulkItem, bulkResultsDoc, jobListDoc } from "@ce/glue2";
 import { REST_STATES, type RestState, isRestState } from "@ce/model";
 import type { AppEnv, Identity } from "../context.js";
 import { BadRequest, CeError, MethodNotAllowed, NotFound } from "../errors.js";
@@ -116,8 +116,18 @@ async function submit(c: Context<AppEnv>): Promise<Response> {
     clientSoftware: c.req.header("user-agent"),
     log: c.get("log"),
   });
-  return respond(c, bulkResultsDoc(items), { status: 201, title: "Submitted jobs" });
+  return respond(c, bulkResultsDoc(items.map(asSubmitted)), { status: 201, title: "Submitted jobs" });
 }
+
+/**
+ * E4: a created item says ACCEPTING, the state the interface gives every successful submission,
+ * whatever the record holds: jobs that only wait for the client's uploads are stored already
+ * admitted (PREPARING), an internal shortcut clients must not see (tests/wire/submission.test.ts).
+ */
+function asSubmitted(item: BulkItem): BulkItem {
+  return item.statusCode === 201 && item.state !== undefined ? { ...item, state: SUBMITTED_STATE } : item;
+}
+const SUBMITTED_STATE: RestState = "ACCEPTING";
 
 async function bulk(c: Context<AppEnv>, action: (typeof BULK_ACTIONS)[number]): Promise<Response> {
   requireScope(c, ACTION_SCOPE[action]);
