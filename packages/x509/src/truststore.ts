@@ -49,7 +49,7 @@ export type Revocation = { problem: string } | { revoked: ReadonlySet<string> };
 interface LooseCrl {
   crl: Crl;
   tbs: Buffer;
-  hash: string | undefined;
+  hash: string | null | undefined;
   signature: Buffer;
 }
 const NO_SERIALS: ReadonlySet<string> = new Set();
