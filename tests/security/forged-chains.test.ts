@@ -9,7 +9,7 @@ import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createCrl, createProxy, issueUserCert, subjectHash, victimLoopChain, writeCADir, type TestCredential } from "@ce/x509/testing";
+import { createCA, createCrl, createProxy, issueUserCert, subjectHash, victimLoopChain, writeCADir, type TestCredential } from "@ce/x509/testing";
 import { createPki, startTestGateway, XRSL, type TestGateway } from "../../apps/gateway/test/harness.js";
 
 interface Res {
@@ -163,6 +163,25 @@ describe("CA policy through the gateway", () => {
       expect((await lax.request("GET", `${lax.rest}/1.0/jobs`, { as: "alice" })).status).toBe(200);
     } finally {
       await lax.close();
+    }
+  });
+
+  it("a sub-CA the client presents cannot vouch for a name outside its anchor's namespace (enforce and require)", async () => {
+    // The sub-CA's own name is inside the installed root's namespace; it is not installed itself.
+    const sub = createCA({ dn: "/DC=org/DC=cetest/CN=Sub CA", issuer: pki.ca });
+    const forged = createProxy(issueUserCert(sub, { dn: "/DC=org/DC=elsewhere/CN=Someone Else" }));
+    const insider = createProxy(issueUserCert(sub, { dn: "/DC=org/DC=cetest/CN=Sub Insider" }));
+    const dir = caDir((d, h) => writeFileSync(join(d, `${h}.namespaces`), `TO Issuer "${pki.ca.dn}" PERMIT Subject "/DC=org/DC=cetest/.*"\n`), [createCrl(sub, [])]);
+    for (const namespaces of ["enforce", "require"] as const) {
+      const t = await startTestGateway(inject("redisUrl"), { auth: { caDir: dir, x509: { namespaces } } });
+      try {
+        const r = await tlsGet(t, `${t.rest}/1.0/jobs`, forged.chainPem, forged.keyPem);
+        expect(r.status).toBe(401);
+        expect(r.text).toMatch(/Someone Else.*outside the namespace of CA .*governs CA .*Sub CA.*not installed/);
+        expect((await tlsGet(t, `${t.rest}/1.0/jobs`, insider.chainPem, insider.keyPem)).status).toBe(200);
+      } finally {
+        await t.close();
+      }
     }
   });
 });

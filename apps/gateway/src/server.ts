@@ -103,8 +103,8 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   await control.ensureRoots();
   let trust: TrustStore;
   try {
-    const { crlExpired, crlUnparsable, namespaces } = config.auth.x509;
-    trust = await TrustStore.load(config.auth.caDir, { crlExpired, crlUnparsable, namespaces });
+    const { crlExpired, crlUnparsable, namespaces, crlRequired } = config.auth.x509;
+    trust = await TrustStore.load(config.auth.caDir, { crlExpired, crlUnparsable, namespaces, crlRequired });
   } catch (e) {
     throw new Error(`cannot load the CA directory ${config.auth.caDir}: ${(e as Error).message}`);
   }

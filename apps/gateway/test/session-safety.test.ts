@@ -194,11 +194,15 @@ describe("E6 resources are released when clients go away", () => {
     expect((await h.raw("GET", sessOf(id, "/large.bin"), { headers: { range: "bytes=0-3" } })).body).toEqual(Buffer.from([7, 7, 7, 7]));
   });
 
-  it("PUT after DELETE of the whole session directory recreates it", async () => {
+  it("PUT after DELETE of the whole session directory is refused: the CE never recreates it with its own owner and mode", async () => {
     const id = await h.newJob();
     await putTo(id, "/a", "1");
     expect((await h.raw("DELETE", sessOf(id))).status).toBe(202);
-    expect((await putTo(id, "/b/c", "2")).status).toBe(200);
-    expect(await readFile(join(h.services.control.sessionDir(id), "b", "c"), "utf8")).toBe("2");
+    for (const path of ["/b/c", "/a"]) {
+      const r = await h.raw("PUT", sessOf(id, path), { body: "2", headers: { accept: "application/json" } });
+      expect(r.status).toBe(409);
+      expect(r.text).toMatch(/session directory of this job was deleted; it is not recreated/);
+    }
+    await expect(stat(h.services.control.sessionDir(id))).rejects.toThrow(/ENOENT/);
   });
 });

@@ -224,6 +224,8 @@ export const configSchema = z.object({
           crlUnparsable: z.enum(["deny", "allow"]).default("deny"),
           /** CA `.namespaces`/`.signing_policy`: `enforce` where present, `require` for every CA, or `ignore`. */
           namespaces: z.enum(["enforce", "require", "ignore"]).default("enforce"),
+          /** Issuing CAs that need a CRL in caDir: `intermediates` a client presents (not installed), `all`, or `none`. */
+          crlRequired: z.enum(["intermediates", "all", "none"]).default("intermediates"),
           /** Most certificates a client may present (leaf, proxies, intermediates). */
           maxChainCertificates: z.number().int().min(2).max(64).default(16),
           /** RSA key sizes accepted in a presented chain (bits). */

@@ -17,11 +17,23 @@ export interface AccountPolicy {
   minUid: number;
   /** uids the CE itself runs as (never a mapping target). */
   ceUids: readonly number[];
+  /**
+   * The CE's own groups: session and batch dirs are shared with it (2770, files g+rw), so a
+   * member could read and change every job's files. Never a group of a mapping target.
+   */
+  ceGids?: readonly number[];
 }
 
 /** The CE's own uids: real and effective uid of this process. */
 export function ownUids(): number[] {
   return process.getuid && process.geteuid ? [...new Set([process.getuid(), process.geteuid()])] : [];
+}
+
+/** The CE's own groups: real and effective gid of this process, and CE_GID when set (the JEM's). */
+export function ownGids(): number[] {
+  const env = Number(process.env.CE_GID ?? Number.NaN);
+  const ids = process.getgid && process.getegid ? [process.getgid(), process.getegid()] : [];
+  return [...new Set(Number.isInteger(env) ? [...ids, env] : ids)];
 }
 
 /** Why an account may not be a mapping target, or undefined when it may. */
@@ -30,6 +42,8 @@ export function accountProblem(a: Account, p: AccountPolicy): string | undefined
   if (p.ceUids.includes(a.uid)) return `account ${a.account} (uid ${a.uid}) is the CE's own account`;
   if (a.uid < p.minUid) return `account ${a.account} has uid ${a.uid}, below mapping.minUid ${p.minUid}`;
   if (a.groups.includes(0)) return `account ${a.account} is in the root group (gid 0)`;
+  const shared = a.groups.find((g) => p.ceGids?.includes(g));
+  if (shared !== undefined) return `account ${a.account} is in the CE's own group (gid ${shared}), which shares every job's session and batch directories`;
   return undefined;
 }
 

@@ -3,7 +3,7 @@ import type { MappingConfig } from "@ce/config";
 import { type AccountScrub, PoolLeases, type ReleaseResult } from "@ce/store";
 
 export { type MatchIdentity, allMatch, fqanForms, invalidRules, ruleMatches, shortFqan } from "./rules.js";
-export { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownUids } from "./accounts.js";
+export { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownGids, ownUids } from "./accounts.js";
 export { type GridMap, type GridMapEntry, GridMapFile, parseGridMap } from "./gridmap.js";
 // Pool leases live in the store (keys, Lua); re-exported for the mapping's users.
 export { type AccountScrub, PoolLeases, type ReleaseResult } from "@ce/store";

@@ -39,10 +39,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const create = (mapping: unknown, opts: { ceUids?: number[] } = {}) =>
+const create = (mapping: unknown, opts: { ceUids?: number[]; ceGids?: number[] } = {}) =>
   Mapper.create(compileConfig({ mapping } as never).mapping!, { redis, prefix: `{mapper-${randomBytes(4).toString("hex")}}`, ...opts });
 
-async function problems(mapping: unknown, opts: { ceUids?: number[] } = {}): Promise<string[]> {
+async function problems(mapping: unknown, opts: { ceUids?: number[]; ceGids?: number[] } = {}): Promise<string[]> {
   try {
     await create(mapping, opts);
     return [];
@@ -88,6 +88,18 @@ describe.runIf(root)("account checks", () => {
     // nobody (65534) is allowed unless it is the CE's own; minUid raised above it refuses it too.
     expect(await problems({ minUid: 70000, onNoMatch: { user: "nobody" } })).toEqual(["mapping.onNoMatch: account nobody has uid 65534, below mapping.minUid 70000"]);
     expect(accountProblem({ account: "x", uid: 5000, gid: 0, groups: [0] }, { minUid: 1000, ceUids: [] })).toBe("account x is in the root group (gid 0)");
+  });
+
+  it("refuses an account in the CE's own group (primary or supplementary) at boot, naming it", async () => {
+    const a = (await lookupAccounts([u1])).get(u1)!;
+    const ceGid = a.groups[1]!; // the test group, a supplementary group of u1 only
+    expect(await problems({ rules: [{ match: "dn:/CN=a", user: u1 }, { match: "dn:/CN=b", user: u2 }] }, { ceGids: [ceGid] })).toEqual([
+      `mapping.rules[0]: account ${u1} is in the CE's own group (gid ${ceGid}), which shares every job's session and batch directories`,
+    ]);
+    expect(await problems({ rules: [{ match: "dn:/CN=c", pool: { accounts: pool } }] }, { ceGids: [a.gid] })).toEqual([
+      `mapping.rules[0] pool: account ${pool[0]} is in the CE's own group (gid ${a.gid}), which shares every job's session and batch directories`,
+      `mapping.rules[0] pool: account ${pool[1]} is in the CE's own group (gid ${a.gid}), which shares every job's session and batch directories`,
+    ]);
   });
 
   it("refuses a grid-mapfile that is missing or maps to a forbidden account at boot, naming file and line", async () => {

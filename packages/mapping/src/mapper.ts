@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { MappingConfig, MappingRule } from "@ce/config";
 import type { LocalUser } from "@ce/model";
-import { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownUids } from "./accounts.js";
+import { type Account, type AccountPolicy, accountProblem, lookupAccounts, ownGids, ownUids } from "./accounts.js";
 import { MappingConfigError, MappingRefused } from "./errors.js";
 import { type GridMap, GridMapFile } from "./gridmap.js";
 import { PoolLeases } from "@ce/store";
@@ -14,6 +14,8 @@ export interface MapperOptions {
   prefix: string;
   /** uids that are never targets; default: this process's own. */
   ceUids?: readonly number[];
+  /** gids that no target may belong to; default: this process's own (and CE_GID). */
+  ceGids?: readonly number[];
   onWarning?: (msg: string) => void;
   /** Account lookup (tests may count calls); default getent. */
   lookup?: (names: readonly string[]) => Promise<Map<string, Account>>;
@@ -61,7 +63,7 @@ export class Mapper {
 
   static async create(cfg: MappingConfig, opts: MapperOptions): Promise<Mapper> {
     const problems: string[] = [];
-    const policy: AccountPolicy = { minUid: cfg.minUid, ceUids: opts.ceUids ?? ownUids() };
+    const policy: AccountPolicy = { minUid: cfg.minUid, ceUids: opts.ceUids ?? ownUids(), ceGids: opts.ceGids ?? ownGids() };
     const lookup = opts.lookup ?? lookupAccounts;
     // Every account named in the configuration, resolved in one go.
     const named = cfg.rules.flatMap((r) => (r.user ? [r.user] : r.pool ? poolAccounts(r.pool) : []));

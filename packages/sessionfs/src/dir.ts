@@ -141,17 +141,16 @@ const ignoreExists = (err: unknown) => {
 /**
  * Opens the directory holding the last segment (or the root itself when `segments` is empty,
  * returned as `{ dir: root, name: undefined }`). With `create`, missing intermediate directories
- * are made (PUT creates parents, decisions #14). The caller must close `dir`.
+ * are made (PUT creates parents, decisions #14). The session root itself is never made: a deleted
+ * one would come back with the creator's owner and mode (root's, world-readable), not the mapped
+ * account's, so it stays missing ("missing" at "/"). The caller must close `dir`.
  */
 export async function openParent(root: string, segments: readonly string[], create = false): Promise<{ dir: Dir; name: string | undefined }> {
   let dir: Dir;
   try {
     dir = await Dir.open(root);
   } catch (e) {
-    if (create && errno(e) === "ENOENT") {
-      await mkdir(root, { mode: 0o755 }).catch(ignoreExists);
-      dir = await Dir.open(root).catch((err: unknown) => classify(err, "/"));
-    } else classify(e, "/");
+    return classify(e, "/");
   }
   const parents = segments.slice(0, -1);
   try {

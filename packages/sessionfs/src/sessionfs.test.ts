@@ -72,6 +72,13 @@ describe("opening names in a session directory", () => {
     expect(await readFile(join(session, "new/file"), "utf8")).toBe("x");
   });
 
+  it("creates missing parents but never the session root itself (it would not be the account's)", async () => {
+    await rm(session, { recursive: true });
+    const e = await refusal(openForWrite(session, ["d", "f"]));
+    expect([e.kind, e.at]).toEqual(["missing", "/"]);
+    expect(existsSync(session)).toBe(false);
+  });
+
   it("refuses a FIFO without blocking", async () => {
     execFileSync("mkfifo", [join(session, "pipe")]);
     const t0 = Date.now();

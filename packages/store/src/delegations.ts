@@ -162,14 +162,10 @@ export class DelegationStore {
     await runScript(this.redis, "ceDelegExpiry", jobs.map((j) => this.keys.job(j)), [id, String(expires)]);
   }
 
-  /** x509: the public chain (no key); jwt: the token. */
+  /** x509: the public chain (no key). A jwt delegation has no public part: its token is a secret. */
   async publicPart(id: string, owner: string): Promise<string | undefined> {
     const rec = await this.get(id, owner);
-    if (!rec) return undefined;
-    if (rec.type === "jwt") {
-      const sealed = await this.redis.hget(this.keys.deleg(id), "token");
-      return sealed ? this.box.open(sealed, this.aad(id, owner, "token")) : "";
-    }
+    if (!rec || rec.type !== "x509") return undefined;
     return (await this.redis.hget(this.keys.deleg(id), "public")) ?? "";
   }
 
@@ -213,7 +209,8 @@ export class DelegationStore {
     const rec = await this.get(delegationId, owner);
     if (!rec) return undefined;
     if (rec.type === "jwt") {
-      const token = await this.publicPart(delegationId, owner);
+      const sealed = await this.redis.hget(this.keys.deleg(delegationId), "token");
+      const token = sealed ? this.box.open(sealed, this.aad(delegationId, owner, "token")) : "";
       return token ? { type: "jwt", delegationId, token, expires: rec.expires } : undefined;
     }
     const sealed = await this.redis.hget(this.keys.deleg(delegationId), "proxy");

@@ -34,8 +34,25 @@ export interface TrustPolicy {
   crlUnparsable: "deny" | "allow";
   /** Namespace files: enforce where present (default), require one for every CA, or ignore them. */
   namespaces: "enforce" | "require" | "ignore";
+  /**
+   * Which issuing CAs need a CRL in the directory: only CAs the client presents that are not
+   * installed (default: nothing else would ever revoke what they issue), every CA, or none.
+   */
+  crlRequired: "intermediates" | "all" | "none";
 }
-export const DEFAULT_TRUST_POLICY: TrustPolicy = { crlExpired: "deny", crlUnparsable: "deny", namespaces: "enforce" };
+export const DEFAULT_TRUST_POLICY: TrustPolicy = { crlExpired: "deny", crlUnparsable: "deny", namespaces: "enforce", crlRequired: "intermediates" };
+
+/** What certificates issued by one CA face: a refusal, or the serials its CRL revokes. */
+export type Revocation = { problem: string } | { revoked: ReadonlySet<string> };
+
+/** A CRL whose issuer is no installed CA: kept for a CA the client may present under that name. */
+interface LooseCrl {
+  crl: Crl;
+  tbs: Buffer;
+  hash: string | null | undefined;
+  signature: Buffer;
+}
+const NO_SERIALS: ReadonlySet<string> = new Set();
 
 /** What is known of one CA's CRL: the newest nextUpdate, or why its CRL file is unusable. */
 interface CrlState {
@@ -49,6 +66,7 @@ export class TrustStore {
   private revokedByCa = new Map<string, Set<string>>();
   private crlByCa = new Map<string, CrlState>();
   private eaclByCa = new Map<string, Eacl>();
+  private looseCrls = new Map<string, LooseCrl[]>();
   private fingerprints = new Set<string>();
   /** Problems met while loading (unreadable files, CRLs without a matching CA); never key material. */
   warnings: string[] = [];
@@ -153,6 +171,7 @@ export class TrustStore {
     }
     const revokedByCa = new Map<string, Set<string>>();
     const crlByCa = new Map<string, CrlState>();
+    const looseCrls = new Map<string, LooseCrl[]>();
     const broken = (file: CrlFile, why: string) => {
       // A hash-named CRL file names its CA even when its content is unusable: that CA fails closed.
       const cas = file.hash ? byHash.get(file.hash) ?? [] : [];
@@ -178,7 +197,15 @@ export class TrustStore {
           (c) => hash !== undefined && cryptoVerify(hash, tbs, c.x509.publicKey, signature),
         );
         if (!ca) {
-          broken(file, "no CA in the store matches its issuer and signature");
+          const namedCa = file.hash !== undefined && (byHash.get(file.hash)?.length ?? 0) > 0;
+          if (namedCa) {
+            broken(file, "no CA in the store matches its issuer and signature");
+          } else {
+            // Checked against the key of a presented intermediate of that name when one comes.
+            const list = looseCrls.get(crl.issuerKey) ?? [];
+            list.push({ crl, tbs, hash: SIG_HASH[sigAlgOid], signature });
+            looseCrls.set(crl.issuerKey, list);
+          }
           continue;
         }
         const fp = ca.x509.fingerprint256;
@@ -208,6 +235,7 @@ export class TrustStore {
     this.revokedByCa = revokedByCa;
     this.crlByCa = crlByCa;
     this.eaclByCa = eaclByCa;
+    this.looseCrls = looseCrls;
     this.warnings = warnings;
   }
 
@@ -220,6 +248,65 @@ export class TrustStore {
       return `the CRL of CA ${JSON.stringify(subjectOf(ca))} expired at ${st.nextUpdate.toISOString()}`;
     }
     return undefined;
+  }
+
+  /**
+   * The CRL verdict for what `ca` issued. An installed CA: its CRL from the directory. A CA the
+   * client presented (`installed` false): CRLs in the directory whose issuer is its name and whose
+   * signature its key verifies (each check is charged to `budget`), with the same expiry rules.
+   */
+  revocation(ca: CertInfo, installed: boolean, now: Date, budget: { left: number }): Revocation {
+    const name = JSON.stringify(ca.subject.oneLine);
+    if (installed) {
+      const problem = this.crlProblem(ca.x509, now);
+      if (problem) return { problem };
+      if (this.policy.crlRequired === "all" && !this.crlByCa.has(ca.x509.fingerprint256)) {
+        return { problem: `CA ${name} has no CRL in the CA directory (CRLs are required for every CA)` };
+      }
+      return { revoked: this.revokedByCa.get(ca.x509.fingerprint256) ?? NO_SERIALS };
+    }
+    let newest: Crl | undefined;
+    const revoked = new Set<string>();
+    for (const l of this.looseCrls.get(ca.subject.key) ?? []) {
+      if (budget.left-- <= 0) return { problem: "too many signature checks for one certificate chain" };
+      let ok = false;
+      try {
+        ok = l.hash !== undefined && cryptoVerify(l.hash, l.tbs, ca.x509.publicKey, l.signature);
+      } catch {
+        ok = false;
+      }
+      if (!ok) continue;
+      for (const s of l.crl.revoked) revoked.add(s);
+      if (!newest || l.crl.thisUpdate > newest.thisUpdate) newest = l.crl;
+    }
+    if (!newest) {
+      if (this.policy.crlRequired === "none") return { revoked: NO_SERIALS };
+      return { problem: `CA ${name} is not installed and no CRL signed by it is in the CA directory; install the CA or its CRL` };
+    }
+    if (newest.nextUpdate && newest.nextUpdate.getTime() < now.getTime() && this.policy.crlExpired === "deny") {
+      return { problem: `the CRL of CA ${name} (not installed) expired at ${newest.nextUpdate.toISOString()}` };
+    }
+    return { revoked };
+  }
+
+  /**
+   * Why `ca`, a CA the client presented that is not installed, may not vouch for `subjectDn`.
+   * The policy file of `anchor`, the nearest installed CA above it, governs it (IGTF: the trust
+   * anchor's file lists what its whole chain may sign): its rules for `ca` by name when it has
+   * any, else the anchor's own namespace, which bounds whatever it vouches for through a sub-CA.
+   * Without such a file nothing covers `ca`, so it is refused unless namespaces are ignored.
+   */
+  presentedNamespaceProblem(anchor: CertInfo, ca: CertInfo, subjectDn: string): string | undefined {
+    if (this.policy.namespaces === "ignore") return undefined;
+    const caDn = ca.subject.oneLine;
+    const anchorDn = anchor.subject.oneLine;
+    const eacl = this.eaclByCa.get(anchor.x509.fingerprint256);
+    if (!eacl) {
+      return `CA ${JSON.stringify(caDn)} is not installed and installed CA ${JSON.stringify(anchorDn)} has no .namespaces or .signing_policy file to cover what it issues; install the CA with its policy`;
+    }
+    const named = eacl.rules.some((r) => r.issuer !== "SELF" && r.issuer.toLowerCase() === caDn.toLowerCase());
+    const why = named ? eaclDenies(eacl, caDn, subjectDn, anchorDn) : eaclDenies(eacl, anchorDn, subjectDn, anchorDn);
+    return why && `${why}; it governs CA ${JSON.stringify(caDn)}, which is not installed`;
   }
 
   /** Why `ca` may not vouch for `subjectDn` under its namespace policy, if it may not. */

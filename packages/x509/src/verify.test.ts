@@ -69,6 +69,8 @@ describe("verifyChain: accepted chains", () => {
   });
 
   it("intermediate CA presented by the client, and pathLen honoured", () => {
+    // Path building only: the CA policy for presented intermediates is in verify-intermediate.test.ts.
+    const store = TrustStore.fromPem(ca.certPem, [], { namespaces: "ignore", crlRequired: "none" });
     const sub = createCA({ dn: "/O=Grid/CN=Sub CA", issuer: ca });
     const u = issueUserCert(sub, { dn: "/O=Grid/CN=Sub User" });
     expect(verifyChain(createProxy(u).chainPem, store)).toMatchObject({ ok: true, issuerCA: "/O=Grid/CN=Sub CA" });
@@ -187,7 +189,7 @@ describe("verifyChain: rejected chains", () => {
     const root = createCA({ dn: "/O=Grid/CN=Root PL0", pathLen: 0 });
     const sub = createCA({ dn: "/O=Grid/CN=Sub PL", issuer: root });
     const u = issueUserCert(sub, { dn: "/O=Grid/CN=PL User" });
-    fail(verifyChain(u.chainPem, TrustStore.fromPem(root.certPem)), "UNTRUSTED_ISSUER", /pathLenConstraint 0/);
+    fail(verifyChain(u.chainPem, TrustStore.fromPem(root.certPem, [], { namespaces: "ignore", crlRequired: "none" })), "UNTRUSTED_ISSUER", /pathLenConstraint 0/);
     expect(verifyChain(issueUserCert(root, { dn: "/O=Grid/CN=Direct" }).chainPem, TrustStore.fromPem(root.certPem))).toMatchObject({ ok: true });
   });
 

@@ -118,7 +118,8 @@ function run(input: X509Certificate[] | string, store: TrustStore, opts: VerifyO
     }
   }
 
-  const path = buildPath(bundle, store, lim.maxDepth, { left: lim.maxSignatureChecks });
+  const budget: Budget = { left: lim.maxSignatureChecks };
+  const path = buildPath(bundle, store, lim.maxDepth, budget);
   checkStructure(path);
   for (const { info } of path) {
     if (info.notBefore.getTime() > now.getTime()) {
@@ -129,22 +130,8 @@ function run(input: X509Certificate[] | string, store: TrustStore, opts: VerifyO
     }
   }
   const kinds = path.map((l) => classifyCertificate(l.info));
-  // Per trust-store CA: its CRL must be usable, must not revoke, and its namespace must cover
-  // every non-proxy subject it vouches for (proxies are bound by the proxy naming rules instead).
-  for (let i = 0; i + 1 < path.length; i++) {
-    const issuer = path[i + 1]!;
-    if (!issuer.fromStore) continue;
-    const crl = store.crlProblem(issuer.info.x509, now);
-    if (crl) throw new Fail("CRL_UNUSABLE", `${crl}; certificates it issued are refused`);
-    if (store.isRevoked(issuer.info.x509, path[i]!.info.serialHex)) {
-      throw new Fail("REVOKED", `certificate ${dnOf(path[i]!.info)} (serial ${path[i]!.info.serialHex}) is revoked by ${dnOf(issuer.info)}`);
-    }
-    if (kinds[i]!.kind !== "proxy") {
-      const ns = store.namespaceProblem(issuer.info, path[i]!.info.subject.oneLine);
-      if (ns) throw new Fail("NAMESPACE", ns);
-    }
-  }
   const ee = kinds.findIndex((k) => k.kind !== "proxy");
+  checkCaPolicy(path, ee, store, now, budget);
   const eeInfo = path[ee]!.info;
   return {
     ok: true,
@@ -156,6 +143,35 @@ function run(input: X509Certificate[] | string, store: TrustStore, opts: VerifyO
     issuerCA: eeInfo.issuer.oneLine,
     chain: path.filter((l) => !l.fromStore).map((l) => l.info.x509),
   };
+}
+
+/**
+ * CRL and namespace rules for every certificate a CA in the path issued, from the anchor down so
+ * that a refusal names the highest link at fault (proxies are bound by the proxy naming rules instead). An installed CA answers
+ * with its own CRL and policy file. A CA the client presented that is not installed is held to
+ * the same rules: its CRL must be in the directory (per `crlRequired`), and the policy file of the
+ * nearest installed CA above it decides which subjects it may issue — so a sub-CA cannot vouch
+ * for names its anchor could not.
+ */
+function checkCaPolicy(path: Link[], ee: number, store: TrustStore, now: Date, budget: Budget): void {
+  for (let i = path.length - 2; i >= ee; i--) {
+    const subject = path[i]!.info;
+    const issuer = path[i + 1]!;
+    const rev = store.revocation(issuer.info, issuer.fromStore, now, budget);
+    if ("problem" in rev) throw new Fail("CRL_UNUSABLE", `${rev.problem}; certificates it issued are refused`);
+    if (rev.revoked.has(subject.serialHex)) {
+      throw new Fail("REVOKED", `certificate ${dnOf(subject)} (serial ${subject.serialHex}) is revoked by ${dnOf(issuer.info)}`);
+    }
+    let ns: string | undefined;
+    if (issuer.fromStore) {
+      ns = store.namespaceProblem(issuer.info, subject.subject.oneLine);
+    } else {
+      // buildPath only ends a path at an installed CA, so one is always above a presented one.
+      const anchor = path.slice(i + 2).find((l) => l.fromStore)!;
+      ns = store.presentedNamespaceProblem(anchor.info, issuer.info, subject.subject.oneLine);
+    }
+    if (ns) throw new Fail("NAMESPACE", ns);
+  }
 }
 
 /** Size, key type and key size of a presented certificate: checked before any signature work. */

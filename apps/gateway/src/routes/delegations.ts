@@ -1,5 +1,5 @@
 import type { Context, Hono } from "hono";
-import { delegationListDoc } from "@ce/glue2";
+import { delegationListDoc, el, leaf } from "@ce/glue2";
 import type { DelegationType } from "@ce/store";
 import type { AppEnv, Services } from "../context.js";
 import { BadRequest, MethodNotAllowed } from "../errors.js";
@@ -15,7 +15,7 @@ import { DelegationService } from "../services/delegations.js";
  *   new x509 → 201 CSR + Location;  new jwt (1.1) → 201 + Location (strict 200)
  *   PUT chain → 200;  bad chain → 400 naming the failed check;  unknown/foreign id → 404
  *   renew x509 → 201 CSR, also under 1.0 (strict: 1.0 → 200);  renew jwt (1.1) → 200
- *   get → 200 (x509 PEM chain / jwt `application/jwt`);  delete → 202 (strict 200)
+ *   get → 200 (x509 PEM chain without key / jwt: the token's metadata, never the token);  delete → 202 (strict 200)
  *   unknown action or type → 400;  other methods → 405 + Allow
  * Under /rest/1.0 only x509 delegations exist: `type` is ignored and jwt ones are invisible.
  */
@@ -109,8 +109,24 @@ async function item(c: Context<AppEnv>): Promise<Response> {
   const act = action(c, ["get", "renew", "delete"]);
   if (act === "get") {
     requireScope(c, "jobinfo");
-    const { type, body } = await svc.get(owner(c), id, version);
-    return c.body(body, 200, { "Content-Type": type === "jwt" ? "application/jwt" : PEM, "Cache-Control": "no-store" });
+    const got = await svc.get(owner(c), id, version);
+    if (got.type === "x509") return c.body(got.body, 200, { "Content-Type": PEM, "Cache-Control": "no-store" });
+    // The token itself is never returned (a compute.read reader must not obtain broader rights):
+    // its claims as stated, in the negotiated format.
+    const m = got.meta;
+    const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
+    const doc = el("delegation", [
+      el("id", id),
+      el("type", "jwt"),
+      el("format", m.jwt ? "jwt" : "opaque"),
+      leaf("issuer", m.issuer),
+      leaf("subject", m.subject),
+      ...(m.audience ?? []).map((a) => el("audience", a)),
+      leaf("scope", m.scope),
+      leaf("issued", iso(m.issuedAt)),
+      leaf("expires", iso(m.expires)),
+    ]);
+    return respond(c, doc, { title: "Delegation", forceArrays: ["audience"], headers: { "Cache-Control": "no-store" } });
   }
   if (act === "delete") {
     requireScope(c, "jobdelete");

@@ -1,11 +1,11 @@
-import { accessSync, chmodSync, constants, cpSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { accessSync, constants } from "node:fs";
 import { join, resolve } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import type { JobDescription } from "@ce/model";
 import type { Logger } from "pino";
 import { ContainedFork } from "../contain/fork.js";
 import { ScriptBackend } from "./script-backend.js";
+import { runnableScriptsDir } from "./scripts-copy.js";
 import type { Backend } from "./types.js";
 
 export * from "./types.js";
@@ -15,18 +15,9 @@ export { TokenBucket } from "./rate-limit.js";
 /** The shipped scripts (fork, slurm, common/job-wrapper.sh). */
 export const SHIPPED_SCRIPTS_DIR = resolve(import.meta.dirname, "../../backends");
 
-/**
- * With mapping on, submit/cancel run as the job's account, which must be able to reach the
- * scripts: a checkout or install path under a private directory (mode 0700 anywhere above it) is
- * not. The scripts are then run from a root-owned copy in a fresh, world-traversable directory
- * (mkdtemp: a name nobody can pre-create); jobs can read but not change it.
- */
-function runnableScriptsDir(config: CompiledConfig): string {
-  if (!config.mapping) return config.lrms.scriptsDir;
-  const copy = mkdtempSync(join(tmpdir(), "ce-backends-"));
-  cpSync(config.lrms.scriptsDir, copy, { recursive: true });
-  chmodSync(copy, 0o755);
-  return copy;
+/** With mapping on, scripts the job's account cannot reach run from a private copy (scripts-copy.ts). */
+function scriptsDirFor(config: CompiledConfig): string {
+  return config.mapping ? runnableScriptsDir(config.lrms.scriptsDir) : config.lrms.scriptsDir;
 }
 
 /**
@@ -38,7 +29,7 @@ function runnableScriptsDir(config: CompiledConfig): string {
  */
 export function createBackend(config: CompiledConfig, log: Logger, deps: { description?: (jobId: string) => Promise<JobDescription | undefined> } = {}): Backend {
   const name = config.lrms.backend;
-  const dir = join(runnableScriptsDir(config), name);
+  const dir = join(scriptsDirFor(config), name);
   for (const op of ["submit", "cancel", "poll"]) {
     try {
       accessSync(join(dir, op), constants.X_OK);

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createBackend, type Backend, type PollState } from "./index.js";
@@ -20,7 +20,8 @@ beforeAll(() => {
   root = tempRoot("ce-spoll-");
   bin = join(root, "bin");
   mkdirSync(bin);
-  fake("squeue", '[[ -f $d/squeue.err ]] && { cat "$d/squeue.err" >&2; exit 1; }\ncat "$d/squeue.out"');
+  // Records where its stderr points and that place's directory mode (the temp-file check below).
+  fake("squeue", 'e=$(readlink /proc/$$/fd/2); echo "$e $(stat -c %a "${e%/*}")" > "$d/squeue.stderr"\n[[ -f $d/squeue.err ]] && { cat "$d/squeue.err" >&2; exit 1; }\ncat "$d/squeue.out"');
   // scontrol -o show job ID → a line with ExitCode from scontrol.tab ("id a:b"), else error
   fake("scontrol", 'code=$(awk -v id="$4" \'$1 == id { print $2 }\' "$d/scontrol.tab")\n[[ -n $code ]] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }\necho "JobId=$4 JobName=x UserId=root(0) JobState=X Reason=None Dependency=(null) ExitCode=$code DerivedExitCode=0:0"');
   fake("sacct", '[[ -f $d/sacct.err ]] && { echo "sacct: error" >&2; exit 1; }\ncat "$d/sacct.out"');
@@ -147,5 +148,23 @@ describe("slurm poll", () => {
     } finally {
       delete process.env.JEM_SLURM_POLL_CHUNK;
     }
+  });
+
+  it("squeue's stderr goes to a private directory, never a fixed name in the shared temp dir, and nothing is left", async () => {
+    const shared = join(root, "shared-tmp");
+    mkdirSync(shared, { mode: 0o1777 });
+    chmodSync(shared, 0o1777);
+    fixtures("701;RUNNING;None\n", "", "");
+    process.env.TMPDIR = shared;
+    try {
+      const m = await backend.poll(jobsFor([701]));
+      expect(m.get("j701")).toEqual({ kind: "active", lrms: "RUNNING" });
+    } finally {
+      delete process.env.TMPDIR;
+    }
+    const [path, mode] = readFileSync(join(bin, "squeue.stderr"), "utf8").trim().split(" ");
+    expect(path).toMatch(new RegExp(`^${shared}/jem-poll\\.[A-Za-z0-9]{10}/squeue\\.err$`));
+    expect(mode).toBe("700");
+    expect(readdirSync(shared)).toEqual([]);
   });
 });

@@ -122,7 +122,7 @@ export class Privileged {
     const a = await this.lookup(name);
     if (!a) throw new PrivRefused(`job ${jobId}: account ${name} does not exist`);
     if (a.uid !== uid || a.gid !== gid) throw new PrivRefused(`job ${jobId}: account ${name} is uid ${a.uid}/gid ${a.gid} now, ${uid}/${gid} at submission`);
-    const why = accountProblem(a, { minUid: this.config.mapping!.minUid, ceUids: this.ceUids });
+    const why = accountProblem(a, { minUid: this.config.mapping!.minUid, ceUids: this.ceUids, ceGids: [this.ceGid] });
     if (why) throw new PrivRefused(`job ${jobId}: ${why}`);
     return { account: name, uid, gid };
   }
