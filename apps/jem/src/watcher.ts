@@ -141,7 +141,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
         flushing = false;
       }
     };
-    watcher = watch(dir, { persistent: true }, (_event, name) => {
+    const onName = (_event: string, name: string | null) => {
       if (typeof name !== "string" || !JOB_ID_RE.test(name)) return;
       if (pending.size >= PENDING_CAP) {
         // A flood of id-shaped names: the rest wait for a sweep, which is bounded.
@@ -150,8 +150,13 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
       }
       pending.add(name);
       if (!flushing && pending.size === 1) setImmediate(() => void flush().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "doorbell not answered")));
-    });
-    watcher.on("error", (err) => ctx.log.warn({ err }, "control dir watch failed; the periodic scan covers it"));
+    };
+    try {
+      watcher = watch(dir, { persistent: true }, onName);
+      watcher.on("error", (err) => ctx.log.warn({ err }, "control dir watch failed; the periodic scan covers it"));
+    } catch (err) {
+      ctx.log.warn({ err, dir }, "control dir not watched; the periodic scan covers it");
+    }
   }
 
   let scanning = false;
