@@ -139,7 +139,13 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const workers = [
     new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, j.data)), { ...workerOpts, concurrency: 10 }),
     // Transfers are long: a longer lock keeps BullMQ from declaring them stalled between renewals.
-    new Worker<QueueCatalog["staging"]>("staging", (j) => outage.retry(() => processStaging(j.data)), { ...workerOpts, concurrency: config.staging.maxConcurrentTransfers, lockDuration: 60_000 }),
+    // Every job admitted to staging gets a worker: the transfer slots (FairSlots, per owner, in
+    // turn) are the bound, so one owner's stuck jobs cannot take the queue from everyone else's.
+    new Worker<QueueCatalog["staging"]>("staging", (j) => outage.retry(() => processStaging(j.data)), {
+      ...workerOpts,
+      concurrency: Math.max(config.staging.maxConcurrentTransfers, config.jobs.maxStaging),
+      lockDuration: 60_000,
+    }),
   ];
   workers.forEach((w, i) => w.on("failed", fail(["commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")));
 

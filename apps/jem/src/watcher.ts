@@ -1,6 +1,6 @@
-import { readdir } from "node:fs/promises";
-import { basename } from "node:path";
-import chokidar, { type FSWatcher } from "chokidar";
+import { watch, type FSWatcher } from "node:fs";
+import { opendir } from "node:fs/promises";
+import { Dir, removeEntry, SessionFsError } from "@ce/sessionfs";
 import { JOB_ID_RE } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { exists } from "./files.js";
@@ -8,17 +8,36 @@ import { fsq } from "./fsq.js";
 import { warnUnlessOutage } from "./outage.js";
 
 /**
+ * Entries of `events/` looked at per sweep. The directory is writable by every account (1733), so
+ * its size is the jobs' choice: a sweep reads it as a stream and stops here, whatever is behind.
+ */
+export const SWEEP_CAP = 10_000;
+/** A sweep that stopped at the cap is followed by the next one this soon (junk drains at a bounded rate). */
+const SWEEP_AGAIN_MS = 500;
+/** Doorbell names from file events waiting for one answer; more than this are left to a sweep. */
+const PENDING_CAP = 1_000;
+
+/** unlink(2) of a directory: EISDIR on Linux, EPERM by POSIX. */
+function isDirError(r: PromiseSettledResult<unknown>): boolean {
+  const code = r.status === "rejected" ? (r.reason as { code?: unknown }).code : undefined;
+  return code === "EISDIR" || code === "EPERM";
+}
+
+/**
  * Completion detection for batch jobs. The job wrapper writes `<jobdir>/lrms_done` and then rings a
- * doorbell: an empty file `<control>/events/<jobId>`. chokidar watches that ONE flat directory, so
- * the cost does not grow with the number of active jobs. Its per-file bookkeeping is switched off
- * (every child is `ignored`; the watcher answers chokidar's `raw` events, which name the file).
- * chokidar still re-reads the directory on changes (at most about once a second): ~5% of the JEM's
- * CPU when 100 jobs end at once, the price of the project's one watcher library.
- * Doorbells arriving together are answered together: one ring (Redis call) for all, then each
- * removed; `lrms_done` stays the truth. File events are unreliable on shared file systems and
- * lost on an inotify overflow, so a periodic scan (doorbells left over, plus `lrms_done` of every
- * INLRMS / CANCELING job from Redis) is the fallback; the scan at boot answers doorbells rung while
- * no JEM ran.
+ * doorbell: an empty file `<control>/events/<jobId>`. One inotify watch on that flat directory
+ * (`fs.watch`) names each new entry, so the cost does not grow with the number of active jobs, and
+ * the watch keeps no state per entry: a name that is not a job id costs one regex test and is
+ * forgotten. Doorbells arriving together are answered together: one ring (Redis call) for all,
+ * then each removed; `lrms_done` stays the truth.
+ *
+ * Every account can create entries of any type and any name in `events/`, so a sweep reads at
+ * most SWEEP_CAP of them (a streamed `opendir`), rings the job ids among them and removes the
+ * rest; removal is relative to the held directory, and a directory entry is removed by
+ * `@ce/sessionfs` without following a link. File events are unreliable on shared file systems and
+ * lost on an inotify overflow, so a periodic scan (a sweep, plus `lrms_done` of every INLRMS /
+ * CANCELING job from Redis) is the fallback; the scan at boot answers doorbells rung while no JEM
+ * ran. A doorbell behind a capped sweep's horizon is found by that `lrms_done` check.
  */
 export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
   const dir = ctx.control.eventsDir();
@@ -33,34 +52,111 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     }
   };
   // Doorbells stay until their jobs are rung: the scan after a Redis outage rings them again.
-  const answer = async (names: string[], why: string) => {
-    const ids = names.filter((n) => JOB_ID_RE.test(n));
-    if (ids.length > 0 && (await kick(ids, why))) {
-      // On the file thread (fsq.ts), one message for the lot; a missing one is fine.
-      await Promise.all(ids.map((id) => fsq.one(["unlink", `${dir}/${id}`])));
+  const answer = async (events: Dir, ids: string[], why: string) => {
+    if (ids.length > 0 && (await kick(ids, why))) await removeAll(events, ids.map((name) => ({ name, isDir: undefined })));
+  };
+  const removeAll = async (events: Dir, entries: Array<{ name: string; isDir: boolean | undefined }>) => {
+    // Files on the file thread (fsq.ts), one message for the lot, each unlinked through the held
+    // directory descriptor: unlink never follows the final link, and a missing entry is fine.
+    const files = entries.filter((e) => e.isDir !== true);
+    const unlinked = await Promise.allSettled(files.map((e) => fsq.one(["unlink", events.at(e.name)])));
+    // Directories (and entries swapped for one since they were listed) go through @ce/sessionfs,
+    // one at a time: a tree is walked from the held descriptor, no link followed.
+    const dirs = [...entries.filter((e) => e.isDir === true), ...files.filter((_, i) => isDirError(unlinked[i]!))];
+    const errors = unlinked.flatMap((r) => (r.status === "rejected" && !isDirError(r) ? [r.reason as unknown] : []));
+    for (const e of dirs) {
+      await removeEntry(events, e.name, `events/${e.name}`).catch((err: unknown) => {
+        if (!(err instanceof SessionFsError && err.kind === "missing")) errors.push(err);
+      });
     }
+    if (errors.length > 0) ctx.log.warn({ err: errors[0], failed: errors.length }, "events: entries not removed");
+  };
+
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  /** Reads at most SWEEP_CAP entries; true when it stopped at the cap (more may be behind). */
+  const sweep = async (why: string): Promise<boolean> => {
+    const events = await Dir.open(dir).catch(() => undefined);
+    if (!events) return false;
+    try {
+      const ids: string[] = [];
+      const junk: Array<{ name: string; isDir: boolean }> = [];
+      let seen = 0;
+      let capped = false;
+      for await (const e of await opendir(events.self, { bufferSize: 1024 })) {
+        if (++seen > SWEEP_CAP) {
+          capped = true;
+          break;
+        }
+        if (JOB_ID_RE.test(e.name) && !e.isDirectory()) ids.push(e.name);
+        else junk.push({ name: e.name, isDir: e.isDirectory() });
+      }
+      if (junk.length > 0) {
+        ctx.log.info({ count: junk.length, capped }, "events: removing entries that are not doorbells");
+        await removeAll(events, junk);
+      }
+      await answer(events, ids, why);
+      return capped;
+    } finally {
+      await events.close();
+    }
+  };
+  const sweepAgain = (capped: boolean) => {
+    if (!capped || stopped || sweepTimer) return;
+    sweepTimer = setTimeout(() => {
+      sweepTimer = undefined;
+      if (scanning || ctx.outage.down) return sweepAgain(true);
+      scanning = true;
+      void sweep("lrms-done-doorbell-scan")
+        .then(sweepAgain)
+        .catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "events sweep failed"))
+        .finally(() => (scanning = false));
+    }, SWEEP_AGAIN_MS);
+    sweepTimer.unref();
   };
 
   let watcher: FSWatcher | undefined;
   if (opts.useEvents) {
-    // Names seen in one turn of the event loop, answered together. Removing a doorbell is an event
+    // Names seen while the previous answer ran, answered together. Removing a doorbell is an event
     // too: only names that still exist are rung.
-    let seen = new Set<string>();
+    let pending = new Set<string>();
+    let flushing = false;
     const flush = async () => {
-      const names = [...seen];
-      seen = new Set();
-      const present = await Promise.all(names.map((n) => fsq.one(["lexists", `${dir}/${n}`])));
-      await answer(names.filter((_, i) => present[i]), "lrms-done-event");
+      flushing = true;
+      try {
+        while (pending.size > 0) {
+          const names = [...pending];
+          pending = new Set();
+          const present = await Promise.all(names.map((n) => fsq.one(["lexists", `${dir}/${n}`])));
+          const ids = names.filter((_, i) => present[i]);
+          if (ids.length === 0) continue;
+          const events = await Dir.open(dir);
+          try {
+            await answer(events, ids, "lrms-done-event");
+          } finally {
+            await events.close();
+          }
+        }
+      } finally {
+        flushing = false;
+      }
     };
-    // ignoreInitial: doorbells rung while no JEM ran are answered by the scan at start.
-    watcher = chokidar.watch(dir, { depth: 0, ignoreInitial: true, persistent: true, ignored: (p: string) => p !== dir });
-    watcher.on("raw", (_event: string, name: string) => {
-      const n = name ? basename(name) : "";
-      if (!JOB_ID_RE.test(n)) return;
-      if (seen.size === 0) setImmediate(() => void flush().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "doorbell not answered")));
-      seen.add(n);
-    });
-    watcher.on("error", (err) => ctx.log.warn({ err }, "control dir watch failed; the periodic scan covers it"));
+    const onName = (_event: string, name: string | null) => {
+      if (typeof name !== "string" || !JOB_ID_RE.test(name)) return;
+      if (pending.size >= PENDING_CAP) {
+        // A flood of id-shaped names: the rest wait for a sweep, which is bounded.
+        sweepAgain(true);
+        return;
+      }
+      pending.add(name);
+      if (!flushing && pending.size === 1) setImmediate(() => void flush().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "doorbell not answered")));
+    };
+    try {
+      watcher = watch(dir, { persistent: true }, onName);
+      watcher.on("error", (err) => ctx.log.warn({ err }, "control dir watch failed; the periodic scan covers it"));
+    } catch (err) {
+      ctx.log.warn({ err, dir }, "control dir not watched; the periodic scan covers it");
+    }
   }
 
   let scanning = false;
@@ -68,7 +164,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     if (scanning || ctx.outage.down) return;
     scanning = true;
     try {
-      await answer(await readdir(dir).catch(() => [] as string[]), "lrms-done-doorbell-scan");
+      sweepAgain(await sweep("lrms-done-doorbell-scan"));
       const ids = [...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))];
       const done: string[] = [];
       for (const id of ids) {
@@ -84,8 +180,10 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
   return {
     scan,
     async stop() {
+      stopped = true;
       clearInterval(timer);
-      await watcher?.close();
+      clearTimeout(sweepTimer);
+      watcher?.close();
     },
   };
 }

@@ -38,7 +38,8 @@ export async function testEnv(overrides: ConfigInput = {}): Promise<TestEnv> {
     redis: { url: inject("redisUrl"), prefix },
     lrms: { backend: "fork", pollIntervalMs: 300 },
     jem: { concurrency: 20, scanIntervalMs: 500, expiryIntervalMs: 300 },
-    staging: { maxRetries: 2, retryBaseMs: 50, timeoutMs: 10_000 },
+    // Test storage servers listen on loopback, which staging refuses unless a site opens it.
+    staging: { maxRetries: 2, retryBaseMs: 50, timeoutMs: 10_000, allowNetworks: ["127.0.0.0/8", "::1/128"] },
     delegations: { encryptionKey: SecretBox.generateKey() },
     logging: { level: "silent" },
   };

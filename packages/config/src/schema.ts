@@ -1,5 +1,13 @@
 import { z } from "zod";
+import { isIP } from "node:net";
 import { mappingSchema } from "./mapping.js";
+
+/** `address/prefix` (or one address) with the prefix in range for the family. */
+function isCidr(text: string): boolean {
+  const [net = "", bits, extra] = text.split("/");
+  const max = isIP(net) === 4 ? 32 : isIP(net) === 6 ? 128 : 0;
+  return max > 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= max));
+}
 
 /**
  * The one configuration schema of the CE, shared by the gateway, the JEM and the admin tool.
@@ -338,9 +346,22 @@ export const configSchema = z.object({
   staging: z
     .object({
       maxConcurrentTransfers: z.number().int().positive().default(10),
+      /** Transfers of one owner (DN) at once; default half of maxConcurrentTransfers. Waiting owners are served in turn. */
+      maxTransfersPerOwner: z.number().int().positive().optional(),
       maxRetries: z.number().int().min(0).default(5),
       retryBaseMs: z.number().int().positive().default(2_000),
+      /** Bound on one transfer attempt as a whole. */
       timeoutMs: z.number().int().positive().default(300_000),
+      /** Bound on connecting (TCP + TLS) to a storage endpoint. */
+      connectTimeoutMs: z.number().int().positive().default(15_000),
+      /** Bound on waiting for response headers, and between two chunks of a body. */
+      idleTimeoutMs: z.number().int().positive().default(60_000),
+      /**
+       * Networks (CIDRs, e.g. "10.20.0.0/16", "2001:db8::/48") staging may reach although they are
+       * loopback, link-local, private or unique-local, which are refused by default. The CE's own
+       * listeners and Redis stay refused.
+       */
+      allowNetworks: z.array(z.string().refine(isCidr, "a CIDR such as 10.0.0.0/8 or fd00::/8")).default([]),
       /** Extra CA bundle (PEM) trusted for remote storage endpoints (tests, private CAs). */
       caFile: z.string().optional(),
       /**

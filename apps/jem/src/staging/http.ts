@@ -2,11 +2,12 @@ import { rename, unlink, type FileHandle } from "node:fs/promises";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { rootCertificates } from "node:tls";
-import { Agent, request } from "undici";
+import { Agent, buildConnector, request } from "undici";
 import { createFileIn, type Dir } from "@ce/sessionfs";
 import type { JobCredential } from "@ce/store";
 import { tokenRefusal } from "../credentials.js";
 import { checksummer, parseChecksum, sameDigest } from "./checksum.js";
+import { DestinationRefused, type DestinationPolicy } from "./destinations.js";
 
 /** A transfer failure; `retryable` = worth another attempt (network, 5xx, 408/429, corrupt data). */
 export class TransferError extends Error {
@@ -27,23 +28,47 @@ export interface TransferClient {
 
 const PEM_RE = /-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----\n?/g;
 
+export interface ClientOptions {
+  caPem?: string | undefined;
+  /** Bound on establishing a connection (TCP + TLS). */
+  connectTimeoutMs: number;
+  /** Bound on waiting for response headers, and between body chunks. */
+  idleTimeoutMs: number;
+  allowAnyAudience?: boolean;
+  /** Checked on every connection (first request, redirects, MKCOL, PUT); none: no check (unit tests of the client). */
+  policy?: DestinationPolicy | undefined;
+}
+
 /**
  * HTTP(S) client for one credential: an X.509 proxy is the TLS client certificate (chain + key),
  * a token goes into `Authorization: Bearer`. Extra CAs are added to, not substituted for, the
- * system roots.
+ * system roots. Every connection goes through the destination policy: the host is resolved once,
+ * the address is checked, and the socket connects to that very address (TLS still verifies and
+ * sends SNI for the name), so a second DNS answer cannot lead elsewhere.
  */
-export function transferClient(cred: JobCredential | undefined, opts: { caPem?: string | undefined; timeoutMs: number; allowAnyAudience?: boolean }): TransferClient {
-  const connect: Record<string, unknown> = { timeout: Math.min(opts.timeoutMs, 30_000) };
-  if (opts.caPem) connect.ca = [...rootCertificates, opts.caPem];
+export function transferClient(cred: JobCredential | undefined, opts: ClientOptions): TransferClient {
+  const tlsOpts: Record<string, unknown> = {};
+  if (opts.caPem) tlsOpts.ca = [...rootCertificates, opts.caPem];
   const headers: Record<string, string> = {};
   if (cred?.type === "x509") {
     const blocks = [...cred.proxyPem.matchAll(PEM_RE)];
-    connect.cert = blocks.filter((b) => b[1] === "CERTIFICATE").map((b) => b[0]).join("");
-    connect.key = blocks.find((b) => b[1]!.endsWith("PRIVATE KEY"))?.[0];
+    tlsOpts.cert = blocks.filter((b) => b[1] === "CERTIFICATE").map((b) => b[0]).join("");
+    tlsOpts.key = blocks.find((b) => b[1]!.endsWith("PRIVATE KEY"))?.[0];
   } else if (cred?.type === "jwt") {
     headers.authorization = `Bearer ${cred.token}`;
   }
-  const dispatcher = new Agent({ connect, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
+  const base = buildConnector({ ...tlsOpts, timeout: opts.connectTimeoutMs });
+  const policy = opts.policy;
+  const connect: buildConnector.connector = policy
+    ? (o, cb) => {
+        const port = Number(o.port) || (o.protocol === "https:" ? 443 : 80);
+        policy.resolve(o.hostname, port).then(
+          ({ address }) => base({ ...o, hostname: address }, cb),
+          (e: unknown) => cb(e as Error, null),
+        );
+      }
+    : base;
+  const dispatcher = new Agent({ connect, headersTimeout: opts.idleTimeoutMs, bodyTimeout: opts.idleTimeoutMs });
   const token = cred?.type === "jwt" ? cred.token : undefined;
   return {
     dispatcher,
@@ -78,11 +103,15 @@ function httpError(status: number, what: string): TransferError {
   return new TransferError(`${what}: HTTP ${status}`, status >= 500 || status === 408 || status === 429, status);
 }
 
-function wrapNetwork(e: unknown): never {
-  if (e instanceof TransferError) throw e;
-  const err = e as Error;
-  if (err.name === "AbortError") throw e;
-  throw new TransferError(err.message || String(e), true);
+/** A network failure as a TransferError: retryable, but a destination refusal is final. */
+function wrapNetwork(what: string): (e: unknown) => never {
+  return (e) => {
+    if (e instanceof TransferError) throw e;
+    const err = e as Error;
+    if (err.name === "AbortError") throw e;
+    if (e instanceof DestinationRefused) throw new TransferError(`${what} refused: ${e.reason}`, false);
+    throw new TransferError(err.message || String(e), true);
+  };
 }
 
 export interface DownloadOptions {
@@ -112,7 +141,7 @@ export async function download(client: TransferClient, url: string, dest: Sessio
   let fh: FileHandle | undefined;
   try {
     // undici drops Authorization on a redirect to another origin: a token stays with its audience.
-    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: 5 }).catch(wrapNetwork);
+    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: 5 }).catch(wrapNetwork(`input ${redact(url)}`));
     if (res.statusCode >= 300) {
       await res.body.dump().catch(() => undefined);
       throw httpError(res.statusCode, `GET ${redact(url)}`);
@@ -130,7 +159,7 @@ export async function download(client: TransferClient, url: string, dest: Sessio
     });
     // The mode is set at creation (O_EXCL|O_NOFOLLOW): no chmod by path afterwards.
     fh = await createFileIn(dest.dir, part, dest.at, o.mode ?? 0o644);
-    await pipeline(res.body, count, fh.createWriteStream(), { signal: o.signal }).catch(wrapNetwork);
+    await pipeline(res.body, count, fh.createWriteStream(), { signal: o.signal }).catch(wrapNetwork(`input ${redact(url)}`));
     fh = undefined; // closed by the stream
     if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch: got ${bytes} bytes, expected ${o.size}`, true);
     if (sum?.expected && hasher && !sameDigest(hasher.digest(), sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch`, true);
@@ -173,7 +202,7 @@ export async function upload(client: TransferClient, file: UploadSource, url: st
       headers: { ...client.headers, "content-length": String(size) },
       body: size === 0 ? "" : Readable.from(readAt(file.handle, size)),
       signal: o.signal,
-    }).catch(wrapNetwork);
+    }).catch(wrapNetwork(`output ${redact(url)}`));
   let res = await put();
   if (res.statusCode === 404 || res.statusCode === 409) {
     await res.body.dump().catch(() => undefined);
@@ -192,7 +221,7 @@ async function mkcolParents(client: TransferClient, url: string, signal: AbortSi
   for (const p of parts) {
     path += `/${p}`;
     // undici types list only standard methods; MKCOL is WebDAV (RFC 4918).
-    const res = await request(`${u.origin}${path}/`, { method: "MKCOL" as "PUT", dispatcher: client.dispatcher, headers: client.headers, signal }).catch(wrapNetwork);
+    const res = await request(`${u.origin}${path}/`, { method: "MKCOL" as "PUT", dispatcher: client.dispatcher, headers: client.headers, signal }).catch(wrapNetwork(`output collection ${redact(`${u.origin}${path}/`)}`));
     await res.body.dump().catch(() => undefined);
     // 201 created, 405 already there, 301/302 some servers redirect collections.
     if (res.statusCode >= 400 && res.statusCode !== 405) throw httpError(res.statusCode, `MKCOL ${redact(`${u.origin}${path}/`)}`);

@@ -4,8 +4,9 @@ import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog, ma
 import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
 import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "../files.js";
-import { Semaphore } from "../semaphore.js";
+import { FairSlots } from "../semaphore.js";
 import { download, redact, transferClient, upload, withRetries, type TransferClient } from "./http.js";
+import { destinationPolicy } from "./destinations.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
 import { refusalText, sessionSegments } from "./paths.js";
 
@@ -23,7 +24,10 @@ export function outcomeOf(job: JobRecord): Outcome {
  * and the private `stagein.failed` / `stageout.done`); the state handlers make the transitions.
  */
 export function createStagingProcessor(ctx: JemContext) {
-  const global = new Semaphore(ctx.config.staging.maxConcurrentTransfers);
+  const { maxConcurrentTransfers, maxTransfersPerOwner } = ctx.config.staging;
+  // Shared by every job of this JEM: a slot is held for one attempt, never across a retry's wait.
+  const slots = new FairSlots(maxConcurrentTransfers, maxTransfersPerOwner ?? Math.max(1, Math.floor(maxConcurrentTransfers / 2)));
+  const policy = destinationPolicy(ctx.config);
   const caFile = ctx.config.staging.caFile;
   const caPem = caFile
     ? readFile(caFile, "utf8").catch((e: unknown) => {
@@ -46,14 +50,15 @@ export function createStagingProcessor(ctx: JemContext) {
       let c = clients.get(key);
       if (!c) {
         const cred: JobCredential | undefined = await credentialFor(ctx, job, delegationId);
-        c = transferClient(cred, { caPem: await caPem, timeoutMs: ctx.config.staging.timeoutMs, allowAnyAudience: ctx.config.staging.allowAnyAudienceTokens });
+        const { connectTimeoutMs, idleTimeoutMs, allowAnyAudienceTokens } = ctx.config.staging;
+        c = transferClient(cred, { caPem: await caPem, connectTimeoutMs, idleTimeoutMs, allowAnyAudience: allowAnyAudienceTokens, policy });
         clients.set(key, c);
       }
       return c;
     };
     try {
-      if (data.direction === "in") await stageIn(ctx, job, ac, clientFor, global);
-      else await stageOut(ctx, job, ac, clientFor, global);
+      if (data.direction === "in") await stageIn(ctx, job, ac, clientFor, slots);
+      else await stageOut(ctx, job, ac, clientFor, slots);
     } finally {
       if (ctx.aborts.get(job.id) === ac) ctx.aborts.delete(job.id);
       await Promise.all([...clients.values()].map((c) => c.close().catch(() => undefined)));
@@ -68,10 +73,14 @@ function transferSignal(ctx: JemContext, ac: AbortController): AbortSignal {
   return AbortSignal.any([ac.signal, AbortSignal.timeout(ctx.config.staging.timeoutMs)]);
 }
 
-async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController, what: string, fn: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<T>): Promise<T> {
+/**
+ * One file's transfer: each attempt waits for a slot of the job's owner (FairSlots), runs with it
+ * under the per-attempt time bound, and gives it back before any wait for a retry.
+ */
+async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController, slots: FairSlots, what: string, fn: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<T>): Promise<T> {
   const log = jobLog(ctx, job);
   return withRetries(
-    async () => {
+    () => slots.run(job.owner, async () => {
       let bytes = 0;
       const t0 = Date.now();
       const progress = setInterval(() => log.info({ what, bytes, seconds: Math.round((Date.now() - t0) / 1000) }, "transfer in progress"), PROGRESS_MS);
@@ -88,7 +97,7 @@ async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController,
       } finally {
         clearInterval(progress);
       }
-    },
+    }, ac.signal),
     {
       retries: ctx.config.staging.maxRetries,
       baseMs: ctx.config.staging.retryBaseMs,
@@ -101,7 +110,7 @@ async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController,
   );
 }
 
-async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, global: Semaphore): Promise<void> {
+async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, slots: FairSlots): Promise<void> {
   const desc = await readSpec(ctx, job.id);
   if (!desc) return;
   const done = (await readInputStatus(ctx, job.id)).paths;
@@ -128,8 +137,8 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
         const client = await clientFor(f.delegationId ?? desc.delegationId);
         const checksum = f.checksum ?? f.options.checksum;
         const dest = { dir, name: name!, at: `/${f.name}` };
-        size = await global.run(() =>
-          transfer(ctx, job, ac, `download ${f.name}`, (signal, onBytes) => download(client, url, dest, { signal, size: f.size, checksum, mode: f.executable ? 0o755 : undefined, onBytes })),
+        size = await transfer(ctx, job, ac, slots, `download ${f.name}`, (signal, onBytes) =>
+          download(client, url, dest, { signal, size: f.size, checksum, mode: f.executable ? 0o755 : undefined, onBytes }),
         );
       } finally {
         await dir.close();
@@ -156,7 +165,7 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
   } else if (!ac.signal.aborted) log.info("stage-in finished");
 }
 
-async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, global: Semaphore): Promise<void> {
+async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, slots: FairSlots): Promise<void> {
   const desc = await readSpec(ctx, job.id);
   const session = ctx.control.sessionDir(job.id);
   const failures: string[] = [];
@@ -197,7 +206,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         let size: number;
         try {
           const client = await clientFor(i.delegationId ?? desc.delegationId);
-          size = await global.run(() => transfer(ctx, job, ac, `upload ${i.name}`, (signal) => upload(client, { handle, size: stat.size }, i.url, { signal })));
+          size = await transfer(ctx, job, ac, slots, `upload ${i.name}`, (signal) => upload(client, { handle, size: stat.size }, i.url, { signal }));
         } finally {
           await handle.close();
         }
