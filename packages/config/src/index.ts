@@ -3,3 +3,4 @@ export * from "./load.js";
 export * from "./redis.js";
 export * from "./mapping.js";
 export * from "./keys.js";
+export * from "./startup.js";

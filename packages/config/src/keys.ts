@@ -82,18 +82,17 @@ export function schemaKeys(schema: z.ZodTypeAny): SchemaKey[] {
 /** A copy of `schema` in which every object, at any depth, refuses unknown keys (zod `strict`). */
 export function strictDeep<T extends z.ZodTypeAny>(schema: T): T {
   const s: z.ZodTypeAny = schema;
-  const def = s._def as Record<string, unknown>;
   let out: z.ZodTypeAny = s;
   if (s instanceof z.ZodObject) {
     const shape = Object.fromEntries(Object.entries(s.shape as Record<string, z.ZodTypeAny>).map(([k, v]) => [k, strictDeep(v)]));
-    out = new z.ZodObject({ ...(def as z.ZodObjectDef), unknownKeys: "strict", shape: () => shape });
-  } else if (s instanceof z.ZodDefault) out = new z.ZodDefault({ ...(def as z.ZodDefaultDef), innerType: strictDeep(s._def.innerType) });
-  else if (s instanceof z.ZodOptional) out = new z.ZodOptional({ ...(def as z.ZodOptionalDef), innerType: strictDeep(s._def.innerType) });
-  else if (s instanceof z.ZodNullable) out = new z.ZodNullable({ ...(def as z.ZodNullableDef), innerType: strictDeep(s._def.innerType) });
-  else if (s instanceof z.ZodEffects) out = new z.ZodEffects({ ...(def as z.ZodEffectsDef), schema: strictDeep(s._def.schema) });
-  else if (s instanceof z.ZodArray) out = new z.ZodArray({ ...(def as z.ZodArrayDef), type: strictDeep(s._def.type) });
+    out = new z.ZodObject({ ...s._def, unknownKeys: "strict", shape: () => shape });
+  } else if (s instanceof z.ZodDefault) out = new z.ZodDefault({ ...s._def, innerType: strictDeep(s._def.innerType) });
+  else if (s instanceof z.ZodOptional) out = new z.ZodOptional({ ...s._def, innerType: strictDeep(s._def.innerType) });
+  else if (s instanceof z.ZodNullable) out = new z.ZodNullable({ ...s._def, innerType: strictDeep(s._def.innerType) });
+  else if (s instanceof z.ZodEffects) out = new z.ZodEffects({ ...s._def, schema: strictDeep(s._def.schema) });
+  else if (s instanceof z.ZodArray) out = new z.ZodArray({ ...s._def, type: strictDeep(s._def.type) });
   else if (s instanceof z.ZodUnion) {
-    out = new z.ZodUnion({ ...(def as z.ZodUnionDef), options: (s._def.options as z.ZodTypeAny[]).map((o) => strictDeep(o)) as [z.ZodTypeAny, z.ZodTypeAny] });
+    out = new z.ZodUnion({ ...s._def, options: (s._def.options as z.ZodTypeAny[]).map((o) => strictDeep(o)) as [z.ZodTypeAny, z.ZodTypeAny] });
   }
   return out as T;
 }
