@@ -240,7 +240,7 @@ describe("front door: start-up mistakes", () => {
   }, 120_000);
 
   it("the gateway and the JEM themselves answer a start-up mistake with one line on stderr", async () => {
-    const gw = await new Promise<{ code: number | null; err: string }>((res) => {
+    const gwRun = new Promise<{ code: number | null; err: string }>((res) => {
       const c = spawn(process.execPath, ["--import", "tsx", "apps/gateway/src/main.ts"], {
         cwd: ROOT,
         env: { ...process.env, ...env({ CE__GATEWAY__TLS__CERT_FILE: join(bad, "missing-cert.pem"), CE__GATEWAY__TLS__KEY_FILE: join(bad, "missing-key.pem"), CE__PATHS__STATE_DIR: bad, CE__AUTH__CA_DIR: bad }) },
@@ -248,14 +248,18 @@ describe("front door: start-up mistakes", () => {
       });
       let err = "";
       c.stderr!.on("data", (d) => (err += String(d)));
-      c.once("exit", (code) => res({ code, err }));
+      // A gateway that starts after all must not outlive the test.
+      const t = setTimeout(() => c.kill("SIGKILL"), 45_000);
+      c.once("exit", (code) => (clearTimeout(t), res({ code, err })));
     });
-    expect(gw.code).toBe(1);
-    expect(gw.err).toBe(`gateway: cannot start: cannot open ${join(bad, "missing-cert.pem")}: no such file or directory (gateway.tls.certFile)\n`);
-    const jem = await run(process.execPath, ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...process.env, CE__LRMS__BACKND: "slurm" } }).then(
+    const jemRun = run(process.execPath, ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...process.env, CE__LRMS__BACKND: "slurm" } }).then(
       () => ({ code: 0, stderr: "" }),
       (e: { code: number; stderr: string }) => e,
     );
+    // Both at once: each boots through tsx, which takes a while on a busy machine.
+    const [gw, jem] = await Promise.all([gwRun, jemRun]);
+    expect(gw.code).toBe(1);
+    expect(gw.err).toBe(`gateway: cannot start: cannot open ${join(bad, "missing-cert.pem")}: no such file or directory (gateway.tls.certFile)\n`);
     expect(jem.code).toBe(1);
     expect(jem.stderr).toBe("jem: cannot start: invalid configuration: unknown key CE__LRMS__BACKND in the environment (did you mean CE__LRMS__BACKEND?)\n");
   }, 60_000);
