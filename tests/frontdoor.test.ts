@@ -1,14 +1,16 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
-import { createConnection } from "node:net";
+import { createConnection, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "./support/redis-server.js";
 
-// The README's `./ce start` path end to end: scripts/start.sh generates the dev PKI and config,
-// starts its own redis-server, the JEM and a gateway; the real ARC client then does a round trip.
+// The README's `./ce start` path end to end, started as `pnpm start` is (its own process group, as
+// a terminal runs it): scripts/start.sh generates the dev PKI and config, starts its own
+// redis-server, the JEM and a gateway; the real ARC client then does a round trip. Only the
+// gateway port is given (no endpoint URL): the banner must follow it.
 const ROOT = resolve(import.meta.dirname, "..");
 const run = promisify(execFile);
 const hasArc = existsSync("/usr/bin/arcsub");
@@ -26,6 +28,47 @@ const portOpen = (port: number) =>
     s.on("error", () => res(false));
   });
 
+/** The environment of the running CE (also what a second start in the same state dir gets). */
+function ceEnv(): NodeJS.ProcessEnv {
+  return {
+    CE_STATE_DIR: state,
+    CE__GATEWAY__PORT: String(ports.gw),
+    CE__ADMIN__PORT: String(ports.admin),
+    CE__ADMIN__JEM_PORT: String(ports.jem),
+    CE__REDIS__URL: `redis://127.0.0.1:${ports.redis}`,
+  };
+}
+
+/** Waits until `out` matches `re` (or fails naming what was printed). */
+async function printed(re: RegExp, ms: number): Promise<RegExpExecArray> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const m = re.exec(out);
+    if (m) return m;
+    if (Date.now() > deadline) throw new Error(`no ${re} within ${ms} ms in:\n${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Runs `./ce start` to its end: exit status, output, how long it took. */
+async function startOnce(env: NodeJS.ProcessEnv, ms = 60_000): Promise<{ code: number | null; text: string; ms: number }> {
+  const t0 = Date.now();
+  const p = spawn("./ce", ["start"], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let text = "";
+  p.stdout!.on("data", (d) => (text += String(d)));
+  p.stderr!.on("data", (d) => (text += String(d)));
+  const timer = setTimeout(() => p.kill("SIGTERM"), ms);
+  const code = await new Promise<number | null>((r) => p.once("exit", (c) => r(c)));
+  clearTimeout(timer);
+  return { code, text, ms: Date.now() - t0 };
+}
+
+/** No Node stack frame and no pnpm error line in a start-up answer. */
+function noNoise(text: string) {
+  expect(text).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
+  expect(text).not.toContain("ELIFECYCLE");
+}
+
 function arcEnv(): NodeJS.ProcessEnv {
   const pki = join(state, "pki");
   return { ...process.env, HOME: join(work, "home"), X509_USER_CERT: `${pki}/user/cert.pem`, X509_USER_KEY: `${pki}/user/key.pem`, X509_USER_PROXY: `${pki}/user/proxy.pem`, X509_CERT_DIR: `${pki}/ca` };
@@ -37,19 +80,7 @@ beforeAll(async () => {
   mkdirSync(join(work, "home"));
   ports = { gw: await freePort(), admin: await freePort(), jem: await freePort(), redis: await freePort() };
   url = `https://localhost:${ports.gw}/arex`;
-  start = spawn("bash", ["scripts/start.sh"], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      CE_STATE_DIR: state,
-      CE__GATEWAY__PORT: String(ports.gw),
-      CE__ENDPOINT__URL: url,
-      CE__ADMIN__PORT: String(ports.admin),
-      CE__ADMIN__JEM_PORT: String(ports.jem),
-      CE__REDIS__URL: `redis://127.0.0.1:${ports.redis}`,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  start = spawn("pnpm", ["start"], { cwd: ROOT, env: { ...process.env, ...ceEnv() }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   start.stdout!.on("data", (d) => (out += String(d)));
   start.stderr!.on("data", (d) => (out += String(d)));
   const deadline = Date.now() + 120_000;
@@ -62,7 +93,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (start && start.exitCode === null) {
     const exited = new Promise((r) => start.once("exit", r));
-    start.kill("SIGTERM");
+    process.kill(-start.pid!, "SIGTERM");
     await exited;
   }
   rmSync(state, { recursive: true, force: true });
@@ -71,7 +102,10 @@ afterAll(async () => {
 
 describe("front door: scripts/start.sh (= ./ce start)", () => {
   it("prints how to use the CE with the ARC client, curl and a browser", () => {
-    expect(out).toContain(`CE running: ${url}`);
+    expect(out).toContain(`CE running: ${url}   (back end: fork)`);
+    // What the gateway itself reported listening on, not the configuration's default.
+    expect(out).toContain(`Gateway: listening on https://127.0.0.1:${ports.gw} (pid `);
+    expect(out).toContain(`http://127.0.0.1:${ports.jem}/queues (JEM queues)`);
     expect(out).toContain(`arcsub -C ${url} -T arcrest`);
     expect(out).toContain(`${state}/pki/user/user.p12`);
     expect(out).toMatch(/started redis-server on 127\.0\.0\.1:\d+/);
@@ -111,11 +145,122 @@ describe("front door: scripts/start.sh (= ./ce start)", () => {
     expect([200, 302, 303]).toContain(q.status);
   });
 
-  it("Ctrl-C (SIGTERM) stops everything it started, including its Redis", async () => {
-    const exited = new Promise((r) => start.once("exit", r));
-    start.kill("SIGTERM");
-    await exited;
+  it("a second start in the same state directory says so and exits, leaving the running CE alone", async () => {
+    const pid = readFileSync(join(state, "ce.pid"), "utf8").trim();
+    const r = await startOnce(ceEnv(), 30_000);
+    expect(r.code).toBe(1);
+    expect(r.text).toContain(`ce: cannot start: a CE is already running from ${state} (pid ${pid}, ${url})`);
+    expect(r.text).not.toContain("CE running");
+    noNoise(r.text);
+    expect((await fetch(`http://127.0.0.1:${ports.jem}/healthz`)).status).toBe(200);
+  });
+
+  it("a JEM that dies is brought back, with a line saying how it exited and its last log line", async () => {
+    const pid = Number(readFileSync(join(state, "run", "jem.pid"), "utf8"));
+    process.kill(pid, "SIGKILL");
+    await printed(new RegExp(`ce: the JEM \\(pid ${pid}\\) exited with signal SIGKILL after \\d+ s; last log line: .+; restarting in 1 s`), 10_000);
+    const back = await printed(/ce: the JEM is back \(pid (\d+)\)/, 60_000);
+    expect(Number(back[1])).not.toBe(pid);
+    expect(Number(readFileSync(join(state, "run", "jem.pid"), "utf8"))).toBe(Number(back[1]));
+    expect((await fetch(`http://127.0.0.1:${ports.jem}/healthz`)).status).toBe(200);
+    expect(start.exitCode).toBeNull();
+  }, 90_000);
+
+  it("Ctrl-C (SIGINT to its process group, as a terminal sends it) stops everything it started, exit 0 without a pnpm error line", async () => {
+    const exited = new Promise<number | null>((r) => start.once("exit", (c) => r(c)));
+    process.kill(-start.pid!, "SIGINT");
+    expect(await exited).toBe(0);
+    expect(out).not.toContain("ELIFECYCLE");
     await new Promise((r) => setTimeout(r, 500));
     for (const p of [ports.gw, ports.admin, ports.jem, ports.redis]) expect(await portOpen(p), `port ${p} still open`).toBe(false);
+    expect(existsSync(join(state, "ce.pid"))).toBe(false);
   });
+});
+
+// Mistakes get one line naming them, quickly, and a non-zero exit; each in a state dir of its own.
+describe("front door: start-up mistakes", () => {
+  let bad: string;
+  let p: { gw: number; admin: number; jem: number; redis: number };
+  const env = (extra: NodeJS.ProcessEnv = {}) => ({
+    CE_STATE_DIR: bad,
+    CE__GATEWAY__PORT: String(p.gw),
+    CE__ADMIN__PORT: String(p.admin),
+    CE__ADMIN__JEM_PORT: String(p.jem),
+    CE__REDIS__URL: `redis://127.0.0.1:${p.redis}`,
+    ...extra,
+  });
+  beforeAll(async () => {
+    bad = mkdtempSync(join(tmpdir(), "ce-front-bad-"));
+    p = { gw: await freePort(), admin: await freePort(), jem: await freePort(), redis: await freePort() };
+  });
+  afterAll(() => rmSync(bad, { recursive: true, force: true }));
+
+  it("an unknown CE__ variable: one line naming it and the variable meant", async () => {
+    const r = await startOnce(env({ CE__ADMIN__JEMPORT: "9445" }));
+    expect(r.code).toBe(1);
+    expect(r.text).toContain("ce: cannot start: invalid configuration: unknown key CE__ADMIN__JEMPORT in the environment (did you mean CE__ADMIN__JEM_PORT?)\n");
+    expect(r.text).not.toContain("started redis-server");
+    noNoise(r.text);
+  }, 60_000);
+
+  it("an unknown key in the file: one line naming the key, the file and the key meant", async () => {
+    const file = join(bad, "typo.yaml");
+    writeFileSync(file, "gatway:\n  port: 9443\nlrms:\n  backnd: slurm\n");
+    const r = await startOnce(env({ CE_CONFIG: file }));
+    expect(r.code).toBe(1);
+    const line = r.text.split("\n").find((l) => l.startsWith("ce: cannot start:"));
+    expect(line).toContain(`unknown key "gatway" in ${file} (did you mean "gateway"?)`);
+    expect(line).toContain(`unknown key "lrms.backnd" in ${file} (did you mean "lrms.backend"?)`);
+    noNoise(r.text);
+  }, 60_000);
+
+  it("a port in use: one line naming the address and the key, quickly, nothing started", async () => {
+    const busy: Server = createServer();
+    await new Promise<void>((r) => busy.listen(p.gw, "127.0.0.1", () => r()));
+    try {
+      const r = await startOnce(env(), 30_000);
+      expect(r.code).toBe(1);
+      expect(r.text).toContain(`ce: cannot start: 127.0.0.1:${p.gw} (gateway.port) is already in use by another program`);
+      expect(r.ms).toBeLessThan(20_000);
+      expect(r.text).not.toContain("started redis-server");
+      noNoise(r.text);
+    } finally {
+      busy.close();
+    }
+  }, 60_000);
+
+  it("a component that does not come up: non-zero, its own reason and its log lines from this run, nothing left running", async () => {
+    const r = await startOnce(env({ CE__LRMS__BACKEND: "slurmm" }), 90_000);
+    expect(r.code).toBe(1);
+    expect(r.text).toMatch(/ce: the JEM did not start: it exited \(exit code 1\); last log line: jem: cannot start: lrms back end "slurmm": \S+ is missing or not executable/);
+    expect(r.text).toContain(`ce: the last lines of ${bad}/logs/jem.log from this run:`);
+    expect(r.text).not.toContain("CE running");
+    noNoise(r.text);
+    for (const port of [p.gw, p.admin, p.jem, p.redis]) expect(await portOpen(port), `port ${port} still open`).toBe(false);
+  }, 120_000);
+
+  it("the gateway and the JEM themselves answer a start-up mistake with one line on stderr", async () => {
+    const gwRun = new Promise<{ code: number | null; err: string }>((res) => {
+      const c = spawn(process.execPath, ["--import", "tsx", "apps/gateway/src/main.ts"], {
+        cwd: ROOT,
+        env: { ...process.env, ...env({ CE__GATEWAY__TLS__CERT_FILE: join(bad, "missing-cert.pem"), CE__GATEWAY__TLS__KEY_FILE: join(bad, "missing-key.pem"), CE__PATHS__STATE_DIR: bad, CE__AUTH__CA_DIR: bad }) },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      let err = "";
+      c.stderr!.on("data", (d) => (err += String(d)));
+      // A gateway that starts after all must not outlive the test.
+      const t = setTimeout(() => c.kill("SIGKILL"), 45_000);
+      c.once("exit", (code) => (clearTimeout(t), res({ code, err })));
+    });
+    const jemRun = run(process.execPath, ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...process.env, CE__LRMS__BACKND: "slurm" } }).then(
+      () => ({ code: 0, stderr: "" }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    // Both at once: each boots through tsx, which takes a while on a busy machine.
+    const [gw, jem] = await Promise.all([gwRun, jemRun]);
+    expect(gw.code).toBe(1);
+    expect(gw.err).toBe(`gateway: cannot start: cannot open ${join(bad, "missing-cert.pem")}: no such file or directory (gateway.tls.certFile)\n`);
+    expect(jem.code).toBe(1);
+    expect(jem.stderr).toBe("jem: cannot start: invalid configuration: unknown key CE__LRMS__BACKND in the environment (did you mean CE__LRMS__BACKEND?)\n");
+  }, 60_000);
 });

@@ -61,7 +61,7 @@ const secret = (name: string, make: () => string) => {
 };
 const keyFile = secret("delegation.key", () => SecretBox.generateKey());
 const adminFile = secret("admin.token", () => randomBytes(24).toString("base64url"));
-// Redis ACL users of the embedded Redis (scripts/dev/redis-acl.ts writes the aclfile from them).
+// Redis ACL users of the embedded Redis (scripts/dev/embedded-redis.ts writes the aclfile from them).
 const redisGateway = secret("redis-gateway.password", () => randomBytes(24).toString("base64url"));
 const redisJem = secret("redis-jem.password", () => randomBytes(24).toString("base64url"));
 

@@ -14,11 +14,19 @@ if (!process.execArgv.some((a) => a.includes("concurrent-array-buffer-sweeping")
   setFlagsFromString("--no-concurrent-array-buffer-sweeping");
 }
 
-const { loadConfig } = await import("@ce/config");
+const { announceReady, failStartup, loadConfig } = await import("@ce/config");
 const { createAdminApp, startAdminServer } = await import("@ce/ops");
 const { createLogger, startGateway } = await import("./server.js");
 
-const config = loadConfig();
+// Any failure before the listeners are up is one line on stderr naming the problem (a missing
+// certificate file, a port in use, a bad setting) and exit status 1, never a stack trace.
+const config = (() => {
+  try {
+    return loadConfig();
+  } catch (e) {
+    return failStartup("gateway", e);
+  }
+})();
 if (process.argv.includes("--check-config")) {
   // Deployment check (deploy/validate.sh, `docker run ... --check-config`): settings only, no listeners.
   const { authConfigProblems } = await import("./auth/config-check.js");
@@ -31,23 +39,28 @@ if (process.argv.includes("--check-config")) {
   process.exit(0);
 }
 const logger = createLogger(config);
-const gw = await startGateway(config, { logger });
-const { services } = gw;
-const admin =
-  config.admin.enabled && services.metrics
-    ? await startAdminServer(
-        createAdminApp({
-          config,
-          redis: services.redis,
-          queues: [services.queues.commands],
-          registry: services.metrics.registry,
-          role: "gateway",
-          ready: async () => gw.server.listening,
-          logger,
-        }),
-        { host: config.admin.host, port: config.admin.port, logger },
-      )
-    : undefined;
+const booted = await (async () => {
+  const gw = await startGateway(config, { logger });
+  const { services } = gw;
+  const admin =
+    config.admin.enabled && services.metrics
+      ? await startAdminServer(
+          createAdminApp({
+            config,
+            redis: services.redis,
+            queues: [services.queues.commands],
+            registry: services.metrics.registry,
+            role: "gateway",
+            ready: async () => gw.server.listening,
+            logger,
+          }),
+          { host: config.admin.host, port: config.admin.port, logger },
+        )
+      : undefined;
+  return { gw, admin };
+})().catch((e: unknown) => failStartup("gateway", e, config));
+const { gw, admin } = booted;
+announceReady({ url: gw.url, mount: config.mountPath, admin: admin?.url });
 
 let stopping = false;
 for (const sig of ["SIGTERM", "SIGINT"] as const) {

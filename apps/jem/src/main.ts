@@ -1,4 +1,4 @@
-import { loadConfig } from "@ce/config";
+import { announceReady, failStartup, loadConfig } from "@ce/config";
 import { connectRedis, type RedisOutage } from "@ce/store";
 import { createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
@@ -8,30 +8,42 @@ import { startJem } from "./daemon.js";
  * (loopback, admin token) shows the BullMQ queues at /queues, Prometheus /metrics, /healthz,
  * /readyz. SIGTERM/SIGINT stop gracefully.
  */
-const config = loadConfig();
+// Any failure before the JEM runs is one line on stderr naming the problem (a bad setting, a back
+// end without scripts, a port in use) and exit status 1, never a stack trace.
+const config = (() => {
+  try {
+    return loadConfig();
+  } catch (e) {
+    return failStartup("jem", e);
+  }
+})();
 if (process.argv.includes("--check-config")) {
   // Deployment check (deploy/validate.sh, `docker run ... --check-config`): settings only.
   console.error(`configuration ok: back end ${config.lrms.backend}, control dir ${config.paths.controlDir}`);
   process.exit(0);
 }
 const log = createLogger("jem", config.logging.level, { pid: process.pid });
-// The admin listener's and metrics' own connection (the daemon opens its own in startJem).
-const clients = connectRedis(config.redis, "jem");
-const redis = clients.redis;
-const queues = openQueues(config, undefined, clients.bull);
-const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
-// Its connection errors belong to the daemon's outage episode (one line per outage, outage.ts).
-const episode: { outage?: RedisOutage } = {};
-redis.on("error", (e: unknown) => void episode.outage?.report(e));
-for (const q of queues) q.on("error", (e: unknown) => void episode.outage?.report(e));
-const jem = await startJem(config, { logger: log, metrics });
-episode.outage = jem.ctx.outage;
-const admin = config.admin.enabled
-  ? await startAdminServer(
-      createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true, logger: log }),
-      { host: config.admin.host, port: config.admin.jemPort, logger: log },
-    )
-  : undefined;
+const { clients, queues, jem, admin } = await (async () => {
+  // The admin listener's and metrics' own connection (the daemon opens its own in startJem).
+  const clients = connectRedis(config.redis, "jem");
+  const redis = clients.redis;
+  const queues = openQueues(config, undefined, clients.bull);
+  const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
+  // Its connection errors belong to the daemon's outage episode (one line per outage, outage.ts).
+  const episode: { outage?: RedisOutage } = {};
+  redis.on("error", (e: unknown) => void episode.outage?.report(e));
+  for (const q of queues) q.on("error", (e: unknown) => void episode.outage?.report(e));
+  const jem = await startJem(config, { logger: log, metrics });
+  episode.outage = jem.ctx.outage;
+  const admin = config.admin.enabled
+    ? await startAdminServer(
+        createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true, logger: log }),
+        { host: config.admin.host, port: config.admin.jemPort, logger: log },
+      )
+    : undefined;
+  return { clients, queues, jem, admin };
+})().catch((e: unknown) => failStartup("jem", e, config));
+announceReady({ backend: config.lrms.backend, admin: admin?.url });
 
 let signals = 0;
 for (const sig of ["SIGTERM", "SIGINT"] as const) {

@@ -2,3 +2,5 @@ export * from "./schema.js";
 export * from "./load.js";
 export * from "./redis.js";
 export * from "./mapping.js";
+export * from "./keys.js";
+export * from "./startup.js";

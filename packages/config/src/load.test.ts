@@ -2,7 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { schemaKeys } from "./keys.js";
 import { compileConfig, ConfigError, envOverrides, loadConfig } from "./load.js";
+import { configSchema } from "./schema.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ce-config-"));
 
@@ -72,7 +74,7 @@ describe("derived paths", () => {
 
 describe("environment overrides CE__SECTION__KEY", () => {
   it("map to camelCase paths and parse JSON-looking values", () => {
-    expect(envOverrides({ CE__GATEWAY__PORT: "9443", CE__JOBS__ALLOW_NEW: "false", CE__AUTH__ALLOW: '["vo:atlas"]', CE__LOGGING__LEVEL: "debug", OTHER: "x" })).toEqual({
+    expect(envOverrides({ CE__GATEWAY__PORT: "9443", CE__JOBS__ALLOW_NEW: "false", CE__AUTH__ALLOW: '["vo:atlas"]', CE__LOGGING__LEVEL: "debug", OTHER: "x", CE_CONFIG: "x" })).toEqual({
       gateway: { port: 9443 },
       jobs: { allowNew: false },
       auth: { allow: ["vo:atlas"] },
@@ -105,7 +107,8 @@ describe("invalid values name the key", () => {
     [{ jobs: { defaultQueue: "nope" } }, /jobs\.defaultQueue: "nope" is not one of jobs\.queues/],
   ])("%j", (input, reason) => {
     const e = refusal(input);
-    expect(e.message).toMatch(/^invalid configuration:\n/);
+    expect(e.message).toMatch(/^invalid configuration: /);
+    expect(e.message).not.toContain("\n");
     expect(e.message).toMatch(reason);
   });
 
@@ -117,5 +120,70 @@ describe("invalid values name the key", () => {
     const file = join(dir, "broken.yaml");
     writeFileSync(file, "gateway: [\n");
     expect(() => loadConfig({ file, env: {} })).toThrow(new RegExp(`cannot parse ${file}`));
+  });
+});
+
+describe("unknown keys stop the boot with one line naming the key, its source and the nearest key", () => {
+  it("in the file: each unknown key with the file's path and a suggestion", () => {
+    const file = join(dir, "typos.yaml");
+    writeFileSync(file, "gatway:\n  port: 9443\nlrms:\n  backnd: slurm\nlogging:\n  levl: debug\n");
+    let msg = "";
+    try {
+      loadConfig({ file, env: {} });
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      msg = (e as Error).message;
+    }
+    expect(msg).not.toContain("\n");
+    expect(msg).toContain(`unknown key "gatway" in ${file} (did you mean "gateway"?)`);
+    expect(msg).toContain(`unknown key "lrms.backnd" in ${file} (did you mean "lrms.backend"?)`);
+    expect(msg).toContain(`unknown key "logging.levl" in ${file} (did you mean "logging.level"?)`);
+  });
+
+  it("inside a list: the index is kept in the key and the suggestion", () => {
+    expect(() => compileConfig({ jobs: { queues: [{ name: "a", maxWallTimeSecond: 60 }] } } as never, dir)).toThrow(
+      /unknown key "jobs\.queues\.0\.maxWallTimeSecond" in the configuration \(did you mean "jobs\.queues\.0\.maxWallTimeSeconds"\?\)/,
+    );
+  });
+
+  it("an unrelated name gets the keys known at that place instead of a guess", () => {
+    expect(() => compileConfig({ logging: { colour: true } } as never, dir)).toThrow(/unknown key "logging\.colour" in the configuration \(known keys here: level\)/);
+  });
+
+  it("in the environment: the variable and the variable it should have been", () => {
+    expect(() => loadConfig({ env: { CE__ADMIN__JEMPORT: "9445" } })).toThrow(
+      new ConfigError("invalid configuration: unknown key CE__ADMIN__JEMPORT in the environment (did you mean CE__ADMIN__JEM_PORT?)"),
+    );
+    expect(() => loadConfig({ env: { CE__GATEWAY: '{"prot":1}' } })).toThrow(/unknown key "gateway\.prot" from CE__GATEWAY \(did you mean "gateway\.port"\?\)/);
+  });
+
+  it("a bad value names the variable or the file it came from", () => {
+    expect(() => loadConfig({ env: { CE__GATEWAY__PORT: "-1" } })).toThrow(/^invalid configuration: gateway\.port: .* \(-1 from CE__GATEWAY__PORT\)$/);
+    const file = join(dir, "badport.yaml");
+    writeFileSync(file, "gateway:\n  port: 70000\n");
+    expect(() => loadConfig({ file, env: {} })).toThrow(new RegExp(`gateway\\.port: .* \\(70000 in ${file}\\)$`));
+  });
+
+  it("a secret's value is not repeated in the message", () => {
+    expect(() => loadConfig({ env: { CE__ADMIN__TOKEN: "[1]" } })).not.toThrow();
+    expect(() => compileConfig({ admin: { token: 12345 } } as never, dir)).toThrow(/admin\.token: .*\(value hidden\)/);
+  });
+
+  it("a missing configuration file is one line naming it", () => {
+    expect(() => loadConfig({ file: join(dir, "nope.yaml"), env: {} })).toThrow(new ConfigError(`cannot read the configuration file ${join(dir, "nope.yaml")}: no such file or directory`));
+  });
+});
+
+describe("environment names are derived from the schema", () => {
+  it("every key outside a list has exactly one name, and each name reaches its key", () => {
+    const keys = schemaKeys(configSchema).filter((k) => k.env);
+    expect(new Set(keys.map((k) => k.env)).size).toBe(keys.length);
+    expect(keys.find((k) => k.path.join(".") === "admin.jemPort")!.env).toBe("CE__ADMIN__JEM_PORT");
+    expect(keys.find((k) => k.path.join(".") === "gateway.tls.certFile")!.env).toBe("CE__GATEWAY__TLS__CERT_FILE");
+    expect(envOverrides({ CE__GATEWAY__LIMITS__IDS_PER_REQUEST: "5" })).toEqual({ gateway: { limits: { idsPerRequest: 5 } } });
+  });
+
+  it("a text key keeps a value that looks like a number", () => {
+    expect(envOverrides({ CE__ENDPOINT__ADMIN_DOMAIN: "123" }).endpoint).toEqual({ adminDomain: "123" });
   });
 });

@@ -14,7 +14,7 @@ describe("mapping configuration", () => {
     [{ rules: [{ match: [], user: "a" }] }, "mapping.rules.0.match"],
     [{ rules: [{ match: "*" }] }, "mapping.rules.0: a rule needs exactly one target of user, pool, gridmap (found 0)"],
     [{ rules: [{ match: "*", user: "a", gridmap: "/x" }] }, "mapping.rules.0: a rule needs exactly one target of user, pool, gridmap (found 2)"],
-    [{ rules: [{ match: "*", users: "a" }] }, "mapping.rules.0: Unrecognized key(s) in object: 'users'"],
+    [{ rules: [{ match: "*", users: "a" }] }, 'unknown key "mapping.rules.0.users" in the configuration (did you mean "mapping.rules.0.user"?)'],
     [{ rules: [{ match: "*", user: "0day" }] }, "mapping.rules.0.user: not a valid account name"],
     [{ rules: [{ match: "*", user: "a" }, { match: "*", pool: { prefix: "g", from: 5, to: 1 } }] }, "mapping.rules.1.pool: pool `to` is below `from`"],
     [{ rules: [{ match: "*", pool: { accounts: ["a"], prefix: "g", from: 1, to: 2 } }] }, "mapping.rules.0.pool: a pool has either `accounts` or `prefix`+`from`+`to`, not both"],
