@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 const PEM = "application/x-pem-file";
-const JWT = (n: string) => `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ3aXJlLSR7bn0ifQ.${n}sig`;
+const JWT = (n: string) => `eyJhbGciOiJIUzI1NiJ9.${Buffer.from(JSON.stringify({ sub: `wire-${n}` })).toString("base64url")}.${n}sig`;
 
 /** The client's half of the X.509 exchange: sign the CSR with the caller's proxy (what arcsub does). */
 function signAs(g: TestGateway, csr: string, as: CredName = "alice"): string {
@@ -105,18 +105,21 @@ describe("E8 JWT creation (1.1) and E9 get/renew/delete of a JWT delegation", ()
     const { r, id } = await newJwt(t, JWT("a"));
     expect(r.status).toBe(201);
     expect(id).not.toBe("");
-    const get = await action(t, "1.1", id, "get");
+    // E9 get says "jwt: the stored token, application/jwt"; Deviation #33: its claims, never the token
+    // (a reader with only compute.read must not obtain a token that may carry broader scopes).
+    const get = await action(t, "1.1", id, "get", { Accept: ACCEPT.json });
     expect(get.status).toBe(200);
-    expect(get.headers["content-type"]).toBe("application/jwt"); // E9 get: "jwt: the stored token, application/jwt"
-    // "The service stores the token without verifying it"; Deviation #7: the bare token, without "bearer ".
-    expect(get.text).toBe(JWT("a"));
+    expect(get.headers["content-type"]).toMatch(/^application\/json/);
+    expect(get.text).not.toContain(JWT("a"));
+    expect(get.text).not.toContain("asig");
+    expect(get.json()).toMatchObject({ id, type: "jwt", format: "jwt", subject: "wire-a" });
   });
   it("renew replaces the token from X-Delegation or X-Token-Delegation → 200", async () => {
     const { id } = await newJwt(t, JWT("b"));
-    for (const [header, tok] of [["X-Delegation", JWT("c")], ["X-Token-Delegation", JWT("d")]] as const) {
+    for (const [header, tok, sub] of [["X-Delegation", JWT("c"), "wire-c"], ["X-Token-Delegation", JWT("d"), "wire-d"]] as const) {
       const r = await action(t, "1.1", id, "renew", { [header]: `bearer ${tok}` });
       expect(r.status, header).toBe(200);
-      expect((await action(t, "1.1", id, "get")).text).toBe(tok);
+      expect((await action(t, "1.1", id, "get", { Accept: ACCEPT.json })).json().subject).toBe(sub);
     }
   });
   it("compat.strictSpecCodes: JWT creation → 200 + Location, delete → 200", async () => {
