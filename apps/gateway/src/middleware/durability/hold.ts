@@ -16,7 +16,17 @@ export class RequestHold {
   private admittedDue = 0;
   private ended = false;
 
-  constructor(private readonly holds: SubmissionHolds, private readonly holdMs: number, private readonly log: Logger | undefined) {}
+  /**
+   * `confirm`: with `redis.waitReplicas`, whether the replicas hold the writes so far. The release
+   * is then repeated until they hold it: a failover must not lose it (the new primary would
+   * withdraw jobs whose 201 the client has).
+   */
+  constructor(
+    private readonly holds: SubmissionHolds,
+    private readonly holdMs: number,
+    private readonly log: Logger | undefined,
+    private readonly confirm?: () => Promise<boolean>,
+  ) {}
 
   /** The key and deadline the request's records are created with (the first call fixes them). */
   begin(ids: readonly string[]): { key: string; until: number } {
@@ -70,11 +80,18 @@ export class RequestHold {
     this.ended = true;
     for (let attempt = 1; ; attempt++) {
       try {
-        // A retry that finds the hold gone may follow an attempt that did release it (reply lost).
-        if (!(await this.holds.release(s.key, [...this.ids], this.admittedDue)) && attempt === 1) {
-          this.log?.warn({ hold: s.key, jobs: this.ids.size }, "submission answered 201 but its hold had already ended: if withdrawn, its jobs fail without running");
+        if (!(await this.holds.release(s.key, [...this.ids], this.admittedDue))) {
+          // Later attempts find the hold gone when an earlier one did release it.
+          if (attempt === 1) this.log?.warn({ hold: s.key, jobs: this.ids.size }, "submission answered 201 but its hold had already ended: its jobs were withdrawn and fail without running");
+          return;
         }
-        return;
+        if (!this.confirm || (await this.confirm())) return;
+        // Not on the replicas yet: released again (a no-op where it held) after a pause.
+        if (Date.now() + RELEASE_RETRY_MS >= s.until) {
+          this.log?.warn({ hold: s.key, jobs: this.ids.size }, "release of a submission hold not confirmed by the replicas before its deadline");
+          return;
+        }
+        await new Promise((r) => setTimeout(r, RELEASE_RETRY_MS));
       } catch (err) {
         if (Date.now() + RELEASE_RETRY_MS >= s.until) {
           this.log?.error({ err, hold: s.key, jobs: this.ids.size }, "submission hold not released before its deadline: its jobs will be withdrawn (failed, never run)");

@@ -26,9 +26,10 @@ export function durability(services: Pick<Services, "config" | "redis">): Middle
   const barrier = waitReplicas > 0 ? new ReplicaBarrier(services.redis, waitReplicas, waitTimeoutMs) : undefined;
   const holds = new SubmissionHolds(services.redis, prefix);
   const holdMs = services.config.jobs.submissionHoldSeconds * 1000;
+  const confirm = barrier ? async () => (await barrier.confirm()) >= waitReplicas : undefined;
   return async (c, next) => {
     if (READS.has(c.req.method)) return next();
-    const hold = new RequestHold(holds, holdMs, c.get("log"));
+    const hold = new RequestHold(holds, holdMs, c.get("log"), confirm);
     c.set("hold", hold);
     try {
       // Errors below become responses there (Hono's compose): the status says how it ended.
