@@ -128,4 +128,27 @@ describe("submission holds without replicas", () => {
     expect(jobs.map((j) => j.hold)).toEqual([undefined, undefined]);
     expect(await redis.zcard(new Keys(g.prefix).holds())).toBe(0);
   });
+
+  it("a client gone before the answer was written: the jobs are withdrawn, never released", async () => {
+    const body = `+${Array.from({ length: 100 }, (_, i) => `(${XRSL(`gone${i}`)})`).join("")}`;
+    const cred = g.pki.creds.alice!;
+    const sock = tlsConnect({ host: "127.0.0.1", port: g.gw.port, rejectUnauthorized: false, cert: cred.cert, key: cred.key });
+    await new Promise<void>((r) => sock.once("secureConnect", () => r()));
+    sock.write(`POST ${g.rest}/1.0/jobs?action=new HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nContent-Type: application/rsl\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // Gone once the request is in, while the 100 jobs are still being created.
+    await new Promise((r) => setTimeout(r, 20));
+    sock.destroy();
+    const keys = new Keys(g.prefix);
+    const deadline = Date.now() + 10_000;
+    let jobs = await jobsOf(g.prefix);
+    while ((jobs.filter((j) => j.jobName?.startsWith("gone")).length < 100 || (await redis.zcard(keys.holds())) > 0) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      jobs = await jobsOf(g.prefix);
+    }
+    const gone = jobs.filter((j) => j.jobName?.startsWith("gone"));
+    expect(gone).toHaveLength(100);
+    expect(await redis.zcard(keys.holds())).toBe(0);
+    // Still carrying the hold: withdrawn (a release removes it), so the JEM fails them unrun.
+    expect(gone.every((j) => typeof j.hold === "string")).toBe(true);
+  });
 });
