@@ -22,6 +22,10 @@ export interface Stack {
   logs(): string;
   /** CE processes that have exited on their own (a crash, unless the test stopped them). */
   exited(): string[];
+  /** Gateway `i` (0-based): its pid, a signal to it, a fresh start with the same configuration (crash tests). */
+  gateway(i: number): { pid: number | undefined; kill(signal: NodeJS.Signals): Promise<void>; restart(): void };
+  /** The Redis key prefix of this CE. */
+  prefix: string;
   stop(): Promise<void>;
 }
 
@@ -93,9 +97,15 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   };
   const configs = Array.from({ length: n }, (_, i) => configFor(i));
   if (o.jem !== false) procs.push(spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] }));
-  for (const c of configs) {
-    procs.push(spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: c }, stdio: ["ignore", out, out] }));
-  }
+  const gateways: ChildProcess[] = [];
+  const spawnGateway = (i: number) => {
+    const p = spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[i] }, stdio: ["ignore", out, out] });
+    const at = procs.indexOf(gateways[i]!);
+    if (at >= 0) procs.splice(at, 1);
+    gateways[i] = p;
+    procs.push(p);
+  };
+  configs.forEach((_, i) => spawnGateway(i));
   const urls = ports.slice(0, n).map((p) => `https://localhost:${p}/arex`);
   const pki = join(state, "pki");
   const stop = async () => {
@@ -150,6 +160,18 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       X509_CERT_DIR: `${pki}/ca`,
     },
     logs: () => readFileSync(logFile, "utf8"),
+    prefix,
+    gateway: (i) => ({
+      pid: gateways[i]!.pid,
+      kill: (signal) =>
+        new Promise<void>((res) => {
+          const g = gateways[i]!;
+          if (g.exitCode !== null || g.signalCode) return res();
+          g.once("exit", () => res());
+          g.kill(signal);
+        }),
+      restart: () => spawnGateway(i),
+    }),
     exited: () => procs.filter((p) => p.exitCode !== null || p.signalCode !== null).map((p) => `${p.spawnargs.at(-1)} (pid ${p.pid}): ${p.exitCode ?? p.signalCode}`),
     async stop() {
       await stop();

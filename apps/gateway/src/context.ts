@@ -6,6 +6,7 @@ import type { AdvanceSet, ControlDir, DelegationStore, JobStore, QueueCatalog } 
 import type { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import type { CeMetrics } from "@ce/ops";
 import type { Mapper, MatchIdentity } from "@ce/mapping";
+import type { RequestHold } from "./middleware/durability/hold.js";
 /** Negotiated response format of structured responses. */
 export type Format = "json" | "xml" | "html";
 
@@ -57,5 +58,7 @@ export interface AppEnv {
     version: ApiVersion;
     /** Negotiated response format of structured responses. */
     format: Format;
+    /** The submission hold of a request that may write (durability middleware; used by submit.ts). */
+    hold: RequestHold;
   };
 }

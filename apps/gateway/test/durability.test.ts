@@ -1,4 +1,6 @@
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
+import { Redis } from "ioredis";
+import { AdvanceSet, JobStore, Keys } from "@ce/store";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, XRSL, type TestGateway } from "./harness.js";
 
@@ -10,10 +12,21 @@ import { startTestGateway, XRSL, type TestGateway } from "./harness.js";
  * wire, on one keep-alive connection, so a wrong length shows as a hang or a garbled next answer.
  */
 let t: TestGateway;
+let redis: Redis;
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"), { redis: { waitReplicas: 1, waitTimeoutMs: 50 } });
+  redis = new Redis(inject("redisUrl"));
 });
-afterAll(async () => t?.close());
+afterAll(async () => {
+  redis?.disconnect();
+  await t?.close();
+});
+
+/** Every job record under a gateway's prefix. */
+async function jobsOf(prefix: string) {
+  const ids = await redis.zrange(new Keys(prefix).all(), 0, -1);
+  return (await new JobStore(redis, prefix).getMany(ids)).filter((j) => j !== undefined);
+}
 
 interface Answer {
   status: number;
@@ -74,6 +87,17 @@ describe("durability check (redis.waitReplicas) refusing a 201", () => {
         expect(r.headers.get("content-type")).toMatch(/json/);
         expect(JSON.parse(r.body.toString("utf8"))).toMatchObject({ "status-code": "503", reason: expect.stringMatching(/not confirmed by 1 replica/) });
       }
+      // Only an answered 201 runs: the two refused submissions' jobs exist (written before the
+      // check) but were withdrawn before the 503 left, and are due now for the JEM to fail them.
+      const jobs = await jobsOf(t.prefix);
+      expect(jobs).toHaveLength(2);
+      const keys = new Keys(t.prefix);
+      expect(await redis.zcard(keys.holds())).toBe(0);
+      const adv = new AdvanceSet(redis, t.prefix);
+      for (const j of jobs) {
+        expect(j.hold).toMatch(/^[0-9a-f-]{36}$/);
+        expect((await adv.scoreOf(j.id)).due).toBeLessThanOrEqual(Date.now());
+      }
       // A read is not a write: the same connection answers it normally after the refusals.
       const info = await conn.exchange(`GET ${t.rest}/1.0/jobs HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n`);
       expect(info.status).toBe(200);
@@ -81,5 +105,50 @@ describe("durability check (redis.waitReplicas) refusing a 201", () => {
     } finally {
       conn.close();
     }
+  });
+});
+
+describe("submission holds without replicas", () => {
+  let g: TestGateway;
+  beforeAll(async () => {
+    g = await startTestGateway(inject("redisUrl"), { jobs: { submissionHoldSeconds: 30 } });
+  });
+  afterAll(async () => g?.close());
+
+  it("a 201 releases its jobs once written (one hold per request, gone after the answer)", async () => {
+    const r = await g.request("POST", `${g.rest}/1.0/jobs?action=new`, { body: `+(${XRSL("a")})(${XRSL("b")})`, headers: { "content-type": "application/rsl" }, accept: "application/json" });
+    expect(r.status).toBe(201);
+    const deadline = Date.now() + 5_000;
+    let jobs = await jobsOf(g.prefix);
+    while (jobs.some((j) => j.hold) && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 20));
+      jobs = await jobsOf(g.prefix);
+    }
+    expect(jobs).toHaveLength(2);
+    expect(jobs.map((j) => j.hold)).toEqual([undefined, undefined]);
+    expect(await redis.zcard(new Keys(g.prefix).holds())).toBe(0);
+  });
+
+  it("a client gone before the answer was written: the jobs are withdrawn, never released", async () => {
+    const body = `+${Array.from({ length: 100 }, (_, i) => `(${XRSL(`gone${i}`)})`).join("")}`;
+    const cred = g.pki.creds.alice!;
+    const sock = tlsConnect({ host: "127.0.0.1", port: g.gw.port, rejectUnauthorized: false, cert: cred.cert, key: cred.key });
+    await new Promise<void>((r) => sock.once("secureConnect", () => r()));
+    sock.write(`POST ${g.rest}/1.0/jobs?action=new HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nContent-Type: application/rsl\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // Gone once the request is in, while the 100 jobs are still being created.
+    await new Promise((r) => setTimeout(r, 20));
+    sock.destroy();
+    const keys = new Keys(g.prefix);
+    const deadline = Date.now() + 10_000;
+    let jobs = await jobsOf(g.prefix);
+    while ((jobs.filter((j) => j.jobName?.startsWith("gone")).length < 100 || (await redis.zcard(keys.holds())) > 0) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      jobs = await jobsOf(g.prefix);
+    }
+    const gone = jobs.filter((j) => j.jobName?.startsWith("gone"));
+    expect(gone).toHaveLength(100);
+    expect(await redis.zcard(keys.holds())).toBe(0);
+    // Still carrying the hold: withdrawn (a release removes it), so the JEM fails them unrun.
+    expect(gone.every((j) => typeof j.hold === "string")).toBe(true);
   });
 });

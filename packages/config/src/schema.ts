@@ -299,6 +299,12 @@ export const configSchema = z.object({
       /** How long the minimal WIPED record stays after that. */
       wipedRecordSeconds: duration.default(30 * 24 * 3600),
       uploadTimeoutSeconds: duration.default(600),
+      /**
+       * Jobs of a submission cannot run before the gateway has written its 201; a submission
+       * whose answer was not written within this time (the gateway died) is withdrawn: its jobs
+       * fail without running (@ce/store holds.ts).
+       */
+      submissionHoldSeconds: z.number().int().positive().default(60),
       /** Runtime environments published and accepted (must exist in rteDir). */
       runtimeEnvironments: z.array(z.string()).default([]),
       /** Runtime environments added to every job. */

@@ -60,6 +60,11 @@ export interface CreateJobsOptions {
    * job is created in ACCEPTED for the JEM to admit.
    */
   admit?: { maxActivePerOwner: number; uploadTimeoutMs: number } | undefined;
+  /**
+   * Deadline (ms) of the submission hold of the records that carry one (`hold`, holds.ts): they
+   * cannot run before the caller releases the hold, and are withdrawn after this time otherwise.
+   */
+  holdUntil?: number | undefined;
   /** Parallel removals and rewrites of a failed or demoted batch (creation goes to filewriter.ts in one batch). */
   concurrency?: number | undefined;
   /** After the commit: delegation binding (the JEM's work list is part of the commit itself). Its failure is reported, not thrown (the jobs exist). */
@@ -107,6 +112,7 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
     const commit = () => store.jobs.createBounded(ready, {
       maxTotal: o.maxTotal, minRequired, maxPerOwner: o.maxPerOwner ?? 0,
       maxActivePerOwner: o.admit?.maxActivePerOwner, admittedDue: o.admit ? Date.now() + o.admit.uploadTimeoutMs : undefined,
+      holdUntil: o.holdUntil,
     });
     try {
       ({ created, limitedBy } = await commit());

@@ -6,6 +6,7 @@ export * from "./inputstatus.js";
 export * from "./jobfiles.js";
 export * from "./queues.js";
 export * from "./advance.js";
+export * from "./holds.js";
 export * from "./advance-orphans.js";
 export * from "./commands.js";
 export * from "./secretbox.js";

@@ -28,6 +28,11 @@ export interface CreateLimits {
   maxActivePerOwner?: number | undefined;
   /** When records created in PREPARING are due for the JEM (their upload deadline, ms). */
   admittedDue?: number | undefined;
+  /**
+   * Deadline (ms) of the submission hold of records that carry one (`hold`, holds.ts): they are
+   * due for the JEM only then, unless the hold is released first. Required when any record is held.
+   */
+  holdUntil?: number | undefined;
 }
 
 /** Fields a state change may set; `rest` is always recomputed from them. */
@@ -103,8 +108,8 @@ export class JobStore {
     const encoded = records.map(encodeRecord);
     const first = encoded[0]!;
     const payload = JSON.stringify(encoded.map((e, i) => (i === 0 ? e : recordDelta(first, e))));
-    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), ...active];
-    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload];
+    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), k.holds(), ...active];
+    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload, o.holdUntil ?? 0];
     const res = await runScript(this.redis, "ceCreateJobs", keys, args);
     const [n, by] = res as unknown as [number, string];
     return by === "total" || by === "owner" || by === "active" ? { created: Number(n), limitedBy: by } : { created: Number(n) };

@@ -37,6 +37,14 @@ export class Keys {
   /** SET of job ids with a kill/clean/restart request on their record (lua/request.lua; JEM recovery rings again). */
   requests() { return `${this.prefix}:requests`; }
 
+  // ── Submission holds (holds.ts, lua/create|hold-release|hold-withdraw.lua) ──
+  /**
+   * ZSET request key → deadline (ms): submissions whose answer the gateway has not yet handed to
+   * the client. Their jobs carry the key in their record's `hold` field and the JEM does not
+   * advance them; released (answer written) or withdrawn (never answered 201, or past the deadline).
+   */
+  holds() { return `${this.prefix}:holds`; }
+
   // ── The JEM's work (advance.ts, lua/advance-*.lua) ──
   /** ZSET id → when the JEM should next look at the job (now for events, later for timers). */
   advanceDue() { return `${this.prefix}:adv:due`; }

@@ -61,6 +61,12 @@ export interface JobRecord {
   killRequested?: boolean | undefined;
   cleanRequested?: boolean | undefined;
   restartRequested?: boolean | undefined;
+  /**
+   * Submission hold (holds.ts): the key of the request that created the job while its answer has
+   * not been handed to the client. The JEM does not advance a held job; the gateway clears the
+   * field once the 201 is written, or the job is withdrawn (fails without running).
+   */
+  hold?: string | undefined;
   /** Request id of the submission, carried into JEM logs. */
   requestId?: string | undefined;
   clientHost?: string | undefined;

@@ -28,6 +28,8 @@ export const SCRIPTS = {
   ceLockExtend: { file: "lock-extend", numberOfKeys: 1 },
   ceLockRelease: { file: "lock-release", numberOfKeys: 1 },
   ceLockReleaseRing: { file: "lock-release-ring", numberOfKeys: 3 },
+  ceHoldRelease: { file: "hold-release", numberOfKeys: undefined, keysInLua: true },
+  ceHoldWithdraw: { file: "hold-withdraw", numberOfKeys: 3 },
   ceAdvanceRing: { file: "advance-ring", numberOfKeys: 2 },
   ceAdvanceClaim: { file: "advance-claim", numberOfKeys: 2 },
   ceAdvanceOrphans: { file: "advance-orphans", numberOfKeys: 1 },

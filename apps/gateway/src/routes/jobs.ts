@@ -115,6 +115,7 @@ async function submit(c: Context<AppEnv>): Promise<Response> {
     clientHost: peerAddress(c),
     clientSoftware: c.req.header("user-agent"),
     log: c.get("log"),
+    hold: c.get("hold"),
   });
   return respond(c, bulkResultsDoc(items.map(asSubmitted)), { status: 201, title: "Submitted jobs" });
 }

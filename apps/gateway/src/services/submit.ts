@@ -4,6 +4,7 @@ import { awaitingText, clientUploads, type JobDescription, type SettledDescripti
 import { JobCommitError, JobStore, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
+import type { RequestHold } from "../middleware/durability/hold.js";
 import { Forbidden, ServiceUnavailable, StoreUnavailable } from "../errors.js";
 import { RETRY_AFTER_SECONDS, outageOf } from "../outage.js";
 import { ruleMatches } from "../middleware/identity/policy.js";
@@ -27,6 +28,11 @@ export interface SubmitRequest {
   clientHost?: string | undefined;
   clientSoftware?: string | undefined;
   log: Logger;
+  /**
+   * The request's submission hold (durability middleware): the jobs are created held and run only
+   * once the 201 is written. Absent (tools, tests calling this directly): created runnable.
+   */
+  hold?: RequestHold | undefined;
 }
 
 /** A description that passed every check and becomes one (or, with instances, several) jobs. */
@@ -161,6 +167,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   const hostname = new URL(config.endpoint.url).hostname;
   const ids = plans.map(() => randomUUID());
   const uploadDeadline = now.getTime() + config.jobs.uploadTimeoutSeconds * 1000;
+  const hold = req.hold?.begin(ids);
   const records: JobRecord[] = plans.map((p, i) => {
     const d = p.description;
     const uploads = clientUploads(d);
@@ -177,6 +184,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
         delegations: p.delegations,
         mainDelegation: p.mainDelegation,
         requestId: req.requestId,
+        hold: hold?.key,
         clientHost: req.clientHost,
         delegationExpires: p.delegationExpires,
         localUser,
@@ -217,7 +225,11 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
       // A job that only waits for the client's uploads is created admitted (PREPARING): the JEM
       // then has nothing to do for it until an upload completes or its upload deadline passes.
       admit: { maxActivePerOwner: config.jobs.maxActivePerOwner, uploadTimeoutMs: config.jobs.uploadTimeoutSeconds * 1000 },
-      notify: (committed) => afterCommit(s, req, committed),
+      holdUntil: hold?.until,
+      notify: (committed) => {
+        req.hold?.created(Date.now() + config.jobs.uploadTimeoutSeconds * 1000);
+        return afterCommit(s, req, committed);
+      },
       warn: (what, err, jobId) => req.log.warn({ err, jobId }, what),
     });
   } catch (err) {

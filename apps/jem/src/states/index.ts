@@ -5,6 +5,7 @@ import { accepted } from "./accepted.js";
 import { canceling } from "./canceling.js";
 import { deleted, finished } from "./finished.js";
 import { finishing } from "./finishing.js";
+import { checkHold } from "./held.js";
 import { inlrms } from "./inlrms.js";
 import { preparing } from "./preparing.js";
 import type { StateHandler } from "./step.js";
@@ -47,7 +48,9 @@ export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> 
       carried = undefined;
       if (!job) break;
       if (step === 0) await repairControlFiles(ctx, job);
-      const r = await HANDLERS[job.state](ctx, job);
+      // A job of a submission not yet answered is not advanced; past its hold it is withdrawn.
+      const held = job.hold ? await checkHold(ctx, job) : { job };
+      const r = "step" in held ? held.step : await HANDLERS[held.job.state](ctx, held.job);
       if (!r.again) {
         wakeAt = r.at;
         break;

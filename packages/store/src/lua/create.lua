@@ -2,13 +2,18 @@
 -- WIPED records (kept only for their final state) count against neither.
 -- KEYS[1] every job (Keys.all), KEYS[2] WIPED jobs (Keys.rest WIPED), KEYS[3] the JEM's due set
 -- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), KEYS[5] the creating marks
--- (Keys.creating), KEYS[6..5+A] the admitted owner's active-state sets (Keys.ownerRest of @ce/model
--- ACTIVE_REST_STATES; A = ARGV[6], may be 0).
+-- (Keys.creating), KEYS[6] the submission holds (Keys.holds), KEYS[7..6+A] the admitted owner's
+-- active-state sets (Keys.ownerRest of @ce/model ACTIVE_REST_STATES; A = ARGV[6], may be 0).
 -- ARGV[1] maxTotal, ARGV[2] minRequired, ARGV[3] now(ms), ARGV[4] maxPerOwner (0 = none),
 -- ARGV[5] maxActivePerOwner (0 = none), ARGV[6] A, ARGV[7] due time of admitted records (their
 -- upload deadline), ARGV[8] key prefix, ARGV[9] the records: one JSON array, the first record whole
 -- (field -> string), each later one as its differences from the first (a field whose value is JSON
 -- null is absent from that record). A batch of one submission differs mostly in id and job name.
+-- ARGV[10] the hold deadline (ms; 0 = no record is held).
+-- A record with a `hold` field (its request's key, holds.ts) is held: its request goes into
+-- KEYS[6] with the deadline ARGV[10] (the first call of a request sets it), and the record is due
+-- for the JEM only at that deadline, whatever its state: the JEM then withdraws it unless the
+-- gateway released the hold (lua/hold-release.lua makes it due at once).
 -- Per record, the keys are built here with ceKeys(prefix) (generated from keys.ts and prepended by
 -- scripts.ts; they share KEYS' `{ce}` hash slot): the record hash (K.job), the owner's jobs
 -- (K.owner), its WIPED and REST-state sets (K.ownerRest), its status index (K.ownerStates), the
@@ -28,7 +33,8 @@ local now = tonumber(ARGV[3])
 local maxPerOwner = tonumber(ARGV[4])
 local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local K = ceKeys(ARGV[8])
-if #KEYS ~= 5 + nActive or #ARGV ~= 9 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+local holdUntil = tonumber(ARGV[10])
+if #KEYS ~= 6 + nActive or #ARGV ~= 10 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 local list = cjson.decode(ARGV[9])
 local n = #list
 local recs = {}
@@ -44,6 +50,8 @@ for i = 1, n do
     recs[i] = rec
   end
   if type(recs[i].id) ~= 'string' or type(recs[i].ownerKey) ~= 'string' then return redis.error_reply('create: record ' .. i .. ' without id or ownerKey') end
+  -- Checked before any write: an error reply does not undo what a script already wrote.
+  if recs[i].hold ~= nil and recs[i].hold ~= '' and not (holdUntil > 0) then return redis.error_reply('create: record ' .. i .. ' held without a deadline') end
 end
 
 local used = redis.call('ZCARD', KEYS[1]) - redis.call('SCARD', KEYS[2])
@@ -67,10 +75,11 @@ for i = 1, count do
 end
 if admitted > 0 and maxActive > 0 then
   local active = 0
-  for a = 1, nActive do active = active + redis.call('SCARD', KEYS[5 + a]) end
+  for a = 1, nActive do active = active + redis.call('SCARD', KEYS[6 + a]) end
   if active + admitted > maxActive then return {0, 'active'} end
 end
 
+local dueNow = false
 for i = 1, count do
   local rec = recs[i]
   local id = rec.id
@@ -84,11 +93,15 @@ for i = 1, count do
   redis.call('SADD', K.internal(rec.state), id)
   redis.call('SADD', K.rest(rec.rest), id)
   redis.call('ZREM', KEYS[5], id)
-  if isAdmitted(rec) then
+  if rec.hold ~= nil and rec.hold ~= '' then
+    redis.call('ZADD', KEYS[6], 'NX', holdUntil, rec.hold)
+    redis.call('ZADD', KEYS[3], 'LT', holdUntil, id)
+  elseif isAdmitted(rec) then
     redis.call('ZADD', KEYS[3], 'LT', admittedDue, id)
   else
     redis.call('ZADD', KEYS[3], 'LT', now, id)
+    dueNow = true
   end
 end
-if count > admitted then redis.call('PUBLISH', KEYS[4], '1') end
+if dueNow then redis.call('PUBLISH', KEYS[4], '1') end
 return {count, limitedBy}
