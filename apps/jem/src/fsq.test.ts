@@ -80,7 +80,7 @@ describe("JEM file thread (fsq)", () => {
     const own = new FsQueue();
     const f = join(dir, "after-crash");
     await own.one(["exists", f]);
-    const old = (own as unknown as { thread: { w: import("node:worker_threads").Worker } }).thread.w;
+    const old = (own as unknown as { host: { thread: { w: import("node:worker_threads").Worker } } }).host.thread.w;
     old.emit("error", new Error("thread crashed")); // the queue drops it; its exit comes later
     const next = own.one(["write", f, "x", 0o600]); // starts a new thread
     await new Promise((r) => setImmediate(r));

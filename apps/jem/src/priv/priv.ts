@@ -256,7 +256,7 @@ export class Privileged {
     const make: FsOp = ["mkdirOwned", dir, as.uid, this.ceGid, 0o2770];
     try {
       // One file-thread call when there is no batch dir yet (the usual case).
-      await fsq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmod", d, 0o711]), make]);
+      await fsq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmodDir", d, 0o711]), make]);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       // A fresh one: an earlier attempt's is removed without following any link in it.
