@@ -137,13 +137,17 @@ function firstEntry(path: string): boolean {
 }
 
 const NEW_FILE = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
+// Node's file calls take numeric open flags (its own `stringToFlags` passes numbers through);
+// @types/node declares only the string forms. "wx" (O_CREAT|O_EXCL) never follows a link either.
+const READ_NOFOLLOW = (C.O_RDONLY | C.O_NOFOLLOW) as unknown as string;
+const APPEND_NOFOLLOW = (C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_NOFOLLOW) as unknown as string;
 
 /** One operation; throws the system call's error (its `code` kept). */
 export function runOp(o: FsOp): FsResult {
   switch (o[0]) {
     case "read":
       try {
-        return inDir(o[1], (at, name) => readFileSync(at(name), { encoding: "utf8", flag: C.O_RDONLY | C.O_NOFOLLOW }));
+        return inDir(o[1], (at, name) => readFileSync(at(name), { encoding: "utf8", flag: READ_NOFOLLOW }));
       } catch (e) {
         if (errnoOf(e) === "ENOENT") return null;
         throw e;
@@ -159,18 +163,18 @@ export function runOp(o: FsOp): FsResult {
       return inDir(o[1], (at, name) => {
         const tmp = tmpName(name);
         // `encoding: "utf8"` takes writeFileSync's native path (no descriptor in JavaScript).
-        writeFileSync(at(tmp), o[2], { encoding: "utf8", mode: o[3], flag: NEW_FILE });
+        writeFileSync(at(tmp), o[2], { encoding: "utf8", mode: o[3], flag: "wx" });
         replace(at, tmp, name);
         return true;
       });
     case "create":
       return inDir(o[1], (at, name) => {
-        writeFileSync(at(name), o[2], { encoding: "utf8", mode: o[3], flag: NEW_FILE });
+        writeFileSync(at(name), o[2], { encoding: "utf8", mode: o[3], flag: "wx" });
         return true;
       });
     case "append":
       return inDir(o[1], (at, name) => {
-        appendFileSync(at(name), o[2], { encoding: "utf8", mode: o[3], flag: C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_NOFOLLOW });
+        appendFileSync(at(name), o[2], { encoding: "utf8", mode: o[3], flag: APPEND_NOFOLLOW });
         return true;
       });
     case "unlink":
