@@ -6,10 +6,10 @@ import type { CompiledConfig } from "@ce/config";
 import { ACCOUNT_NAME } from "@ce/config";
 import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts, type Account } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
-import { removePath, SessionFsError } from "@ce/sessionfs";
 import { type ControlDir, JOB_ID_RE, parseKeyValues } from "@ce/store";
 import type { RunAsJob } from "../lrms/types.js";
 import { fsq, type FsOp } from "../fsq.js";
+import { removeTree } from "./rootfs.js";
 
 /**
  * The JEM's privileged component (README "Privilege separation"). Everything the CE does as root
@@ -260,9 +260,7 @@ export class Privileged {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       // A fresh one: an earlier attempt's is removed without following any link in it.
-      await removePath(dir, []).catch((err: unknown) => {
-        if (!(err instanceof SessionFsError && err.kind === "missing")) throw err;
-      });
+      await removeTree(dir);
       await fsq.one(make);
     }
     return dir;
