@@ -1,14 +1,25 @@
 // `pnpm build`: bundles an app into apps/<app>/dist/main.js — one ESM file with the workspace
 // packages and npm dependencies inlined (no TypeScript loader at run time: ~15 MB less RSS and a
-// faster start), plus the store's Lua scripts next to it (loaded relative to the module).
+// faster start), plus the store's Lua scripts next to it (loaded relative to the module) and each
+// worker-thread module the app starts, bundled as `<name>.js` beside main.js (where threadhost.ts
+// `workerEntry` looks first).
 // Usage: node --import tsx scripts/build-app.ts gateway
 import { cpSync, mkdirSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { build } from "tsup";
 
+/** Worker-thread modules by the name their host asks for (`workerEntry(name, import.meta.url)`). */
+const WORKERS: Record<string, string> = {
+  "filewriter-worker": "packages/store/src/filewriter-worker.ts",
+  "fsq-worker": "apps/jem/src/fsq-worker.ts",
+};
+/** The workers each app starts (an app bundles only its own). */
+const APP_WORKERS: Record<string, string[]> = { gateway: ["filewriter-worker"], jem: ["fsq-worker", "filewriter-worker"] };
+
 export async function buildApp(app: string, outDir = join(ROOT, "apps", app, "dist")): Promise<string> {
+  const workers = Object.fromEntries((APP_WORKERS[app] ?? []).map((w) => [w, join(ROOT, WORKERS[w]!)]));
   await build({
-    entry: { main: join(ROOT, "apps", app, "src/main.ts") },
+    entry: { main: join(ROOT, "apps", app, "src/main.ts"), ...workers },
     format: ["esm"],
     platform: "node",
     target: "node20",

@@ -1,12 +1,10 @@
-import { readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import { onJobWiped, sweepLeases } from "@ce/mapping";
 import { sweepDelegations } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { jobLog } from "./context.js";
-import { removeSessionDir } from "./files.js";
 import { sweepLostRecords } from "./lost-records.js";
 import { leaseScrub } from "./priv/jobs.js";
+import { reduceJobDir, removeJobFiles, removeSession } from "./priv/rootfs.js";
 import { transition } from "./states/transition.js";
 
 /** Control files that outlive the session dir in WIPED (A-REX job_clean_deleted keeps these). */
@@ -64,9 +62,7 @@ export async function sweepOrphans(ctx: JemContext, now = Date.now()): Promise<n
   let removed = 0;
   for (const id of await ctx.jobs.staleCreating(now - ORPHAN_AFTER_MS)) {
     if (!(await ctx.jobs.get(id))) {
-      await removeSessionDir(ctx, id)
-        .then(() => ctx.control.removeAll(id))
-        .catch((e: unknown) => ctx.log.warn({ err: e, jobId: id }, "orphan files not removed"));
+      await removeJobFiles(ctx.control, id).catch((e: unknown) => ctx.log.warn({ err: e, jobId: id }, "orphan files not removed"));
       removed++;
       ctx.log.warn({ jobId: id }, "removed the files of a submission that was never committed");
     }
@@ -103,8 +99,7 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
         await ctx.jobs.scheduleExpiry(id, job.removeAt!);
         return false;
       }
-      await removeSessionDir(ctx, id);
-      await ctx.control.removeAll(id);
+      await removeJobFiles(ctx.control, id);
       await ctx.jobs.remove(id);
       jobLog(ctx, job).info("WIPED record expired; job removed");
       return true;
@@ -117,12 +112,10 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
   }
 }
 
+/** Session dir and every control file but KEEP_WHEN_WIPED, the batch dir included, by descriptor (priv/rootfs.ts). */
 async function wipe(ctx: JemContext, id: string): Promise<void> {
-  await removeSessionDir(ctx, id);
-  const dir = ctx.control.jobDir(id);
-  for (const name of await readdir(dir).catch(() => [] as string[])) {
-    if (!KEEP_WHEN_WIPED.has(name)) await rm(join(dir, name), { recursive: true, force: true });
-  }
+  await removeSession(ctx.control, id);
+  await reduceJobDir(ctx.control, id, KEEP_WHEN_WIPED);
 }
 
 /** Delegation expiry lives in the store; the JEM's expiry loop is its clock. */

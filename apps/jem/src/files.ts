@@ -1,6 +1,5 @@
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
-import { removePath, SessionFsError } from "@ce/sessionfs";
 import { type ControlFile, type InputStatus, parseKeyValues, readInputStatus as readStoredInputStatus, updateKeyValues } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { fsq } from "./fsq.js";
@@ -51,17 +50,6 @@ export function parseSubmitting(text: string | undefined): { tag: string; attemp
 
 export async function removePrivate(ctx: JemContext, id: string, ...names: PrivateFile[]): Promise<void> {
   await fsq.run(names.map((n) => ["unlink", privatePath(ctx, id, n)] as const));
-}
-
-/**
- * Deletes a job's session directory without following any link the job planted (iteratively, so
- * a 100,000-deep tree is no problem). Run before `ControlDir.removeAll`/`removeSession`, which
- * then find nothing left in the session to walk.
- */
-export async function removeSessionDir(ctx: JemContext, id: string): Promise<void> {
-  await removePath(ctx.control.sessionDir(id), []).catch((e: unknown) => {
-    if (!(e instanceof SessionFsError && e.kind === "missing")) throw e;
-  });
 }
 
 // `spec` never changes after submission; a small cache saves a read + parse per state handler.

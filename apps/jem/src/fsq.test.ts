@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -76,11 +76,34 @@ describe("JEM file thread (fsq)", () => {
     expect(await readdir(b)).toEqual(["job.sh"]);
   });
 
+  it("root's rules: the last directory is never a link, the name never followed, a hard link never read", async () => {
+    // A batch dir the job swapped for a link to somewhere else: every operation refuses it.
+    const elsewhere = join(dir, "elsewhere");
+    await mkdir(elsewhere);
+    await writeFile(join(elsewhere, "diag"), "not the job's");
+    await symlink(elsewhere, join(dir, "lrms-link"));
+    for (const op of [["write", join(dir, "lrms-link/job.sh"), "x", 0o600], ["append", join(dir, "lrms-link/diag"), "x", 0o600], ["unlink", join(dir, "lrms-link/diag")], ["create", join(dir, "lrms-link/new"), "x", 0o600]] as const) {
+      expect(((await q.one(op).catch((e: unknown) => e)) as NodeJS.ErrnoException).code, op[0]).toBe("ENOTDIR");
+    }
+    expect(await q.one(["readSmall", join(dir, "lrms-link/diag"), 100, false])).toBeNull();
+    expect(await readdir(elsewhere)).toEqual(["diag"]);
+    expect(await readFile(join(elsewhere, "diag"), "utf8")).toBe("not the job's");
+    // A link as the name: append and read refuse it, unlink removes the link only.
+    await symlink(join(elsewhere, "diag"), join(dir, "errors-link"));
+    expect(((await q.one(["append", join(dir, "errors-link"), "x", 0o600]).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).toBe("ELOOP");
+    expect(((await q.one(["read", join(dir, "errors-link")]).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).toBe("ELOOP");
+    await q.one(["unlink", join(dir, "errors-link")]);
+    expect(await readFile(join(elsewhere, "diag"), "utf8")).toBe("not the job's");
+    // A hard link in the batch dir to a file the job may not read is not copied out.
+    await link(join(elsewhere, "diag"), join(dir, "hard-diag"));
+    expect(await q.one(["readSmall", join(dir, "hard-diag"), 100, false])).toBeNull();
+  });
+
   it("a thread that failed fails only its own operations, not those of the thread started after it", async () => {
     const own = new FsQueue();
     const f = join(dir, "after-crash");
     await own.one(["exists", f]);
-    const old = (own as unknown as { thread: { w: import("node:worker_threads").Worker } }).thread.w;
+    const old = (own as unknown as { host: { thread: { w: import("node:worker_threads").Worker } } }).host.thread.w;
     old.emit("error", new Error("thread crashed")); // the queue drops it; its exit comes later
     const next = own.one(["write", f, "x", 0o600]); // starts a new thread
     await new Promise((r) => setImmediate(r));

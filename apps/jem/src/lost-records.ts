@@ -1,5 +1,5 @@
 import type { JemContext } from "./context.js";
-import { removeSessionDir } from "./files.js";
+import { removeJobFiles } from "./priv/rootfs.js";
 
 /** Files this much older than any record could be are lost, not in the middle of a submission. */
 export const LOST_AFTER_MS = 10 * 60_000;
@@ -23,8 +23,7 @@ export async function sweepLostRecords(ctx: JemContext, now = Date.now()): Promi
     for (const id of ids) {
       if (live.has(id)) continue;
       try {
-        await removeSessionDir(ctx, id);
-        await ctx.control.removeAll(id);
+        await removeJobFiles(ctx.control, id);
         removed++;
         ctx.log.warn({ jobId: id }, "removed the control and session files of a job without a record (lost record)");
       } catch (e) {

@@ -1,5 +1,6 @@
 import { constants } from "node:fs";
-import { chmod, mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import { chmod, mkdir, open, readdir, stat } from "node:fs/promises";
+import { removePath, SessionFsError } from "@ce/sessionfs";
 import { appendSmall, readSmall, renameSmall, unlinkSmall, writeSmall } from "./smallfiles.js";
 import { join } from "node:path";
 
@@ -122,13 +123,18 @@ export class ControlDir {
     await this.append(id, "errors", stateLine(from, to, reason));
   }
 
+  /**
+   * Deletes the session dir without following any link in it: the job's account owns the tree and
+   * can swap a directory for a link while the deletion runs (@ce/sessionfs walks it by descriptor).
+   */
   async removeSession(id: string): Promise<void> {
-    await rm(this.sessionDir(id), { recursive: true, force: true });
+    await removeTreeAt(this.sessionDir(id));
   }
 
+  /** Session and job dir (whose `lrms/` the job's account owns), removed as removeSession does. */
   async removeAll(id: string): Promise<void> {
     await this.removeSession(id);
-    await rm(this.jobDir(id), { recursive: true, force: true });
+    await removeTreeAt(this.jobDir(id));
   }
 
   /**
@@ -158,6 +164,15 @@ export class ControlDir {
   async openForRead(id: string, name: ControlFile) {
     return open(this.file(id, name), constants.O_RDONLY | constants.O_NOFOLLOW);
   }
+}
+
+/** Removes the tree at `path` (its parent is the CE's) by descriptor, never through a link; a missing one is fine. */
+async function removeTreeAt(path: string): Promise<void> {
+  await removePath(path, []).catch((e: unknown) => {
+    if (e instanceof SessionFsError && e.kind === "missing") return;
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw e;
+  });
 }
 
 /** An `errors` line of a state change, A-REX style (with its newline). */

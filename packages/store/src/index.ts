@@ -21,3 +21,4 @@ export * from "./outage.js";
 export * from "./connection.js";
 export * from "./smallfiles.js";
 export * from "./leases.js";
+export { ThreadHost, workerEntry, type WorkerEntry } from "./threadhost.js";

@@ -1,15 +1,14 @@
-import { constants, type Stats } from "node:fs";
-import { lstat, open, readdir, readFile, stat } from "node:fs/promises";
+import { lstat, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import type { CompiledConfig } from "@ce/config";
 import { ACCOUNT_NAME } from "@ce/config";
 import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts, type Account } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
-import { removePath, SessionFsError } from "@ce/sessionfs";
 import { type ControlDir, JOB_ID_RE, parseKeyValues } from "@ce/store";
 import type { RunAsJob } from "../lrms/types.js";
 import { fsq, type FsOp } from "../fsq.js";
+import { handOverPrivateTree, removeTree, setgidOwnDirs } from "./rootfs.js";
 
 /**
  * The JEM's privileged component (README "Privilege separation"). Everything the CE does as root
@@ -177,76 +176,13 @@ export class Privileged {
     if ((await fsq.one(["ownEmptyDir", dir, this.ceUids, as.uid, this.ceGid, 0o2770])) === true) return;
     const st = await lstat(dir);
     if (!st.isDirectory()) throw new PrivRefused(`session directory of job ${jobId} is not a directory`);
-    if (await this.prepareSessionInProcess(dir, st, as)) return;
+    if (await handOverPrivateTree(dir, st, { uid: as.uid, gid: this.ceGid }, this.ceUids, IN_PROCESS_MAX)) return;
+    // coreutils walks with fts (FTS_PHYSICAL: by descriptor, no link followed) and -h changes a
+    // link itself; the modes are then set as the account, which can change only what it owns.
     await run("chown", ["-R", "-P", "-h", "--", `${as.uid}:${this.ceGid}`, dir]);
     const w = this.wrap(as, "/bin/sh", ["-c", 'chmod -R u+rwX,g+rwX,o-rwx -- "$1"', "prepare-session", dir]);
     await run(w.file, w.args, this.envFor(as, {}));
-    await this.setgidDirs(dir, as);
-  }
-
-  /**
-   * prepare-session's result (the modes `chmod -R u+rwX,g+rwX,o-rwx` then setgid give) without
-   * starting three processes: only while the session dir is still the CE's alone (0700, never handed
-   * to the account, so nothing in it can change under us) and holds nothing but directories and
-   * regular files with one link, all the CE's. Anything else (a link, a rerun's account-owned tree)
-   * returns false for the external commands. Deepest entries first, the session dir last: the
-   * account can enter only once everything below it is done.
-   */
-  private async prepareSessionInProcess(dir: string, top: Stats, as: RunAs): Promise<boolean> {
-    if (!this.ceUids.includes(top.uid) || (top.mode & 0o077) !== 0) return false;
-    const entries: Array<{ path: string; dir: boolean }> = [];
-    const todo = [dir];
-    while (todo.length > 0) {
-      const d = todo.pop()!;
-      for (const name of await readdir(d)) {
-        const path = join(d, name);
-        const st = await lstat(path);
-        if (!this.ceUids.includes(st.uid) || entries.length >= IN_PROCESS_MAX) return false;
-        if (st.isDirectory()) todo.push(path);
-        else if (!st.isFile() || st.nlink !== 1) return false;
-        entries.push({ path, dir: st.isDirectory() });
-      }
-    }
-    for (const e of [...entries.reverse(), { path: dir, dir: true }]) {
-      const h = await open(e.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | (e.dir ? constants.O_DIRECTORY : 0));
-      try {
-        const st = await h.stat();
-        if (st.isDirectory() !== e.dir || !this.ceUids.includes(st.uid)) throw new PrivRefused(`session of ${dir} changed while it was prepared`);
-        await h.chown(as.uid, this.ceGid);
-        const perm = st.mode & 0o777;
-        await h.chmod(e.dir ? 0o2770 : (perm | 0o660 | (perm & 0o111 ? 0o110 : 0)) & 0o770);
-      } finally {
-        await h.close();
-      }
-    }
-    return true;
-  }
-
-  /**
-   * setgid on every directory of the session (files the job creates get the CE's group). As root:
-   * the kernel drops setgid for an owner outside the group. Only directories opened without
-   * following a link and owned by the account are touched, never a file (a setgid executable of
-   * the CE's group would hand that group to the account).
-   */
-  private async setgidDirs(root: string, as: RunAs): Promise<void> {
-    const todo = [root];
-    for (let n = 0; todo.length > 0 && n < 100_000; n++) {
-      const d = todo.pop()!;
-      let h;
-      try {
-        h = await open(d, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-      } catch {
-        continue;
-      }
-      try {
-        const st = await h.stat();
-        if (!st.isDirectory() || st.uid !== as.uid) continue;
-        await h.chmod((st.mode & 0o770) | 0o2000);
-      } finally {
-        await h.close();
-      }
-      for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) todo.push(join(d, e.name));
-    }
+    await setgidOwnDirs(dir, as.uid);
   }
 
   /** prepare-batch: a fresh `<jobdir>/lrms` owned by the account (2770, CE group); the job dir itself becomes traversable (0711). */
@@ -257,13 +193,11 @@ export class Privileged {
     const make: FsOp = ["mkdirOwned", dir, as.uid, this.ceGid, 0o2770];
     try {
       // One file-thread call when there is no batch dir yet (the usual case).
-      await fsq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmod", d, 0o711]), make]);
+      await fsq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmodDir", d, 0o711]), make]);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       // A fresh one: an earlier attempt's is removed without following any link in it.
-      await removePath(dir, []).catch((err: unknown) => {
-        if (!(err instanceof SessionFsError && err.kind === "missing")) throw err;
-      });
+      await removeTree(dir);
       await fsq.one(make);
     }
     return dir;

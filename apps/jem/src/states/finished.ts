@@ -1,14 +1,13 @@
 import { onJobWiped } from "@ce/mapping";
 import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
-import { removeSessionDir } from "../files.js";
 import { leaseScrub } from "../priv/jobs.js";
+import { removeJobFiles } from "../priv/rootfs.js";
 import { WAIT, type Step } from "./step.js";
 
 /** Removes every trace of a job: session dir, control dir, Redis record and indexes. */
 export async function cleanJob(ctx: JemContext, job: JobRecord): Promise<void> {
-  await removeSessionDir(ctx, job.id); // never through a link the job left
-  await ctx.control.removeAll(job.id);
+  await removeJobFiles(ctx.control, job.id); // by descriptor: never through a link the job left
   await ctx.jobs.remove(job.id);
   await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease not released"));
   jobLog(ctx, job).info("job cleaned");
