@@ -1,3 +1,17 @@
+// Why `events/` is watched with `fs.watch` and not chokidar. chokidar 4 consults `ignored` before
+// any stat only for the paths given to `add()` (`NodeFsHandler._addToNodeFs`). The entries of a
+// watched directory are judged later: the directory's watch listener (`NodeFsHandler._handleDir`)
+// re-reads the whole directory on each event (`_handleRead`, throttled to one read a second plus a
+// trailing one) through `FSWatcher._readdirp`, which forces readdirp's `alwaysStat` and `lstat`; so
+// readdirp 4 lists every name at once (`ReaddirpStream._exploreDir`, no cap), lstats each one
+// (`_formatEntry`) and resolves each symlink's target (`_getEntryType`: realpath + lstat) before
+// `fileFilter`/`directoryFilter` hand it to `ignored` (`WatchHelper.filterPath`/`filterDir`). An
+// ignored name thus costs an lstat on every event in the directory, and a job that fills the
+// directory makes every doorbell cost as much as the whole directory. No option avoids it:
+// `depth: 0` still reads the directory itself, `ignoreInitial` only silences the first read's
+// events, a negative depth leaves the directory unwatched, `usePolling` re-reads the same way, and
+// watching a missing child (chokidar's `target`) still re-reads every entry. `fs.watch` names the
+// entry in the event itself: a name that is not a job id costs one regex test and nothing is kept.
 import { watch, type FSWatcher } from "node:fs";
 import { opendir } from "node:fs/promises";
 import { Dir, removeEntry, SessionFsError } from "@ce/sessionfs";

@@ -56,8 +56,8 @@ export class ControlDir {
 
   /**
    * Flat directory of completion doorbells: a batch job drops `<id>` here after writing its
-   * `lrms_done`, so one watch on one directory (chokidar, depth 0) sees every completion however
-   * many jobs are active. The per-job `lrms_done` stays the truth; the doorbell only says "look".
+   * `lrms_done`, so one watch on one directory (`fs.watch`) sees every completion however many
+   * jobs are active. The per-job `lrms_done` stays the truth; the doorbell only says "look".
    */
   eventsDir(): string {
     return join(this.root, "events");
