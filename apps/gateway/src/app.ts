@@ -23,7 +23,7 @@ export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
  */
 /**
  * The path Hono routes on: runs of slashes are one slash and a trailing slash is ignored, as
- * A-REX does (arex-rest.md §1.3). (Hono ignores a custom getPath under `strict: false`.)
+ * A-REX does (docs/interface.md, General rules 1). (Hono ignores a custom getPath under `strict: false`.)
  */
 export function routingPath(req: Request): string {
   const url = req.url;

@@ -3,8 +3,8 @@ import { mappingSchema } from "./mapping.js";
 
 /**
  * The one configuration schema of the CE, shared by the gateway, the JEM and the admin tool.
- * Every key has a default so an empty file gives the embedded development setup; the README's
- * configuration reference is generated from these descriptions (`pnpm config:doc`).
+ * Every key has a default so an empty file gives the embedded development setup; the
+ * configuration reference (docs/configuration.md) is generated from these descriptions (`pnpm config:doc`).
  */
 
 const duration = z.number().int().nonnegative();
@@ -381,7 +381,7 @@ export const configSchema = z.object({
 
   compat: z
     .object({
-      /** Answer the literal codes of the interface text where deployed clients need others (decisions.md). */
+      /** Answer the literal codes of the interface text where deployed clients need others (docs/decisions.md). */
       strictSpecCodes: z.boolean().default(false),
     })
     .default({}),

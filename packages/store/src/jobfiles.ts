@@ -46,7 +46,7 @@ function fileLine(name: string, url: string | undefined): string {
 }
 
 /**
- * `.local` keys in A-REX write order (arex-jem §1.4.2), plus our `requestid`. Built line by line
+ * `.local` keys in A-REX's write order, plus our `requestid`. Built line by line
  * (no list of entries first): every new job's `local` is rendered on the submission path.
  */
 export function localFile(j: JobFilesInput, sessionDir?: string): string {

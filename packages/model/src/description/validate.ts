@@ -1,5 +1,5 @@
 /**
- * Checks a parsed description before a job is created (decisions.md #20: fail at submission, not
+ * Checks a parsed description before a job is created (docs/decisions.md #20: fail at submission, not
  * later in the batch system) and returns a normalized copy. Everything a file name can reach is
  * kept inside the session directory; names that end up in control files or batch commands are
  * restricted to safe characters.

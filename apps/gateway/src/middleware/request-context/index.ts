@@ -12,7 +12,7 @@ import { accessLogWriter, lazyChild, type AccessFields } from "./access-log.js";
 
 /**
  * First middleware of every request: request id, child logger, services, negotiated format.
- * `rateLimit()` runs after authentication (it needs the identity) — see README.md.
+ * `rateLimit()` runs after authentication (it needs the identity) — see this folder's README.md.
  */
 export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -53,7 +53,7 @@ function accessLogOf(logger: Logger): (f: AccessFields) => void {
 }
 
 /**
- * Per-identity limits (unauthenticated requests: per peer address), see README.md "Rate limit":
+ * Per-identity limits (unauthenticated requests: per peer address), see README.md here, "Rate limit and in-flight cap":
  * - a token bucket shared by every gateway (@ce/store RateLimiter, lua/token-bucket.lua), leased
  *   in blocks so that it costs one Redis call per block of requests, not one per request;
  * - a cap on the requests one identity has in progress at once on this gateway, which is what
