@@ -2,11 +2,10 @@ import { Worker } from "node:worker_threads";
 
 /**
  * The JEM's small-file operations (control files, batch files, markers) on a thread of their own.
- * Through the libuv pool each of them costs the event loop a hand-off and a callback (~20 µs of
- * main-thread CPU per open, write, rename... measured; a job's life is ~80 of them), and the
- * JEM's main thread is what a burst of jobs waits for. Here the operations asked for in one turn
- * of the event loop go to the thread in one message and run as plain synchronous calls (~2.5 µs of
- * main-thread CPU each). Same system calls, same atomicity (write to a temporary name, rename),
+ * Through the libuv pool each of them costs the event loop a hand-off and a callback (a job's
+ * life is some eighty opens, writes and renames), and the JEM's main thread is what a burst of
+ * jobs waits for. Here the operations asked for in one turn of the event loop go to the thread in
+ * one message and run as plain synchronous calls, for a fraction of the main thread's CPU. Same system calls, same atomicity (write to a temporary name, rename),
  * same order for one caller: a caller's next operation starts after the previous one answered,
  * and the operations of one `run` call run in order, stopping at the first failure.
  */

@@ -3,10 +3,10 @@ import { Worker } from "node:worker_threads";
 /**
  * Creates new jobs' directories and files on a worker thread, one message per batch. Through the
  * libuv pool every file costs three hand-offs (open, write, close), each a futex round trip and a
- * callback on the event loop: measured on a bulk submission of 500 jobs (2 dirs + 4-5 files each),
- * ~0.45 ms of pool-thread CPU per job plus the main thread's share. Plain synchronous calls on a
- * thread of our own do the same work for ~0.1 ms, and the event loop only posts the batch. Several
- * workers keep a slow shared file system from serializing all submissions behind one.
+ * callback on the event loop, for every job of a bulk submission (2 dirs + 4-5 files each). Plain
+ * synchronous calls on a thread of our own do the same work for a fraction of the CPU, and the
+ * event loop only posts the batch. Several workers keep a slow shared file system from
+ * serializing all submissions behind one.
  */
 
 /**
@@ -25,8 +25,8 @@ export type FileBatchResult = { message: string; code?: string | undefined } | u
 
 // Plain CommonJS, run with `eval`: the same from the sources (tsx) and from the gateway's bundle.
 // `encoding: "utf8"` selects writeFileSync's C++ fast path (open, write, close in one call);
-// without it Node 20 goes through Buffer.from + openSync/writeSync/closeSync: measured ~3× the
-// user CPU for 2,500 small files.
+// without it Node goes through Buffer.from + openSync/writeSync/closeSync, several times the
+// user CPU for many small files.
 const SOURCE = `
 const { parentPort } = require("node:worker_threads");
 const fs = require("node:fs");

@@ -99,7 +99,7 @@ export function localFile(j: JobFilesInput, sessionDir?: string): string {
 
 /**
  * `input` / `output` in A-REX's format (`/<name> [<url>]` per line), rendered from the description
- * when `diagnose/input|output` asks: nothing writes these files any more.
+ * when `diagnose/input|output` asks: nothing writes these files.
  */
 export const inputFile = (files: readonly InputFile[]) => files.map((f) => fileLine(f.name, f.source)).join("\n") + (files.length ? "\n" : "");
 /** `diagnose/input|output` of a job from its `spec` text; undefined when there is no usable spec. */

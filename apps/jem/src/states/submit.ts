@@ -108,7 +108,7 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
     return fail(`Job submission to LRMS failed: ${err.message}`.slice(0, 1024));
   }
   // The one info line of a submission (the back end's own is debug); the submissions of one turn
-  // of the event loop share one line (a line costs ~20 µs of pino with redaction).
+  // of the event loop share one line (each pino line with redaction has a real cost in a burst).
   logSubmitted(ctx, { ...jobFields(job), backend: backend.name, localId, queue: job.queue, ms: Date.now() - t0, ...(previous ? { resumed: true } : {}) });
   await updateLocal(ctx, job.id, { localid: localId });
   return toInlrms(ctx, job, localId, "Job is passed to LRMS");

@@ -44,7 +44,7 @@ const accessLogs = new WeakMap<Logger, (f: AccessFields) => void>();
 /**
  * The access log line has a fixed shape with no field a redaction path names, so it is written
  * without redaction, by hand, to the service logger's destination (access-log.ts): pino's
- * redaction cost ~18 µs per line, and its generic serializer most of the rest.
+ * redaction was most of a line's cost, and its generic serializer most of the rest.
  */
 function accessLogOf(logger: Logger): (f: AccessFields) => void {
   let a = accessLogs.get(logger);
