@@ -255,7 +255,7 @@ function checkRedisAcl() {
 
 // --- 5. secrets the site must create ---------------------------------------------------------
 for (const [n, s] of Object.entries((compose as { secrets?: Record<string, { file?: string }> }).secrets ?? {})) {
-  if (s.file && !existsSync(resolve(deployDir, s.file))) warnings.push(`secret ${n}: ${s.file} does not exist (the site creates it, README "Secrets")`);
+  if (s.file && !existsSync(resolve(deployDir, s.file))) warnings.push(`secret ${n}: ${s.file} does not exist (the site creates it, deploy/README.md "Quick start")`);
 }
 
 for (const w of warnings) print(`warn  ${w}`);

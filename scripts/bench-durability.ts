@@ -10,7 +10,7 @@
  * 200 jobs through their whole life (submit → FINISHED → clean); prints Redis commands and bytes
  * per job (INFO commandstats, used_memory and MEMORY USAGE of one job's keys).
  *
- * Figures are written to README "Durability and high availability"; they are from a 2-core VM.
+ * Figures are recorded in bench/README.md with the machine they were taken on.
  */
 import { performance } from "node:perf_hooks";
 import { spawnSync } from "node:child_process";

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
 
-// The module boundaries of eslint.config.js (issue 12), checked on sample imports so a config edit
+// The module boundaries of eslint.config.js, checked on sample imports so a config edit
 // that silently drops one fails here, not in review.
 const eslint = new ESLint({ cwd: resolve(import.meta.dirname, "..") });
 

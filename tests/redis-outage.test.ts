@@ -1,5 +1,5 @@
 /**
- * Redis trouble is not a crash (issue 11): a whole CE (gateway + JEM processes, fork back end)
+ * Redis trouble is not a crash: a whole CE (gateway + JEM processes, fork back end)
  * on its own AOF-backed redis-server, with jobs in flight, while Redis is (a) killed and restarted
  * from its AOF, (b) refusing writes after a failed snapshot (MISCONF), (c) out of memory (OOM),
  * (d) demoted to a read-only replica (READONLY).

@@ -29,7 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 bash "$REF/setup-creds.sh" "$DIR" >/dev/null 2>&1
-# arex-start.sh makes 2048-bit DH parameters once per directory (minutes on a busy 2-core box);
+# arex-start.sh makes 2048-bit DH parameters once per directory (minutes on a busy machine);
 # they are not part of what is measured, so one set is kept between runs.
 CACHE=node_modules/.cache/bench-arex
 mkdir -p "$CACHE" "$DIR/arex/control"

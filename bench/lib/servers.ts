@@ -2,7 +2,7 @@
  * Servers under benchmark, started the way their operators start them:
  * - our CE: scripts/start.sh (what `./ce start` runs: embedded Redis, JEM with the fork back end,
  *   the built gateway) on its own state directory and ports, with shipped defaults;
- * - the reference A-REX: ../shared/tools/arex-ref/arex-start.sh (arched job manager + WS front end).
+ * - the reference A-REX: arex-start.sh of the reference tooling in AREX_REF_DIR (bench/README.md; arched job manager + WS front end).
  * Each gives its endpoint and the pids whose CPU the benchmark charges to it.
  */
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";

@@ -65,7 +65,7 @@ const adminFile = secret("admin.token", () => randomBytes(24).toString("base64ur
 const redisGateway = secret("redis-gateway.password", () => randomBytes(24).toString("base64url"));
 const redisJem = secret("redis-jem.password", () => randomBytes(24).toString("base64url"));
 
-// Run as root: every job runs as one unprivileged account (README "Privilege separation"), made
+// Run as root: every job runs as one unprivileged account (docs/security.md "Privilege separation"), made
 // here when missing; the state dir is then traverse-only for it (session and batch dirs by name).
 // Not root: no mapping, jobs run as the developer's own account (developer-only mode).
 const JOB_ACCOUNT = process.env.CE_DEV_JOB_ACCOUNT ?? "cejob";
@@ -102,6 +102,6 @@ if (!existsSync(cfgPath)) {
     admin: { tokenFile: adminFile },
     ...(asRoot ? { mapping: { rules: [{ name: "embedded default", match: "*", user: JOB_ACCOUNT }] } } : {}),
   };
-  write(cfgPath, `# Development configuration written by ./ce start (every key: README "Configuration").\n${YAML.stringify(cfg)}`);
+  write(cfgPath, `# Development configuration written by ./ce start (every key: docs/configuration.md).\n${YAML.stringify(cfg)}`);
 }
 console.log(JSON.stringify({ state, config: cfgPath, created, p12Password: P12_PASSWORD, proxy: proxyPath }));

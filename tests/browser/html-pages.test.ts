@@ -19,7 +19,7 @@ import {
 } from "./page-checks.js";
 
 /**
- * Issue 5 (browser): every HTML rendering of the REST interface, as a person with a browser sees
+ * Every HTML rendering of the REST interface, as a person with a browser sees
  * it — real headless Chromium, the dev PKI's user certificate as TLS client certificate, the CE's
  * certificate verified against the dev CA (no ignoreHTTPSErrors). Screenshots of every page go
  * to tests/artifacts/screenshots/.

@@ -25,7 +25,7 @@ const LIMITS: Partial<DescriptionLimits> = {
   maxExpandedChars: 16_384,
   maxTotalExpandedChars: 65_536,
 };
-/** Per case; generous for a loaded 2-core CI machine, far below what a hang would take. */
+/** Per case; generous for a loaded CI machine, far below what a hang would take. */
 const MAX_MS = 2_000;
 
 /** Characters of every string a description holds: what consumers would write out. */

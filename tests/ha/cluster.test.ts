@@ -2,7 +2,7 @@
  * The CE on a real local Redis Cluster (3 primaries, `--cluster-enabled yes`, tests/support/redis-ha.ts):
  * gateway and JEM connect with `redis.mode: cluster` (connectRedis), BullMQ runs on the Cluster
  * client, and the core lifecycle works. Every key of the CE carries the `{prefix}` hash tag, so
- * the whole data set lives on the one primary that owns that slot (README "High availability").
+ * the whole data set lives on the one primary that owns that slot (docs/operations.md "Durability and high availability").
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

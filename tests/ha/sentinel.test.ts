@@ -2,7 +2,7 @@
  * The CE on real Redis Sentinel (primary + two replicas + three sentinels on loopback,
  * tests/support/redis-ha.ts), gateway and JEM with `redis.mode: sentinel` and
  * `redis.waitReplicas: 1`: the core lifecycle, then a failover — SIGKILL of the primary during a
- * stream of submissions and status queries. Proves the README's HA claims: nothing acknowledged
+ * stream of submissions and status queries. Proves the HA claims of docs/operations.md: nothing acknowledged
  * with 201 is lost, every job finishes, the gateway and the JEM reconnect by themselves, requests
  * during the switch get 503 + Retry-After, no process crashes.
  */

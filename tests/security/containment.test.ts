@@ -1,5 +1,5 @@
 /**
- * Issue 21 finding 2 and issue 28 "limits kept", against a whole CE (JEM as root, fork, a pool of
+ * Containment, limits kept and clean pool accounts (docs/fork-containment.md), against a whole CE (JEM as root, fork, a pool of
  * one account, useradd; root only): a job's setsid double-forked daemon ends with the job; a pool
  * account with anything of its last holder left (a process started outside any job, a file that
  * cannot be removed) is not handed to the next identity, which is refused until the account is

@@ -1,5 +1,5 @@
 /**
- * Job isolation with real accounts (issue 9, README "Privilege separation"): a full stack (JEM +
+ * Job isolation with real accounts (docs/security.md "Privilege separation"): a full stack (JEM +
  * gateway processes) with a mapping of a pool of two accounts and one fixed account, created with
  * useradd (root only; CI runs as root). Real jobs on fork and on Slurm prove: `id -u` is the mapped
  * account; two identities of the pool get two accounts; a job reads nothing of the CE's (TLS key,

@@ -1,5 +1,5 @@
 /**
- * Exfiltration through the JEM (issue 8): a job plants symlinks or hard links in its session
+ * Exfiltration through the JEM: a job plants symlinks or hard links in its session
  * directory and names them as outputs with a remote destination, hoping the JEM (which may read
  * what the job cannot, e.g. the host key) uploads the target. A real JEM on the fork back end
  * runs the jobs; the destination is an HTTPS storage on loopback. Nothing outside the session may
@@ -123,7 +123,7 @@ describe("the JEM never uploads what a job links to", () => {
   it("a directory swapped for a link during the stage-out never leaks", { timeout: 60_000 }, async () => {
     // A process the job leaves behind swaps res/sub with a link to a decoy directory whose files
     // have the same names but secret content: a check-then-open-by-path would read the decoy.
-    // The window is small, so a few rounds (the code before issue 8 leaked in ~1 of 3 rounds).
+    // The window is small, so a few rounds (a check-then-open race shows in about one round of three).
     const decoy = join(outside, "decoy");
     await mkdir(decoy, { recursive: true });
     for (let i = 1; i <= 100; i++) await writeFile(join(decoy, `f${i}`), SECRET_TEXT);

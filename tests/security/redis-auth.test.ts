@@ -1,5 +1,5 @@
 /**
- * Redis requires authentication (issue 9): what a job on the head node can do against the CE's
+ * Redis requires authentication: what a job on the head node can do against the CE's
  * Redis, and what the CE's own users may not do. A private redis-server with the production ACL
  * (`redisAclFile("{ce}*", ...)`, the rules `./ce start` and deploy/ use) and a real gateway boot.
  */

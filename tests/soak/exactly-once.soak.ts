@@ -3,7 +3,7 @@ import { testEnv, type TestEnv } from "../../apps/jem/test/helpers.js";
 import { expectExactlyOnce, runSoak } from "../../apps/jem/test/support/soak.js";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
 
-// `pnpm soak` (not part of `pnpm test`): issue 11's exactly-once soak. The JEM runs as its own
+// `pnpm soak` (not part of `pnpm test`): the exactly-once soak. The JEM runs as its own
 // process (apps/jem/src/main.ts, shipped timings) and is SIGKILLed every 3 s ten times, restarted
 // each time, while jobs are submitted; each job appends its name to a shared file when it runs.
 // Fails on any job that ran twice, any acknowledged job lost, any job not FINISHED in time.

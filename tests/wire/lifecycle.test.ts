@@ -101,7 +101,7 @@ describe("States and transitions, through a whole CE", () => {
     const id = await aFinishedJob();
     const r = await client.request("GET", `${client.rest}/1.1/jobs?state=FINISHED`, { accept: ACCEPT.json });
     expect(r.status).toBe(200);
-    // Items of a filtered list also carry their state (as A-REX; not yet a README Deviations row: see status.test.ts).
+    // Items of a filtered list also carry their state (Deviation #32).
     expect(r.json().job).toContainEqual({ id, state: "FINISHED" });
     const other = await client.request("GET", `${client.rest}/1.1/jobs?state=ACCEPTING`, { accept: ACCEPT.json });
     expect(other.json().job.map((j: { id: string }) => j.id)).not.toContain(id);

@@ -39,7 +39,7 @@ describe("E5 kill and clean: 202 per item (request queued)", () => {
           for (const i of items) {
             // "Requests kill, clean, restart are accepted with code 202 (queued for later execution)".
             expect(i["status-code"]).toBe("202");
-            expect(i.reason).toBe(reason); // A-REX's reason text (arex-rest.md E5)
+            expect(i.reason).toBe(reason); // A-REX's reason text (docs/interface.md E5)
             expect(Object.keys(i).sort()).toEqual(["id", "reason", "status-code"]);
           }
         });

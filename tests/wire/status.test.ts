@@ -55,7 +55,7 @@ describe("E3 list jobs (GET <base>/jobs)", () => {
     expect(hit.status).toBe(200);
     expect(hit.json().job.map((j: { id: string }) => j.id).sort()).toEqual([...ids].sort());
     // E3 says "job list (ids only)"; with a filter each item also carries its state, as A-REX does
-    // (arex-rest.md E3). Not (yet) a row of the README's Deviations table.
+    // (Deviation #32).
     for (const j of hit.json().job) expect(j).toEqual({ id: j.id, state: "ACCEPTING" });
     const x = parseXml((await t.request("GET", `${t.rest}/1.1/jobs?state=ACCEPTING`, { accept: ACCEPT.xml })).text);
     for (const j of kids(x, "job")) expect(j.children.map((c) => [local(c.name), c.children.length ? "" : c.text])).toEqual([["id", kid(j, "id")!.text], ["state", "ACCEPTING"]]);
@@ -102,7 +102,7 @@ describe("E5 action=status", () => {
         expectItemBasics(items, fmt);
         for (const [i, id] of items.map((x, n) => [x, [MISSING, ids[0]][n]] as const)) {
           expect(i.id).toBe(id);
-          // Per-item result table: state "None when not available"; the code is A-REX's 404 (arex-rest.md E5).
+          // Per-item result table: state "None when not available"; the code is A-REX's 404 (docs/interface.md E5).
           expect(i.state).toBe("None");
           expect(i["status-code"]).toBe("404");
         }

@@ -23,7 +23,7 @@ const XRSL = (extra = "") => `&(executable="/bin/echo")(arguments="hi")(stdout="
 /**
  * Descriptions of every kind of job a client can submit; all must be told ACCEPTING. The ones
  * whose inputs all come from the client are the jobs the service admits at creation internally
- * (README, "Job flow"); that must not show on the wire.
+ * (docs/architecture.md, "Job flow"); that must not show on the wire.
  */
 const KINDS: { kind: string; body: string }[] = [
   { kind: "xRSL, no inputs", body: XRSL() },

@@ -83,7 +83,7 @@ describe("E2 resource information (<base>/info)", () => {
       expect(local(root.name)).toBe("InfoRoot");
       const domains = kid(root, "Domains");
       expect(domains).toBeDefined();
-      // What the ARC broker walks (arex-rest.md §10.6): Domains/AdminDomain/Services/ComputingService/ComputingEndpoint.
+      // What the ARC broker walks (docs/interface.md E2): Domains/AdminDomain/Services/ComputingService/ComputingEndpoint.
       const service = kid(kid(kid(domains!, "AdminDomain")!, "Services")!, "ComputingService")!;
       const endpoints = kids(service, "ComputingEndpoint");
       const rest = endpoints.find((e) => kid(e, "InterfaceName")?.text === "org.nordugrid.arcrest");

@@ -5,8 +5,8 @@
  * a small XML reader of its own (not @ce/glue2), JSON through JSON.parse, and one normal form of
  * a bulk item for both formats so that one assertion covers JSON and XML alike.
  *
- * Section names in test titles are those of ../shared/spec/ce-rest-interface.md ("E4", "Body
- * shapes", "Errors" ...). "Deviation #N" names the README's Deviations table row where the service
+ * Section names in test titles are those of the interface text, used as headings in docs/interface.md
+ * ("E4", "Body shapes", "Errors" ...). "Deviation #N" names the row of docs/interface.md's Deviations table where the service
  * knowingly answers something else than the interface text.
  */
 import { expect } from "vitest";

@@ -7,7 +7,7 @@
  * of one identity looping bulk status of 50 ids (req/s, server CPU per request: gateway and
  * redis-server), GET /jobs of one owner with 100,000 jobs, and the gateway's peak RSS. Prints
  * one JSON line at the end. Targets: ≥ 1,000 jobs/s, status p50 ≤ 50 ms, list ≤ 500 ms,
- * RSS ≤ 200 MB; issue 11: status 500 p50 ≤ 5 ms, info 100 p50 ≤ 3 ms, loop ≥ 1,600 req/s at
+ * RSS ≤ 200 MB; against A-REX: status 500 p50 ≤ 5 ms, info 100 p50 ≤ 3 ms, loop ≥ 1,600 req/s at
  * ≤ 0.3 ms server CPU per request.
  *
  * Knobs: BENCH_SUBMIT_JOBS, BENCH_SUBMIT_CONCURRENCY, BENCH_STATUS_LOOP_MS, BENCH_LIST_JOBS
@@ -201,7 +201,7 @@ async function main() {
     const cpuOf = (r: { cpuMs: number; gatewayCpuMs: number }) => `server CPU ${r.cpuMs} ms, gateway ${r.gatewayCpuMs}`;
     console.log(`bulk status (500 ids): JSON p50 ${statusJ.p50} ms (${cpuOf(statusJ)}), XML p50 ${statusX.p50} ms (${cpuOf(statusX)}); bulk info (100 ids): p50 ${info.p50} ms (${cpuOf(info)})`);
 
-    // 2b. 8 keep-alive clients looping bulk status of 50 ids (issue 11: server CPU per request).
+    // 2b. 8 keep-alive clients looping bulk status of 50 ids (server CPU per request).
     const loopAgents = Array.from({ length: 8 }, () => new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false, cert: pki.creds.alice!.cert, key: pki.creds.alice!.key }));
     let loops = 0;
     const codes: Record<number, number> = {};

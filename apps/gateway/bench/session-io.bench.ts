@@ -4,7 +4,7 @@
  *
  * Starts a private redis-server and the gateway as deployed (the bundle, shipped defaults apart
  * from the bench's own paths/ports), submits one job that waits for its inputs, and drives it with
- * curl over HTTPS with a client certificate, one stream per transfer, as issue 11 measured A-REX:
+ * curl over HTTPS with a client certificate, one stream per transfer, as A-REX was measured (bench/README.md):
  *   1. PUT of 1 GiB (random bytes from /dev/shm), then GET of it to /dev/null;
  *   2. four parallel PUTs of 256 MiB each, as `Content-Range` parts of one 1 GiB file;
  *   3. ranged GETs from a 10 GiB sparse file (1 GiB from the middle, and the last 1 MiB);
@@ -12,7 +12,7 @@
  *      reads stop), and the client then gets every byte.
  * Every transfer's bytes are checked (SHA-256), the gateway's CPU (utime+stime of the process,
  * all threads) is reported per GiB and its peak RSS is sampled. Prints one JSON line at the end.
- * Targets (issue 11: ≥ 2× A-REX and less CPU; bench:arex measured A-REX at 4.78 s and 1.78 CPU
+ * Targets (≥ 2× A-REX and less CPU; bench:arex measured A-REX at 4.78 s and 1.78 CPU
  * s/GiB for the PUT, 2.89 s and 1.56 CPU s/GiB for the GET of 1 GiB): PUT ≤ 2.4 s, GET ≤ 1.45 s.
  * BENCH_RUNS=n repeats the 1 GiB PUT/GET (the best run is reported);
  * BENCH_QUICK=1 stops after them. Wall times depend on the machine's load; CPU per GiB much less.

@@ -23,7 +23,7 @@ export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
  */
 /**
  * The path Hono routes on: runs of slashes are one slash and a trailing slash is ignored, as
- * A-REX does (arex-rest.md §1.3). (Hono ignores a custom getPath under `strict: false`.)
+ * A-REX does (docs/interface.md, General rules 1). (Hono ignores a custom getPath under `strict: false`.)
  */
 export function routingPath(req: Request): string {
   const url = req.url;
@@ -31,7 +31,7 @@ export function routingPath(req: Request): string {
   // The query and a fragment (a raw client may send `#`; the URL keeps it) are not routed on.
   const rest = url.slice(start);
   const q = rest.search(/[?#]/);
-  // Dot segments are resolved here too: Node 20's URL parser leaves them in after a segment that
+  // Dot segments are resolved here too: Node's URL parser (Ada) leaves them in after a segment that
   // starts with "." (`/a/.x/b/../c` stays as is), so routing must not rely on it.
   const raw = rest.slice(0, q === -1 ? undefined : q).replace(/\/{2,}/g, "/");
   // Only a segment that starts with "." or "%2e" can be a dot segment: most paths skip the walk.

@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 
 /**
  * One small error class per failure, each with a stable `code`; all of them are HTTPExceptions so
- * `onError` (app.ts) maps them once into the negotiated error document (decisions.md #10).
+ * `onError` (app.ts) maps them once into the negotiated error document (docs/decisions.md #10).
  */
 export class CeError extends HTTPException {
   constructor(

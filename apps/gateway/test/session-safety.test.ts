@@ -9,7 +9,7 @@ import { type Harness, startHarness } from "./session-harness.js";
 /**
  * A job owns its session directory and can plant symlinks (to /etc/passwd, to another job's
  * session, to a directory outside) and FIFOs. None of them may be followed by GET, PUT, DELETE,
- * listing or PROPFIND (anchors.md §4.1, CVE-2023-41914 lessons).
+ * listing or PROPFIND (SECURITY.md; the lesson of CVE-2023-41914).
  */
 let h: Harness;
 let outside: string;
@@ -130,7 +130,7 @@ describe("planted symlinks and special files", () => {
 const sessOf = (id: string, rel = "") => `${h.base}/${id}/session${rel}`;
 const putTo = (id: string, rel: string, body: string) => h.raw("PUT", sessOf(id, rel), { body, headers: { "content-length": String(Buffer.byteLength(body)) } });
 
-describe("E6 path safety (anchors.md §4.1, CVE-2023-41914 lessons)", () => {
+describe("E6 path safety (SECURITY.md; the lesson of CVE-2023-41914)", () => {
   it("rejects '..' above the root, encoded dots, encoded separators, NUL and backslashes with 400", async () => {
     const id = await h.newJob();
     await putTo(id, "/a/f", "x");

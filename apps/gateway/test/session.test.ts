@@ -255,7 +255,7 @@ describe("E6 job lookup, methods, scopes", () => {
   });
 });
 
-describe("E6 upload-completion bookkeeping (arex-jem.md §5.2)", () => {
+describe("E6 upload-completion bookkeeping (docs/architecture.md, Job flow)", () => {
   const inputStatus = async (id: string) => (await h.services.control.read(id, "input_status")) ?? "";
   const isDue = async (id: string) => (await h.services.advance.scoreOf(id)).due !== undefined;
   /** As if a JEM had looked at the new job and left it waiting: off the due set. */

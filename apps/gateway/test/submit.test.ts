@@ -333,7 +333,7 @@ describe("submission bookkeeping for crash recovery", () => {
   });
 });
 
-describe("a job waiting for client uploads says which and until when (issue 28)", () => {
+describe("a job waiting for client uploads says which and until when", () => {
   it("info document OtherMessages and diagnose/errors name the files and the deadline", async () => {
     const r = await post("1.1", `&(executable="run.sh")(inputfiles=("run.sh" "")("data/in.txt" "")("remote.txt" "https://example.org/x"))`, { ct: "application/rsl" });
     expect(r.status).toBe(201);

@@ -40,7 +40,7 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
   let active = 0;
   const returning: Array<() => void> = [];
   // The slot of each running look, by job id (one look per job at a time). Not an
-  // AsyncLocalStorage: on Node 20 that enables async hooks, a cost on every promise of the process.
+  // AsyncLocalStorage: on the Node versions we support that enables async hooks, a cost on every promise.
   const slots = new Map<string, { holds: boolean }>();
   const giveSlot = () => {
     const next = returning.shift();

@@ -53,7 +53,7 @@ async function clean(ctx: JemContext, jobId: string): Promise<void> {
       });
       return;
     }
-    // Active job: not a kill; it is wiped as soon as it reaches FINISHED (arex-jem §2.6).
+    // Active job: not a kill; it is wiped as soon as it reaches FINISHED (docs/architecture.md, Job flow: Clean).
     if (job.cleanRequested) return;
     if (await ctx.jobs.update(job, { cleanRequested: true }, expectOf(job))) {
       jobLog(ctx, job).info({ state: job.state }, "clean deferred until the job finishes");
@@ -63,7 +63,7 @@ async function clean(ctx: JemContext, jobId: string): Promise<void> {
   throw new Error(`clean of ${jobId}: job state kept changing`);
 }
 
-/** Restart point per failed state (arex-jem §2.7); undefined = not restartable. */
+/** Restart point per failed state (docs/architecture.md, Job flow: Restart); undefined = not restartable. */
 async function restartTarget(ctx: JemContext, job: JobRecord): Promise<InternalState | undefined> {
   switch (job.failedState) {
     case "PREPARING":
@@ -121,7 +121,7 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
     await ctx.control.remove(jobId, "failed");
     await ctx.control.remove(jobId, "lrms_done");
     await removePrivate(ctx, jobId, "stageout.done", "stagein.failed", "submitting");
-    // The old batch id must never be adopted by the new submission (arex-jem §2.7 caution).
+    // The old batch id must never be adopted by the new submission: it may still run, or be another job by then.
     await forgetLocalId(ctx, jobId);
     // Appended, never rewritten: a gateway may be appending an upload record right now.
     await forgetInputs(ctx.control, jobId, missing);

@@ -90,7 +90,7 @@ export async function updateLocal(ctx: JemContext, id: string, entries: Record<s
   await writeControl(ctx, id, "local", updateKeyValues((await readControl(ctx, id, "local")) ?? "", entries));
 }
 
-/** `lrms_done` per arex-jem §1.4.4: `<code> <message>`; empty = 0; unparsable code = -1 + whole line. */
+/** `lrms_done` in A-REX's format: `<code> <message>`; empty = 0; unparsable code = -1 + whole line. */
 export function parseLrmsDone(text: string | undefined): { code: number; message: string } {
   if (text === undefined) return { code: -1, message: "Internal error" };
   const line = text.split("\n", 1)[0]?.trim() ?? "";

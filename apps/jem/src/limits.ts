@@ -7,9 +7,9 @@ import type { JemContext } from "./context.js";
  * running when the count was asked for, or started since) are added to it: below the limit with
  * them no serialization is needed, nor at or over it (nothing to take); in between the check and
  * the move run under a short Redis lease so concurrent workers cannot all take the last slot.
- * (Was: no lease only with headroom for all workers, twice that for a shared count, so with the
- * default maxStaging 100 and 50 workers every completion of a burst queued for the lease: 100
- * /bin/true jobs took ~1 s from the batch system's end to FINISHING.) Several JEMs may overshoot the
+ * Counting our own moves in flight is what makes the lease rare: asking for headroom for every
+ * worker instead would, with maxStaging 100 and 50 workers, queue every completion of a burst
+ * for the lease and delay a burst's FINISHING noticeably. Several JEMs may overshoot the
  * limit by the other JEMs' moves in flight at most. If the lease cannot be had within ~2 s the
  * move goes ahead unserialized (a job never stalls on the lease itself).
  */

@@ -25,7 +25,7 @@ const FIELDS = ["state", "pending", "localId", "backend", "lrms"] as const;
  * CANCELING job, by whichever JEM holds the poll lease. `active` refreshes the REST sub-state
  * (decisions #16); `done` without `lrms_done` means the batch system ended the job, so the JEM
  * writes the marker (after a grace period for wrappers on slow shared file systems); `unknown`
- * never finishes a job (anchors §3.6).
+ * never finishes a job (a batch system that cannot answer is no evidence that the job ended).
  */
 export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(): Promise<void> } {
   const interval = ctx.config.lrms.pollIntervalMs;

@@ -9,7 +9,7 @@ afterEach(async () => {
   redis = undefined;
 });
 
-// Redis trouble is not a crash (issue 11), at boot too: the outage test (tests/redis-outage.test.ts)
+// Redis trouble is not a crash, at boot too: the outage test (tests/redis-outage.test.ts)
 // covers a running CE; here the JEM starts while its redis-server is away.
 it("a JEM started while Redis is away waits for it (one episode line each way), then works", async () => {
   redis = await startRedis();

@@ -12,7 +12,7 @@ import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
 import { pidsOfUid } from "../src/contain/procs.js";
 import { scrubAccount } from "../src/contain/scrub.js";
 
-// A pool account handed back dirty (issue 21 finding 2): a setsid daemon of its last holder, a
+// A pool account handed back dirty: a setsid daemon of its last holder, a
 // crontab and an at job, files and a planted link in the shared temp dirs. The scrub leaves
 // nothing of it, removes nothing of anyone else (the link's target stays), and answers a reason
 // (the lease stays) when something cannot be removed.

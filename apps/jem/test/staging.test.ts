@@ -67,7 +67,7 @@ describe("remote staging over HTTPS", () => {
     expect(await env.control.read(id, "input_status")).toContain("/in.txt");
     expect(await env.control.read(id, "statistics")).toMatch(/inputfile:url=.*in\.txt,size=13,/);
     expect(await env.control.read(id, "errors")).toMatch(/retry 1/);
-    // The batch job's proxy file goes once the batch job is over (issue 8), not at the wipe.
+    // The batch job's proxy file goes once the batch job is over, not at the wipe.
     expect(await env.control.read(id, "proxy")).toBeUndefined();
   });
 

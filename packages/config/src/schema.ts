@@ -11,8 +11,8 @@ function isCidr(text: string): boolean {
 
 /**
  * The one configuration schema of the CE, shared by the gateway, the JEM and the admin tool.
- * Every key has a default so an empty file gives the embedded development setup; the README's
- * configuration reference is generated from these descriptions (`pnpm config:doc`).
+ * Every key has a default so an empty file gives the embedded development setup; the
+ * configuration reference (docs/configuration.md) is generated from these descriptions (`pnpm config:doc`).
  */
 
 const duration = z.number().int().nonnegative();
@@ -410,7 +410,7 @@ export const configSchema = z.object({
 
   compat: z
     .object({
-      /** Answer the literal codes of the interface text where deployed clients need others (decisions.md). */
+      /** Answer the literal codes of the interface text where deployed clients need others (docs/decisions.md). */
       strictSpecCodes: z.boolean().default(false),
     })
     .default({}),

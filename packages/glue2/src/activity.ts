@@ -1,5 +1,5 @@
 /**
- * Per-job GLUE2 ComputingActivity for the `info` bulk action (arex-rest E5.1, arex-jem §7.3,
+ * Per-job GLUE2 ComputingActivity for the `info` bulk action (docs/interface.md E5,
  * decisions #17). Element order follows A-REX. Pure: the caller gathers the facts.
  */
 import type { El } from "./tree.js";

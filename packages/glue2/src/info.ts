@@ -1,5 +1,5 @@
 /**
- * GLUE2 resource document for `GET /info` (arex-jem §7.2, arex-rest §10.6 / §13 items 5–6): what the
+ * GLUE2 resource document for `GET /info` (docs/interface.md E2): what the
  * ARC broker and pyarcrest need, in GLUE2 element order. Pure: all facts come in through InfoInput.
  */
 import { type El, el, intLeaf, leaf, leaves, withNs } from "./tree.js";

@@ -7,7 +7,7 @@ import { forceArraysFor } from "./documents.js";
 export type Format = "json" | "xml" | "html";
 
 /**
- * arex-rest §2.3: all Accept values are split on `,`, parameters (q-values too) dropped, and the
+ * docs/interface.md General rules 3: all Accept values are split on `,`, parameters (q-values too) dropped, and the
  * first recognised entry in header order wins; nothing recognised (absent, `*\/*`) → HTML.
  */
 export function negotiateFormat(accept: string | readonly string[] | undefined): Format {

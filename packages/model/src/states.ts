@@ -1,6 +1,6 @@
 /**
  * Job states: the internal states of the job execution manager (JEM), the 17 REST states of the
- * interface, and the one mapping between them (spec "States and transitions", arex-rest.md §4).
+ * interface, and the one mapping between them (docs/interface.md "States and transitions").
  */
 
 /** Internal states as written to the control-directory `status` file (note `SUBMIT`, `CANCELING`). */

@@ -1,6 +1,6 @@
 /**
  * The allowed moves between internal job states: the one table the JEM's `transition()` checks
- * before it changes a record (A-REX `JobsList::ActJob*`, arex-jem §2.3-2.8). Targets are written
+ * before it changes a record (as A-REX moves jobs; docs/architecture.md, "Job flow"). Targets are written
  * as in the `status` file: PENDING is a flag on the target, so `PENDING:X` in row X means "the
  * job may be parked where it is", and a restart may only enter its state PENDING. Where the job
  * came from being PENDING or not does not matter. Removing a record (clean, expiry of a WIPED
@@ -19,7 +19,7 @@ export const ALLOWED_MOVES: Readonly<Record<InternalState, readonly MoveTarget[]
   // Parked for the client's stage-in confirmation or the running-jobs limit; on to the batch
   // system; or FINISHING directly (data-only job, stage-in failure, kill).
   PREPARING: ["PENDING:PREPARING", "SUBMIT", "FINISHING"],
-  // Submitted (batch id known) or submission failed. A kill waits until INLRMS (arex-jem §2.5).
+  // Submitted (batch id known) or submission failed. A kill waits until INLRMS (Job flow: Kill).
   SUBMIT: ["INLRMS", "FINISHING"],
   // Parked by the staging limit (EXECUTED); a kill with a batch id cancels (CANCELING), without
   // one fails straight to FINISHING; `lrms_done` → FINISHING.
@@ -30,7 +30,7 @@ export const ALLOWED_MOVES: Readonly<Record<InternalState, readonly MoveTarget[]
   FINISHING: ["FINISHED"],
   // Expiry wipes the session dir (DELETED = REST WIPED); restart re-enters the failed state's
   // entry point, always PENDING: PREPARING → ACCEPTED, SUBMIT/INLRMS → ACCEPTED or PREPARING,
-  // FINISHING → INLRMS (arex-jem §2.7).
+  // FINISHING → INLRMS (docs/architecture.md, Job flow: Restart).
   FINISHED: ["DELETED", "PENDING:ACCEPTED", "PENDING:PREPARING", "PENDING:INLRMS"],
   // Terminal: the record is only ever removed.
   DELETED: [],

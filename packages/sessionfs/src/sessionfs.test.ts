@@ -204,7 +204,7 @@ describe("walking and deleting", () => {
   });
 
   it("walks and deletes a 25,000-deep tree iteratively: one descriptor at a time, bounded memory", { timeout: 120_000 }, async () => {
-    // Deeper than this machine's descriptor limit (20,000 here): a walk holding one per level fails.
+    // Deeper than a usual descriptor limit (`ulimit -n`): a walk holding one per level would fail.
     const DEPTH = 25_000;
     // tmpfs when there is one: ext4 journals each rmdir (~1 ms) and the test would take a minute.
     const deepBase = existsSync("/dev/shm") ? await mkdtemp("/dev/shm/sessionfs-") : base;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 
 /**
  * The control directory: one sub-directory per job, fanned out by id (`jobs/3f/2a/<id>/`) so no
- * directory holds millions of entries (arex-jem.md §1.2) — 65,536 leaves, ~1,500 jobs each at
+ * directory holds millions of entries (docs/architecture.md, "Control directory") — 65,536 leaves, ~1,500 jobs each at
  * 100 M jobs — while a new job costs a single mkdir once the two upper levels exist. Redis replaces A-REX's
  * accepting/processing/finished state directories and request marks as the index of jobs.
  */
@@ -69,7 +69,7 @@ export class ControlDir {
   }
 
   /**
-   * Roots with the modes of README "Privilege separation": control, jobs and the session root are
+   * Roots with the modes of docs/security.md "Privilege separation": control, jobs and the session root are
    * traverse-only for others (0711: a job reaches its own batch and session dir by name, lists
    * nothing); events is write-only for others (1733: a batch job rings its doorbell, sees no other).
    */

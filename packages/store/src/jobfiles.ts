@@ -46,7 +46,7 @@ function fileLine(name: string, url: string | undefined): string {
 }
 
 /**
- * `.local` keys in A-REX write order (arex-jem §1.4.2), plus our `requestid`. Built line by line
+ * `.local` keys in A-REX's write order, plus our `requestid`. Built line by line
  * (no list of entries first): every new job's `local` is rendered on the submission path.
  */
 export function localFile(j: JobFilesInput, sessionDir?: string): string {
@@ -99,7 +99,7 @@ export function localFile(j: JobFilesInput, sessionDir?: string): string {
 
 /**
  * `input` / `output` in A-REX's format (`/<name> [<url>]` per line), rendered from the description
- * when `diagnose/input|output` asks: nothing writes these files any more.
+ * when `diagnose/input|output` asks: nothing writes these files.
  */
 export const inputFile = (files: readonly InputFile[]) => files.map((f) => fileLine(f.name, f.source)).join("\n") + (files.length ? "\n" : "");
 /** `diagnose/input|output` of a job from its `spec` text; undefined when there is no usable spec. */

@@ -2,10 +2,9 @@ import fs from "node:fs";
 import { promisify } from "node:util";
 
 /**
- * Small control files are read and written through Node's callback API, promisified. Node 20's
- * `fs/promises` wraps every call in a FileHandle and reads in a stat + chunk loop: measured on
- * this project's machines, a `readFile` of a 10-byte file costs ~120 µs of CPU that way against
- * ~26 µs through the callback API, and an append 34 µs against 18 µs. A job's state change reads
+ * Small control files are read and written through Node's callback API, promisified. Node's
+ * `fs/promises` wraps every call in a FileHandle and reads in a stat + chunk loop: a `readFile`
+ * of a tiny file costs several times the CPU that way, an append about twice. A job's state change reads
  * and writes several such files, so this is most of the JEM's cost per job. Same semantics
  * (async, threadpool), only cheaper. Large or streamed files keep using file handles.
  */

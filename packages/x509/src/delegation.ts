@@ -1,5 +1,5 @@
 /**
- * X.509 delegation (arex-rest.md E8/E9): pre-generated RSA-2048 keys, version-0 PKCS#10 requests
+ * X.509 delegation (docs/interface.md E8/E9): pre-generated RSA-2048 keys, version-0 PKCS#10 requests
  * with an empty subject, and acceptance of the signed proxy chain the client PUTs back.
  */
 import { createPublicKey, generateKeyPair, sign, X509Certificate, type KeyObject } from "node:crypto";

@@ -38,7 +38,7 @@ describe("pem", () => {
     const t0 = performance.now();
     const blocks = splitPem(text).certificates;
     expect(performance.now() - t0).toBeLessThan(1000);
-    expect(blocks).toHaveLength(1); // the first BEGIN pairs with the only END, as before
+    expect(blocks).toHaveLength(1); // the first BEGIN pairs with the only END
     expect(() => parseCertificates(user.certPem.repeat(5), 4)).toThrow(/5 certificates; at most 4/);
   });
 

@@ -1,5 +1,5 @@
 /**
- * Bearer-token verification after the WLCG Common JWT Profile (anchors.md §4.2): trusted `iss`,
+ * Bearer-token verification after the WLCG Common JWT Profile (middleware/identity/README.md): trusted `iss`,
  * `kid` required, asymmetric algorithms only (never `none` or HMAC — the algorithm list is ours,
  * not the token's), `aud` required and matched case-sensitively, exp/nbf/iat with leeway,
  * `wlcg.ver` major 1. Every failure names the check that failed and never echoes the token.

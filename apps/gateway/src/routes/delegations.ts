@@ -80,7 +80,7 @@ async function collection(c: Context<AppEnv>): Promise<Response> {
   action(c, ["new"]);
   const type = typeParam(c, "x509");
   requireScope(c, "jobcreate");
-  // Location is the request path (normalised, query stripped) plus the id (arex-rest.md §13 item 7).
+  // Location is the request path (normalised, query stripped) plus the id (docs/interface.md E8: the ARC client needs it to end in /<id>).
   const location = (id: string) => `${c.req.path.replace(/\/+$/, "")}/${id}`;
   if (type === "jwt") {
     const id = await service(c).newJwt(owner(c), tokenHeader(c));

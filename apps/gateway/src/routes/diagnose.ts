@@ -9,7 +9,7 @@ import { ownedJob } from "../services/session-job.js";
 import { fileResponse } from "../services/session-range.js";
 
 /**
- * E7 — `<base>/jobs/<id>/diagnose/<type>`: one of the 14 allowed control files (arex-jem.md §1.6),
+ * E7 — `<base>/jobs/<id>/diagnose/<type>`: one of the 14 allowed control files (docs/interface.md E7),
  * never `proxy`, `spec` or any other private control file. Unknown type → 404 before the method
  * check, as A-REX; then scope `jobinfo`, job lookup, file (404 "Not found" when absent).
  */
@@ -41,7 +41,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   const job = await ownedJob(c, c.req.param("id") ?? "");
   const { control, config } = c.get("services");
   // `xml` (the job's GLUE2 ComputingActivity) is rendered from the record, the one truth, on
-  // demand: the JEM no longer rewrites a file for it on every state change.
+  // demand: no file is kept for it, so it cannot lag behind the record.
   if (type === "xml") {
     const body = renderXml(buildActivityDocument(activityInputFor(job, { hostname: new URL(config.endpoint.url).hostname })), { declaration: true });
     return rendered(c, body, "application/xml");
@@ -49,8 +49,8 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   // `status` likewise: the record's state in the file's words. The JEM keeps a `status` file for
   // its own repair after a crash, written at each move; the gateway writes none at submission.
   if (type === "status") return rendered(c, formatStatusFile(job.state, job.pending), "text/plain; charset=utf-8");
-  // `input` / `output` (A-REX's file lists) are derived from the stored description: no job
-  // writes them at submission any more.
+  // `input` / `output` (A-REX's file lists) are derived from the stored description: nothing
+  // writes them.
   if (type === "input" || type === "output") {
     const body = renderFileList(type, await control.read(job.id, "spec"));
     if (body === undefined) throw new NotFound("Not found");

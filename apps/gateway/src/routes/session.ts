@@ -16,7 +16,7 @@ import { fileResponse } from "../services/session-range.js";
 import { parseContentRange, SessionQuotaExceeded, UploadQuota, UploadTracker } from "../services/session-uploads.js";
 
 /**
- * E6 — `<base>/jobs/<id>/session[/<path>]`: files of the job's session directory (arex-rest.md E6,
+ * E6 — `<base>/jobs/<id>/session[/<path>]`: files of the job's session directory (docs/interface.md E6,
  * decisions #13–#15). Every filesystem access goes through services/session-fs.ts, which never
  * follows a symlink; the path comes from the raw request target (services/session-path.ts).
  */

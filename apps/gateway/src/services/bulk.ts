@@ -16,7 +16,7 @@ export function isBulkAction(s: string | undefined): s is BulkAction {
   return (BULK_ACTIONS as readonly string[]).includes(s ?? "");
 }
 
-/** Token scope class of each action (arex-rest §3.3). */
+/** Token scope class of each action (docs/interface.md "Authentication"). */
 export const ACTION_SCOPE: Record<BulkAction | "new", OperationClass> = {
   new: "jobcreate",
   info: "jobinfo",
@@ -105,7 +105,7 @@ function notFound(action: BulkAction, id: string): BulkItem {
   return base;
 }
 
-/** Restart is only for failed jobs with restarts left (arex-jem §2.7). */
+/** Restart is only for failed jobs with restarts left (docs/architecture.md, Job flow: Restart). */
 export function restartRefusal(r: JobRecord): string | undefined {
   if (r.state !== "FINISHED" || r.pending || r.outcome !== "failed" || !r.failedState) return "Job has not failed";
   if (r.rerun <= 0) return "No more restarts allowed";

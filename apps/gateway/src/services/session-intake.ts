@@ -7,14 +7,14 @@ import type { Readable } from "node:stream";
  * (_http_common parserOnBody) and stops reading the socket when that returns false. Taken right
  * there, a chunk skips the Readable machinery that otherwise runs for every 16 KiB TLS record
  * (buffer bookkeeping, a `data` event, a nextTick running read(0) and socket.resume()): the
- * gateway's main thread spent ~16% less CPU per uploaded GiB (1.83 → 1.53 s, six 1 GiB PUTs
- * each way on this 2-core machine). Backpressure stays the parser's own: `false` from push pauses
+ * gateway's main thread spends about a sixth less CPU per uploaded GiB (CPU per GiB:
+ * apps/gateway/bench/session-io.bench.ts). Backpressure stays the parser's own: `false` from push pauses
  * the socket, and `socket.resume()` — what IncomingMessage._read does — restarts it (the HTTP
  * server keeps a socket it paused for pipelining paused). The parser may still deliver the rest
  * of what it has already decrypted after a `false` (tens of KiB): the caller holds those chunks.
  *
  * Any other stream — no socket, already being consumed, or `push` replaced — is read through its
- * events as before. The upload tests drive both paths (a Node request and plain streams).
+ * events, the portable way. The upload tests drive both paths (a Node request and plain streams).
  */
 export interface Intake {
   /** Whether chunks come from the parser directly. */

@@ -5,7 +5,7 @@ import { BadRequest } from "../errors.js";
 /**
  * The `<path>` of `…/jobs/<id>/session/<path>`, taken from the RAW request target, not from the
  * parsed URL: the WHATWG URL parser silently resolves `..`, `%2e%2e` and friends, which would hide
- * an attack instead of refusing it (anchors.md §4.1, CVE-2023-41914 lessons).
+ * an attack instead of refusing it (SECURITY.md; the lesson of CVE-2023-41914).
  */
 export interface SessionPath {
   /** Decoded, lexically resolved segments below the session root ([] = the root itself). */
@@ -122,7 +122,7 @@ export function hrefFor(rootHref: string, segments: readonly string[], dir: bool
 
 /**
  * WebDAV href of an entry for the ARC client: the names NOT percent-encoded, as A-REX does
- * (arex-rest.md §10.4). The client does not decode hrefs but encodes the URL it builds from them
+ * (docs/interface.md, "What real clients rely on"). The client does not decode hrefs but encodes the URL it builds from them
  * when it sends a request: an href `a%20b.txt` makes it ask for `a%2520b.txt` (404), while
  * `a b.txt` makes it ask for `a%20b.txt` (checked with arccp 6.17). Only control characters, which
  * XML 1.0 cannot carry, are encoded.

@@ -6,7 +6,7 @@ import type { Dir, Entry } from "./session-fs.js";
 
 /**
  * WebDAV PROPFIND answer (RFC 4918 `DAV:multistatus`), the only way the ARC client lists a session
- * directory (arcget, arcls; arex-rest.md §10.4, §13 item 14). Hrefs are absolute paths: the client
+ * directory (arcget, arcls; docs/interface.md E6, decisions #13). Hrefs are absolute paths: the client
  * prefixes `scheme://host:port` and strips the request URL + `/`, so a child href must be exactly
  * `<request path>/<name>` and the collection itself `<request path>/` (see `davHref` for encoding).
  */

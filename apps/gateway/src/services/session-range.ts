@@ -12,7 +12,7 @@ export interface ByteRange {
 }
 
 /**
- * `Range` header → what to serve (arex-rest.md §2.8, RFC 7233). `bytes=a-b` and `bytes=a-` as
+ * `Range` header → what to serve (docs/interface.md E6, RFC 7233). `bytes=a-b` and `bytes=a-` as
  * A-REX; additionally the suffix form `bytes=-N` (last N bytes), which A-REX ignores. Several
  * ranges, other units and malformed values are ignored (whole file, 200), as RFC 7233 allows.
  * A start at or beyond the end → 416 with `Content-Range: bytes *\/size`.

@@ -3,7 +3,7 @@ import { type QuotaRefusal, type SessionBytes, UploadRanges } from "@ce/store";
 import { BadRequest, CeError } from "../errors.js";
 
 /**
- * Upload-completion bookkeeping (arex-rest.md E6 `FileChunks`, arex-jem.md §5.2). A file counts as
+ * Upload-completion bookkeeping (docs/interface.md E6; docs/architecture.md "Job flow"). A file counts as
  * uploaded when one PUT carried it whole, or when the byte ranges of partial PUTs
  * (`Content-Range: bytes a-b/total`) together cover [0,total). The ranges live in Redis
  * (packages/store UploadRanges, one hash per job), so partial PUTs may land on any gateway. The

@@ -1,5 +1,5 @@
 /**
- * Token bucket for operations on the batch system (anchors §3.9: sites throttle their batch
+ * Token bucket for operations on the batch system (sites throttle their batch
  * controllers; Snakemake/ARC users lower status checks "to avoid stressing Slurm"). One token per
  * operation — a job submitted or cancelled, a poll query — whatever the number of script runs.
  * `rate` tokens per second, burst = max(1, burst ?? rate). Waiters are served first-come

@@ -175,7 +175,7 @@ export class ScriptBackend implements Backend {
     return new BackendError(code, reason(r), { stderr: r.stderr.slice(-4096), ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }) });
   }
 
-  /** Stage 0 of each RTE on the front end, before submission (arex-jem §8). */
+  /** Stage 0 of each RTE on the front end, before submission (as A-REX runs them). */
   private async stage0(batch: BatchFile, runAs?: RunAsJob): Promise<void> {
     for (const rte of batch.runtimeEnvironments) {
       const args = ["-c", 'source "$1" || exit 1; rte=$2; shift 2; source "$rte" 0 "$@"', "rte-stage0", join(batch.jobDir, "batch.env"), rte.path, ...rte.options];

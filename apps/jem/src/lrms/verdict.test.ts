@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { describeEnd, isSignalEnd, signalOf } from "./verdict.js";
 
-describe("failure texts a user can read (issue 28: reasons in words)", () => {
+describe("failure texts a user can read (reasons in words)", () => {
   it("a plain non-zero exit says the executable's code and is the user's", () => {
     expect(describeEnd(3, "")).toEqual({ text: "LRMS error: (3) The executable exited with code 3", cause: "user" });
   });

@@ -11,7 +11,7 @@ import { fsq, type FsOp } from "../fsq.js";
 import { handOverPrivateTree, removeTree, setgidOwnDirs } from "./rootfs.js";
 
 /**
- * The JEM's privileged component (README "Privilege separation"). Everything the CE does as root
+ * The JEM's privileged component (docs/security.md "Privilege separation"). Everything the CE does as root
  * for a job is here, behind `<operation>(jobId)`: the account always comes from the job's `local`
  * control file (written by the gateway, not writable by jobs), re-checked against the current
  * mapping configuration and the name service on every call; whatever touches the job's own files
@@ -63,7 +63,7 @@ export class Privileged {
   static async create(config: CompiledConfig, control: ControlDir): Promise<Privileged | undefined> {
     if (!config.mapping) return undefined;
     if (process.geteuid?.() !== 0) {
-      throw new Error("mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see README \"Privilege separation\")");
+      throw new Error("mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see docs/security.md \"Privilege separation\")");
     }
     // Jobs reach their session and batch dirs by path: every ancestor must be traversable.
     for (const root of [control.root, control.sessionRoot]) {

@@ -29,7 +29,7 @@ const wanted = (o: OutputFile, outcome: Outcome) => (outcome === "success" ? o.u
 const strip = (n: string) => n.replace(/^\/+/, "");
 
 /**
- * Which outputs this outcome delivers (arex-jem §2.3 failure path, §5.1): targets flagged for the
+ * Which outputs this outcome delivers (docs/architecture.md, Job flow): targets flagged for the
  * outcome are uploaded; client-downloadable outputs are always kept; after a non-kill failure
  * with reruns left, client-uploaded inputs are kept too so a restart can reuse them.
  * `@list` outputs are expanded from the named session file (`name [url]` lines).

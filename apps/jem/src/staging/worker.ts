@@ -154,7 +154,7 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
       await logErrors(ctx, job.id, `Staging: download of ${redact(url)} failed: ${refusalText(e)}`);
       if (f.options.failureallowed === "yes") return;
       failures.push(msg);
-      ac.abort(); // a failed mandatory download cancels the job's other transfers (arex-jem §5.3)
+      ac.abort(); // a failed mandatory download cancels the job's other transfers (as on A-REX)
     }
   });
   if (failures.length > 0) {
@@ -213,7 +213,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         await ctx.control.append(job.id, "output_status", `/${i.name} ${redact(i.url)}`);
         await ctx.control.append(job.id, "statistics", `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`);
         await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${size} bytes)`);
-        // Uploaded copies leave the session dir (arex-jem §5.3): the entry itself, never a target.
+        // Uploaded copies leave the session dir (as on A-REX): the entry itself, never a target.
         await removePath(session, segs).catch(() => undefined);
       } catch (e) {
         if (ac.signal.aborted) return;

@@ -10,7 +10,7 @@ import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
 export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (job.killRequested) return moved(await failToFinishing(ctx, job, KILL_TEXT, { state: "ACCEPTED", cause: "client" }));
   const desc = await readSpec(ctx, job.id);
-  // Description problems and dry runs are not restartable: no failedState (arex-jem §2.3).
+  // Description problems and dry runs are not restartable: no failedState (docs/architecture.md, Job flow).
   if (!desc) return moved(await failToFinishing(ctx, job, "Could not process job description", { cause: "internal" }));
   if (desc.dryRun) return moved(await failToFinishing(ctx, job, "Job has dryrun requested. Job skipped.", { cause: "internal" }));
 

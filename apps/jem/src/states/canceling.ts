@@ -12,7 +12,7 @@ const GIVE_UP_MS = 3_600_000;
 
 /**
  * CANCELING (REST KILLING): the cancel was sent; wait for the batch job's end (`lrms_done`),
- * repeating the cancel every 30 s and giving up after an hour (arex-jem §2.3).
+ * repeating the cancel every 30 s and giving up after an hour (docs/architecture.md, Job flow).
  */
 export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> {
   const files = await batchResult(ctx, job.id);

@@ -47,7 +47,7 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
 }
 
 /**
- * Enters FINISHED: outcome, end time, and the session-dir expiry (arex-jem §2.8, capped by config).
+ * Enters FINISHED: outcome, end time, and the session-dir expiry (the description's lifetime, capped by config).
  * `proxyRemoved`: this look removed the proxy files already (no second pair of unlinks).
  */
 export async function finish(ctx: JemContext, job: JobRecord, change: JobChange, failedLine?: string, opts: { proxyRemoved?: boolean } = {}): Promise<Step> {

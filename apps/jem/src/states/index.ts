@@ -33,7 +33,7 @@ const LOCKED_RETRY_MS = 150;
  * A job held by someone else is looked at again shortly (its holder may have read it stale).
  */
 export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> {
-  // The lease and the record in one round trip (the record read under the lease, as before).
+  // The lease and the record in one round trip (the record is read under the lease).
   const taken = await ctx.locks.tryAcquireJob(jobId, ctx.jobLockMs);
   if (!taken) {
     await enqueueAdvance(ctx, jobId, "locked", LOCKED_RETRY_MS);

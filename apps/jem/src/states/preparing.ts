@@ -74,7 +74,7 @@ async function showAwaiting(ctx: JemContext, job: JobRecord, missing: readonly s
   await ctx.jobs.update(job, { awaiting: text, uploadDeadline: deadline }, { state: "PREPARING" });
 }
 
-/** Client uploads still missing (arex-jem §5.2: listed, present, not smaller than declared). */
+/** Client uploads still missing (listed, present, not smaller than declared). */
 async function checkUploads(ctx: JemContext, job: JobRecord, desc: JobDescription, listed: Set<string>): Promise<{ missing: string[]; error?: string }> {
   const missing: string[] = [];
   for (const f of desc.inputFiles) {

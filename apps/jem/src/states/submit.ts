@@ -16,7 +16,7 @@ const RETRY_MS = 5_000;
 
 /**
  * SUBMIT (REST SUBMITTING): hand the job to the batch system exactly once. A kill is deferred
- * until the local id exists (arex-jem §2.5). Crash safety: the `submitting` marker names the
+ * until the local id exists (docs/architecture.md, Job flow: Kill). Crash safety: the `submitting` marker names the
  * submission with a tag before the batch system is called, the back end records the tag with the
  * batch job (and never starts a second one for it), and the local id is persisted in `local`
  * before the CAS. A JEM that dies anywhere in between leaves the marker: the next attempt
@@ -84,7 +84,7 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
   };
   const partition = ctx.config.jobs.queues.find((q) => q.name === job.queue)?.partition;
   if (partition) spec.partition = partition;
-  // Only an X.509 delegation becomes a proxy file; token jobs never see a proxy path (anchors §3.1).
+  // Only an X.509 delegation becomes a proxy file; token jobs never see a proxy path.
   if (runAs && cred?.type === "x509") spec.credentialFile = await runAs.writeFile("proxy", cred.proxyPem, 0o600);
   else if (cred && "file" in cred && cred.file && cred.type === "x509") spec.credentialFile = cred.file as string;
   if (job.requestId) spec.requestId = job.requestId;
@@ -108,7 +108,7 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
     return fail(`Job submission to LRMS failed: ${err.message}`.slice(0, 1024));
   }
   // The one info line of a submission (the back end's own is debug); the submissions of one turn
-  // of the event loop share one line (a line costs ~20 µs of pino with redaction).
+  // of the event loop share one line (each pino line with redaction has a real cost in a burst).
   logSubmitted(ctx, { ...jobFields(job), backend: backend.name, localId, queue: job.queue, ms: Date.now() - t0, ...(previous ? { resumed: true } : {}) });
   await updateLocal(ctx, job.id, { localid: localId });
   return toInlrms(ctx, job, localId, "Job is passed to LRMS");

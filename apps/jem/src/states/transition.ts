@@ -112,7 +112,7 @@ export function failureChange(job: JobRecord, text: string, where: { state?: Int
   return change;
 }
 
-/** Fails the job from its current state into FINISHING (the failure path of arex-jem §2.3). */
+/** Fails the job from its current state into FINISHING (docs/architecture.md, Job flow: the failure path). */
 export async function failToFinishing(
   ctx: JemContext,
   job: JobRecord,

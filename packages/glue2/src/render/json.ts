@@ -12,7 +12,7 @@ export interface JsonOptions {
 }
 
 /**
- * Element → JSON value (arex-rest §2.5, decisions #17): a childless element is its text (attributes
+ * Element → JSON value (docs/interface.md "Formats", decisions #17): a childless element is its text (attributes
  * dropped, so `status-code` stays a string); an element with children is an object whose keys are
  * the children's local names in order of first appearance, repeated names collected into arrays,
  * attributes (values, not blanks) under `_attributes` after the children. Mixed text is dropped.

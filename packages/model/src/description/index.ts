@@ -1,5 +1,5 @@
 /**
- * Entry point for job-description bodies: sniff the language (decisions.md #11), parse, validate.
+ * Entry point for job-description bodies: sniff the language (docs/decisions.md #11), parse, validate.
  */
 import {
   DescriptionError,

@@ -1,5 +1,5 @@
 /**
- * Checks a parsed description before a job is created (decisions.md #20: fail at submission, not
+ * Checks a parsed description before a job is created (docs/decisions.md #20: fail at submission, not
  * later in the batch system) and returns a normalized copy. Everything a file name can reach is
  * kept inside the session directory; names that end up in control files or batch commands are
  * restricted to safe characters.
@@ -190,7 +190,7 @@ function checkNotify(d: JobDescription): void {
 
 /**
  * A deep copy of description data (plain objects, arrays, Dates, primitives), as structuredClone
- * makes it at a third of the cost (~1.5 against ~4.4 µs per description; a bulk submission copies
+ * makes it, at about a third of the cost (a bulk submission copies
  * every one). Keys come from clients (hints, URL options): own properties are defined, never
  * assigned, so even a `__proto__` key is copied as data.
  */

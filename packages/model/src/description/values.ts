@@ -15,7 +15,7 @@ export const SECOND = 1;
  * (`PT1H30M`; Y = 365 d, M = 30 d), or a sequence of numbers each followed (after optional
  * blanks) by a unit word named by its first letter — w(eeks), d(ays), h(ours), m(inutes),
  * s(econds), any case, so `1h30m`, `2 minutes`, `1 hour 30 minutes` — where a final number
- * without unit, or a bare number, is in `bareUnitSeconds` (xRSL: minutes, decisions.md #21;
+ * without unit, or a bare number, is in `bareUnitSeconds` (xRSL: minutes, docs/decisions.md #21;
  * ADL: seconds). Returns undefined when it is none of these.
  */
 export function parseDuration(text: string, bareUnitSeconds: number): number | undefined {

@@ -1,5 +1,5 @@
 -- Takes a job's JEM lease as lock-acquire.lua does and, when taken, reads the job's record in
--- the same call (a look's first two round trips in one; read under the lease, as before).
+-- the same call (a look's first two round trips in one; the record is read under the lease).
 -- KEYS[1] the lease (Keys.lock), KEYS[2] the job record (Keys.job). ARGV[1] new holder token
 -- ("<owner>:<random>"), ARGV[2] ttl ms, ARGV[3] owner prefix ("<owner>:").
 -- Returns 0 held by another owner, or { 1, { field, value, ... } } (empty when no record).

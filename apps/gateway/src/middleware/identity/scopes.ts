@@ -4,7 +4,7 @@ import type { AppEnv, Identity } from "../../context.js";
 import { Forbidden } from "../../errors.js";
 
 /**
- * Operation classes of the REST interface (arex-rest.md §3.3, arc.conf `tokenscopes`) and the WLCG
+ * Operation classes of the REST interface (docs/interface.md "Authentication"; A-REX's `tokenscopes`) and the WLCG
  * compute scope a token caller needs for each. X.509 callers are not scope-limited. `/info` and the
  * versions list need no scope.
  *

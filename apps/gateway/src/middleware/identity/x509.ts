@@ -12,7 +12,7 @@ import { Unauthorized } from "../../errors.js";
  * proxy chains, so the server runs with `rejectUnauthorized: false` and the chain is verified here
  * with @ce/x509 against the CA directory.
  *
- * Empirically (Node 20, OpenSSL 3): `getPeerCertificate(true)` holds every certificate the client
+ * Observed with Node's TLS on OpenSSL 3: `getPeerCertificate(true)` holds every certificate the client
  * sent, linked leaf → issuer (proxy → user certificate), but only on a full handshake: on a
  * resumed session only the leaf is left. The server therefore disables session tickets
  * (server.ts), and as a second line a chain verified earlier is remembered by leaf fingerprint:

@@ -12,8 +12,8 @@ export interface AccessFields {
 
 /**
  * Writes access-log lines straight to the service logger's destination, the same bytes a plain
- * pino logger with the service logger's bindings writes for `info(fields, "request")` (what the
- * gateway wrote before; access-log.test.ts compares them): the line has a fixed shape, and pino's
+ * pino logger with the service logger's bindings writes for `info(fields, "request")`
+ * (access-log.test.ts compares them): the line has a fixed shape, and pino's
  * generic path (serializer loop, redaction-free sibling logger) was most of its cost per request.
  */
 export function accessLogWriter(logger: Logger): (f: AccessFields) => void {

@@ -12,7 +12,7 @@ import { accessLogWriter, lazyChild, type AccessFields } from "./access-log.js";
 
 /**
  * First middleware of every request: request id, child logger, services, negotiated format.
- * `rateLimit()` runs after authentication (it needs the identity) — see README.md.
+ * `rateLimit()` runs after authentication (it needs the identity) — see this folder's README.md.
  */
 export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -44,7 +44,7 @@ const accessLogs = new WeakMap<Logger, (f: AccessFields) => void>();
 /**
  * The access log line has a fixed shape with no field a redaction path names, so it is written
  * without redaction, by hand, to the service logger's destination (access-log.ts): pino's
- * redaction cost ~18 µs per line, and its generic serializer most of the rest.
+ * redaction was most of a line's cost, and its generic serializer most of the rest.
  */
 function accessLogOf(logger: Logger): (f: AccessFields) => void {
   let a = accessLogs.get(logger);
@@ -53,7 +53,7 @@ function accessLogOf(logger: Logger): (f: AccessFields) => void {
 }
 
 /**
- * Per-identity limits (unauthenticated requests: per peer address), see README.md "Rate limit":
+ * Per-identity limits (unauthenticated requests: per peer address), see README.md here, "Rate limit and in-flight cap":
  * - a token bucket shared by every gateway (@ce/store RateLimiter, lua/token-bucket.lua), leased
  *   in blocks so that it costs one Redis call per block of requests, not one per request;
  * - a cap on the requests one identity has in progress at once on this gateway, which is what

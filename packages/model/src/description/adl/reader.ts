@@ -1,5 +1,5 @@
 /**
- * ADL (EMI-ES ActivityDescription) semantics, arex-jem.md §6.3 → the normalized `JobDescription`.
+ * ADL (EMI-ES ActivityDescription) semantics as A-REX reads them → the normalized `JobDescription`.
  * Elements are matched by local name, so `adl:`/default-namespace/`nordugrid-adl:` all work.
  * Range and path checks are left to validate.ts.
  */

@@ -1,7 +1,7 @@
 /**
  * Recovery for an `ActivityDescriptions` bundle that is not well-formed as a whole: its
  * `ActivityDescription` children are cut out by their tags and read one by one, so one broken
- * description costs only its own item (decisions.md #20). Used only after the strict read failed.
+ * description costs only its own item (docs/decisions.md #20). Used only after the strict read failed.
  * Every search moves forward through the text, so the work stays linear in its length.
  */
 

@@ -62,7 +62,7 @@ describe("xRSL basic attributes", () => {
   });
 });
 
-describe("xRSL time units (decisions.md #21)", () => {
+describe("xRSL time units (docs/decisions.md #21)", () => {
   it.each([
     ["90", 5400],
     ["90s", 90],

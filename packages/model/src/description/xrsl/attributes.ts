@@ -1,5 +1,5 @@
 /**
- * xRSL attribute semantics (arex-jem.md §6.2) → the normalized `JobDescription`.
+ * xRSL attribute semantics as A-REX reads them → the normalized `JobDescription`.
  * Range and path checks are left to validate.ts; this layer only reads the values.
  */
 import { InvalidDescriptionError, positionAt } from "../../errors.js";
@@ -93,7 +93,7 @@ class Reader {
     return b ?? this.fail(`'${this.single()}' is not yes/no/true/false`);
   }
 
-  /** Bare numbers are MINUTES (client-side xRSL default, decisions.md #21); units as ARC reads them. */
+  /** Bare numbers are MINUTES (client-side xRSL default, docs/decisions.md #21); units as ARC reads them. */
   duration(): number {
     const s = this.single();
     const v = parseDuration(s, MINUTE);

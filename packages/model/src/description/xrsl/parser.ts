@@ -1,5 +1,5 @@
 /**
- * Recursive-descent parser for the (x)RSL grammar (arex-jem.md §6.1). It only builds the syntax
+ * Recursive-descent parser for the (x)RSL grammar as the ARC clients write it. It only builds the syntax
  * tree; variables, alternatives and attribute meaning are handled in evaluate.ts / attributes.ts.
  */
 import { DescriptionError, XrslSyntaxError, positionAt } from "../../errors.js";
