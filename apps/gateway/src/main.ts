@@ -17,6 +17,7 @@ if (!process.execArgv.some((a) => a.includes("concurrent-array-buffer-sweeping")
 const { loadConfig } = await import("@ce/config");
 const { createAdminApp, startAdminServer } = await import("@ce/ops");
 const { createLogger, startGateway } = await import("./server.js");
+const { onFdStolen } = await import("@ce/sessionfs");
 
 const config = loadConfig();
 if (process.argv.includes("--check-config")) {
@@ -31,6 +32,8 @@ if (process.argv.includes("--check-config")) {
   process.exit(0);
 }
 const logger = createLogger(config);
+// A descriptor closed by a non-owner is a bug that may have misdirected I/O: always a log line.
+onFdStolen((err) => logger.error({ err, fd: err.num, what: err.what }, "descriptor closed by someone else (EBADF on close)"));
 const gw = await startGateway(config, { logger });
 const { services } = gw;
 const admin =

@@ -113,3 +113,32 @@ export class OwnedFd {
     return stolen;
   }
 }
+
+/** What a `FileHandle` offers that `closeHandle` needs (no import of the promises API here). */
+interface Closable {
+  readonly fd: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Closes a `FileHandle` (which, like `OwnedFd`, closes its number at most once). EBADF is
+ * reported and thrown as `FdStolenError`; any other close error is thrown as is.
+ */
+export async function closeHandle(h: Closable, what: string): Promise<void> {
+  const num = h.fd;
+  try {
+    await h.close();
+  } catch (e) {
+    if (!isEbadf(e)) throw e;
+    const stolen = new FdStolenError(what, num);
+    stolenHook?.(stolen);
+    throw stolen;
+  }
+}
+
+/** The number of an open `FileHandle` for the system call at hand; throws once it is closed. */
+export function numOf(h: Closable, what: string): number {
+  const n = h.fd;
+  if (n < 0) throw new FdClosedError(what);
+  return n;
+}
