@@ -26,6 +26,10 @@ export interface Stack {
   gateway(i: number): { pid: number | undefined; kill(signal: NodeJS.Signals): Promise<void>; restart(): void };
   /** The Redis key prefix of this CE. */
   prefix: string;
+  /** SIGKILLs the JEM (not counted by `exited`) and starts a new one; resolves once it is spawned. */
+  restartJem(opts?: { kill?: boolean }): Promise<void>;
+  /** Whether the current JEM process is running. */
+  jemAlive(): boolean;
   stop(): Promise<void>;
 }
 
@@ -96,7 +100,10 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     return p;
   };
   const configs = Array.from({ length: n }, (_, i) => configFor(i));
-  if (o.jem !== false) procs.push(spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] }));
+  const spawnJem = () => spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] });
+  let jem: ChildProcess | undefined;
+  const killed = new Set<ChildProcess>();
+  if (o.jem !== false) procs.push((jem = spawnJem()));
   const gateways: ChildProcess[] = [];
   const spawnGateway = (i: number) => {
     const p = spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[i] }, stdio: ["ignore", out, out] });
@@ -172,7 +179,18 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         }),
       restart: () => spawnGateway(i),
     }),
-    exited: () => procs.filter((p) => p.exitCode !== null || p.signalCode !== null).map((p) => `${p.spawnargs.at(-1)} (pid ${p.pid}): ${p.exitCode ?? p.signalCode}`),
+    exited: () => procs.filter((p) => !killed.has(p) && (p.exitCode !== null || p.signalCode !== null)).map((p) => `${p.spawnargs.at(-1)} (pid ${p.pid}): ${p.exitCode ?? p.signalCode}`),
+    jemAlive: () => jem !== undefined && jem.exitCode === null && jem.signalCode === null,
+    async restartJem(opts = {}) {
+      const old = jem;
+      if (old && old.exitCode === null && old.signalCode === null && opts.kill !== false) {
+        killed.add(old);
+        const gone = new Promise<void>((r) => old.once("exit", () => r()));
+        old.kill("SIGKILL");
+        await gone;
+      }
+      procs.push((jem = spawnJem()));
+    },
     async stop() {
       await stop();
       if (!process.env.CE_TEST_KEEP) rmSync(state, { recursive: true, force: true });

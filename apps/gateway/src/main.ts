@@ -17,6 +17,7 @@ if (!process.execArgv.some((a) => a.includes("concurrent-array-buffer-sweeping")
 const { announceReady, failStartup, loadConfig } = await import("@ce/config");
 const { createAdminApp, startAdminServer } = await import("@ce/ops");
 const { createLogger, startGateway } = await import("./server.js");
+const { onFdStolen } = await import("@ce/sessionfs");
 
 // Any failure before the listeners are up is one line on stderr naming the problem (a missing
 // certificate file, a port in use, a bad setting) and exit status 1, never a stack trace.
@@ -39,6 +40,8 @@ if (process.argv.includes("--check-config")) {
   process.exit(0);
 }
 const logger = createLogger(config);
+// A descriptor closed by a non-owner is a bug that may have misdirected I/O: always a log line.
+onFdStolen((err) => logger.error({ err, fd: err.num, what: err.what }, "descriptor closed by someone else (EBADF on close)"));
 const booted = await (async () => {
   const gw = await startGateway(config, { logger });
   const { services } = gw;

@@ -8,7 +8,7 @@ import { PassThrough, Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SessionBytes } from "@ce/store";
 import { BodyAborted, receiveBody } from "../src/services/session-body.js";
-import { closeFd, DIRECT_MIN, reopenDirect } from "../src/services/session-direct.js";
+import { DIRECT_MIN, reopenDirect } from "../src/services/session-direct.js";
 import { type Harness, OWNER, startHarness } from "./session-harness.js";
 
 /**
@@ -320,9 +320,9 @@ describe("session transfers with O_DIRECT", () => {
     const dir = await mkdtemp(join(tmpdir(), "ce-direct-"));
     const fh = await open(join(dir, "f"), "w+");
     try {
-      const d = await reopenDirect(fh.fd, "w");
-      expect(d).toBeTypeOf("number");
-      closeFd(d);
+      const d = await reopenDirect(fh, "w");
+      expect(d?.num).toBeTypeOf("number");
+      await d?.close();
     } finally {
       await fh.close();
       await rm(dir, { recursive: true, force: true });
@@ -358,7 +358,7 @@ describe("session transfers with O_DIRECT", () => {
     it(`receiveBody with a direct descriptor at offset ${offset}, quota waits between chunks, lands exactly`, async () => {
       const dir = await mkdtemp(join(tmpdir(), "ce-direct-"));
       const fh = await open(join(dir, "f"), "w+");
-      const d = await reopenDirect(fh.fd, "w");
+      const d = await reopenDirect(fh, "w");
       try {
         const data = randomBytes(9 * MiB + 12_345);
         const src = new PassThrough();
@@ -374,7 +374,7 @@ describe("session transfers with O_DIRECT", () => {
         expect(stored.length).toBe(offset + data.length);
         expect(stored.subarray(offset).equals(data)).toBe(true);
       } finally {
-        closeFd(d);
+        await d?.close();
         await fh.close();
         await rm(dir, { recursive: true, force: true });
       }

@@ -1,4 +1,5 @@
 import { announceReady, failStartup, loadConfig } from "@ce/config";
+import { onFdStolen } from "@ce/sessionfs";
 import { connectRedis, type RedisOutage } from "@ce/store";
 import { createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
@@ -23,6 +24,8 @@ if (process.argv.includes("--check-config")) {
   process.exit(0);
 }
 const log = createLogger("jem", config.logging.level, { pid: process.pid });
+// A descriptor closed by a non-owner is a bug that may have misdirected I/O: always a log line.
+onFdStolen((err) => log.error({ err, fd: err.num, what: err.what }, "descriptor closed by someone else (EBADF on close)"));
 const { clients, queues, jem, admin } = await (async () => {
   // The admin listener's and metrics' own connection (the daemon opens its own in startJem).
   const clients = connectRedis(config.redis, "jem");

@@ -1,5 +1,6 @@
 import { constants, existsSync, type Stats } from "node:fs";
 import { lstat, mkdir, open, readdir, type FileHandle } from "node:fs/promises";
+import { closeHandle, numOf } from "./fd.js";
 
 /**
  * Symlink-safe access to a job's session directory. The job owns the directory and can plant
@@ -56,7 +57,7 @@ export class SessionFsError extends Error {
   }
 }
 
-/** An open directory handle plus its (informational) path. */
+/** An open directory handle plus its (informational) path; `at`/`self` throw once it is closed. */
 export class Dir {
   private constructor(readonly handle: FileHandle, readonly path: string) {}
 
@@ -67,12 +68,12 @@ export class Dir {
 
   /** Path through which `name` resolves relative to this open directory. */
   at(name: string): string {
-    return HAVE_PROC_FD ? `/proc/self/fd/${this.handle.fd}/${name}` : `${this.path}/${name}`;
+    return HAVE_PROC_FD ? `/proc/self/fd/${numOf(this.handle, this.path)}/${name}` : `${this.path}/${name}`;
   }
 
   /** The directory itself, as a path that names what we hold. */
   get self(): string {
-    return HAVE_PROC_FD ? `/proc/self/fd/${this.handle.fd}` : this.path;
+    return HAVE_PROC_FD ? `/proc/self/fd/${numOf(this.handle, this.path)}` : this.path;
   }
 
   /** Opens child directory `name` (never through a symlink). */
@@ -92,8 +93,9 @@ export class Dir {
     return readdir(this.self);
   }
 
+  /** Closes the directory (once; a second call does nothing). EBADF throws `FdStolenError`. */
   close(): Promise<void> {
-    return this.handle.close().catch(() => undefined);
+    return closeHandle(this.handle, this.path);
   }
 }
 

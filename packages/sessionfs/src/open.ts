@@ -1,6 +1,7 @@
 import { constants, type Stats } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { classify, Dir, openParent, SessionFsError } from "./dir.js";
+import { closeHandle } from "./fd.js";
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -24,7 +25,7 @@ async function checkFile(handle: FileHandle, at: string, o: OpenOptions): Promis
   const st = await handle.stat();
   const bad = !st.isFile() ? new SessionFsError(st.isDirectory() ? "is-dir" : "special", at) : o.refuseHardLinks && st.nlink > 1 ? new SessionFsError("hard-link", at) : undefined;
   if (bad) {
-    await handle.close().catch(() => undefined);
+    await closeHandle(handle, at);
     throw bad;
   }
   return st;
@@ -82,7 +83,7 @@ export async function readSmallFile(root: string, segments: readonly string[], m
     }
     return buf.subarray(0, off);
   } finally {
-    await handle.close();
+    await closeHandle(handle, `/${segments.join("/")}`);
   }
 }
 

@@ -1,5 +1,6 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readdirSync, rmdirSync, unlinkSync, type Stats } from "node:fs";
+import { constants, fstatSync, lstatSync, opendirSync, readdirSync, rmdirSync, unlinkSync, type Stats } from "node:fs";
 import { classify, Dir, DIR_FLAGS, errno, HAVE_PROC_FD, openParent, SessionFsError } from "./dir.js";
+import { OwnedFd } from "./fd.js";
 import { openTarget } from "./open.js";
 
 /**
@@ -22,21 +23,28 @@ const MAX_REFILLS = 1_000;
 const idOf = (st: Stats) => `${st.dev}:${st.ino}`;
 const swapped = (e: unknown) => errno(e) === "ELOOP" || errno(e) === "ENOTDIR";
 
-/** A directory held by a raw descriptor; names resolve relative to it. */
+/**
+ * A directory held by an owned descriptor; names resolve relative to it. Closed once: the loops
+ * below let go of a level before moving on and close whatever is held in a `finally`, which after
+ * an early close must not close the number again (another thread may hold it by then).
+ */
 class Held {
-  private constructor(readonly fd: number, readonly path: string) {}
+  private constructor(
+    private readonly fd: OwnedFd,
+    readonly path: string,
+  ) {}
   static open(path: string, display: string): Held {
-    return new Held(openSync(path, DIR_FLAGS), display);
+    return new Held(OwnedFd.openSync(path, DIR_FLAGS, undefined, display), display);
   }
   /** A second descriptor on a directory already held (its /proc magic link needs no O_NOFOLLOW). */
   static of(dir: Dir): Held {
-    return new Held(openSync(dir.self, constants.O_RDONLY | constants.O_DIRECTORY), dir.path);
+    return new Held(OwnedFd.openSync(dir.self, constants.O_RDONLY | constants.O_DIRECTORY, undefined, dir.path), dir.path);
   }
   at(name: string): string {
-    return HAVE_PROC_FD ? `/proc/self/fd/${this.fd}/${name}` : `${this.path}/${name}`;
+    return HAVE_PROC_FD ? `${this.fd.proc}/${name}` : `${this.path}/${name}`;
   }
   get self(): string {
-    return HAVE_PROC_FD ? `/proc/self/fd/${this.fd}` : this.path;
+    return HAVE_PROC_FD ? this.fd.proc : this.path;
   }
   child(name: string): Held {
     // The display path only matters without /proc; building it per level would be O(depth²).
@@ -44,14 +52,10 @@ class Held {
     return Held.open(this.at(name), path);
   }
   id(): string {
-    return idOf(fstatSync(this.fd));
+    return idOf(fstatSync(this.fd.num));
   }
   close(): void {
-    try {
-      closeSync(this.fd);
-    } catch {
-      // already closed
-    }
+    this.fd.closeSync();
   }
 }
 

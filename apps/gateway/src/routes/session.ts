@@ -1,4 +1,6 @@
 import { fstatSync } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import { closeHandle, numOf, type OwnedFd } from "@ce/sessionfs";
 import type { Context, Hono } from "hono";
 import { sessionListingDoc } from "@ce/glue2";
 import { completeUpload, SessionBytes } from "@ce/store";
@@ -7,7 +9,7 @@ import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooL
 import { requireScope } from "../middleware/identity/scopes.js";
 import { respond } from "../render.js";
 import { BodyAborted, checkDeclaredLength, drainBody, receiveBody, writeBody } from "../services/session-body.js";
-import { closeFd, DIRECT_MIN, reopenDirect } from "../services/session-direct.js";
+import { DIRECT_MIN, reopenDirect } from "../services/session-direct.js";
 import { openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
 import { jobWithSession, ownedJob } from "../services/session-job.js";
 import { davHref, hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
@@ -84,7 +86,7 @@ function fsError(e: unknown, op: "read" | "write" | "delete"): never {
 }
 
 async function close(t: Target): Promise<void> {
-  if (t.kind === "file") await t.handle.close().catch(() => undefined);
+  if (t.kind === "file") await closeHandle(t.handle, "session file");
   else await t.dir.close();
 }
 
@@ -160,10 +162,10 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
   let received = 0;
   let sizeBefore = 0;
   let discard = false;
-  let directFd: number | undefined;
+  let directFd: OwnedFd | undefined;
   try {
     // Synchronous stat + begin: no other PUT of this file settles in between (see UploadQuota).
-    sizeBefore = fstatSync(handle.fd).size;
+    sizeBefore = fstatSync(numOf(handle, p.normalized)).size;
     quota.begin(p.normalized, sizeBefore);
     const base = range ? sizeBefore : 0;
     // Only a file with content is truncated: ext4 flushes a file truncated to 0 when it is closed
@@ -173,7 +175,7 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
     // The Node request itself when there is one (the deployed server): far cheaper than a web stream.
     const incoming = c.env?.incoming;
     // A large (or unannounced) body bypasses the page cache (services/session-direct.ts).
-    if (incoming && (declared === undefined || declared >= DIRECT_MIN)) directFd = await reopenDirect(handle.fd, "w");
+    if (incoming && (declared === undefined || declared >= DIRECT_MIN)) directFd = await reopenDirect(handle, "w");
     received = incoming
       ? await receiveBody(incoming, handle, offset, limit - offset, "Upload", grow, directFd)
       : await writeBody(c.req.raw.body, handle, offset, limit - offset, "Upload", (n) => grow(n) ?? Promise.resolve());
@@ -184,9 +186,10 @@ async function put(c: Context<AppEnv>, id: string): Promise<Response> {
     if (e instanceof BodyAborted || (!(e instanceof CeError) && c.env?.incoming?.errored)) throw new BadRequest("Upload aborted by the client", "UPLOAD_ABORTED");
     throw e;
   } finally {
-    closeFd(directFd);
-    const settled = quota.settle(sizeBefore, sizeOf(handle.fd, sizeBefore));
-    await handle.close().catch(() => undefined);
+    // receiveBody settled only with no write in flight: both descriptors are ours alone now.
+    await directFd?.close();
+    const settled = quota.settle(sizeBefore, sizeOf(handle, sizeBefore));
+    await closeHandle(handle, p.normalized);
     await settled.catch((err: unknown) => c.get("log")?.warn({ err, jobId: job.id }, "session quota not settled"));
     if (discard) await removePath(root, p.segments).catch(() => undefined);
   }
@@ -207,9 +210,9 @@ function declaredLength(header: string | undefined): number | undefined {
 }
 
 /** Size of an open file now (`fallback` if it cannot be read). */
-function sizeOf(fd: number, fallback: number): number {
+function sizeOf(handle: FileHandle, fallback: number): number {
   try {
-    return fstatSync(fd).size;
+    return fstatSync(numOf(handle, "session file")).size;
   } catch {
     return fallback;
   }
@@ -269,7 +272,7 @@ async function propfind(c: Context<AppEnv>, id: string): Promise<Response> {
   const name = p.segments[p.segments.length - 1] ?? job.id;
   const entries: DavEntry[] = [];
   if (target.kind === "file") {
-    await target.handle.close().catch(() => undefined);
+    await closeHandle(target.handle, p.normalized);
     entries.push({ href: p.requestHref, displayName: name, stat: target.stat, dir: false });
   } else {
     try {

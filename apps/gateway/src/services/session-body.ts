@@ -1,6 +1,7 @@
 import { writev } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
+import { numOf, type OwnedFd } from "@ce/sessionfs";
 import { PayloadTooLarge } from "../errors.js";
 import { ALIGN, giveAligned, isAligned, takeAligned } from "./session-direct.js";
 import { takeBody, type Intake } from "./session-intake.js";
@@ -104,10 +105,13 @@ export function receiveBody(
   limit: number,
   what: string,
   grow?: (received: number) => Promise<void> | undefined,
-  directFd?: number,
+  directFd?: OwnedFd,
 ): Promise<number> {
   return new Promise<number>((resolve, reject) => {
-    const fd = handle.fd;
+    // Descriptor numbers are read at each write (never kept across callbacks): a handle closed
+    // by mistake fails the upload instead of writing into whatever file holds the number now.
+    const fileFd = () => numOf(handle, "session file");
+    const directNum = () => directFd!.num;
     let direct = directFd !== undefined && offset % ALIGN === 0;
     let received = 0;
     let position = offset;
@@ -190,17 +194,17 @@ export function receiveBody(
       if (writing || pendingBytes === 0 || failure !== undefined) return finish();
       // Direct: whole blocks only, at least a slab's worth until the end (a direct write is a disk
       // round trip, not a copy: one per 16 KiB record would be thousands per GiB); the partial
-      // last block goes through `fd` at the end.
+      // last block goes through `handle` at the end.
       const blocks = direct ? pendingBytes - (pendingBytes % ALIGN) : 0;
       if (direct && !ended && blocks < SLAB) return;
-      const via = blocks > 0 ? directFd! : fd;
-      const bytes = blocks > 0 ? blocks : pendingBytes;
+      const viaDirect = blocks > 0;
+      const bytes = viaDirect ? blocks : pendingBytes;
       pendingBytes -= bytes;
       writing = true;
-      writeAll(via, views(bytes), bytes, position, (err) => {
+      writeAll(viaDirect ? directNum : fileFd, views(bytes), bytes, position, (err) => {
         writing = false;
-        if (err && via !== fd && (err as NodeJS.ErrnoException).code === "EINVAL") {
-          // O_DIRECT refused after all: these bytes (again, whole) and the rest through `fd`.
+        if (err && viaDirect && (err as NodeJS.ErrnoException).code === "EINVAL") {
+          // O_DIRECT refused after all: these bytes (again, whole) and the rest through `handle`.
           direct = false;
           pendingBytes += bytes;
           return pump();
@@ -277,9 +281,15 @@ export function receiveBody(
   });
 }
 
-/** writev of all `bufs` at `position`, continuing after a short write. */
-function writeAll(fd: number, bufs: Buffer[], bytes: number, position: number, cb: (err: Error | null) => void): void {
-  writev(fd, bufs, position, (err, n) => {
+/** writev of all `bufs` at `position`, continuing after a short write; `fd` is asked at each call. */
+function writeAll(fd: () => number, bufs: Buffer[], bytes: number, position: number, cb: (err: Error | null) => void): void {
+  let num: number;
+  try {
+    num = fd();
+  } catch (e) {
+    return cb(e as Error);
+  }
+  writev(num, bufs, position, (err, n) => {
     if (err) return cb(err);
     if (n === bytes) return cb(null);
     if (n === 0) return cb(Object.assign(new Error("short write to the session file"), { code: "EIO" }));

@@ -1,4 +1,6 @@
-import { close, constants, open } from "node:fs";
+import { constants } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import { numOf, OwnedFd } from "@ce/sessionfs";
 
 /**
  * Direct I/O (O_DIRECT) for large session transfers: the bytes go between our buffers and the disk
@@ -61,15 +63,12 @@ export function isAligned(b: Buffer): boolean {
 }
 
 /**
- * A second descriptor of the open file `fd` with O_DIRECT (through /proc/self/fd: the same inode,
- * no path looked up again), or undefined when it cannot be had. The caller closes it.
+ * A second descriptor of the open file `handle` with O_DIRECT (through /proc/self/fd: the same
+ * inode, no path looked up again), or undefined when it cannot be had. The caller owns it and
+ * closes it once no I/O on it is in flight.
  */
-export function reopenDirect(fd: number, mode: "r" | "w"): Promise<number | undefined> {
+export function reopenDirect(handle: FileHandle, mode: "r" | "w"): Promise<OwnedFd | undefined> {
   const flags = (mode === "r" ? constants.O_RDONLY : constants.O_WRONLY) | constants.O_DIRECT;
   if (!constants.O_DIRECT) return Promise.resolve(undefined);
-  return new Promise((resolve) => open(`/proc/self/fd/${fd}`, flags, (err, d) => resolve(err ? undefined : d)));
-}
-
-export function closeFd(fd: number | undefined): void {
-  if (fd !== undefined) close(fd, () => undefined);
+  return OwnedFd.open(`/proc/self/fd/${numOf(handle, "session file")}`, flags, undefined, "session file (O_DIRECT)").catch(() => undefined);
 }

@@ -1,7 +1,8 @@
 import { read } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
-import { ALIGN, closeFd, DIRECT_MIN, giveAligned, isAligned, reopenDirect, SLAB, takeAligned } from "./session-direct.js";
+import { closeHandle, numOf, type OwnedFd } from "@ce/sessionfs";
+import { ALIGN, DIRECT_MIN, giveAligned, isAligned, reopenDirect, SLAB, takeAligned } from "./session-direct.js";
 
 /**
  * Session downloads written straight to the Node response (no web stream in between). Reads go
@@ -45,7 +46,7 @@ const give = (b: Buffer): void => {
  */
 export function sendFile(handle: FileHandle, start: number, end: number, out: ServerResponse): void {
   if (end + 1 - start < DIRECT_MIN) return send(handle, undefined, start, end, out);
-  void reopenDirect(handle.fd, "r").then((d) => send(handle, d, start, end, out));
+  void reopenDirect(handle, "r").then((d) => send(handle, d, start, end, out));
 }
 
 /** One read: `want` bytes of the file from `at`, landing in `buf` from `skip`. */
@@ -59,8 +60,7 @@ interface Slot {
   err?: Error;
 }
 
-function send(handle: FileHandle, directFd: number | undefined, start: number, end: number, out: ServerResponse): void {
-  const fd = handle.fd;
+function send(handle: FileHandle, directFd: OwnedFd | undefined, start: number, end: number, out: ServerResponse): void {
   const last = end + 1;
   const depth = directFd === undefined ? DEPTH : DIRECT_DEPTH;
   const maxReads = directFd === undefined ? 1 : DIRECT_READS;
@@ -73,11 +73,12 @@ function send(handle: FileHandle, directFd: number | undefined, start: number, e
 
   let released = false;
   // Closed only when no read is in flight: the descriptor number must not be reused under one.
+  // A failed close is logged by the onFdStolen hook; the response is gone by then.
   const release = () => {
     if (released || reads > 0) return;
     released = true;
-    closeFd(directFd);
-    void handle.close().catch(() => undefined);
+    void directFd?.close().catch(() => undefined);
+    void closeHandle(handle, "session file").catch(() => undefined);
   };
   const onClose = () => {
     closed = true;
@@ -89,11 +90,20 @@ function send(handle: FileHandle, directFd: number | undefined, start: number, e
     onClose();
   };
   const issue = (q: Slot, viaDirect: boolean) => {
+    // The number is taken at the call: a handle closed by mistake fails the response here, it
+    // never reads whatever file holds the number now.
+    let num: number;
+    try {
+      num = viaDirect ? directFd!.num : numOf(handle, "session file");
+    } catch (e) {
+      give(q.buf);
+      return fail(e as Error);
+    }
     reads++;
     // Direct: whole aligned blocks (a short read at the end of the file is fine).
     const from = viaDirect ? q.at - q.skip : q.at;
     const len = viaDirect ? CHUNK : q.want;
-    read(viaDirect ? directFd! : fd, q.buf, viaDirect ? 0 : q.skip, len, from, (err, n) => {
+    read(num, q.buf, viaDirect ? 0 : q.skip, len, from, (err, n) => {
       reads--;
       if (closed) {
         give(q.buf);

@@ -203,6 +203,17 @@ export class Privileged {
     return dir;
   }
 
+  /**
+   * Whether an earlier attempt's batch dir is complete: a directory (not a link) that prepareBatchDir
+   * finished handing to the account (owner, CE group, 2770). A JEM killed inside it leaves the dir
+   * the CE's with 0700 (made, not handed over): the account's scripts cannot enter it, and no script
+   * ran as the account there yet, so the next attempt prepares it afresh instead of reusing it.
+   */
+  async batchDirReady(jobId: string, as: RunAs): Promise<boolean> {
+    const st = await lstat(this.batchDir(jobId)).catch(() => undefined);
+    return st !== undefined && st.isDirectory() && st.uid === as.uid && st.gid === this.ceGid && (st.mode & 0o7777) === 0o2770;
+  }
+
   /** Writes a file of the batch dir (job.sh, batch.env, proxy) owned by the account; never follows a planted link. */
   async writeFile(jobId: string, as: RunAs, name: string, content: string, mode: number): Promise<string> {
     if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new PrivRefused(`bad batch file name ${name}`);

@@ -3,7 +3,7 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { rootCertificates } from "node:tls";
 import { Agent, buildConnector, request } from "undici";
-import { createFileIn, type Dir } from "@ce/sessionfs";
+import { closeHandle, createFileIn, type Dir } from "@ce/sessionfs";
 import type { JobCredential } from "@ce/store";
 import { tokenRefusal } from "../credentials.js";
 import { checksummer, parseChecksum, sameDigest } from "./checksum.js";
@@ -166,7 +166,8 @@ export async function download(client: TransferClient, url: string, dest: Sessio
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
     return bytes;
   } finally {
-    await fh?.close().catch(() => undefined);
+    // The transfer's own error is the one to report; a stolen descriptor is logged by the hook.
+    if (fh) await closeHandle(fh, dest.at).catch(() => undefined);
     await unlink(dest.dir.at(part)).catch(() => undefined);
   }
 }

@@ -1,5 +1,5 @@
 import type { Stats } from "node:fs";
-import { openRegular, segmentsOf, SessionFsError } from "@ce/sessionfs";
+import { closeHandle, openRegular, segmentsOf, SessionFsError } from "@ce/sessionfs";
 
 export { SessionFsError };
 
@@ -17,7 +17,7 @@ export function sessionSegments(name: string): string[] {
 export async function sessionFileStat(root: string, name: string): Promise<Stats | undefined> {
   try {
     const { handle, stat } = await openRegular(root, sessionSegments(name));
-    await handle.close();
+    await closeHandle(handle, name);
     return stat;
   } catch (e) {
     if (e instanceof SessionFsError) return undefined;

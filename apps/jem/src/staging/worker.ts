@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { openParent, openRegular, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
+import { closeHandle, openParent, openRegular, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
 import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog, mapLimit, redisTrouble } from "@ce/store";
 import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
@@ -208,7 +208,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
           const client = await clientFor(i.delegationId ?? desc.delegationId);
           size = await transfer(ctx, job, ac, slots, `upload ${i.name}`, (signal) => upload(client, { handle, size: stat.size }, i.url, { signal }));
         } finally {
-          await handle.close();
+          await closeHandle(handle, `/${i.name}`);
         }
         await ctx.control.append(job.id, "output_status", `/${i.name} ${redact(i.url)}`);
         await ctx.control.append(job.id, "statistics", `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { JobRecord } from "@ce/store";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import { credentialFor, resolveCredential } from "../credentials.js";
-import { appendPrivate, exists, leftoverLocalId, parseSubmitting, readPrivate, readSpec, removePrivate, updateLocal, utcStamp } from "../files.js";
+import { appendPrivate, leftoverLocalId, parseSubmitting, readPrivate, readSpec, removePrivate, updateLocal, utcStamp } from "../files.js";
 import type { Expected } from "../lrms/micro-batch.js";
 import { BackendError, type Backend, type BatchJobSpec, type RunAsJob } from "../lrms/types.js";
 import { moved, waitUntil, type Step } from "./step.js";
@@ -50,13 +50,15 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
   await appendPrivate(ctx, job.id, "submitting", `${utcStamp()} ${process.pid} tag=${tag}\n`);
 
   // Mapping on: the session and a fresh batch dir become the account's, scripts run as it (src/priv).
-  // A resumed attempt keeps the batch dir: it may hold the earlier attempt's start record and job.
+  // A resumed attempt keeps a complete batch dir: it may hold the earlier attempt's start record
+  // and job. One the earlier attempt did not finish preparing is prepared again (no script ran in it).
+  // Either way the back end writes the batch files again (temporary name + rename) before it runs.
   let runAs: RunAsJob | undefined;
   let jobDir = ctx.control.jobDir(job.id);
   if (ctx.priv) {
     try {
       const as = await ctx.priv.accountFor(job.id, job.localUser);
-      if (previous && (await exists(ctx.priv.batchDir(job.id)))) jobDir = ctx.priv.batchDir(job.id);
+      if (previous && (await ctx.priv.batchDirReady(job.id, as))) jobDir = ctx.priv.batchDir(job.id);
       else {
         await ctx.priv.prepareSession(job.id, as);
         jobDir = await ctx.priv.prepareBatchDir(job.id, as);
