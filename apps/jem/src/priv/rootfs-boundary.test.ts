@@ -26,9 +26,14 @@ const OWNERS = new Set(["priv/rootfs.ts", "priv/rootfs-ops.ts"]);
 
 /** Other files, the changing names each may use, and why that is safe as root. */
 const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
-  "lrms/index.ts": {
-    names: ["mkdtempSync", "cpSync", "chmodSync"],
-    why: "at start, copies the back-end scripts into a fresh mkdtemp dir (root's, 0700 until the copy is done): no job can write there",
+  "lrms/scripts-copy.ts": {
+    names: ["mkdtempSync", "cpSync", "chmodSync", "rmSync"],
+    why:
+      "the back-end scripts' private copy: a fresh mkdtemp dir (root's, nothing group/other-writable) that only root writes; stale copies are removed only when lstat shows a real directory owned by the JEM's uid, and in the sticky temp dir no other user can rename or replace a root-owned entry",
+  },
+  "contain/cgroup.ts": {
+    names: ["mkdir", "rmdir", "writeFile"],
+    why: "the per-job cgroups under the cgroup file system: directories and control files only root can create or write (a job's processes cannot add entries or move themselves out)",
   },
   "lrms/script-backend.ts": {
     names: ["writeFile", "chmod", "rename"],

@@ -1,7 +1,8 @@
 import {
-  appendFileSync, closeSync, constants as C, existsSync, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, openSync, opendirSync, readFileSync, readSync, renameSync, statSync,
+  appendFileSync, constants as C, existsSync, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, readSync, renameSync, statSync,
   unlinkSync, writeFileSync,
 } from "node:fs";
+import { OwnedFd } from "@ce/sessionfs/fd";
 
 /**
  * The JEM's small file operations, run as plain synchronous calls on the file thread (fsq.ts,
@@ -74,43 +75,53 @@ function inDir<T>(path: string, fn: (at: (name: string) => string, name: string)
   const dir = slash <= 0 ? "/" : path.slice(0, slash);
   const name = path.slice(slash + 1);
   if (slash < 0 || name === "" || name === "." || name === "..") throw fail("EINVAL", `not a path ending in a file name: ${path}`);
-  const fd = openSync(dir, DIR);
+  const fd = OwnedFd.openSync(dir, DIR);
   try {
-    return fn((n) => (HAVE_PROC_FD ? `/proc/self/fd/${fd}/${n}` : `${dir}/${n}`), name);
+    return fn((n) => (HAVE_PROC_FD ? `${fd.proc}/${n}` : `${dir}/${n}`), name);
   } finally {
-    closeSync(fd);
+    fd.closeSync();
   }
 }
 
-/** `fn` with a descriptor of `path` opened with `flags`, closed once whatever happens. */
+/**
+ * `fn` with a descriptor of `path` opened with `flags`, closed once whatever happens. The number
+ * is read at each call and never outlives `fn` (packages/sessionfs/src/fd.ts: one owner per descriptor).
+ */
 function withFd<T>(path: string, flags: number, mode: number | undefined, fn: (fd: number) => T): T {
-  const fd = openSync(path, flags, mode);
+  const fd = OwnedFd.openSync(path, flags, mode);
+  try {
+    return fn(fd.num);
+  } finally {
+    fd.closeSync();
+  }
+}
+
+/** withFd, but a path that cannot be opened gives `missing` instead of an error. */
+function withFdIf<T>(path: string, flags: number, missing: T, fn: (fd: OwnedFd) => T): T {
+  let fd: OwnedFd;
+  try {
+    fd = OwnedFd.openSync(path, flags);
+  } catch {
+    return missing;
+  }
   try {
     return fn(fd);
   } finally {
-    closeSync(fd);
+    fd.closeSync();
   }
 }
 
 function readSmall(path: string, max: number, tail: boolean): string | null {
-  return inDir(path, (at, name) => {
-    let fd: number;
-    try {
-      fd = openSync(at(name), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
-    } catch {
-      return null;
-    }
-    try {
-      const st = fstatSync(fd);
+  return inDir(path, (at, name) =>
+    withFdIf(at(name), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK, null, (fd) => {
+      const st = fstatSync(fd.num);
       if (!st.isFile() || st.nlink !== 1) return null;
       const len = Math.min(st.size, max);
       const buf = Buffer.alloc(len);
-      const n = len === 0 ? 0 : readSync(fd, buf, 0, len, tail ? Math.max(0, st.size - len) : 0);
+      const n = len === 0 ? 0 : readSync(fd.num, buf, 0, len, tail ? Math.max(0, st.size - len) : 0);
       return buf.toString("utf8", 0, n);
-    } finally {
-      closeSync(fd);
-    }
-  });
+    }),
+  );
 }
 
 /** Renames `tmp` over `name`; a failed rename leaves no temporary file behind. */
@@ -228,37 +239,17 @@ export function runOp(o: FsOp): FsResult {
           return true;
         });
       });
-    case "ownEmptyDir": {
-      let fd: number;
-      try {
-        fd = openSync(o[1], DIR);
-      } catch {
-        return false;
-      }
-      try {
-        const st = fstatSync(fd);
+    case "ownEmptyDir":
+      return withFdIf(o[1], DIR, false, (fd) => {
+        const st = fstatSync(fd.num);
         if (!st.isDirectory() || !o[2].includes(st.uid) || (st.mode & 0o077) !== 0) return false;
-        if (firstEntry(HAVE_PROC_FD ? `/proc/self/fd/${fd}` : o[1])) return false;
-        fchownSync(fd, o[3], o[4]);
-        fchmodSync(fd, o[5]);
+        if (firstEntry(HAVE_PROC_FD ? fd.proc : o[1])) return false;
+        fchownSync(fd.num, o[3], o[4]);
+        fchmodSync(fd.num, o[5]);
         return true;
-      } finally {
-        closeSync(fd);
-      }
-    }
-    case "isEmptyDir": {
-      let fd: number;
-      try {
-        fd = openSync(o[1], DIR);
-      } catch {
-        return false;
-      }
-      try {
-        return !firstEntry(HAVE_PROC_FD ? `/proc/self/fd/${fd}` : o[1]);
-      } finally {
-        closeSync(fd);
-      }
-    }
+      });
+    case "isEmptyDir":
+      return withFdIf(o[1], DIR, false, (fd) => !firstEntry(HAVE_PROC_FD ? fd.proc : o[1]));
   }
 }
 
