@@ -3,7 +3,7 @@
 -- KEYS[1] every job (Keys.all), KEYS[2] WIPED jobs (Keys.rest WIPED), KEYS[3] the JEM's due set
 -- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), KEYS[5] the creating marks
 -- (Keys.creating), KEYS[6..5+A] the admitted owner's active-state sets (Keys.ownerRest of @ce/model
--- ACTIVE_REST_STATES; A = ARGV[6], may be 0).
+-- ACTIVE_REST_STATES; A = ARGV[6], may be 0), KEYS[6+A] the share counters (Keys.shareCounts).
 -- ARGV[1] maxTotal, ARGV[2] minRequired, ARGV[3] now(ms), ARGV[4] maxPerOwner (0 = none),
 -- ARGV[5] maxActivePerOwner (0 = none), ARGV[6] A, ARGV[7] due time of admitted records (their
 -- upload deadline), ARGV[8] key prefix, ARGV[9] the records: one JSON array, the first record whole
@@ -28,7 +28,7 @@ local now = tonumber(ARGV[3])
 local maxPerOwner = tonumber(ARGV[4])
 local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local K = ceKeys(ARGV[8])
-if #KEYS ~= 5 + nActive or #ARGV ~= 9 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+if #KEYS ~= 6 + nActive or #ARGV ~= 9 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 local list = cjson.decode(ARGV[9])
 local n = #list
 local recs = {}
@@ -83,6 +83,7 @@ for i = 1, count do
   redis.call('HSET', K.ownerStates(rec.ownerKey), id, rec.rest)
   redis.call('SADD', K.internal(rec.state), id)
   redis.call('SADD', K.rest(rec.rest), id)
+  if rec.share then redis.call('HINCRBY', KEYS[6 + nActive], rec.share .. '|' .. rec.rest, 1) end
   redis.call('ZREM', KEYS[5], id)
   if isAdmitted(rec) then
     redis.call('ZADD', KEYS[3], 'LT', admittedDue, id)
