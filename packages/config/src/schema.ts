@@ -347,6 +347,8 @@ export const configSchema = z.object({
           binPath: z.string().default("/usr/bin"),
           /** Extra `#SBATCH` lines added to every job. */
           extraDirectives: z.array(z.string()).default([]),
+          /** How long the gateway uses one `sinfo` answer for the slot numbers in /info. */
+          infoRefreshSeconds: z.number().int().positive().default(60),
         })
         .default({}),
     })

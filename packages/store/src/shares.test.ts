@@ -45,7 +45,7 @@ describe("share counters (lua/create|update|remove.lua)", () => {
 
     const a1 = await jobs.update(a, { state: "PREPARING" });
     const a2 = await jobs.update(a1!, { state: "SUBMIT" });
-    const a3 = await jobs.update(a2!, { state: "INLRMS", lrms: "QUEUED" });
+    const a3 = await jobs.update(a2!, { state: "INLRMS", lrms: "QUEUING" });
     await jobs.update(a3!, { lrms: "RUNNING" });
     // A change that leaves the REST state alone moves nothing.
     await jobs.update(b, { jobName: "renamed" });
