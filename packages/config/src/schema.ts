@@ -30,6 +30,13 @@ const queueSchema = z.object({
   defaultMemoryMB: z.number().int().positive().optional(),
   /** Who may submit to this queue; empty = everyone allowed to use the CE. Same rule syntax as auth.allow. */
   allow: z.array(z.string()).default([]),
+  /**
+   * VOs published with a GLUE2 share `<queue>_<vo>` each (brokers such as DIRAC look for it). Default:
+   * the VOs named by `vo:`/`fqan:`/`group:` rules of this queue's allow, else of auth.allow, else of mapping rules.
+   */
+  vos: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "VO names are letters, digits, . _ -")).optional(),
+  /** GLUE2 benchmarks of this queue's nodes, type → value (e.g. `{ HEPscore23: 12.5 }`). */
+  benchmarks: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "benchmark types are letters, digits, _ . -"), z.number().nonnegative()).default({}),
 });
 export type QueueConfig = z.infer<typeof queueSchema>;
 
@@ -335,6 +342,8 @@ export const configSchema = z.object({
           cgroupMount: z.string().default("/sys/fs/cgroup"),
           /** The parent cgroup of every job's (relative to each hierarchy; created when missing). */
           cgroupParent: z.string().regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "a relative cgroup path").default("ce-jobs"),
+          /** Slots published in GLUE2 (TotalSlots, FreeSlots); default: this host's CPU count. */
+          slots: z.number().int().positive().optional(),
           /** Tests only: multiplies walltime and CPU time limits (the description's units are kept; 0.05 makes 1 minute 3 s). */
           timeLimitScale: z.number().positive().max(1).default(1),
         })
@@ -344,6 +353,8 @@ export const configSchema = z.object({
           binPath: z.string().default("/usr/bin"),
           /** Extra `#SBATCH` lines added to every job. */
           extraDirectives: z.array(z.string()).default([]),
+          /** How long the gateway uses one `sinfo` answer for the slot numbers in /info. */
+          infoRefreshSeconds: z.number().int().positive().default(60),
         })
         .default({}),
     })

@@ -51,9 +51,18 @@ export const glueIds = {
   applicationEnvironment: (host: string, i: number) => `urn:ogf:ApplicationEnvironment:${host}:rte:${i}`,
   accessPolicy: (host: string) => `urn:ogf:AccessPolicy:${host}:rest`,
   mappingPolicy: (host: string, queue: string) => `urn:ogf:MappingPolicy:${host}:${queue}`,
+  benchmark: (host: string, queue: string, type: string) => `urn:ogf:Benchmark:${host}:${queue}:${type}`,
   activity: (host: string, id: string, iface: string = ARCREST_INTERFACE) => `urn:caid:${host}:${iface}:${id}`,
   idFromEndpoint: (id: string) => `urn:idfe:${id}`,
 };
+
+/**
+ * Name of a queue's share for one VO, `<queue>_<vo>` with the VO lower-cased: DIRAC takes the first
+ * share whose ID ends in `<queue>_<vo in lower case>`.
+ */
+export function voShareName(queue: string, vo: string): string {
+  return `${queue}_${vo.toLowerCase()}`;
+}
 
 /**
  * Split a runtime-environment name into AppName/AppVersion at the first `-` followed by a digit

@@ -25,11 +25,13 @@ export {
   glueTimeOpt,
   glueIds,
   splitRteName,
+  voShareName,
   publishedEndpointUrl,
 } from "./glue.js";
 export {
   type InfoInput,
   type QueueInput,
+  type VoShareInput,
   type JobCounts,
   type HealthState,
   type ServingState,

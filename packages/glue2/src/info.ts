@@ -3,7 +3,7 @@
  * ARC broker and pyarcrest need, in GLUE2 element order. Pure: all facts come in through InfoInput.
  */
 import { type El, el, intLeaf, leaf, leaves, withNs } from "./tree.js";
-import { ARCREST_INTERFACE, GLUE2_NS, glueIds, glueTime, publishedEndpointUrl, splitRteName } from "./glue.js";
+import { ARCREST_INTERFACE, GLUE2_NS, glueIds, glueTime, publishedEndpointUrl, splitRteName, voShareName } from "./glue.js";
 
 export type HealthState = "ok" | "warning" | "critical" | "unknown" | "other";
 export type ServingState = "production" | "draining" | "queueing" | "closed";
@@ -39,6 +39,21 @@ export interface QueueInput {
   freeSlots?: number;
   /** VOs allowed on the share → MappingPolicy. Omit for an open share (pyarcrest skips shares with one). */
   vos?: string[];
+  /**
+   * One more share per VO the queue admits, `<queue>_<vo>` (VO lower-cased in ID and Name), with a
+   * `vo:<vo>` MappingPolicy, this VO's counters and the queue's limits and FreeSlots.
+   */
+  voShares?: VoShareInput[];
+  /** Benchmarks of the queue's nodes, type → value (ComputingManager Benchmark elements). */
+  benchmarks?: Record<string, number>;
+}
+
+export interface VoShareInput {
+  /** As configured; lower-cased in the share's ID and Name, verbatim in its `vo:` rule. */
+  vo: string;
+  counts: Partial<JobCounts>;
+  /** Defaults to the VO's running jobs. */
+  usedSlots?: number;
 }
 
 export interface ExecutionEnvironmentInput {
@@ -115,7 +130,7 @@ export function buildInfoDocument(input: InfoInput): El {
   const stamp = { CreationTime: glueTime(input.now), Validity: String(input.validity ?? 600) };
   const base = (type: string) => ({ BaseType: type, ...stamp });
   const health = typeof input.health === "string" ? { state: input.health } : input.health;
-  const shareIds = input.queues.map((q) => glueIds.share(host, q.name));
+  const shareIds = input.queues.flatMap((q) => [q.name, ...(q.voShares ?? []).map((v) => voShareName(q.name, v.vo))].map((n) => glueIds.share(host, n)));
   const endpointId = glueIds.endpoint(host, url);
   const eeName = input.executionEnvironment?.name ?? "execenv0";
   const eeId = glueIds.executionEnvironment(host, eeName);
@@ -159,7 +174,10 @@ export function buildInfoDocument(input: InfoInput): El {
     base("Endpoint"),
   );
 
-  const shares = input.queues.map((q) => buildShare(q, input, base, endpointId, eeId));
+  const shares = input.queues.flatMap((q) => [
+    buildShare(q, input, base, endpointId, eeId),
+    ...(q.voShares ?? []).map((v) => buildShare(q, input, base, endpointId, eeId, v)),
+  ]);
 
   const service = el(
     "ComputingService",
@@ -169,7 +187,7 @@ export function buildInfoDocument(input: InfoInput): El {
       leaves("Capability", [...ARCREST_CAPABILITIES]),
       el("Type", "org.nordugrid.arex"),
       el("QualityLevel", "production"),
-      el("Complexity", `endpointType=1,share=${input.queues.length},resource=1`),
+      el("Complexity", `endpointType=1,share=${shareIds.length},resource=1`),
       counters(input.counts),
       endpoint,
       shares,
@@ -201,16 +219,22 @@ function defaultHealthInfo(state: HealthState): string | undefined {
   return state === "ok" ? "OK" : undefined;
 }
 
-function buildShare(q: QueueInput, input: InfoInput, base: BaseAttrs, endpointId: string, eeId: string): El {
+/** The queue's share, or with `vo` the queue's share for that VO. */
+function buildShare(q: QueueInput, input: InfoInput, base: BaseAttrs, endpointId: string, eeId: string, vo?: VoShareInput): El {
   const host = input.hostname;
-  const running = q.counts.running ?? 0;
-  const used = q.usedSlots ?? running;
-  const free = q.freeSlots ?? Math.max(0, (q.totalSlots ?? input.totalSlots) - used);
+  const queueUsed = q.usedSlots ?? q.counts.running ?? 0;
+  // Free slots are the queue's, whoever's share: a VO share can use every free slot of its queue.
+  const free = q.freeSlots ?? Math.max(0, (q.totalSlots ?? input.totalSlots) - queueUsed);
+  const counts = vo ? vo.counts : q.counts;
+  const running = counts.running ?? 0;
+  const used = vo ? (vo.usedSlots ?? running) : queueUsed;
+  const name = vo ? voShareName(q.name, vo.vo) : q.name;
+  const vos = vo ? [vo.vo] : q.vos;
   return el(
     "ComputingShare",
     [
-      el("ID", glueIds.share(host, q.name)),
-      el("Name", q.name),
+      el("ID", glueIds.share(host, name)),
+      el("Name", name),
       el("MappingQueue", q.name),
       intLeaf("MaxWallTime", q.maxWallTime),
       intLeaf("DefaultWallTime", q.defaultWallTime),
@@ -219,23 +243,23 @@ function buildShare(q: QueueInput, input: InfoInput, base: BaseAttrs, endpointId
       intLeaf("MaxSlotsPerJob", q.maxSlotsPerJob),
       intLeaf("MaxMainMemory", q.maxMainMemory),
       el("ServingState", q.serving ?? input.serving),
-      intLeaf("TotalJobs", q.counts.total ?? sumCounts(q.counts)),
+      intLeaf("TotalJobs", counts.total ?? sumCounts(counts)),
       intLeaf("RunningJobs", running),
-      intLeaf("WaitingJobs", q.counts.waiting ?? 0),
-      intLeaf("SuspendedJobs", q.counts.suspended ?? 0),
-      intLeaf("StagingJobs", q.counts.staging ?? 0),
-      intLeaf("PreLRMSWaitingJobs", q.counts.prelrms ?? 0),
+      intLeaf("WaitingJobs", counts.waiting ?? 0),
+      intLeaf("SuspendedJobs", counts.suspended ?? 0),
+      intLeaf("StagingJobs", counts.staging ?? 0),
+      intLeaf("PreLRMSWaitingJobs", counts.prelrms ?? 0),
       intLeaf("FreeSlots", free),
       intLeaf("UsedSlots", used),
-      q.vos && q.vos.length > 0
+      vos && vos.length > 0
         ? el(
             "MappingPolicy",
             [
-              el("ID", glueIds.mappingPolicy(host, q.name)),
+              el("ID", glueIds.mappingPolicy(host, name)),
               el("Scheme", "basic"),
               leaves(
                 "Rule",
-                q.vos.map((v) => `vo:${v}`),
+                vos.map((v) => `vo:${v}`),
               ),
             ],
             base("Policy"),
@@ -287,6 +311,11 @@ function buildManager(input: InfoInput, base: BaseAttrs, eeId: string, shareIds:
       intLeaf("TotalSlots", input.totalSlots),
       intLeaf("SlotsUsedByGridJobs", input.usedSlots),
       intLeaf("WorkingAreaLifeTime", input.workingAreaLifeTime ?? 604800),
+      input.queues.flatMap((q) =>
+        Object.entries(q.benchmarks ?? {}).map(([type, value]) =>
+          el("Benchmark", [el("ID", glueIds.benchmark(host, q.name, type)), el("Type", type), el("Value", String(value))], base("Benchmark")),
+        ),
+      ),
       el("ExecutionEnvironments", [execEnv]),
       // Always an element with children or absent: pyarcrest crashes on an empty-string value here.
       apps.length > 0 ? el("ApplicationEnvironments", apps) : undefined,

@@ -1,5 +1,6 @@
 export * from "./keys.js";
 export * from "./jobs.js";
+export * from "./shares.js";
 export * from "./controldir.js";
 export * from "./controlfiles.js";
 export * from "./inputstatus.js";

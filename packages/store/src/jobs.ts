@@ -11,6 +11,7 @@ import {
 import { Keys, ownerKey } from "./keys.js";
 import { type JobRecord, type RecordCore, decodeFlatRecord, decodeRecord, decodeValues, encodeRecord, fieldPlan, recordDelta } from "./record.js";
 import { runScript } from "./scripts.js";
+import { type ShareCount, parseShareCounts, shareField } from "./shares.js";
 import { StatusReader } from "./status-many.js";
 
 export { type JobRecord, type JobSummary, decodeFlatRecord, decodeRecord, encodeRecord } from "./record.js";
@@ -36,7 +37,7 @@ export interface CreateLimits {
 }
 
 /** Fields a state change may set; `rest` is always recomputed from them. */
-export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans" | "rev">>;
+export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans" | "share" | "rev">>;
 
 export class JobStore {
   readonly keys: Keys;
@@ -51,6 +52,7 @@ export class JobStore {
     // afterwards) cost about twenty times this per record; a bulk submission builds one per job.
     const r = Object.assign({}, init) as JobRecord;
     r.ownerKey = ownerKey(init.owner);
+    r.share = shareField(init.queue, init.fqans);
     r.state = "ACCEPTED";
     r.pending = false;
     r.rest = "ACCEPTING";
@@ -108,7 +110,7 @@ export class JobStore {
     const encoded = records.map(encodeRecord);
     const first = encoded[0]!;
     const payload = JSON.stringify(encoded.map((e, i) => (i === 0 ? e : recordDelta(first, e))));
-    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), k.holds(), ...active];
+    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), k.holds(), ...active, k.shareCounts()];
     const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload, o.holdUntil ?? 0];
     const res = await runScript(this.redis, "ceCreateJobs", keys, args);
     const [n, by] = res as unknown as [number, string];
@@ -250,14 +252,14 @@ export class JobStore {
     // Explicitly cleared fields (undefined in `change`) are removed from the hash.
     for (const [k, v] of Object.entries(change)) if (v === undefined) set[k] = null;
     const k = this.keys;
-    const keys = [k.job(current.id), k.ownerSessionBytes(current.ownerKey || ownerKey(current.owner)), k.uploads(current.id)];
+    const keys = [k.job(current.id), k.ownerSessionBytes(current.ownerKey || ownerKey(current.owner)), k.uploads(current.id), k.shareCounts()];
     const res = await runScript(this.redis, "ceUpdateJob", keys, [k.prefix, current.id, JSON.stringify(expect), JSON.stringify(set)]);
     return Number(res) === 1 ? next : undefined;
   }
 
   async remove(id: string): Promise<boolean> {
     const k = this.keys;
-    return Number(await runScript(this.redis, "ceRemoveJob", [k.job(id), k.all(), k.expiry(), k.uploads(id), k.advanceDue(), k.advanceInflight()], [k.prefix, id])) === 1;
+    return Number(await runScript(this.redis, "ceRemoveJob", [k.job(id), k.all(), k.expiry(), k.uploads(id), k.advanceDue(), k.advanceInflight(), k.shareCounts()], [k.prefix, id])) === 1;
   }
 
   async countByInternal(states: readonly InternalState[]): Promise<Record<string, number>> {
@@ -272,6 +274,14 @@ export class JobStore {
     for (const s of states) pipe.scard(this.keys.rest(s));
     const res = (await pipe.exec()) ?? [];
     return Object.fromEntries(states.map((s, i) => [s, Number(res[i]?.[1] ?? 0)]));
+  }
+
+  /**
+   * Job counts per queue, VO and REST state (GLUE2 shares), in one read of a hash of at most
+   * queues × VOs × states fields. Records created before the counters existed are not in it.
+   */
+  async shareCounts(): Promise<ShareCount[]> {
+    return parseShareCounts(await this.redis.hgetall(this.keys.shareCounts()));
   }
 
   async idsInState(state: InternalState): Promise<string[]> {

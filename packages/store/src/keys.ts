@@ -30,6 +30,12 @@ export class Keys {
   internal(state: InternalState) { return `${this.prefix}:i:${state}`; }
   /** SET of job ids per REST state (GLUE2 counters). */
   rest(rest: RestState) { return `${this.prefix}:r:${rest}`; }
+  /**
+   * HASH `<queue>|<vo>|<REST state>` → number of jobs: the GLUE2 per-queue and per-VO share
+   * counters. Kept by lua/create|update|remove.lua from each record's `share` field (`<queue>|<vo>`,
+   * `<vo>` empty for a job without one), one HINCRBY per state move; a field at 0 is removed.
+   */
+  shareCounts() { return `${this.prefix}:share:n`; }
   /** ZSET id → time of the next expiry action (session removal, then record removal). */
   expiry() { return `${this.prefix}:expiry`; }
   /** ZSET id → time: jobs whose files are being written before their record is committed. */

@@ -84,6 +84,11 @@ export interface JobRecord {
   localUser?: LocalUser | undefined;
   /** VOMS FQANs (short form, primary first) or token groups in effect at submission; never change. */
   fqans?: string[] | undefined;
+  /**
+   * `<queue>|<vo>`: the GLUE2 share counter the job is counted in (Keys.shareCounts), the VO
+   * lower-cased and empty for a job without one. Set at creation (JobStore.newRecord); never changes.
+   */
+  share?: string | undefined;
   startedAt?: number | undefined;
   endedAt?: number | undefined;
   /** Execution node(s), comma separated. */

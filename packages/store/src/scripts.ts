@@ -13,8 +13,8 @@ import { luaKeyPrelude } from "./keys.js";
  */
 export const SCRIPTS = {
   ceCreateJobs: { file: "create", numberOfKeys: undefined, keysInLua: true },
-  ceUpdateJob: { file: "update", numberOfKeys: 3, keysInLua: true, bumpsRev: true },
-  ceRemoveJob: { file: "remove", numberOfKeys: 6, keysInLua: true },
+  ceUpdateJob: { file: "update", numberOfKeys: 4, keysInLua: true, bumpsRev: true },
+  ceRemoveJob: { file: "remove", numberOfKeys: 7, keysInLua: true },
   ceRequest: { file: "request", numberOfKeys: 2, bumpsRev: true },
   ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },

@@ -1,9 +1,11 @@
 import { availableParallelism, totalmem } from "node:os";
 import { type El, type InfoInput, type JobCounts, type QueueInput, buildInfoDocument } from "@ce/glue2";
 import { REST_STATES, type RestState } from "@ce/model";
-import { CeFlags } from "@ce/store";
+import { CeFlags, type ShareCount, normalVo } from "@ce/store";
 import type { Services } from "../context.js";
 import { outageOf } from "../outage.js";
+import { type ClusterSlots, SlurmSlots } from "./lrms-slots.js";
+import { queueVos } from "./queue-vos.js";
 
 export const IMPLEMENTATION_VERSION = "0.1.0";
 
@@ -29,6 +31,22 @@ export function countsFrom(by: Record<string, number>): JobCounts {
 let cache: { at: number; key: Services; doc: El } | undefined;
 const CACHE_MS = 1000;
 
+/** One cached sinfo per gateway (per Services: test harnesses run several in one process). */
+const slurmSlots = new WeakMap<Services, SlurmSlots>();
+
+async function clusterSlots(s: Services): Promise<ClusterSlots | undefined> {
+  if (s.config.lrms.backend !== "slurm") return undefined;
+  let src = slurmSlots.get(s);
+  if (!src) slurmSlots.set(s, (src = new SlurmSlots({ binPath: s.config.lrms.slurm.binPath, log: s.logger, refreshMs: s.config.lrms.slurm.infoRefreshSeconds * 1000 })));
+  return src.get();
+}
+
+/** Sums REST-state counts (of the shares of one queue). */
+function addCounts(into: Record<string, number>, by: Partial<Record<RestState, number>>): Record<string, number> {
+  for (const [k, n] of Object.entries(by)) into[k] = (into[k] ?? 0) + (n ?? 0);
+  return into;
+}
+
 /**
  * The information document (E2). Counts and drain state are read live from Redis; queues and
  * runtime environments come from configuration. If Redis does not answer the document is still
@@ -40,28 +58,47 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
   const { config } = s;
   let health: InfoInput["health"] = "ok";
   let by: Record<string, number> = {};
+  let shares: ShareCount[] = [];
   let draining = !config.jobs.allowNew;
   try {
-    [by, draining] = await Promise.all([s.jobs.countByRest(REST_STATES), isDraining(s)]);
+    [by, draining, shares] = await Promise.all([s.jobs.countByRest(REST_STATES), isDraining(s), s.jobs.shareCounts()]);
   } catch (err) {
     if (!outageOf(s).report(err)) s.logger.warn({ err }, "info: redis unavailable");
     health = { state: "critical", info: "job database unavailable" };
   }
   const counts = countsFrom(by);
   const serving = draining ? "draining" : "production";
-  const slots = availableParallelism();
-  const single = config.jobs.queues.length === 1;
-  const queues: QueueInput[] = config.jobs.queues.map((q) => ({
-    name: q.name,
-    ...(q.maxWallTimeSeconds !== undefined ? { maxWallTime: q.maxWallTimeSeconds } : {}),
-    ...(q.defaultWallTimeSeconds !== undefined ? { defaultWallTime: q.defaultWallTimeSeconds } : {}),
-    ...(q.maxCpuTimeSeconds !== undefined ? { maxCpuTime: q.maxCpuTimeSeconds } : {}),
-    ...(q.maxMainMemoryMB !== undefined ? { maxMainMemory: q.maxMainMemoryMB } : {}),
-    ...(q.maxSlotsPerJob !== undefined ? { maxSlotsPerJob: q.maxSlotsPerJob } : {}),
-    // Per-queue counters are not indexed; with one queue the CE-wide ones are exact.
-    counts: single ? counts : {},
-    ...vosField(q.allow),
-  }));
+  const cluster = await clusterSlots(s);
+  const cpus = availableParallelism();
+  // Slurm: the cluster's CPUs from sinfo; fork: the configured slots of this host. Until sinfo has
+  // answered, the host's CPU count stands in.
+  const slots = cluster?.total ?? (config.lrms.backend === "fork" ? (config.lrms.fork.slots ?? cpus) : cpus);
+  const queues: QueueInput[] = config.jobs.queues.map((q) => {
+    const mine = shares.filter((c) => c.queue === q.name);
+    const queueCounts = countsFrom(mine.reduce((a, c) => addCounts(a, c.byRest), {}));
+    // A partition sinfo does not list has no slot this CE can use.
+    const part = cluster ? (cluster.partitions.get(q.partition ?? q.name) ?? { total: 0, allocated: 0, idle: 0 }) : undefined;
+    const slotFields = part
+      ? { totalSlots: part.total, usedSlots: part.allocated, freeSlots: part.idle }
+      : // Fork (and Slurm before sinfo answered): the queues share this host's slots.
+        { totalSlots: slots, usedSlots: queueCounts.running, freeSlots: Math.max(0, slots - counts.running) };
+    return {
+      name: q.name,
+      ...(q.maxWallTimeSeconds !== undefined ? { maxWallTime: q.maxWallTimeSeconds } : {}),
+      ...(q.defaultWallTimeSeconds !== undefined ? { defaultWallTime: q.defaultWallTimeSeconds } : {}),
+      ...(q.maxCpuTimeSeconds !== undefined ? { maxCpuTime: q.maxCpuTimeSeconds } : {}),
+      ...(q.maxMainMemoryMB !== undefined ? { maxMainMemory: q.maxMainMemoryMB } : {}),
+      ...(q.maxSlotsPerJob !== undefined ? { maxSlotsPerJob: q.maxSlotsPerJob } : {}),
+      counts: queueCounts,
+      ...slotFields,
+      ...vosField(q.allow),
+      voShares: queueVos(q, config).map((vo) => ({
+        vo,
+        counts: countsFrom(mine.find((c) => c.vo === normalVo(vo))?.byRest ?? {}),
+      })),
+      benchmarks: q.benchmarks,
+    };
+  });
   const url = new URL(config.endpoint.url);
   const doc = buildInfoDocument({
     endpointUrl: config.endpoint.url,
@@ -75,9 +112,10 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
     counts,
     totalSlots: slots,
     totalLogicalCpus: slots,
+    usedSlots: counts.running,
     workingAreaLifeTime: config.jobs.sessionLifetimeSeconds,
     runtimeEnvironments: [...config.jobs.runtimeEnvironments],
-    executionEnvironment: { logicalCpus: slots, mainMemorySize: Math.floor(totalmem() / 2 ** 20) },
+    executionEnvironment: { logicalCpus: cpus, mainMemorySize: Math.floor(totalmem() / 2 ** 20) },
     ...vosField(config.auth.allow),
     now,
   });

@@ -3,7 +3,8 @@
 -- KEYS[1] every job (Keys.all), KEYS[2] WIPED jobs (Keys.rest WIPED), KEYS[3] the JEM's due set
 -- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), KEYS[5] the creating marks
 -- (Keys.creating), KEYS[6] the submission holds (Keys.holds), KEYS[7..6+A] the admitted owner's
--- active-state sets (Keys.ownerRest of @ce/model ACTIVE_REST_STATES; A = ARGV[6], may be 0).
+-- active-state sets (Keys.ownerRest of @ce/model ACTIVE_REST_STATES; A = ARGV[6], may be 0),
+-- KEYS[7+A] the share counters (Keys.shareCounts).
 -- ARGV[1] maxTotal, ARGV[2] minRequired, ARGV[3] now(ms), ARGV[4] maxPerOwner (0 = none),
 -- ARGV[5] maxActivePerOwner (0 = none), ARGV[6] A, ARGV[7] due time of admitted records (their
 -- upload deadline), ARGV[8] key prefix, ARGV[9] the records: one JSON array, the first record whole
@@ -19,7 +20,7 @@
 -- (K.owner), its WIPED and REST-state sets (K.ownerRest), its status index (K.ownerStates), the
 -- internal- and REST-state sets (K.internal, K.rest).
 -- With ARGV[7] > 0, records in PREPARING (not pending) are admitted at creation (@ce/model
--- CREATION_STATES); they are all of the owner whose active sets KEYS[6..5+A] are, and become due
+-- CREATION_STATES); they are all of the owner whose active sets KEYS[7..6+A] are, and become due
 -- at ARGV[7]; every other record is due at once. ARGV[7] = 0: nothing is admitted here.
 -- Returns {created, limitedBy}: the first min(n, room) records are created, or none when fewer than
 -- minRequired fit; limitedBy is 'total', 'owner' or '' (everything fitted). When the admitted records
@@ -34,7 +35,7 @@ local maxPerOwner = tonumber(ARGV[4])
 local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local K = ceKeys(ARGV[8])
 local holdUntil = tonumber(ARGV[10])
-if #KEYS ~= 6 + nActive or #ARGV ~= 10 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+if #KEYS ~= 7 + nActive or #ARGV ~= 10 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 local list = cjson.decode(ARGV[9])
 local n = #list
 local recs = {}
@@ -92,6 +93,7 @@ for i = 1, count do
   redis.call('HSET', K.ownerStates(rec.ownerKey), id, rec.rest)
   redis.call('SADD', K.internal(rec.state), id)
   redis.call('SADD', K.rest(rec.rest), id)
+  if rec.share then redis.call('HINCRBY', KEYS[7 + nActive], rec.share .. '|' .. rec.rest, 1) end
   redis.call('ZREM', KEYS[5], id)
   if rec.hold ~= nil and rec.hold ~= '' then
     redis.call('ZADD', KEYS[6], 'NX', holdUntil, rec.hold)

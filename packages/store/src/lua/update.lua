@@ -1,7 +1,8 @@
 -- Compare-and-set update of one job record, moving its index memberships when state/rest change,
 -- and raising its revision (`rev`, lib/rev.lua) when anything changed.
 -- KEYS[1] the record hash (Keys.job), KEYS[2] the owner's session-bytes hash (Keys.ownerSessionBytes),
--- KEYS[3] the job's upload bookkeeping (Keys.uploads).
+-- KEYS[3] the job's upload bookkeeping (Keys.uploads), KEYS[4] the share counters (Keys.shareCounts):
+-- the record's `share` counter moves with its REST state (a record without `share` is not counted).
 -- ARGV[1] key prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}),
 -- ARGV[4] JSON {field: new value} (null or '' removes the field).
 -- The state-index keys (K.internal, K.rest, K.ownerRest, K.ownerStates of ceKeys(prefix), generated from keys.ts and
@@ -19,8 +20,10 @@ end
 local set = cjson.decode(ARGV[4])
 -- The revision only ever goes up, here: a caller's copy of it may be stale.
 set.rev = nil
-local cur = redis.call('HMGET', key, 'state', 'rest', 'ownerKey')
-local oldState, oldRest, ok = cur[1], cur[2], cur[3]
+-- The share is fixed at creation: changing it here would leave its counter behind.
+set.share = nil
+local cur = redis.call('HMGET', key, 'state', 'rest', 'ownerKey', 'share')
+local oldState, oldRest, ok, share = cur[1], cur[2], cur[3], cur[4]
 local flat, del = {}, {}
 for k, v in pairs(set) do
   if v == cjson.null or v == '' then del[#del + 1] = k else flat[#flat + 1] = k; flat[#flat + 1] = tostring(v) end
@@ -46,5 +49,9 @@ if newRest and newRest ~= oldRest then
   redis.call('SREM', K.ownerRest(ok, oldRest), id)
   redis.call('SADD', K.ownerRest(ok, newRest), id)
   redis.call('HSET', K.ownerStates(ok), id, newRest)
+  if share then
+    if redis.call('HINCRBY', KEYS[4], share .. '|' .. oldRest, -1) <= 0 then redis.call('HDEL', KEYS[4], share .. '|' .. oldRest) end
+    redis.call('HINCRBY', KEYS[4], share .. '|' .. newRest, 1)
+  end
 end
 return 1
