@@ -133,7 +133,9 @@ export async function download(client: TransferClient, url: string, dest: Sessio
     await pipeline(res.body, count, fh.createWriteStream(), { signal: o.signal }).catch(wrapNetwork);
     fh = undefined; // closed by the stream
     if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch: got ${bytes} bytes, expected ${o.size}`, true);
-    if (sum?.expected && hasher && !sameDigest(hasher.digest(), sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch`, true);
+    // A corrupt file is the data's fault: final, not retried, naming both values.
+    const got = hasher?.digest();
+    if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch for ${redact(url)}: got ${got}, expected ${sum.expected}`, false);
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
     return bytes;
   } finally {
