@@ -20,6 +20,8 @@ export class TransferError extends Error {
 export interface TransferClient {
   dispatcher: Agent;
   headers: Record<string, string>;
+  /** The credential itself, for protocols driven through external tools (xrootd). */
+  credential?: JobCredential | undefined;
   /** Why this client's credential must not be sent to `url` (undefined = allowed). */
   refuse(url: string): string | undefined;
   close(): Promise<void>;
@@ -48,6 +50,7 @@ export function transferClient(cred: JobCredential | undefined, opts: { caPem?: 
   return {
     dispatcher,
     headers,
+    credential: cred,
     refuse: (url) => (token === undefined ? undefined : tokenRefusal(token, url, opts.allowAnyAudience ?? false)),
     close: () => dispatcher.close(),
   };

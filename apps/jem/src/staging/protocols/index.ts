@@ -4,6 +4,7 @@
  * off, picks the protocol and applies the checksum rules (production-site.md §2.3):
  *   http, https      HTTP (http.ts)
  *   dav, davs        WebDAV = HTTP on the wire; missing parent collections created (MKCOL)
+ *   root, roots      xrootd through xrdcp/xrdfs (xrootd.ts)
  *   file:///…        a listed site software area, linked (local.ts)
  * Every other scheme is a final refusal naming it. All go through the worker's per-transfer
  * bounds (timeout signal, retries, global slots).
@@ -12,6 +13,7 @@ import { download, redact, TransferError, upload, type SessionDest, type Transfe
 import { linkLocalInput } from "./local.js";
 import { davToHttp, expectedChecksum, parseTransferUrl } from "./url.js";
 import { checksumOfHandle, checksumMismatch, httpDigest } from "./verify.js";
+import { xrootdDownload, xrootdUpload } from "./xrootd.js";
 import { parseChecksum } from "../checksum.js";
 
 export { parseTransferUrl } from "./url.js";
@@ -44,6 +46,9 @@ export async function fetchInput(client: TransferClient, raw: string, dest: Sess
     case "dav":
     case "davs":
       return download(client, davToHttp(t.url), dest, common);
+    case "root":
+    case "roots":
+      return xrootdDownload(client, t.url, dest, common);
     case "file":
       return linkLocalInput(t.url, dest, o.localInputPrefixes);
     default:
@@ -70,7 +75,7 @@ export interface Sent {
  */
 export async function sendOutput(client: TransferClient, file: UploadSource, raw: string, o: SendOptions): Promise<Sent> {
   const t = parseTransferUrl(raw, o.options);
-  let wire: string;
+  let wire: string | undefined;
   switch (t.scheme) {
     case "http":
     case "https":
@@ -79,6 +84,10 @@ export async function sendOutput(client: TransferClient, file: UploadSource, raw
     case "dav":
     case "davs":
       wire = davToHttp(t.url);
+      break;
+    case "root":
+    case "roots":
+      wire = undefined;
       break;
     default:
       throw unsupported(t.scheme, t.url);
@@ -90,6 +99,11 @@ export async function sendOutput(client: TransferClient, file: UploadSource, raw
     if (spec.expected && sum.replace(/^0+/, "") !== spec.expected.replace(/^0+/, "")) {
       throw checksumMismatch(spec.alg, sum, spec.expected, `of the file to upload to ${redact(t.url)}`);
     }
+  }
+  if (wire === undefined) {
+    const overwrite = t.options.overwrite?.toLowerCase() === "yes";
+    const bytes = await xrootdUpload(client, file, t.url, { signal: o.signal, overwrite, checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}` });
+    return { bytes, checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}` };
   }
   const bytes = await upload(client, file, wire, { signal: o.signal });
   if (sum !== undefined && (spec!.alg === "adler32" || spec!.alg === "md5")) {
