@@ -386,6 +386,13 @@ export const configSchema = z.object({
        * audience (https://wlcg.cern.ch/jwt/v1/any). Off: tokens go only to their `aud` origins.
        */
       allowAnyAudienceTokens: z.boolean().default(false),
+      /**
+       * Absolute path prefixes of read-only software areas shared with the worker nodes (e.g.
+       * `/cvmfs/atlas.cern.ch`). An input naming a path under one is linked into the session
+       * (the job reads it with its own rights); any other local path is refused at submission.
+       * Only list areas that jobs cannot write.
+       */
+      localInputPrefixes: z.array(z.string().regex(/^\/[^\0]*[^/\0]\/?$/, "an absolute path other than /")).default([]),
     })
     .default({}),
 

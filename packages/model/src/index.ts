@@ -4,6 +4,7 @@ export * from "./errors.js";
 export * from "./description/types.js";
 export { parseDuration, parseTimestamp, splitUrlOptions, type UrlWithOptions } from "./description/values.js";
 export { normalizeSessionPath } from "./description/paths.js";
+export { checkLocalInput, localSourcePath } from "./description/local.js";
 export { validateDescription, type ValidateOptions } from "./description/validate.js";
 export {
   parseRsl,

@@ -26,7 +26,7 @@ const JSON_TYPES = new Set(["application/json", "text/json"]);
 export function settleDescriptions(
   body: string,
   contentType: string | undefined,
-  opts: { maxBytes: number; maxRerun: number; maxDescriptions: number },
+  opts: { maxBytes: number; maxRerun: number; maxDescriptions: number; localInputPrefixes?: readonly string[] | undefined },
 ): SettledDescription[] {
   if (body.length === 0) throw new BadRequest("Missing payload: the request body holds no job description", "EMPTY_BODY");
   if (body.trim() === "") throw new BadRequest("Payload is empty: the request body is only whitespace", "EMPTY_BODY");
@@ -46,7 +46,7 @@ export function settleDescriptions(
   }
   if (sniffed === "json") throw jsonRefused();
   try {
-    return parseDescriptionsSettled(body, { format, maxBytes: opts.maxBytes, maxRerun: opts.maxRerun, limits: { maxDescriptions: opts.maxDescriptions } });
+    return parseDescriptionsSettled(body, { format, maxBytes: opts.maxBytes, maxRerun: opts.maxRerun, localInputPrefixes: opts.localInputPrefixes, limits: { maxDescriptions: opts.maxDescriptions } });
   } catch (e) {
     if (e instanceof DescriptionTooLargeError) throw new PayloadTooLarge("Job description", e.limit);
     if (isBodyLimit(e)) {

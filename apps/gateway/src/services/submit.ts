@@ -72,6 +72,7 @@ export async function submitJobs(s: Services, req: SubmitRequest): Promise<BulkI
     maxBytes: config.gateway.limits.descriptionBytes,
     maxRerun: config.jobs.maxRerun,
     maxDescriptions: maxJobs,
+    localInputPrefixes: config.staging.localInputPrefixes,
   });
   if (req.instances !== undefined && settled.length > 1) {
     throw new Forbidden("No multiple descriptions and multiple instances simultaneously", "INSTANCES_WITH_ARRAY");

@@ -39,6 +39,14 @@ const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
     names: ["writeFile", "chmod", "rename"],
     why: "writeAtomic serves mapping off only (no accounts, no root boundary); with mapping on batch files go through RunAsJob.writeFile (rootfs-ops writeOwned)",
   },
+  "staging/protocols/local.ts": {
+    names: ["symlink"],
+    why: "links a software-area input into the session: created relative to the session directory descriptor (@ce/sessionfs Dir.at), never by path; the link is the job's to read with its own rights",
+  },
+  "staging/protocols/xrootd.ts": {
+    names: ["mkdtemp", "writeFile", "rm", "rename", "unlink"],
+    why: "the proxy for xrdcp in a fresh private mkdtemp dir (root's, 0700) removed after the transfer; a download's part file named relative to the session directory descriptor (Dir.at), never by path",
+  },
   "staging/http.ts": {
     names: ["rename", "unlink"],
     why: "a download's part file, named relative to a session directory descriptor (@ce/sessionfs Dir.at), never by path",

@@ -21,6 +21,10 @@ export class TransferError extends Error {
 export interface TransferClient {
   dispatcher: Agent;
   headers: Record<string, string>;
+  /** The credential itself, for protocols driven through external tools (xrootd). */
+  credential?: JobCredential | undefined;
+  /** The destination policy, for protocols driven through external tools (they connect by themselves). */
+  policy?: DestinationPolicy | undefined;
   /** Why this client's credential must not be sent to `url` (undefined = allowed). */
   refuse(url: string): string | undefined;
   close(): Promise<void>;
@@ -73,6 +77,8 @@ export function transferClient(cred: JobCredential | undefined, opts: ClientOpti
   return {
     dispatcher,
     headers,
+    credential: cred,
+    policy: opts.policy,
     refuse: (url) => (token === undefined ? undefined : tokenRefusal(token, url, opts.allowAnyAudience ?? false)),
     close: () => dispatcher.close(),
   };
@@ -162,7 +168,9 @@ export async function download(client: TransferClient, url: string, dest: Sessio
     await pipeline(res.body, count, fh.createWriteStream(), { signal: o.signal }).catch(wrapNetwork(`input ${redact(url)}`));
     fh = undefined; // closed by the stream
     if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch: got ${bytes} bytes, expected ${o.size}`, true);
-    if (sum?.expected && hasher && !sameDigest(hasher.digest(), sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch`, true);
+    // A corrupt file is the data's fault: final, not retried, naming both values.
+    const got = hasher?.digest();
+    if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch for ${redact(url)}: got ${got}, expected ${sum.expected}`, false);
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
     return bytes;
   } finally {

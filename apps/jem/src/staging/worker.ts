@@ -5,8 +5,9 @@ import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
 import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "../files.js";
 import { FairSlots } from "../semaphore.js";
-import { download, redact, transferClient, upload, withRetries, type TransferClient } from "./http.js";
+import { redact, transferClient, withRetries, type TransferClient } from "./http.js";
 import { destinationPolicy } from "./destinations.js";
+import { fetchInput, sendOutput } from "./protocols/index.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
 import { refusalText, sessionSegments } from "./paths.js";
 
@@ -135,11 +136,9 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
           if (!(e instanceof SessionFsError && e.kind === "missing")) throw e;
         });
         const client = await clientFor(f.delegationId ?? desc.delegationId);
-        const checksum = f.checksum ?? f.options.checksum;
         const dest = { dir, name: name!, at: `/${f.name}` };
-        size = await transfer(ctx, job, ac, slots, `download ${f.name}`, (signal, onBytes) =>
-          download(client, url, dest, { signal, size: f.size, checksum, mode: f.executable ? 0o755 : undefined, onBytes }),
-        );
+        const o = { size: f.size, checksum: f.checksum, options: f.options, mode: f.executable ? 0o755 : undefined, localInputPrefixes: ctx.config.staging.localInputPrefixes };
+        size = await transfer(ctx, job, ac, slots, `download ${f.name}`, (signal, onBytes) => fetchInput(client, url, dest, { ...o, signal, onBytes }));
       } finally {
         await dir.close();
       }
@@ -182,7 +181,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
     for (const r of plan.refused) await refuse(r);
     const sent = new Set(((await ctx.control.read(job.id, "output_status")) ?? "").split("\n").map((l) => l.split(" ")[0]?.replace(/^\/+/, "")).filter(Boolean));
     // Directory outputs become one upload per file; `dir/` + target collection URL.
-    const items: Array<{ name: string; url: string; delegationId?: string | undefined; optional: boolean }> = [];
+    const items: Array<{ name: string; url: string; delegationId?: string | undefined; optional: boolean; options: Record<string, string> }> = [];
     for (const u of plan.uploads) {
       const optional = u.options.failureallowed === "yes";
       if (u.name.endsWith("/")) {
@@ -190,10 +189,10 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         const dir = u.name.replace(/\/+$/, "");
         const { files, refused } = await filesUnder(session, dir);
         for (const r of refused) await refuse(r, optional);
-        for (const f of files) items.push({ name: f, url: base + encodeURI(f.slice(dir.length + 1)), delegationId: u.delegationId, optional });
+        for (const f of files) items.push({ name: f, url: base + encodeURI(f.slice(dir.length + 1)), delegationId: u.delegationId, optional, options: u.options });
       } else {
         const url = u.target.endsWith("/") ? u.target + encodeURIComponent(u.name.split("/").pop()!) : u.target;
-        items.push({ name: u.name, url, delegationId: u.delegationId, optional });
+        items.push({ name: u.name, url, delegationId: u.delegationId, optional, options: u.options });
       }
     }
     await mapLimit(items.filter((i) => !sent.has(i.name)), PER_JOB, async (i) => {
@@ -204,15 +203,16 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         // The descriptor checked here is the one streamed: a swap after the check changes nothing.
         const { handle, stat } = await openRegular(session, segs, { refuseHardLinks: true });
         let size: number;
+        let sum: string | undefined;
         try {
           const client = await clientFor(i.delegationId ?? desc.delegationId);
-          size = await transfer(ctx, job, ac, slots, `upload ${i.name}`, (signal) => upload(client, { handle, size: stat.size }, i.url, { signal }));
+          ({ bytes: size, checksum: sum } = await transfer(ctx, job, ac, slots, `upload ${i.name}`, (signal) => sendOutput(client, { handle, size: stat.size }, i.url, { signal, options: i.options })));
         } finally {
           await closeHandle(handle, `/${i.name}`);
         }
         await ctx.control.append(job.id, "output_status", `/${i.name} ${redact(i.url)}`);
         await ctx.control.append(job.id, "statistics", `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`);
-        await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${size} bytes)`);
+        await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${size} bytes${sum ? `, ${sum}` : ""})`);
         // Uploaded copies leave the session dir (as on A-REX): the entry itself, never a target.
         await removePath(session, segs).catch(() => undefined);
       } catch (e) {

@@ -175,7 +175,7 @@ describe("validateDescription: URLs, names, ids", () => {
   it.each([
     [{ inputFiles: [input("a", { source: "not a url" })] }, "inputFiles[0].source", /is not a URL/],
     [{ inputFiles: [input("a", { source: "http://[bad/x" })] }, "inputFiles[0].source", /not a valid URL/],
-    [{ inputFiles: [input("a", { source: "file:///etc/passwd" })] }, "inputFiles[0].source", /file:\/\/ URLs are not allowed/],
+    [{ inputFiles: [input("a", { source: "file:///etc/passwd" })] }, "inputFiles[0].source", /local paths are not allowed/],
     [{ outputFiles: [output("o", { target: "/tmp/x" })] }, "outputFiles[0].target", /not a URL/],
     [{ outputFiles: [output("o", { locations: ["nope"] })] }, "outputFiles[0].locations", /location URL/],
     [{ inputFiles: [input("a", { source: "https://h/a", options: { "a b": "x" } })] }, "inputFiles[0].options", /not allowed/],

@@ -5,6 +5,7 @@
  * restricted to safe characters.
  */
 import { InvalidDescriptionError } from "../errors.js";
+import { checkLocalInput, localSourcePath } from "./local.js";
 import { normalizeSessionPath } from "./paths.js";
 import type { InputFile, JobDescription, OutputFile } from "./types.js";
 
@@ -13,6 +14,8 @@ export { normalizeSessionPath } from "./paths.js";
 export interface ValidateOptions {
   /** Upper bound for `rerun` (A-REX `maxrerun`); larger requests are lowered to it. */
   maxRerun?: number | undefined;
+  /** Absolute path prefixes of site-shared read-only areas that inputs may name (`/cvmfs`). */
+  localInputPrefixes?: readonly string[] | undefined;
 }
 
 const LABELS: Record<string, string> = {
@@ -76,7 +79,8 @@ function checkUrl(field: string, url: string, what: string): void {
     fail(field, `${what} '${url}' is not a valid URL`);
   }
   // The data stager runs on the CE: file:// would copy the CE's own files into (or out of) the job.
-  if (/^file:/i.test(url)) fail(field, `${what} '${url}': file:// URLs are not allowed; upload the file instead`);
+  // Listed software areas were turned into file:/// sources by checkInputs and are allowed there.
+  if (/^file:/i.test(url) && !(what === "source URL" && url.startsWith("file:///"))) fail(field, `${what} '${url}': file:// URLs are not allowed; upload the file instead`);
 }
 
 function checkDelegation(field: string, id: string | undefined): void {
@@ -94,7 +98,7 @@ function checkTransfer(field: string, f: InputFile | OutputFile, url: string | u
   }
 }
 
-function checkInputs(d: JobDescription): void {
+function checkInputs(d: JobDescription, prefixes: readonly string[]): void {
   const seen = new Set<string>();
   d.inputFiles.forEach((f, i) => {
     const field = `inputFiles[${i}]`;
@@ -105,6 +109,12 @@ function checkInputs(d: JobDescription): void {
       fail(`${field}.size`, `size of input file '${f.name}' must be a whole number of bytes`);
     }
     if (f.checksum !== undefined && f.checksum.trim() === "") fail(`${field}.checksum`, `checksum of input file '${f.name}' is empty`);
+    const local = f.source === undefined ? undefined : localSourcePath(f.source);
+    if (local !== undefined) {
+      const r = checkLocalInput(local, prefixes);
+      if ("reason" in r) fail(`${field}.source`, `local input '${f.source}' of '${f.name}' ${r.reason}`);
+      f.source = `file://${r.path}`;
+    }
     checkTransfer(field, f, f.source, "source");
   });
 }
@@ -167,6 +177,8 @@ function checkResources(d: JobDescription, opts: ValidateOptions): void {
     if (!RTE_NAME.test(r.name) || r.name.split("/").includes("..")) {
       fail(`${field}.name`, `runtime environment name '${r.name}' may only contain letters, digits and . _ + - /`);
     }
+    // An empty version (ARC clients send `<Version/>`) means no version.
+    if (r.version !== undefined && r.version.trim() === "") r.version = undefined;
     if (r.version !== undefined && !RTE_VERSION.test(r.version)) {
       fail(`${field}.version`, `runtime environment version '${r.version}' of ${r.name} is not valid`);
     }
@@ -217,7 +229,7 @@ export function validateDescription(desc: JobDescription, opts: ValidateOptions 
   d.arguments.forEach((a) => {
     if (a.includes("\0")) fail("arguments", "arguments must not contain NUL bytes");
   });
-  checkInputs(d);
+  checkInputs(d, opts.localInputPrefixes ?? []);
   checkOutputs(d);
   checkExecutable(d);
   if (d.stdin !== undefined) d.stdin = sessionName("stdin", d.stdin, "standard input file");

@@ -190,10 +190,12 @@ class AdlReader {
       d.diskMB = this.megabytes(disk);
     }
     for (const rte of children(res, "RuntimeEnvironment")) {
+      // ARC clients write an empty <Version/> for a runtime environment requested without one.
       const version = child(rte, "Version");
+      const v = version ? this.str(version) : "";
       d.runtimeEnvironments.push({
         name: this.str(this.required(rte, "Name")),
-        version: version ? this.str(version) : undefined,
+        version: v === "" ? undefined : v,
         options: children(rte, "Option").map((o) => this.str(o)),
       });
     }

@@ -191,12 +191,20 @@ class RslParser {
 
   private parseRelation(open: number): RslRelation {
     const nameStart = this.pos;
-    while (this.pos < this.text.length) {
-      const c = this.text[this.pos] as string;
-      if (isSpace(c) || SPECIAL.has(c)) break;
-      this.pos++;
+    let rawAttribute: string;
+    const q = this.peek();
+    if (q === '"' || q === "'") {
+      // ARC's parser takes a quoted attribute name (`("rerun" = "2")`, as aCT writes them).
+      rawAttribute = this.parseQuoted(q).value;
+      if (rawAttribute.trim() === "") this.fail("the quoted attribute name is empty", nameStart);
+    } else {
+      while (this.pos < this.text.length) {
+        const c = this.text[this.pos] as string;
+        if (isSpace(c) || SPECIAL.has(c)) break;
+        this.pos++;
+      }
+      rawAttribute = this.text.slice(nameStart, this.pos);
     }
-    const rawAttribute = this.text.slice(nameStart, this.pos);
     if (rawAttribute === "") this.fail(`expected an attribute name, found ${describe(this.peek())}`);
     this.skipSpace();
     const op = OPERATORS.find((o) => this.text.startsWith(o, this.pos));

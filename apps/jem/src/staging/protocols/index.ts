@@ -1,0 +1,116 @@
+/**
+ * One entry per direction for every protocol the stager speaks. The worker hands over the URL as
+ * the description (or an output list) wrote it; this module splits ARC's options and metadata
+ * off, picks the protocol and applies the checksum rules (production-site.md §2.3):
+ *   http, https      HTTP (http.ts)
+ *   dav, davs        WebDAV = HTTP on the wire; missing parent collections created (MKCOL)
+ *   root, roots      xrootd through xrdcp/xrdfs (xrootd.ts)
+ *   file:///…        a listed site software area, linked (local.ts)
+ * Every other scheme is a final refusal naming it. All go through the worker's per-transfer
+ * bounds (timeout signal, retries, global slots).
+ */
+import { download, redact, TransferError, upload, type SessionDest, type TransferClient, type UploadSource } from "../http.js";
+import { linkLocalInput } from "./local.js";
+import { davToHttp, expectedChecksum, parseTransferUrl } from "./url.js";
+import { checksumOfHandle, checksumMismatch, httpDigest } from "./verify.js";
+import { xrootdDownload, xrootdUpload } from "./xrootd.js";
+import { parseChecksum } from "../checksum.js";
+
+export { parseTransferUrl } from "./url.js";
+
+export interface FetchOptions {
+  signal: AbortSignal;
+  /** The input's options from the description (win over those inside the URL). */
+  options: Record<string, string>;
+  /** Expected size (bytes) and `alg[:value]` checksum from the description, if any. */
+  size?: number | undefined;
+  checksum?: string | undefined;
+  mode?: number | undefined;
+  onBytes?: (n: number) => void;
+  localInputPrefixes: readonly string[];
+}
+
+function unsupported(scheme: string, url: string): TransferError {
+  return new TransferError(`Unsupported protocol ${scheme || "(none)"} in ${redact(url)}`, false);
+}
+
+/** Downloads one input into `dest`; returns the bytes written (or the linked file's size). */
+export async function fetchInput(client: TransferClient, raw: string, dest: SessionDest, o: FetchOptions): Promise<number> {
+  const t = parseTransferUrl(raw, o.options);
+  const checksum = expectedChecksum(t, o.checksum);
+  const common = { signal: o.signal, size: o.size, checksum, mode: o.mode, onBytes: o.onBytes };
+  switch (t.scheme) {
+    case "http":
+    case "https":
+      return download(client, t.url, dest, common);
+    case "dav":
+    case "davs":
+      return download(client, davToHttp(t.url), dest, common);
+    case "root":
+    case "roots":
+      return xrootdDownload(client, t.url, dest, common);
+    case "file":
+      return linkLocalInput(t.url, dest, o.localInputPrefixes);
+    default:
+      throw unsupported(t.scheme, t.url);
+  }
+}
+
+export interface SendOptions {
+  signal: AbortSignal;
+  options: Record<string, string>;
+}
+
+/** What an upload did: the bytes sent and the checksum verified, if one was asked for. */
+export interface Sent {
+  bytes: number;
+  checksum?: string | undefined;
+}
+
+/**
+ * Uploads one output. With a checksum asked for (`:checksumtype=…:checksumvalue=…` after the
+ * path, or `checksum=<type>`), the file is summed before it is sent: a value that differs from
+ * the one given fails the file at once; after the upload, the value the server reports (if it
+ * reports one) must match what was sent.
+ */
+export async function sendOutput(client: TransferClient, file: UploadSource, raw: string, o: SendOptions): Promise<Sent> {
+  const t = parseTransferUrl(raw, o.options);
+  let wire: string | undefined;
+  switch (t.scheme) {
+    case "http":
+    case "https":
+      wire = t.url;
+      break;
+    case "dav":
+    case "davs":
+      wire = davToHttp(t.url);
+      break;
+    case "root":
+    case "roots":
+      wire = undefined;
+      break;
+    default:
+      throw unsupported(t.scheme, t.url);
+  }
+  const spec = parseChecksum(expectedChecksum(t));
+  let sum: string | undefined;
+  if (spec) {
+    sum = await checksumOfHandle(file.handle, file.size, spec.alg, o.signal);
+    if (spec.expected && sum.replace(/^0+/, "") !== spec.expected.replace(/^0+/, "")) {
+      throw checksumMismatch(spec.alg, sum, spec.expected, `of the file to upload to ${redact(t.url)}`);
+    }
+  }
+  if (wire === undefined) {
+    const overwrite = t.options.overwrite?.toLowerCase() === "yes";
+    const bytes = await xrootdUpload(client, file, t.url, { signal: o.signal, overwrite, checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}` });
+    return { bytes, checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}` };
+  }
+  const bytes = await upload(client, file, wire, { signal: o.signal });
+  if (sum !== undefined && (spec!.alg === "adler32" || spec!.alg === "md5")) {
+    const reported = await httpDigest(client, wire, spec!.alg, o.signal);
+    if (reported !== undefined && reported.replace(/^0+/, "") !== sum.replace(/^0+/, "")) {
+      throw checksumMismatch(spec!.alg, reported, sum, `reported by ${redact(t.url)} after the upload`);
+    }
+  }
+  return { bytes, checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}` };
+}

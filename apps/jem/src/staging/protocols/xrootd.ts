@@ -1,0 +1,159 @@
+/**
+ * root:// and roots:// through Debian's xrootd client (`xrdcp`, `xrdfs`), driven with execa.
+ * The data never passes through a path the job could change: downloads stream from xrdcp's
+ * stdout into the session entry we hold open, uploads stream our descriptor into xrdcp's stdin.
+ * The job's proxy is handed over in a private 0600 file (`X509_USER_PROXY`), removed afterwards.
+ * Checksums: the stager sums what it streams; after an upload the server's value
+ * (`xrdfs query checksum`) must match it when the server publishes one.
+ *
+ * Destinations: xrdcp connects by itself, so the staging policy (destinations.ts) is applied
+ * before it runs: the host is resolved once, checked, and xrdcp is given that address (GSI still
+ * checks the certificate against the name, through XrdSecGSISRVNAMES). A redirect the xrootd
+ * server sends is followed by xrdcp without our check: sites that enable root:// trust their
+ * storage's redirectors (docs/staging-protocols.md).
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import { Readable, Transform } from "node:stream";
+import { execa } from "execa";
+import { createFileIn } from "@ce/sessionfs";
+import { rename, unlink } from "node:fs/promises";
+import { checksummer, parseChecksum, sameDigest } from "../checksum.js";
+import { redact, TransferError, type SessionDest, type TransferClient, type UploadSource } from "../http.js";
+import { checksumMismatch } from "./verify.js";
+
+const PEM_RE = /-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----\n?/g;
+
+/** Environment for one xrdcp/xrdfs run with the client's credential; `cleanup` removes the files. */
+async function credentialEnv(client: TransferClient): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }> {
+  const cred = client.credential;
+  const env: Record<string, string> = { XRD_LOGLEVEL: "Error" };
+  if (cred?.type === "jwt") {
+    // Token audiences for xrootd endpoints are not checked yet: no token is handed out.
+    throw new TransferError("tokens are not sent to xrootd endpoints by this CE; delegate an X.509 proxy for root:// transfers", false);
+  }
+  if (cred?.type !== "x509") return { env, cleanup: async () => undefined };
+  const dir = await mkdtemp(join(tmpdir(), "ce-xrd-"));
+  const blocks = [...cred.proxyPem.matchAll(PEM_RE)].map((b) => b[0]);
+  // Proxy file layout: certificate, key, then the rest of the chain.
+  const cert = blocks.filter((b) => b.includes("CERTIFICATE"));
+  const key = blocks.find((b) => b.includes("PRIVATE KEY")) ?? "";
+  await writeFile(join(dir, "proxy"), [cert[0] ?? "", key, ...cert.slice(1)].join(""), { mode: 0o600 });
+  env.X509_USER_PROXY = join(dir, "proxy");
+  return { env, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * The URL with its host replaced by the one address the policy allows (resolved once), and the
+ * variables that keep GSI's host check on the name; DestinationRefused (final) otherwise.
+ */
+async function pinned(client: TransferClient, url: string): Promise<{ url: string; env: Record<string, string> }> {
+  if (!client.policy) return { url, env: {} };
+  const u = new URL(url);
+  const name = u.hostname.replace(/^\[|\]$/g, "");
+  try {
+    const { address, family } = await client.policy.resolve(name, Number(u.port) || 1094);
+    u.hostname = family === 6 ? `[${address}]` : address;
+  } catch (e) {
+    throw new TransferError((e as Error).message, false);
+  }
+  return { url: u.toString(), env: { XrdSecGSISRVNAMES: name } };
+}
+
+function hostAndPath(url: string): { server: string; path: string } {
+  const u = new URL(url);
+  return { server: `${u.protocol}//${u.host}`, path: decodeURIComponent(u.pathname).replace(/^\/+/, "/") };
+}
+
+function failure(what: string, url: string, e: { exitCode?: number; stderr?: unknown; isCanceled?: boolean; message?: string }): TransferError {
+  const text = String(e.stderr ?? e.message ?? "").trim().split("\n").pop() ?? "";
+  // xrdcp exit 50-54: errors reported by the server (not found, no permission …) are final.
+  const final = /No such file|not found|Permission denied|Auth failed|Unable to open/i.test(text);
+  return new TransferError(`${what} ${redact(url)}: ${text || `xrdcp exit ${e.exitCode}`}`, !final);
+}
+
+export interface XrdDownload {
+  signal: AbortSignal;
+  size?: number | undefined;
+  checksum?: string | undefined;
+  mode?: number | undefined;
+  onBytes?: (n: number) => void;
+}
+
+export async function xrootdDownload(client: TransferClient, given: string, dest: SessionDest, o: XrdDownload): Promise<number> {
+  const target = await pinned(client, given);
+  const url = target.url;
+  const { env: credEnv, cleanup } = await credentialEnv(client);
+  const env = { ...credEnv, ...target.env };
+  const part = `.ce-part-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+  const sum = parseChecksum(o.checksum);
+  const hasher = sum ? checksummer(sum.alg) : undefined;
+  let bytes = 0;
+  let fh: Awaited<ReturnType<typeof createFileIn>> | undefined;
+  try {
+    fh = await createFileIn(dest.dir, part, dest.at, o.mode ?? 0o644);
+    const proc = execa("xrdcp", ["--nopbar", "--silent", url, "-"], { env, extendEnv: true, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdout: "pipe", stderr: "pipe", buffer: { stdout: false, stderr: true } });
+    const count = new Transform({
+      transform(chunk: Buffer, _e, cb) {
+        bytes += chunk.length;
+        hasher?.update(chunk);
+        o.onBytes?.(chunk.length);
+        cb(null, chunk);
+      },
+    });
+    await Promise.all([pipeline(proc.stdout, count, fh.createWriteStream()), proc]).catch((e: unknown) => {
+      if (o.signal.aborted) throw e;
+      throw failure("xrdcp", given, e as Error);
+    });
+    if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch for ${redact(given)}: got ${bytes} bytes, expected ${o.size}`, true);
+    const got = hasher?.digest();
+    if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected)) throw checksumMismatch(sum.alg, got, sum.expected, `for ${redact(given)}`);
+    await rename(dest.dir.at(part), dest.dir.at(dest.name));
+    return bytes;
+  } finally {
+    await fh?.close().catch(() => undefined);
+    await unlink(dest.dir.at(part)).catch(() => undefined);
+    await cleanup();
+  }
+}
+
+async function* readAt(file: UploadSource): AsyncGenerator<Buffer> {
+  for (let pos = 0; pos < file.size; ) {
+    const buf = Buffer.allocUnsafe(Math.min(1024 * 1024, file.size - pos));
+    const { bytesRead } = await file.handle.read(buf, 0, buf.length, pos);
+    if (bytesRead === 0) throw new TransferError(`file shrank while uploading (${pos} of ${file.size} bytes)`, false);
+    pos += bytesRead;
+    yield buf.subarray(0, bytesRead);
+  }
+}
+
+/** Uploads from our descriptor; `--path` creates missing directories, `--force` on overwrite=yes. */
+export async function xrootdUpload(client: TransferClient, file: UploadSource, given: string, o: { signal: AbortSignal; overwrite: boolean; checksum?: string | undefined }): Promise<number> {
+  const target = await pinned(client, given);
+  const url = target.url;
+  const { env: credEnv, cleanup } = await credentialEnv(client);
+  const env = { ...credEnv, ...target.env };
+  try {
+    const args = ["--nopbar", "--silent", "--path", "--posc", ...(o.overwrite ? ["--force"] : []), "-", url];
+    const proc = execa("xrdcp", args, { env, extendEnv: true, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdin: "pipe", stderr: "pipe" });
+    await Promise.all([pipeline(Readable.from(readAt(file)), proc.stdin), proc]).catch((e: unknown) => {
+      if (o.signal.aborted) throw e;
+      throw failure("xrdcp to", given, e as Error);
+    });
+    const sum = parseChecksum(o.checksum);
+    if (sum?.expected) {
+      const { server, path } = hostAndPath(url);
+      const q = await execa("xrdfs", [server, "query", "checksum", path], { env, extendEnv: true, cancelSignal: o.signal, reject: false });
+      // "adler32 3d1ae86e"; a server without checksums answers an error, which is not a mismatch.
+      const [alg, value] = (q.exitCode === 0 ? String(q.stdout) : "").trim().split(/\s+/);
+      if (alg?.toLowerCase() === sum.alg && value && !sameDigest(value, sum.expected)) {
+        throw checksumMismatch(sum.alg, value, sum.expected, `reported by ${redact(given)} after the upload`);
+      }
+    }
+    return file.size;
+  } finally {
+    await cleanup();
+  }
+}
