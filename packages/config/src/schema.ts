@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isIP } from "node:net";
 import { mappingSchema } from "./mapping.js";
+import { accountingSchema, benchmarkSchema } from "./accounting.js";
 
 /** `address/prefix` (or one address) with the prefix in range for the family. */
 function isCidr(text: string): boolean {
@@ -30,6 +31,8 @@ const queueSchema = z.object({
   defaultMemoryMB: z.number().int().positive().optional(),
   /** Who may submit to this queue; empty = everyone allowed to use the CE. Same rule syntax as auth.allow. */
   allow: z.array(z.string()).default([]),
+  /** CPU benchmark of this queue's nodes, per core (accounting, APEL). */
+  benchmark: benchmarkSchema.optional(),
 });
 export type QueueConfig = z.infer<typeof queueSchema>;
 
@@ -414,6 +417,9 @@ export const configSchema = z.object({
       level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     })
     .default({}),
+
+  /** Usage records and APEL publishing (packages/config/src/accounting.ts). */
+  accounting: accountingSchema,
 
   /** Grid identity → local account (packages/config/src/mapping.ts). Absent: mapping is off. */
   mapping: mappingSchema.optional(),
