@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -150,4 +151,35 @@ describe("usage stream", () => {
     expect(await consumer("a").step(false)).toBe(1);
     expect(await db.job(j.id)).toHaveLength(1);
   });
+
+  it("a consumer SIGKILLed between its database commit and its acknowledgement loses and doubles nothing", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 150; i++) {
+      const j = await finishingJob();
+      ids.push(j.id);
+      await finish(j);
+    }
+    await db.close();
+    const run = (env: Record<string, string>) =>
+      spawnSync(process.execPath, ["--import", "tsx", new URL("./consumer.kill.fixture.ts", import.meta.url).pathname], {
+        env: { ...process.env, REDIS_URL: inject("redisUrl"), PREFIX: prefix, DB_PATH: join(dir, "accounting", "accounting.db"), ...env },
+        encoding: "utf8",
+        timeout: 60_000,
+      });
+    const killed = run({ CONSUMER: "victim", KILL_AFTER_COMMIT: "1" });
+    expect(killed.signal).toBe("SIGKILL");
+    db = await AccountingDb.open(undefined, dir);
+    // Committed but never acknowledged: the first batch is in the database and still pending.
+    const committed = await db.count();
+    expect(committed).toBeGreaterThan(0);
+    expect(committed).toBeLessThan(150);
+    expect(Number((await redis.xpending(keys.usageStream(), USAGE_GROUP))[0])).toBe(committed);
+    // Another JEM's consumer takes the dead one's entries over once they are idle, and the rest.
+    const rescue = run({ CONSUMER: "rescuer", CLAIM_IDLE_MS: "1" });
+    expect(rescue.status, rescue.stderr).toBe(0);
+    expect(await db.count()).toBe(150);
+    for (const id of ids) expect(await db.job(id)).toHaveLength(1);
+    expect(await redis.xlen(keys.usageStream())).toBe(0);
+    expect((await redis.xpending(keys.usageStream(), USAGE_GROUP))[0]).toBe(0);
+  }, 120_000);
 });
