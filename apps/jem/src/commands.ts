@@ -114,7 +114,7 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
       rerun: job.rerun - 1, failure: undefined, failedState: undefined, failedCause: undefined, outcome: undefined,
       localId: undefined, lrms: undefined, endedAt: undefined, cleanupAt: undefined, killRequested: undefined, restartRequested: undefined,
     };
-    if (target !== "INLRMS") Object.assign(change, { exitCode: undefined, nodes: undefined, usedWallSeconds: undefined, usedCpuSeconds: undefined, usedMemoryMB: undefined });
+    if (target !== "INLRMS") Object.assign(change, { exitCode: undefined, nodes: undefined, usedWallSeconds: undefined, usedCpuSeconds: undefined, usedMemoryMB: undefined, usedUserSeconds: undefined, usedSystemSeconds: undefined, processors: undefined });
     const next = await transition(ctx, job, target, { pending: true, reason: `Job restarted from ${job.failedState} (${job.rerun - 1} restarts left)`, change });
     if (!next) return;
     await ctx.jobs.unscheduleExpiry(jobId);

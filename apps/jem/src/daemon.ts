@@ -4,6 +4,7 @@ import { Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import { AdvanceSet, ControlDir, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
+import { startAccounting } from "./accounting.js";
 import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
 import { handleCommand } from "./commands.js";
 import type { JemContext } from "./context.js";
@@ -168,6 +169,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     if (outage.down) return;
     expiring = expiryPass(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "expiry pass failed"));
   }, config.jem.expiryIntervalMs);
+  // Usage records: the terminal move appends them to a stream; this writes them to the database.
+  const accounting = startAccounting(config, clients.subscriber(), log, opts.metrics);
   log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir }, "JEM started");
 
   let stopping: Promise<void> | undefined;
@@ -184,7 +187,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         // Steps waiting for Redis give up now (their queue jobs are redone by the next JEM).
         outage.stop();
         await Promise.all([...workers.map((w) => w.close()), loop.current?.stop()]);
-        await Promise.all([expiring, recovering]);
+        await Promise.all([expiring, recovering, accounting.stop()]);
         await watcher.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
         await sub.unsubscribe().catch(() => undefined);

@@ -106,6 +106,9 @@ export interface DiagFacts {
   usedWallSeconds?: number | undefined;
   usedCpuSeconds?: number | undefined;
   usedMemoryMB?: number | undefined;
+  usedUserSeconds?: number | undefined;
+  usedSystemSeconds?: number | undefined;
+  processors?: number | undefined;
   startedAt?: number | undefined;
   endedAt?: number | undefined;
 }
@@ -141,6 +144,9 @@ export function parseDiag(text: string | undefined): DiagFacts {
     usedWallSeconds: finite(seconds(kv.WallTime ?? kv.walltime)),
     usedCpuSeconds: finite(user !== undefined || kernel !== undefined ? (user ?? 0) + (kernel ?? 0) : undefined),
     usedMemoryMB: finite(rssKb !== undefined ? Math.ceil(Number.parseFloat(rssKb) / 1024) : undefined),
+    usedUserSeconds: finite(user),
+    usedSystemSeconds: finite(kernel),
+    processors: finite(kv.Processors !== undefined ? Number.parseInt(kv.Processors, 10) : undefined),
     startedAt: parseMdsTime(kv.LRMSStartTime),
     endedAt: parseMdsTime(kv.LRMSEndTime),
   };

@@ -4,3 +4,4 @@ export * from "./redis.js";
 export * from "./mapping.js";
 export * from "./keys.js";
 export * from "./startup.js";
+export * from "./accounting.js";

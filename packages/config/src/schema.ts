@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isIP } from "node:net";
 import { mappingSchema } from "./mapping.js";
+import { accountingSchema, benchmarkSchema } from "./accounting.js";
 
 /** `address/prefix` (or one address) with the prefix in range for the family. */
 function isCidr(text: string): boolean {
@@ -37,6 +38,8 @@ const queueSchema = z.object({
   vos: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "VO names are letters, digits, . _ -")).optional(),
   /** GLUE2 benchmarks of this queue's nodes, type → value (e.g. `{ HEPscore23: 12.5 }`). */
   benchmarks: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "benchmark types are letters, digits, _ . -"), z.number().nonnegative()).default({}),
+  /** CPU benchmark of this queue's nodes, per core (accounting, APEL). */
+  benchmark: benchmarkSchema.optional(),
 });
 export type QueueConfig = z.infer<typeof queueSchema>;
 
@@ -438,6 +441,9 @@ export const configSchema = z.object({
       level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     })
     .default({}),
+
+  /** Usage records and APEL publishing (packages/config/src/accounting.ts). */
+  accounting: accountingSchema,
 
   /** Grid identity → local account (packages/config/src/mapping.ts). Absent: mapping is off. */
   mapping: mappingSchema.optional(),

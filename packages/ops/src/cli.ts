@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from "@ce/config";
 import { connectRedis, describeRedis } from "@ce/store";
 import type { LocalUser } from "@ce/model";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
+import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli-accounting.js";
 
 /**
  * `ceadm`: the operator's command line. Reads the same configuration as the services (CE_CONFIG
@@ -18,8 +19,7 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   jobs clean <id>                                         queue a clean
   drain on|off|status                                     refuse / accept new jobs
   queues                                                  BullMQ job counts per queue
-  stats                                                   jobs per REST state
-`;
+  stats                                                   jobs per REST state${ACCOUNTING_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -42,6 +42,10 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
       owner: { type: "string" },
       state: { type: "string" },
       limit: { type: "string" },
+      from: { type: "string" },
+      to: { type: "string" },
+      out: { type: "string" },
+      "dry-run": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -51,6 +55,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     return values.help ? 0 : 2;
   }
   const config = loadConfig(values.config ? { file: values.config } : {});
+  // The accounting database is read directly: no Redis needed.
+  if (cmd === "accounting") return accountingCommand(config, { sub, arg, from: values.from, to: values.to, dryRun: values["dry-run"], out: values.out }, values.json, out, table);
   // Fail fast instead of retrying forever when Redis is down.
   // ceadm logs in as the JEM's ACL user (an operator on the JEM's host can read its password file).
   const clients = connectRedis(config.redis, "ceadm");
@@ -133,7 +139,7 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e: unknown) => {
-      const usage = e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+      const usage = e instanceof UsageError || e instanceof AccountingUsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
       process.stderr.write(`ceadm: ${(e as Error).message}\n${usage ? USAGE : ""}`);
       process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError ? 1 : 3);
     },

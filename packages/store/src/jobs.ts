@@ -233,9 +233,10 @@ export class JobStore {
   /**
    * Compare-and-set change. `expect` holds encoded field values that must match (e.g. `{state:"INLRMS"}`);
    * the REST state and every index follow automatically. Returns false when the expectation failed
-   * or the job is gone, so two JEMs can never advance the same job twice.
+   * or the job is gone, so two JEMs can never advance the same job twice. A move into FINISHED
+   * also appends the job's usage record (the record plus `usage`) to the usage stream, atomically.
    */
-  async update(current: JobRecord, change: JobChange, expect: Partial<Record<keyof JobRecord, string>> = {}): Promise<JobRecord | undefined> {
+  async update(current: JobRecord, change: JobChange, expect: Partial<Record<keyof JobRecord, string>> = {}, usage: Record<string, string | number> = {}): Promise<JobRecord | undefined> {
     // The mapping is decided once (at submission): nothing may change it afterwards.
     if ("localUser" in change) throw new Error(`job ${current.id}: localUser never changes`);
     if ("fqans" in change) throw new Error(`job ${current.id}: fqans never change`);
@@ -252,8 +253,8 @@ export class JobStore {
     // Explicitly cleared fields (undefined in `change`) are removed from the hash.
     for (const [k, v] of Object.entries(change)) if (v === undefined) set[k] = null;
     const k = this.keys;
-    const keys = [k.job(current.id), k.ownerSessionBytes(current.ownerKey || ownerKey(current.owner)), k.uploads(current.id), k.shareCounts()];
-    const res = await runScript(this.redis, "ceUpdateJob", keys, [k.prefix, current.id, JSON.stringify(expect), JSON.stringify(set)]);
+    const keys = [k.job(current.id), k.ownerSessionBytes(current.ownerKey || ownerKey(current.owner)), k.uploads(current.id), k.shareCounts(), k.usageStream()];
+    const res = await runScript(this.redis, "ceUpdateJob", keys, [k.prefix, current.id, JSON.stringify(expect), JSON.stringify(set), JSON.stringify(usage)]);
     return Number(res) === 1 ? next : undefined;
   }
 

@@ -89,6 +89,13 @@ export class Keys {
   /** HASH {tokens, ts}: the request token bucket of one client (lua/token-bucket.lua). */
   rateLimit(client: string) { return `${this.prefix}:rl:${client}`; }
 
+  // ── Accounting (lua/update.lua appends, @ce/accounting consumes) ──
+  /**
+   * STREAM of usage facts: one entry per terminal move (into FINISHED), appended by the move's
+   * own script; the accounting consumer group writes each to the database, then acknowledges it.
+   */
+  usageStream() { return `${this.prefix}:acct:usage`; }
+
   // ── CE-wide state (flags.ts, locks.ts) ──
   /** HASH of CE-wide flags: `drain` ("1" = refuse new jobs), `drainSince` (ms). */
   flags() { return `${this.prefix}:flags`; }

@@ -96,6 +96,10 @@ export interface JobRecord {
   usedWallSeconds?: number | undefined;
   usedCpuSeconds?: number | undefined;
   usedMemoryMB?: number | undefined;
+  /** CPU time split (the wrapper's UserTime/KernelTime) and processors, for the usage record. */
+  usedUserSeconds?: number | undefined;
+  usedSystemSeconds?: number | undefined;
+  processors?: number | undefined;
   /**
    * The record's revision: 1 at creation, raised by every script that changes the record
    * (update, request, deleg-expiry). A reader that keeps something rendered from a record (bulk
@@ -118,6 +122,7 @@ export interface JobSummary {
 const NUM = new Set([
   "created", "updated", "stateSince", "exitCode", "rerun", "lifetime", "cleanupAt", "removeAt",
   "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB", "rev",
+  "usedUserSeconds", "usedSystemSeconds", "processors",
   "uploadDeadline",
 ]);
 const BOOL = new Set(["pending", "killRequested", "cleanRequested", "restartRequested"]);

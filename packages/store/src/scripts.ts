@@ -13,7 +13,7 @@ import { luaKeyPrelude } from "./keys.js";
  */
 export const SCRIPTS = {
   ceCreateJobs: { file: "create", numberOfKeys: undefined, keysInLua: true },
-  ceUpdateJob: { file: "update", numberOfKeys: 4, keysInLua: true, bumpsRev: true },
+  ceUpdateJob: { file: "update", numberOfKeys: 5, keysInLua: true, bumpsRev: true },
   ceRemoveJob: { file: "remove", numberOfKeys: 7, keysInLua: true },
   ceRequest: { file: "request", numberOfKeys: 2, bumpsRev: true },
   ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },

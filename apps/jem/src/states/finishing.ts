@@ -5,6 +5,7 @@ import { readPrivate, readSpec, removePrivate, updateLocal } from "../files.js";
 import { fsq } from "../fsq.js";
 import { outputPlan, purgeSession } from "../staging/outputs.js";
 import { outcomeOf } from "../staging/worker.js";
+import { usageFacts } from "../usage.js";
 import { moved, WAIT, type Step } from "./step.js";
 import { failureChange, KILL_TEXT, transition } from "./transition.js";
 
@@ -62,6 +63,7 @@ export async function finish(ctx: JemContext, job: JobRecord, change: JobChange,
     reason: outcomeOf(merged) === "success" ? "Stage-out finished." : outcomeOf(merged) === "killed" ? "Job was killed" : "Job failed",
     change: { ...change, outcome: outcomeOf(merged), endedAt: now, cleanupAt, lrms: undefined },
     ...(failedLine ? { failedLine } : {}),
+    usage: await usageFacts(ctx, job),
   });
   if (next) {
     await updateLocal(ctx, job.id, { cleanuptime: mdsTime(new Date(cleanupAt)) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "local not updated"));

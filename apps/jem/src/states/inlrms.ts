@@ -23,6 +23,9 @@ export function completion(files: { done: string | undefined; diag: string | und
   if (diag.usedWallSeconds !== undefined) change.usedWallSeconds = diag.usedWallSeconds;
   if (diag.usedCpuSeconds !== undefined) change.usedCpuSeconds = diag.usedCpuSeconds;
   if (diag.usedMemoryMB !== undefined) change.usedMemoryMB = diag.usedMemoryMB;
+  if (diag.usedUserSeconds !== undefined) change.usedUserSeconds = diag.usedUserSeconds;
+  if (diag.usedSystemSeconds !== undefined) change.usedSystemSeconds = diag.usedSystemSeconds;
+  if (diag.processors !== undefined) change.processors = diag.processors;
   if (diag.startedAt !== undefined) change.startedAt = diag.startedAt;
   return { code, message, change };
 }

@@ -16,6 +16,8 @@ export interface TransitionOptions {
   change?: JobChange;
   /** Line appended to the `failed` control file once the change is committed. */
   failedLine?: string;
+  /** Usage facts beyond the record, appended with a move into FINISHED (usage.ts). */
+  usage?: Record<string, string | number>;
 }
 
 /**
@@ -29,7 +31,7 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   if (job.state === to && job.pending === pending && !opts.change) return job;
   refuseIllegal(ctx, job, to, pending);
   const expect = { state: job.state, pending: job.pending ? "1" : "0", stateSince: String(job.stateSince) } as const;
-  const next = await ctx.jobs.update(job, { ...opts.change, state: to, pending }, expect);
+  const next = await ctx.jobs.update(job, { ...opts.change, state: to, pending }, expect, opts.usage);
   if (!next) {
     // Lost CAS: the job changed under us (a command, or ioredis replaying an update already
     // applied before a connection drop). Under the advance set's lease nobody else is looking at

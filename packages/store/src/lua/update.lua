@@ -2,9 +2,14 @@
 -- and raising its revision (`rev`, lib/rev.lua) when anything changed.
 -- KEYS[1] the record hash (Keys.job), KEYS[2] the owner's session-bytes hash (Keys.ownerSessionBytes),
 -- KEYS[3] the job's upload bookkeeping (Keys.uploads), KEYS[4] the share counters (Keys.shareCounts):
--- the record's `share` counter moves with its REST state (a record without `share` is not counted).
+-- the record's `share` counter moves with its REST state (a record without `share` is not counted),
+-- KEYS[5] the usage stream (Keys.usageStream).
 -- ARGV[1] key prefix, ARGV[2] id, ARGV[3] JSON {field: expected value} (may be {}),
--- ARGV[4] JSON {field: new value} (null or '' removes the field).
+-- ARGV[4] JSON {field: new value} (null or '' removes the field),
+-- ARGV[5] JSON {name: value} of usage facts the record does not hold (may be {}).
+-- A move into FINISHED appends the whole record, plus `recordId` (id/restarts left: a rerun is a
+-- new record) and the ARGV[5] facts as `u.<name>`, to the usage stream: in this script, so the
+-- usage record exists exactly when the terminal move happened, whatever crashes next.
 -- The state-index keys (K.internal, K.rest, K.ownerRest, K.ownerStates of ceKeys(prefix), generated from keys.ts and
 -- prepended by scripts.ts) are built here because the OLD state is only known once read inside the
 -- script (the caller's copy may be stale). They still share KEYS' hash slot: the prefix is the `{ce}` hash tag.
@@ -42,6 +47,15 @@ if newState and newState ~= oldState then
     redis.call('HDEL', KEYS[2], id)
     redis.call('DEL', KEYS[3])
   end
+end
+if newState == 'FINISHED' and oldState ~= 'FINISHED' then
+  local entry = redis.call('HGETALL', key)
+  entry[#entry + 1] = 'recordId'
+  entry[#entry + 1] = id .. '/' .. (redis.call('HGET', key, 'rerun') or '0')
+  for k, v in pairs(cjson.decode(ARGV[5] or '{}')) do
+    if v ~= cjson.null then entry[#entry + 1] = 'u.' .. k; entry[#entry + 1] = tostring(v) end
+  end
+  redis.call('XADD', KEYS[5], '*', unpack(entry))
 end
 if newRest and newRest ~= oldRest then
   redis.call('SREM', K.rest(oldRest), id)

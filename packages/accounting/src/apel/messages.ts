@@ -1,0 +1,145 @@
+import type { UsageRecord } from "../record.js";
+
+/**
+ * APEL message texts, with only the fields APEL's loader knows (it refuses any other): a header
+ * line, then records of `Key: value` lines, each record closed by a `%%` line. Times are epoch
+ * seconds. `ServiceLevelType` and `ServiceLevel` always go together.
+ */
+export const HEADER = {
+  individual: "APEL-individual-job-message: v0.3",
+  summary: "APEL-summary-job-message: v0.2",
+  sync: "APEL-sync-message: v0.1",
+} as const;
+
+export interface ApelSite {
+  /** GOCDB site name. */
+  site: string;
+  submitHost: string;
+  /** CE host (MachineName of job records). */
+  machineName: string;
+}
+
+/** Without a configured benchmark, the unit and value A-REX reports (HEPSPEC 1.0). */
+const benchmark = (r: UsageRecord): [string, number] => (r.benchmarkType && r.benchmarkValue ? [r.benchmarkType, r.benchmarkValue] : ["HEPSPEC", 1]);
+
+type Fields = [string, string | number | null | undefined][];
+
+function render(header: string, records: Fields[]): string {
+  const body = records.map((f) => `${f.filter(([, v]) => v !== null && v !== undefined && v !== "").map(([k, v]) => `${k}: ${String(v).replace(/[\r\n]+/g, " ")}`).join("\n")}\n%%\n`).join("");
+  return `${header}\n${body}`;
+}
+
+/**
+ * Identity fields. A VOMS job sends its FQAN (APEL derives VO, group and role from it); a token
+ * or VOMS-less job sends no FQAN but VO, VOGroup and VORole from its groups or the fallback VO.
+ */
+function identity(r: UsageRecord): Fields {
+  const voms = r.ownerDn !== null && r.fqan !== null;
+  return [
+    ["GlobalUserName", r.owner],
+    ...(voms ? ([["FQAN", r.fqan]] as Fields) : []),
+    ["VO", r.vo],
+    ["VOGroup", r.voGroup ?? `/${r.vo}`],
+    ["VORole", r.voRole ?? "Role=NULL"],
+  ];
+}
+
+export function individualMessage(site: ApelSite, recs: readonly UsageRecord[]): string {
+  return render(HEADER.individual, recs.map((r) => {
+    const [slt, sl] = benchmark(r);
+    const id = identity(r);
+    return [
+      ["Site", site.site], ["SubmitHost", site.submitHost], ["MachineName", site.machineName], ["Queue", r.partition ?? r.queue],
+      ["LocalJobId", r.batchId ?? r.jobId], ["LocalUserId", r.account],
+      id[0]!, ...id.slice(1),
+      ["WallDuration", r.wallSeconds], ["CpuDuration", r.cpuSeconds], ["Processors", r.processors], ["NodeCount", r.nodeCount || null],
+      ["StartTime", startOf(r)], ["EndTime", r.endTime],
+      ["InfrastructureDescription", "APEL-CE-REST"], ["InfrastructureType", "grid"],
+      ["MemoryReal", r.maxRssKb], ["ServiceLevelType", slt], ["ServiceLevel", sl],
+    ];
+  }));
+}
+
+/** A start time APEL accepts: never after the end. */
+export const startOf = (r: UsageRecord) => Math.min(r.endTime, r.startTime ?? r.endTime - r.wallSeconds);
+
+export interface SummaryRow {
+  year: number;
+  month: number;
+  globalUserName: string;
+  vo: string;
+  voGroup: string;
+  voRole: string;
+  serviceLevelType: string;
+  serviceLevel: number;
+  nodeCount: number;
+  processors: number;
+  earliestEnd: number;
+  latestEnd: number;
+  wall: number;
+  cpu: number;
+  jobs: number;
+}
+
+/** Monthly sums per user, VO group and role, benchmark, node and processor count (A-REX's grouping). */
+export function summarize(recs: readonly UsageRecord[]): SummaryRow[] {
+  const groups = new Map<string, SummaryRow>();
+  for (const r of recs) {
+    const d = new Date(r.endTime * 1000);
+    const [slt, sl] = benchmark(r);
+    const row: SummaryRow = {
+      year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, globalUserName: r.owner, vo: r.vo, voGroup: r.voGroup ?? `/${r.vo}`,
+      voRole: r.voRole ?? "Role=NULL", serviceLevelType: slt, serviceLevel: sl, nodeCount: r.nodeCount || 1,
+      processors: r.processors, earliestEnd: r.endTime, latestEnd: r.endTime, wall: 0, cpu: 0, jobs: 0,
+    };
+    const key = JSON.stringify([row.year, row.month, row.globalUserName, row.vo, row.voGroup, row.voRole, slt, sl, row.nodeCount, row.processors]);
+    const g = groups.get(key) ?? row;
+    g.earliestEnd = Math.min(g.earliestEnd, r.endTime);
+    g.latestEnd = Math.max(g.latestEnd, r.endTime);
+    g.wall += r.wallSeconds;
+    g.cpu += r.cpuSeconds;
+    g.jobs += 1;
+    groups.set(key, g);
+  }
+  return [...groups.values()];
+}
+
+export function summaryMessage(site: ApelSite, rows: readonly SummaryRow[]): string {
+  return render(HEADER.summary, rows.map((g) => [
+    ["Site", site.site], ["Month", g.month], ["Year", g.year], ["GlobalUserName", g.globalUserName],
+    ["VO", g.vo], ["VOGroup", g.voGroup], ["VORole", g.voRole], ["SubmitHost", site.submitHost], ["InfrastructureType", "grid"],
+    ["ServiceLevelType", g.serviceLevelType], ["ServiceLevel", g.serviceLevel], ["NodeCount", g.nodeCount], ["Processors", g.processors],
+    ["EarliestEndTime", g.earliestEnd], ["LatestEndTime", g.latestEnd], ["WallDuration", g.wall], ["CpuDuration", g.cpu], ["NumberOfJobs", g.jobs],
+  ]));
+}
+
+/** Jobs per month of this submit host: APEL compares them with what it holds. */
+export function syncMessage(site: ApelSite, recs: readonly UsageRecord[]): string {
+  const months = new Map<string, number>();
+  for (const r of recs) {
+    const m = new Date(r.endTime * 1000).toISOString().slice(0, 7);
+    months.set(m, (months.get(m) ?? 0) + 1);
+  }
+  return render(HEADER.sync, [...months].sort().map(([m, n]) => [
+    ["Site", site.site], ["SubmitHost", site.submitHost], ["NumberOfJobs", n], ["Month", Number(m.slice(5, 7))], ["Year", Number(m.slice(0, 4))],
+  ]));
+}
+
+/**
+ * A message parsed back the way APEL's loader reads one (header up to the first `:`, records
+ * split on `%%`, `Key: value` split at the first `:`): for tests and `--dry-run` checks.
+ */
+export function parseMessage(text: string): { header: string; records: Record<string, string>[] } {
+  const nl = text.indexOf("\n");
+  const header = text.slice(0, nl).trim();
+  const records = text.slice(nl + 1).split("%%").map((chunk) => chunk.trim()).filter(Boolean).map((chunk) => {
+    const rec: Record<string, string> = {};
+    for (const line of chunk.split("\n")) {
+      const i = line.indexOf(":");
+      if (i < 0) throw new Error(`line without a colon: ${line}`);
+      rec[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+    }
+    return rec;
+  });
+  return { header, records };
+}
