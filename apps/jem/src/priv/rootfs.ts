@@ -100,9 +100,6 @@ export async function handOverPrivateTree(dir: string, top: Stats, to: { uid: nu
       const path = join(d, name);
       const st = await lstat(path);
       if (!ceUids.includes(st.uid) || entries.length >= max) return false;
-      // The input cache's links (staging/cache): the JEM's own, pointing at the job's hard link of
-      // a root-owned cached file. Left as they are: a link needs no owner, and is never followed.
-      if (st.isSymbolicLink()) continue;
       if (st.isDirectory()) todo.push(path);
       else if (!st.isFile() || st.nlink !== 1) return false;
       entries.push({ path, dir: st.isDirectory() });
