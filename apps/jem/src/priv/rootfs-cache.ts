@@ -2,7 +2,7 @@ import { constants, type Stats } from "node:fs";
 import { chmod, link, lstat, mkdir, open, opendir, readFile, rename, symlink, unlink, utimes, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { createFileIn, Dir, SessionFsError } from "@ce/sessionfs";
+import { createFileIn, Dir } from "@ce/sessionfs";
 import { removeTree } from "./rootfs.js";
 
 /**
@@ -234,7 +234,6 @@ export async function copyInto(place: SessionPlace, root: string, hash: string, 
     return st.size;
   } catch (e) {
     await unlink(place.dir.at(part)).catch(() => undefined);
-    if (e instanceof SessionFsError) throw e;
     throw e;
   } finally {
     await src.close();
