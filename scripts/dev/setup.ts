@@ -99,6 +99,8 @@ if (!existsSync(cfgPath)) {
     delegations: { encryptionKeyFile: keyFile },
     jobs: { queues: [{ name: "main" }] },
     lrms: { backend: "fork" },
+    // One input cache beside the session root (docs/cache.md): the JEM makes and owns it.
+    staging: { cache: { dirs: [{ path: `${state}/cache` }] } },
     admin: { tokenFile: adminFile },
     ...(asRoot ? { mapping: { rules: [{ name: "embedded default", match: "*", user: JOB_ACCOUNT }] } } : {}),
   };

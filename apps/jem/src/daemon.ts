@@ -19,6 +19,7 @@ import { createOutage, warnUnlessOutage } from "./outage.js";
 import { startPoller } from "./poller.js";
 import { Privileged } from "./priv/priv.js";
 import { periodicRecovery, recover } from "./recovery.js";
+import { startCacheCleaner } from "./staging/cache/cleaner.js";
 import { createStagingProcessor } from "./staging/worker.js";
 import { startWatcher } from "./watcher.js";
 
@@ -135,6 +136,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const fail = (name: string) => (job: Job | undefined, err: Error) =>
     warnUnlessOutage(outage, log, err, "queue job failed", { queue: name, jobId: job?.data && (job.data as { jobId?: string }).jobId });
   const processStaging = createStagingProcessor(ctx);
+  const cacheCleaner = config.staging.cache.dirs.length > 0 ? startCacheCleaner(ctx, config.staging.cache.dirs) : undefined;
   // Redis trouble inside a step does not fail the queue job (no attempt used, no log line per job):
   // the step waits for the episode to end and is redone from the start (every step is idempotent).
   const workers = [
@@ -182,6 +184,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         clearInterval(recoveryTimer);
         clearInterval(expiryTimer);
         await poller.stop();
+        await cacheCleaner?.stop();
         // Transfers are abandoned, not finished: the next JEM's recovery redoes them.
         for (const ac of ctx.aborts.values()) ac.abort();
         // Steps waiting for Redis give up now (their queue jobs are redone by the next JEM).

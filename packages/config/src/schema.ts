@@ -396,6 +396,35 @@ export const configSchema = z.object({
        * Only list areas that jobs cannot write.
        */
       localInputPrefixes: z.array(z.string().regex(/^\/[^\0]*[^/\0]\/?$/, "an absolute path other than /")).default([]),
+      /**
+       * The input cache (docs/cache.md): each remote input downloaded once per site and linked
+       * into every session that names it. Off while `dirs` is empty.
+       */
+      cache: z
+        .object({
+          /**
+           * Cache directories (on the file system the worker nodes see, like the session root).
+           * `drain`: files are used and cleaned but no new ones are stored; `readonly`: files are
+           * used (copied into sessions), never written nor cleaned.
+           */
+          dirs: z.array(z.object({ path: z.string().min(1), drain: z.boolean().default(false), readonly: z.boolean().default(false) })).default([]),
+          /** The `cache=` value of an input URL that names none (no, yes, check, invariant, renew, copy). */
+          default: z.enum(["no", "yes", "check", "invariant", "renew", "copy"]).default("yes"),
+          /** How long the origin's answer to "may this identity read this URL" is remembered. */
+          permissionSeconds: z.number().int().min(0).default(3_600),
+          /** The cleaner starts above this share of a cache file system's bytes (percent)… */
+          highWatermarkPercent: z.number().min(1).max(100).default(90),
+          /** …and removes least recently used files until usage is below this one. */
+          lowWatermarkPercent: z.number().min(0).max(100).default(80),
+          /** Bytes bounds that apply instead of the shares when set (a cache sharing its file system). */
+          highWatermarkBytes: z.number().int().positive().optional(),
+          lowWatermarkBytes: z.number().int().min(0).optional(),
+          /** Files unused for this long are removed whatever the usage; 0 keeps them. */
+          lifetimeSeconds: z.number().int().min(0).default(30 * 86_400),
+          /** How often the cleaner runs. */
+          cleanIntervalSeconds: z.number().int().positive().default(300),
+        })
+        .default({}),
     })
     .default({}),
 

@@ -1,5 +1,8 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
@@ -92,6 +95,24 @@ describe("ceadm", () => {
     expect(out).toMatch(/ACCEPTING\s+2/);
     expect(out).toMatch(/TOTAL\s+2/);
     expect(JSON.parse((await ceadm("stats", "--json")).stdout)).toMatchObject({ total: 2, states: { ACCEPTING: 2, RUNNING: 0 } });
+  });
+
+  it("shows the input cache's counters and files, and asks the JEMs for a clean", async () => {
+    await redis.hset(new Keys(prefix).cacheStats(), { hits: 19, misses: 1, bytesSaved: 247 });
+    expect(JSON.parse((await ceadm("cache", "stats", "--json")).stdout)).toMatchObject({ hits: 19, misses: 1, refused: 0, bytesSaved: 247, dirs: [] });
+    const off = await ceadm("cache", "clean");
+    expect(off.code).toBe(1);
+    expect(off.stderr).toContain("no cache directories are configured");
+    const dir = mkdtempSync(join(tmpdir(), "ceadm-cache-"));
+    mkdirSync(join(dir, "data", "ab"), { recursive: true });
+    writeFileSync(join(dir, "data", "ab", "ab12"), "cached");
+    writeFileSync(join(dir, "data", "ab", "ab12.meta"), JSON.stringify({ url: "https://origin.test/f" }));
+    const cfg = join(dir, "ce.yaml");
+    writeFileSync(cfg, `staging:\n  cache:\n    dirs:\n      - path: ${dir}\n`);
+    const listed = JSON.parse((await ceadm("--config", cfg, "cache", "list", "--json")).stdout);
+    expect(listed).toMatchObject([{ hash: "ab12", url: "https://origin.test/f", size: 6, links: 0 }]);
+    expect((await ceadm("--config", cfg, "cache", "clean")).stdout).toContain("cache clean requested");
+    expect(await redis.get(new Keys(prefix).cacheCleanRequest())).not.toBeNull();
   });
 
   it("exits 2 with usage on an unknown command", async () => {

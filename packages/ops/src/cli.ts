@@ -3,6 +3,7 @@ import type { Queue } from "bullmq";
 import { ConfigError, loadConfig } from "@ce/config";
 import { connectRedis, describeRedis } from "@ce/store";
 import type { LocalUser } from "@ce/model";
+import { cacheStats, listCache, requestCacheClean } from "./cache.js";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli-accounting.js";
 
@@ -19,7 +20,10 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   jobs clean <id>                                         queue a clean
   drain on|off|status                                     refuse / accept new jobs
   queues                                                  BullMQ job counts per queue
-  stats                                                   jobs per REST state${ACCOUNTING_USAGE}`;
+  stats                                                   jobs per REST state
+  cache stats                                             input cache hits, misses, bytes saved, usage per dir
+  cache list [--limit N]                                  cached files (reads the cache dirs: run as root)
+  cache clean                                             ask the JEMs for a cleaner pass now${ACCOUNTING_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -113,6 +117,27 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
         const st = await ops.stats();
         print(st, () => `${table(["STATE", "JOBS"], Object.entries(st.states).map(([s, n]) => [s, n]))}\n${"TOTAL".padEnd(11)}  ${st.total}`);
         return 0;
+      }
+      case "cache": {
+        if (sub === "stats") {
+          const st = await cacheStats(redis, config);
+          print(st, () =>
+            `hits ${st.hits}  misses ${st.misses}  refused ${st.refused}  bytes saved ${st.bytesSaved}\n` +
+            table(["DIR", "FILES", "BYTES", "IN USE", "USED", "HIGH", "MEASURED"], st.dirs.map((d) => [d.dir, d.files, d.bytes, d.inUse, d.used, d.high, iso(d.at)])),
+          );
+          return 0;
+        }
+        if (sub === "list") {
+          const files = await listCache(config, values.limit ? Number(values.limit) : undefined);
+          print(files, () => table(["HASH", "BYTES", "LINKS", "LAST USE", "URL"], files.map((f) => [f.hash.slice(0, 16), f.size, f.links, iso(f.lastUse), f.url])));
+          return 0;
+        }
+        if (sub === "clean") {
+          await requestCacheClean(redis, config);
+          print({ requested: true }, () => "cache clean requested: a JEM runs the cleaner within seconds (see ceadm cache stats)");
+          return 0;
+        }
+        throw new UsageError(`unknown cache command: ${sub ?? "(none)"}`);
       }
       default:
         throw new UsageError(`unknown command: ${cmd}`);

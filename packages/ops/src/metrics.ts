@@ -18,6 +18,8 @@ export const METRIC_CATALOG = {
   batchCallDuration: { name: "ce_batch_call_duration_seconds", help: "Duration of calls into the batch system", labelNames: ["backend", "op"] },
   stagingBytes: { name: "ce_staging_bytes_total", help: "Bytes transferred by data staging", labelNames: ["direction"] },
   stagingFailures: { name: "ce_staging_failures_total", help: "Failed data staging transfers", labelNames: ["direction"] },
+  cacheLookups: { name: "ce_cache_lookups_total", help: "Cached inputs: hit (served from the cache), miss (downloaded into it), refused (the origin refused the user)", labelNames: ["result"] },
+  cacheSavedBytes: { name: "ce_cache_saved_bytes_total", help: "Bytes served from the input cache instead of the origin", labelNames: [] },
   queueDepth: { name: "ce_queue_depth", help: "BullMQ jobs per internal queue and state", labelNames: ["queue", "state"] },
 } as const;
 
@@ -55,6 +57,8 @@ export interface CeMetrics {
   readonly batchCallDuration: Histogram<Labels<"batchCallDuration">>;
   readonly stagingBytes: Counter<Labels<"stagingBytes">>;
   readonly stagingFailures: Counter<Labels<"stagingFailures">>;
+  readonly cacheLookups: Counter<Labels<"cacheLookups">>;
+  readonly cacheSavedBytes: Counter;
   readonly queueDepth: Gauge<Labels<"queueDepth">>;
   observeRequest(route: string, method: string, status: number, seconds: number): void;
   countSubmission(result: SubmissionResult, n?: number): void;
@@ -63,6 +67,8 @@ export interface CeMetrics {
   timeBatchCall<T>(backend: string, op: BatchOp, fn: () => Promise<T>): Promise<T>;
   addStagingBytes(direction: Direction, bytes: number): void;
   countStagingFailure(direction: Direction): void;
+  /** One cached input's outcome; a hit adds its bytes to the bytes saved. */
+  countCache(result: "hit" | "miss" | "refused", bytes?: number): void;
 }
 
 /** Caches an async read for `ms` and shares one in-flight read between concurrent callers. */
@@ -134,6 +140,8 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
   });
   const stagingBytes = new Counter({ ...METRIC_CATALOG.stagingBytes, labelNames: [...METRIC_CATALOG.stagingBytes.labelNames], ...reg });
   const stagingFailures = new Counter({ ...METRIC_CATALOG.stagingFailures, labelNames: [...METRIC_CATALOG.stagingFailures.labelNames], ...reg });
+  const cacheLookups = new Counter({ ...METRIC_CATALOG.cacheLookups, labelNames: [...METRIC_CATALOG.cacheLookups.labelNames], ...reg });
+  const cacheSavedBytes = new Counter({ ...METRIC_CATALOG.cacheSavedBytes, labelNames: [], ...reg });
 
   const countBatchCall = (backend: string, op: BatchOp, result: BatchResult, seconds?: number) => {
     batchCalls.inc({ backend, op, result });
@@ -149,6 +157,8 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
     batchCallDuration,
     stagingBytes,
     stagingFailures,
+    cacheLookups,
+    cacheSavedBytes,
     queueDepth,
     observeRequest: (route, method, status, seconds) => httpDuration.observe({ route, method, status: String(status) }, seconds),
     countSubmission: (result, n = 1) => submissions.inc({ result }, n),
@@ -167,6 +177,10 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
     },
     addStagingBytes: (direction, bytes) => stagingBytes.inc({ direction }, bytes),
     countStagingFailure: (direction) => stagingFailures.inc({ direction }),
+    countCache: (result, bytes) => {
+      cacheLookups.inc({ result });
+      if (result === "hit" && bytes) cacheSavedBytes.inc(bytes);
+    },
   };
 }
 

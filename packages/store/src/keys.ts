@@ -105,6 +105,18 @@ export class Keys {
   abortChannel() { return `${this.prefix}:jem:abort`; }
   /** STRING: write probe of one process during a Redis outage (outage.ts); expires by itself. */
   health(who: string) { return `${this.prefix}:health:${who}`; }
+
+  // ── Input cache (apps/jem/src/staging/cache; the per-URL download lease is `lock("cache:<hash>")`) ──
+  /** STRING, expires after staging.cache.permissionSeconds: the origin gave the URL (hash) to this identity. */
+  cachePerm(identityKey: string, urlHash: string) { return `${this.prefix}:cache:perm:${identityKey}:${urlHash}`; }
+  /** STRING, kept for the cache lifetime: the origin gave the URL to this identity once (`cache=invariant`). */
+  cacheEver(identityKey: string, urlHash: string) { return `${this.prefix}:cache:ever:${identityKey}:${urlHash}`; }
+  /** HASH of CE-wide counters: hits, misses, bytesSaved, downloads, refused. */
+  cacheStats() { return `${this.prefix}:cache:stats`; }
+  /** HASH cache dir → JSON of its usage as the cleaner last measured it. */
+  cacheUsage() { return `${this.prefix}:cache:usage`; }
+  /** STRING: an operator's clean request (`ceadm cache clean`), taken by one JEM's cleaner. */
+  cacheCleanRequest() { return `${this.prefix}:cache:clean`; }
 }
 
 /**

@@ -127,6 +127,8 @@ export interface DownloadOptions {
   /** File mode of the result (0o755 for executables), given at creation of the temporary file. */
   mode?: number | undefined;
   onBytes?: (n: number) => void;
+  /** The response's headers, before the body is read (the input cache keeps ETag/Last-Modified). */
+  onHeaders?: (headers: Record<string, string | string[] | undefined>) => void;
 }
 
 /** Where a download lands: entry `name` of a session directory we hold open. */
@@ -152,6 +154,7 @@ export async function download(client: TransferClient, url: string, dest: Sessio
       await res.body.dump().catch(() => undefined);
       throw httpError(res.statusCode, `GET ${redact(url)}`);
     }
+    o.onHeaders?.(res.headers);
     const sum = parseChecksum(o.checksum);
     const hasher = sum ? checksummer(sum.alg) : undefined;
     let bytes = 0;

@@ -10,6 +10,7 @@ import { destinationPolicy } from "./destinations.js";
 import { fetchInput, sendOutput } from "./protocols/index.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
 import { refusalText, sessionSegments } from "./paths.js";
+import { cachedDownload, openInputCache, type InputCache } from "./cache/index.js";
 
 /** Transfers of one job running at once (the worker's concurrency bounds jobs). */
 const PER_JOB = 4;
@@ -36,6 +37,7 @@ export function createStagingProcessor(ctx: JemContext) {
         return undefined;
       })
     : Promise.resolve(undefined);
+  const cache = openInputCache(ctx);
 
   return async function processStaging(data: QueueCatalog["staging"]): Promise<void> {
     const job = await ctx.jobs.get(data.jobId);
@@ -58,7 +60,7 @@ export function createStagingProcessor(ctx: JemContext) {
       return c;
     };
     try {
-      if (data.direction === "in") await stageIn(ctx, job, ac, clientFor, slots);
+      if (data.direction === "in") await stageIn(ctx, job, ac, clientFor, slots, await cache);
       else await stageOut(ctx, job, ac, clientFor, slots);
     } finally {
       if (ctx.aborts.get(job.id) === ac) ctx.aborts.delete(job.id);
@@ -111,7 +113,7 @@ async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController,
   );
 }
 
-async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, slots: FairSlots): Promise<void> {
+async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, slots: FairSlots, cache: InputCache | undefined): Promise<void> {
   const desc = await readSpec(ctx, job.id);
   if (!desc) return;
   const done = (await readInputStatus(ctx, job.id)).paths;
@@ -131,6 +133,7 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
       const segs = sessionSegments(f.name);
       const { dir, name } = await openParent(session, segs, true);
       let size: number;
+      let fromCache = false;
       try {
         await removeEntry(dir, name!, `/${f.name}`).catch((e: unknown) => {
           if (!(e instanceof SessionFsError && e.kind === "missing")) throw e;
@@ -138,13 +141,18 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
         const client = await clientFor(f.delegationId ?? desc.delegationId);
         const dest = { dir, name: name!, at: `/${f.name}` };
         const o = { size: f.size, checksum: f.checksum, options: f.options, mode: f.executable ? 0o755 : undefined, localInputPrefixes: ctx.config.staging.localInputPrefixes };
-        size = await transfer(ctx, job, ac, slots, `download ${f.name}`, (signal, onBytes) => fetchInput(client, url, dest, { ...o, signal, onBytes }));
+        const get = (signal: AbortSignal, onBytes: (n: number) => void) => (into: typeof dest, onHeaders?: (h: Record<string, string | string[] | undefined>) => void) =>
+          fetchInput(client, url, into, { ...o, signal, onBytes, onHeaders });
+        // The input cache (cache/): one download per URL for the site, a link or copy for the job.
+        ({ bytes: size, fromCache } = await transfer(ctx, job, ac, slots, `download ${f.name}`, (signal, onBytes) =>
+          cachedDownload(ctx, cache, { job, desc, file: f, client, dest, signal, download: get(signal, onBytes) }),
+        ));
       } finally {
         await dir.close();
       }
       await appendInputs(ctx.control, job.id, [f.name]);
-      await ctx.control.append(job.id, "statistics", `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=no`);
-      await logErrors(ctx, job.id, `Staging: downloaded ${redact(url)} -> /${f.name} (${size} bytes)`);
+      await ctx.control.append(job.id, "statistics", `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=${fromCache ? "yes" : "no"}`);
+      await logErrors(ctx, job.id, `Staging: ${fromCache ? "from the cache:" : "downloaded"} ${redact(url)} -> /${f.name} (${size} bytes)`);
     } catch (e) {
       if (ac.signal.aborted) return;
       // Redis trouble (the credential lookup) is not the file's fault: the whole stage-in is redone after it.

@@ -27,6 +27,8 @@ export interface FetchOptions {
   checksum?: string | undefined;
   mode?: number | undefined;
   onBytes?: (n: number) => void;
+  /** The response headers of an http(s)/dav(s) download (the input cache keeps ETag and Last-Modified). */
+  onHeaders?: (h: Record<string, string | string[] | undefined>) => void;
   localInputPrefixes: readonly string[];
 }
 
@@ -42,10 +44,10 @@ export async function fetchInput(client: TransferClient, raw: string, dest: Sess
   switch (t.scheme) {
     case "http":
     case "https":
-      return download(client, t.url, dest, common);
+      return download(client, t.url, dest, { ...common, onHeaders: o.onHeaders });
     case "dav":
     case "davs":
-      return download(client, davToHttp(t.url), dest, common);
+      return download(client, davToHttp(t.url), dest, { ...common, onHeaders: o.onHeaders });
     case "root":
     case "roots":
       return xrootdDownload(client, t.url, dest, common);
