@@ -70,10 +70,12 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     if (ids.length > 0 && (await kick(ids, why))) await removeAll(events, ids.map((name) => ({ name, isDir: undefined })));
   };
   const removeAll = async (events: Dir, entries: Array<{ name: string; isDir: boolean | undefined }>) => {
-    // Files on the file thread (fsq.ts), one message for the lot, each unlinked through the held
-    // directory descriptor: unlink never follows the final link, and a missing entry is fine.
+    // Files on the file thread (fsq.ts), one message for the lot. The file thread opens `events/`
+    // itself (O_DIRECTORY|O_NOFOLLOW, its parents are the CE's) and unlinks each name relative to
+    // that descriptor (priv/rootfs-ops.ts): unlink never follows the final link, and a missing entry
+    // is fine. Not `events.at(name)`: that is a /proc/self/fd magic link, which O_NOFOLLOW refuses.
     const files = entries.filter((e) => e.isDir !== true);
-    const unlinked = await Promise.allSettled(files.map((e) => fsq.one(["unlink", events.at(e.name)])));
+    const unlinked = await Promise.allSettled(files.map((e) => fsq.one(["unlink", `${dir}/${e.name}`])));
     // Directories (and entries swapped for one since they were listed) go through @ce/sessionfs,
     // one at a time: a tree is walked from the held descriptor, no link followed.
     const dirs = [...entries.filter((e) => e.isDir === true), ...files.filter((_, i) => isDirError(unlinked[i]!))];
