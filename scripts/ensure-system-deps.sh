@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the CE and its tests run for real (idempotent; only what is missing).
 # Redis (server, tools, sentinel: tests/ha) and the ARC client are always needed for tests; Slurm/munge for the Slurm back end;
-# chromium for the browser checks. Pass package groups: base slurm arc browser (default: all).
+# chromium for the browser checks; prometheus (promtool and the server) for the alert-rule tests of deploy/monitoring.
+# Pass package groups: base slurm arc browser monitoring (default: all).
 set -euo pipefail
-groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base slurm arc browser)
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base slurm arc browser monitoring)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
@@ -11,6 +12,7 @@ for g in "${groups[@]}"; do
     slurm) want+=(slurm-wlm munge) ;;
     arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients) ;;
     browser) want+=(chromium) ;;
+    monitoring) want+=(prometheus) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done
