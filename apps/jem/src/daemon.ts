@@ -6,6 +6,7 @@ import type { CompiledConfig } from "@ce/config";
 import { AdvanceSet, ControlDir, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
 import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
 import { handleCommand } from "./commands.js";
+import { startHeartbeat } from "./heartbeat.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
 import { expiryPass } from "./expiry.js";
@@ -168,7 +169,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     if (outage.down) return;
     expiring = expiryPass(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "expiry pass failed"));
   }, config.jem.expiryIntervalMs);
-  log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir }, "JEM started");
+  const heartbeat = startHeartbeat(ctx);
+  log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir, instance: heartbeat.jem }, "JEM started");
 
   let stopping: Promise<void> | undefined;
   return {
@@ -186,6 +188,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         await Promise.all([...workers.map((w) => w.close()), loop.current?.stop()]);
         await Promise.all([expiring, recovering]);
         await watcher.stop();
+        await heartbeat.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
         await sub.unsubscribe().catch(() => undefined);
         sub.disconnect();
