@@ -26,6 +26,8 @@ export interface Stack {
   gateway(i: number): { pid: number | undefined; kill(signal: NodeJS.Signals): Promise<void>; restart(): void };
   /** The Redis key prefix of this CE. */
   prefix: string;
+  /** The JEM's pid (signals in tests: SIGSTOP/SIGCONT), undefined with `jem: false`. */
+  jemPid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -96,7 +98,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     return p;
   };
   const configs = Array.from({ length: n }, (_, i) => configFor(i));
-  if (o.jem !== false) procs.push(spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] }));
+  const jem = o.jem === false ? undefined : spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] });
+  if (jem) procs.push(jem);
   const gateways: ChildProcess[] = [];
   const spawnGateway = (i: number) => {
     const p = spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[i] }, stdio: ["ignore", out, out] });
@@ -161,6 +164,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     },
     logs: () => readFileSync(logFile, "utf8"),
     prefix,
+    jemPid: jem?.pid,
     gateway: (i) => ({
       pid: gateways[i]!.pid,
       kill: (signal) =>
