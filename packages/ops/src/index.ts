@@ -5,3 +5,5 @@ export * from "./admin-app.js";
 export * from "./logger.js";
 export * from "./health-metrics.js";
 export * from "./vos.js";
+export * from "./insight.js";
+export * from "./joblog.js";
