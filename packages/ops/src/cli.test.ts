@@ -158,7 +158,7 @@ describe("ceadm", () => {
       join(dir, "jem.log"),
       line({ jobId: id, from: "INLRMS", to: "FINISHING", reason: "Job failure detected", failure: "Walltime exceeded", msg: "state change" }) +
         line({ jobId: other, msg: "state change", note: `not ${id}!` }) +
-        line({ count: 2, moves: { "ACCEPTED -> PREPARING": [other, id] }, msg: "state changes" }) +
+        `jem-1  | ${line({ count: 2, moves: { "ACCEPTED -> PREPARING": [other, id] }, msg: "state changes" })}` +
         `not json ${id}\n`,
     );
     const res = await ceadm("jobs", "log", id);

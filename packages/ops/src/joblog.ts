@@ -29,8 +29,8 @@ export async function readStateHistory(control: { controlDir: string; sessionRoo
 
 /**
  * Every JSON log line of `file` that names the job: its `jobId`, or its id among a burst line's
- * lists (`state changes`, `submitted to the batch system`). Streams the file; lines that are not
- * JSON are skipped.
+ * lists (`state changes`, `submitted to the batch system`). Streams the file; lines without a JSON
+ * object are skipped.
  */
 export async function jemLogLines(file: string, id: string): Promise<Record<string, unknown>[]> {
   const needle = JSON.stringify(id);
@@ -39,7 +39,8 @@ export async function jemLogLines(file: string, id: string): Promise<Record<stri
   for await (const line of rl) {
     if (!line.includes(needle)) continue;
     try {
-      const o = JSON.parse(line) as unknown;
+      // From the first brace: `docker compose logs` and journal exports put a prefix before the JSON.
+      const o = JSON.parse(line.slice(Math.max(0, line.indexOf("{")))) as unknown;
       if (o && typeof o === "object" && mentions(o, id)) out.push(o as Record<string, unknown>);
     } catch {
       // not a pino line
