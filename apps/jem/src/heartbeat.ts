@@ -24,9 +24,17 @@ export function startHeartbeat(ctx: Pick<JemContext, "redis" | "config" | "log" 
     jem,
     async stop() {
       clearInterval(timer);
-      await beating;
+      // Bounded: during a Redis outage a write waits for Redis, and a stop must not.
+      await settleWithin(beating, STOP_WAIT_MS);
       // A JEM that stops cleanly is gone, not hanging: its beat goes with it.
-      await beats.forget(jem).catch(() => undefined);
+      await settleWithin(beats.forget(jem), STOP_WAIT_MS);
     },
   };
+}
+
+const STOP_WAIT_MS = 1_000;
+
+function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
 }
