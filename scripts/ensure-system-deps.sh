@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the CE and its tests run for real (idempotent; only what is missing).
 # Redis (server, tools, sentinel: tests/ha) and the ARC client are always needed for tests; Slurm/munge for the Slurm back end;
-# chromium for the browser checks; apache2 (mod_dav) and xrootd for the staging tests against real storage.
-# Pass package groups: base slurm arc browser storage (default: all).
+# chromium for the browser checks; apache2 (mod_dav) and xrootd for the staging tests against real storage;
+# prometheus (promtool and the server) for the alert-rule tests of deploy/monitoring.
+# Pass package groups: base slurm arc browser storage monitoring (default: all).
 set -euo pipefail
-groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base slurm arc browser storage)
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base slurm arc browser storage monitoring)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
@@ -13,6 +14,7 @@ for g in "${groups[@]}"; do
     arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients) ;;
     browser) want+=(chromium) ;;
     storage) want+=(apache2 xrootd-client xrootd-server) ;;
+    monitoring) want+=(prometheus) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done

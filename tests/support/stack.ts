@@ -30,6 +30,8 @@ export interface Stack {
   restartJem(opts?: { kill?: boolean }): Promise<void>;
   /** Whether the current JEM process is running. */
   jemAlive(): boolean;
+  /** The JEM's pid (signals in tests: SIGSTOP/SIGCONT), undefined with `jem: false`. */
+  readonly jemPid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -168,6 +170,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     },
     logs: () => readFileSync(logFile, "utf8"),
     prefix,
+    get jemPid() {
+      return jem?.pid;
+    },
     gateway: (i) => ({
       pid: gateways[i]!.pid,
       kill: (signal) =>

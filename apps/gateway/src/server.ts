@@ -9,7 +9,7 @@ import pino, { type Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
 import { AdvanceSet, ControlDir, DelegationStore, JobStore, connectRedis, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
-import { createLogger as createOpsLogger, createMetrics } from "@ce/ops";
+import { configuredVos, createLogger as createOpsLogger, createMetrics } from "@ce/ops";
 import { Mapper } from "@ce/mapping";
 import { createApp } from "./app.js";
 import { outageOf } from "./outage.js";
@@ -135,7 +135,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     keyPool: new KeyPool({ size: config.delegations.keyPoolSize }),
     logger,
     mapper,
-    metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands] }),
+    metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands], vos: configuredVos(config) }),
     closeRedis: clients.close,
   };
 }

@@ -7,6 +7,7 @@ import { AdvanceSet, ControlDir, DelegationStore, JobStore, Keys, connectRedis, 
 import { startAccounting } from "./accounting.js";
 import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
 import { handleCommand } from "./commands.js";
+import { startHeartbeat } from "./heartbeat.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
 import { expiryPass } from "./expiry.js";
@@ -173,7 +174,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   }, config.jem.expiryIntervalMs);
   // Usage records: the terminal move appends them to a stream; this writes them to the database.
   const accounting = startAccounting(config, clients.subscriber(), log, opts.metrics);
-  log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir }, "JEM started");
+  const heartbeat = startHeartbeat(ctx);
+  log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir, instance: heartbeat.jem }, "JEM started");
 
   let stopping: Promise<void> | undefined;
   return {
@@ -192,6 +194,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         await Promise.all([...workers.map((w) => w.close()), loop.current?.stop()]);
         await Promise.all([expiring, recovering, accounting.stop()]);
         await watcher.stop();
+        await heartbeat.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
         await sub.unsubscribe().catch(() => undefined);
         sub.disconnect();

@@ -1,7 +1,7 @@
 import { announceReady, failStartup, loadConfig } from "@ce/config";
 import { onFdStolen } from "@ce/sessionfs";
 import { connectRedis, type RedisOutage } from "@ce/store";
-import { createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
+import { configuredVos, createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
 import { startJem } from "./daemon.js";
 
 /**
@@ -31,7 +31,7 @@ const { clients, queues, jem, admin } = await (async () => {
   const clients = connectRedis(config.redis, "jem");
   const redis = clients.redis;
   const queues = openQueues(config, undefined, clients.bull);
-  const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues });
+  const metrics = createMetrics({ role: "jem", redis, prefix: config.redis.prefix, queues, vos: configuredVos(config) });
   // Its connection errors belong to the daemon's outage episode (one line per outage, outage.ts).
   const episode: { outage?: RedisOutage } = {};
   redis.on("error", (e: unknown) => void episode.outage?.report(e));

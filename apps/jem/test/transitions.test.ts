@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canMove, IllegalMoveError, parseStatusFile } from "@ce/model";
 import type { Jem } from "../src/daemon.js";
 import { logSubmitted } from "../src/states/submit.js";
-import { logMove, repairControlFiles, transition } from "../src/states/transition.js";
-import { shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
+import { finish } from "../src/states/finishing.js";
+import { failToFinishing, logMove, repairControlFiles, transition } from "../src/states/transition.js";
+import { letJemSee, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 let jem: Jem;
@@ -154,6 +155,30 @@ describe("state change log lines", () => {
     logMove(debug, move("b", "PREPARING"));
     await turn();
     expect(debug.lines.map((l) => [l.msg, l.jobId])).toEqual([["state changes", undefined], ["state change", "a"], ["state change", "b"]]);
+  });
+
+  it("a failure's lines carry its reason: the move into FINISHING and the final \"Job failed\" move", async () => {
+    const info = capture("info");
+    const ctx = { ...jem.ctx, log: info.log };
+    // The job's lease is the test's: the running JEM leaves it alone.
+    const id = await submitTestJob(env, shellJob("true"), {}, { notify: false });
+    const job = (await env.jobs.get(id))!;
+    const failing = await failToFinishing(ctx, job, "Walltime exceeded: the job ran 11 s, limit 10 s", { state: "INLRMS", cause: "user" });
+    await turn();
+    await finish(ctx, failing!, {});
+    await turn();
+    expect(info.lines.map((l) => [l.to, l.reason, l.failure, l.failedCause])).toEqual([
+      ["FINISHING", "Job failure detected", "Walltime exceeded: the job ran 11 s, limit 10 s", "user"],
+      ["FINISHED", "Job failed", "Walltime exceeded: the job ran 11 s, limit 10 s", "user"],
+    ]);
+    await letJemSee(env, id);
+    // In a burst, the one info line groups the failed jobs by reason.
+    info.lines.length = 0;
+    logMove(info, { ...move("a", "FINISHING"), failure: "Node failure: n1" });
+    logMove(info, { ...move("b", "FINISHING"), failure: "Node failure: n1" });
+    logMove(info, move("c", "PREPARING"));
+    await turn();
+    expect(info.lines).toEqual([expect.objectContaining({ msg: "state changes", count: 3, failures: { "Node failure: n1": ["a", "b"] } })]);
   });
 
   it("submissions: alone one line with the job's local id; a burst in one turn one line of local ids by job", async () => {

@@ -147,7 +147,7 @@ describe("unknown keys stop the boot with one line naming the key, its source an
   });
 
   it("an unrelated name gets the keys known at that place instead of a guess", () => {
-    expect(() => compileConfig({ logging: { colour: true } } as never, dir)).toThrow(/unknown key "logging\.colour" in the configuration \(known keys here: level\)/);
+    expect(() => compileConfig({ logging: { colour: true } } as never, dir)).toThrow(/unknown key "logging\.colour" in the configuration \(known keys here: level, jemLogFile\)/);
   });
 
   it("in the environment: the variable and the variable it should have been", () => {

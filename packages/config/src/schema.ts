@@ -441,6 +441,11 @@ export const configSchema = z.object({
        * record (lost records). The walk is O(jobs on disk), so it runs rarely; 0 turns it off.
        */
       lostRecordSweepSeconds: z.number().int().min(0).default(3_600),
+      /**
+       * How often a JEM writes its heartbeat into Redis (`ce_jem_heartbeat_timestamp_seconds` on
+       * every /metrics); the alert calls a JEM stale after three missed beats.
+       */
+      heartbeatIntervalMs: z.number().int().min(200).default(5_000),
     })
     .default({}),
 
@@ -468,6 +473,8 @@ export const configSchema = z.object({
   logging: z
     .object({
       level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+      /** Where the JEM's log lines are kept (its stdout, as the process manager stores it): `ceadm jobs log` reads it. */
+      jemLogFile: z.string().optional(),
     })
     .default({}),
 

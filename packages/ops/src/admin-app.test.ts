@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { JobStore, Keys } from "@ce/store";
+import { AdvanceSet, JobStore, Keys } from "@ce/store";
 import { createAdminApp, startAdminServer } from "./admin-app.js";
 import { ADMIN_COOKIE } from "./auth.js";
 import { createMetrics } from "./metrics.js";
@@ -120,6 +120,30 @@ describe("admin app", () => {
     const api = await app.request("/queues/api/queues", { headers: { cookie } });
     expect(api.status).toBe(200);
     expect((await app.request(`/queues?token=wrong`)).status).toBe(401);
+  });
+
+  it("shows the JEM's work list in bull-board, read-only, with each job's record", async () => {
+    const adv = new AdvanceSet(redis, prefix);
+    await redis.del(adv.keys.advanceDue(), adv.keys.advanceInflight()); // creation rang every job
+    await adv.ring(["a1"]);
+    await adv.ring(["b1"], Date.now() + 600_000);
+    await adv.claim(10, 30_000, Date.now()); // a1 is now leased (active)
+    await adv.ring(["a2"]);
+    type BoardQueue = { name: string; counts: Record<string, number>; readOnlyMode: boolean; jobs: { id: string; name: string; data: Record<string, unknown> }[] };
+    const list = async (status: string) =>
+      ((await (await app.request(`/queues/api/queues?activeQueue=advance&status=${status}`, { headers: auth })).json()) as { queues: BoardQueue[] }).queues.find((q) => q.name === "advance")!;
+    const waiting = await list("waiting");
+    expect(waiting.readOnlyMode).toBe(true);
+    expect(waiting.counts).toMatchObject({ waiting: 1, delayed: 1, active: 1 });
+    expect(waiting.jobs).toMatchObject([{ id: "a2", name: "ACCEPTED", data: { state: "ACCEPTING", owner: "/CN=alice", queue: "main" } }]);
+    expect((await list("delayed")).jobs).toMatchObject([{ id: "b1", data: { owner: "/CN=bob", due: expect.any(String) } }]);
+    expect((await list("active")).jobs).toMatchObject([{ id: "a1", data: { leaseEnds: expect.any(String), requested: ["kill"] } }]);
+    const one = await app.request("/queues/api/queues/advance/b1", { headers: auth });
+    expect(await one.json()).toMatchObject({ job: { id: "b1" }, status: "delayed" });
+    // Nothing on the work list can be changed from the board.
+    expect((await app.request("/queues/api/queues/advance/pause", { method: "PUT", headers: auth })).status).toBeGreaterThanOrEqual(400);
+    expect((await app.request("/queues/api/queues/advance/b1/promote", { method: "PUT", headers: auth })).status).toBeGreaterThanOrEqual(400);
+    expect((await adv.scoreOf("b1")).due).toBeGreaterThan(Date.now());
   });
 
   it("listens on loopback and closes", async () => {

@@ -11,6 +11,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { CompiledConfig } from "@ce/config";
+import { AdvanceBoardAdapter } from "./advance-board.js";
 import { adminAuth, resolveAdminToken } from "./auth.js";
 import { AdminOps, OpsError } from "./ops.js";
 import type { Role } from "./metrics.js";
@@ -68,7 +69,8 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
     const board = new HonoAdapter(serveStatic);
     board.setBasePath(BOARD_PATH);
     createBullBoard({
-      queues: queues.map((q) => new BullMQAdapter(q)),
+      // The JEM's work list (a sorted set, not a BullMQ queue) next to the BullMQ queues, read-only.
+      queues: [new AdvanceBoardAdapter(redis, opts.config.redis.prefix), ...queues.map((q) => new BullMQAdapter(q))],
       serverAdapter: board,
       options: { uiConfig: { boardTitle: "CE queues" } },
     });

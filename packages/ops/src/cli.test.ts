@@ -1,23 +1,28 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { bullConnection, JobStore, Keys, openQueue } from "@ce/store";
+import { bullConnection, ControlDir, JobStore, Keys, openQueue } from "@ce/store";
 import { table } from "./cli.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 const prefix = `{ops-c-${randomBytes(4).toString("hex")}}`;
 let redis: Redis;
+const dir = mkdtempSync(join(tmpdir(), "ceadm-test-"));
+const control = new ControlDir(join(dir, "control"), join(dir, "sessions"));
 
 /** Spawns `ceadm` exactly as `pnpm ceadm` does (node --import tsx), configured through CE__* only. */
 async function ceadm(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, CE__REDIS__URL: inject("redisUrl"), CE__REDIS__PREFIX: prefix, CE_CONFIG: "" };
+  const env = {
+    ...process.env, CE__REDIS__URL: inject("redisUrl"), CE__REDIS__PREFIX: prefix, CE_CONFIG: "",
+    CE__PATHS__CONTROL_DIR: control.root, CE__PATHS__SESSION_ROOT: control.sessionRoot, CE__LOGGING__JEM_LOG_FILE: join(dir, "jem.log"),
+  };
   try {
     const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "packages/ops/src/cli.ts", ...args], { cwd: root, env });
     return { code: 0, stdout, stderr };
@@ -31,11 +36,18 @@ beforeAll(async () => {
   redis = new Redis(inject("redisUrl"));
   const store = new JobStore(redis, prefix);
   const rec = (id: string, owner: string) => JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
-  const mapped = { ...rec("c1", "/DC=org/CN=alice"), localUser: { account: "grid007", uid: 5007, gid: 100, groups: [100, 5000], rule: "mapping.rules[1] pool atlas" } };
+  const mapped = {
+    ...rec("c1", "/DC=org/CN=alice"), jobName: "calibration-run-42", fqans: ["/atlas/Role=production"],
+    localUser: { account: "grid007", uid: 5007, gid: 100, groups: [100, 5000], rule: "mapping.rules[1] pool atlas" },
+  };
   await store.create([mapped, rec("c2", "/DC=org/CN=bob")], 100);
+  // c2 has sat in ACCEPTED for 7 hours (stuck past the 6 h default); c1 failed a minute ago.
+  await store.update((await store.get("c2"))!, { stateSince: Date.now() - 7 * 3_600_000 });
+  await store.update((await store.get("c1"))!, { failure: "Walltime exceeded: 3600 s limit", failedCause: "user", failedState: "INLRMS", exitCode: 271 });
 });
 afterAll(async () => {
   await redis.quit();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 describe("ceadm", () => {
@@ -46,7 +58,9 @@ describe("ceadm", () => {
   it("lists jobs as a table and as JSON, filtered by owner and state", async () => {
     const human = await ceadm("jobs", "list");
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/^ID\s+STATE\s+INTERNAL\s+QUEUE\s+CREATED\s+OWNER/);
+    expect(human.stdout).toMatch(/^ID\s+STATE\s+INTERNAL\s+AGE\s+NAME\s+ACCOUNT\s+VO\s+QUEUE\s+OWNER/);
+    expect(human.stdout).toMatch(/c1\s+ACCEPTING\s+ACCEPTED\s+\d+s\s+calibration-run-42\s+grid007\s+atlas\s+main\s+\/DC=org\/CN=alice/);
+    expect(human.stdout).toMatch(/c2\s+ACCEPTING\s+ACCEPTED\s+7h\s+-\s+-\s+-\s+main/);
     expect(human.stdout).toContain("/DC=org/CN=alice");
     expect(human.stdout).toContain("2 of 2 job(s)");
     const json = JSON.parse((await ceadm("--json", "jobs", "list", "--owner", "/DC=org/CN=bob", "--state", "ACCEPTING")).stdout);
@@ -59,7 +73,18 @@ describe("ceadm", () => {
   it("shows one job, and fails cleanly for a missing one", async () => {
     const shown = JSON.parse((await ceadm("jobs", "show", "c1", "--json")).stdout);
     expect(shown).toMatchObject({ id: "c1", owner: "/DC=org/CN=alice", state: "ACCEPTED", localUser: { account: "grid007", uid: 5007, gid: 100 } });
-    expect((await ceadm("jobs", "show", "c1")).stdout).toMatch(/localUser\s+grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/);
+    const human = (await ceadm("jobs", "show", "c1")).stdout;
+    // State and failure come first, then who and where; not every raw field.
+    expect(human.split("\n").slice(0, 4)).toEqual([
+      "Job c1",
+      expect.stringMatching(/^  State +ACCEPTING \(ACCEPTED\) for \d+s, since /),
+      "  Failure    Walltime exceeded: 3600 s limit",
+      "  Failed     cause user, in INLRMS (restart point), 0 restart(s) left",
+    ]);
+    expect(human).toMatch(/  Account +grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/);
+    expect(human).toMatch(/  VO +atlas \(\/atlas\/Role=production\)\n/);
+    expect(human).not.toContain("ownerKey");
+    expect((await ceadm("jobs", "show", "--all", "c1")).stdout).toMatch(/localUser\s+grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/);
     const missing = await ceadm("jobs", "show", "zz");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("job zz not found");
@@ -113,6 +138,66 @@ describe("ceadm", () => {
     expect(listed).toMatchObject([{ hash: "ab12", url: "https://origin.test/f", size: 6, links: 0 }]);
     expect((await ceadm("--config", cfg, "cache", "clean")).stdout).toContain("cache clean requested");
     expect(await redis.get(new Keys(prefix).cacheCleanRequest())).not.toBeNull();
+  });
+
+  it("lists jobs past their age in state, oldest first", async () => {
+    const res = await ceadm("jobs", "stuck");
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/^ID\s+STATE\s+INTERNAL\s+AGE\s+LIMIT/);
+    expect(res.stdout).toMatch(/c2\s+ACCEPTING\s+ACCEPTED\s+7h\s+6h/);
+    expect(res.stdout).not.toMatch(/^c1 /m);
+    expect(JSON.parse((await ceadm("--json", "jobs", "stuck", "--older-than", "0s", "--state", "accepted")).stdout).jobs.map((j: { id: string }) => j.id)).toEqual(["c2", "c1"]);
+    expect((await ceadm("jobs", "stuck", "--state", "INLRMS")).stderr).toContain("INLRMS has no default age: give --older-than");
+    expect((await ceadm("jobs", "stuck", "--older-than", "soon")).stderr).toContain('bad duration "soon"');
+  });
+
+  it("summarizes jobs by VO, owner and state", async () => {
+    const res = await ceadm("summary");
+    expect(res.stdout).toMatch(/^VO\s+TOTAL\s+ACCEPTING\n/);
+    expect(res.stdout).toMatch(/^atlas\s+1\s+1$/m);
+    expect(res.stdout).toMatch(/^none\s+1\s+1$/m);
+    expect(res.stdout).toMatch(/^OWNER\s+TOTAL\s+ACCEPTING\n/m);
+    expect(res.stdout).toMatch(/^\/DC=org\/CN=bob\s+1\s+1$/m);
+    const json = JSON.parse((await ceadm("--json", "summary", "--by", "state")).stdout);
+    expect(json.state).toEqual({ total: 2, groups: [{ key: "ACCEPTED", total: 2, states: { ACCEPTING: 2 } }] });
+    expect((await ceadm("summary", "--by", "colour")).stderr).toContain("--by colour: one of vo, owner, state");
+  });
+
+  it("tells a job's story: its state history and every JEM log line naming it", async () => {
+    // Control directories take only real job ids.
+    const id = "0a1b2c3d-0000-4000-8000-00000000c1c1";
+    const other = "0a1b2c3d-0000-4000-8000-00000000c1c2";
+    const store = new JobStore(redis, prefix);
+    await store.create([JobStore.newRecord({ id, owner: "/DC=org/CN=alice", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 })], 100);
+    mkdirSync(control.jobDir(id), { recursive: true });
+    writeFileSync(control.file(id, "errors"), "2025-01-01T00:00:00Z Job state change ACCEPTED -> PREPARING   Reason: admitted\n");
+    const line = (o: object) => `${JSON.stringify({ level: 30, time: Date.parse("2025-01-01T00:00:01Z"), pid: 1, ...o })}\n`;
+    writeFileSync(
+      join(dir, "jem.log"),
+      line({ jobId: id, from: "INLRMS", to: "FINISHING", reason: "Job failure detected", failure: "Walltime exceeded", msg: "state change" }) +
+        line({ jobId: other, msg: "state change", note: `not ${id}!` }) +
+        `jem-1  | ${line({ count: 2, moves: { "ACCEPTED -> PREPARING": [other, id] }, msg: "state changes" })}` +
+        `not json ${id}\n`,
+    );
+    const res = await ceadm("jobs", "log", id);
+    expect(res.code).toBe(0);
+    const out = res.stdout;
+    expect(out).toContain("Job state change ACCEPTED -> PREPARING   Reason: admitted");
+    expect(out).toMatch(/2025-01-01T00:00:01.000Z INFO  state change from=INLRMS to=FINISHING reason=Job failure detected failure=Walltime exceeded/);
+    expect(out).toMatch(/state changes count=2 moves=/);
+    // Another job's line (even one whose text contains the id) and a line that is not JSON are not shown.
+    expect(out.match(/INFO  state change /g)).toHaveLength(1);
+    expect(out).not.toContain("note=");
+    expect(out).not.toContain("not json");
+    const missing = await ceadm("jobs", "log", "zz", "--log", join(dir, "nope.log"));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("job zz not found");
+    const noLog = await ceadm("jobs", "log", other.replace("c1c2", "c1c3"), "--log", join(dir, "nope.log"));
+    expect(noLog.code).toBe(1); // neither file nor record knows it
+    await store.create([JobStore.newRecord({ id: other, owner: "/DC=org/CN=bob", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 })], 100);
+    const noFiles = await ceadm("jobs", "log", other, "--log", join(dir, "nope.log"));
+    expect(noFiles.stdout).toContain("unreadable: no such file (the job was cleaned, or never admitted)");
+    expect(noFiles.stdout).toContain("unreadable: no such file (give --log FILE or set logging.jemLogFile)");
   });
 
   it("exits 2 with usage on an unknown command", async () => {

@@ -2,10 +2,12 @@ import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { ConfigError, loadConfig } from "@ce/config";
 import { connectRedis, describeRedis } from "@ce/store";
-import type { LocalUser } from "@ce/model";
 import { cacheStats, listCache, requestCacheClean } from "./cache.js";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli-accounting.js";
+import { iso, table } from "./cli/format.js";
+import * as jobs from "./cli/jobs.js";
+import { summaryCommand } from "./cli/summary.js";
 
 /**
  * `ceadm`: the operator's command line. Reads the same configuration as the services (CE_CONFIG
@@ -14,12 +16,15 @@ import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli
 
 const USAGE = `usage: ceadm [--json] [--config FILE] <command>
 
-  jobs list [--owner DN] [--state S[,S...]] [--limit N]   jobs, newest first
-  jobs show <id>                                          one job record
+  jobs list [--owner DN] [--state S[,S...]] [--limit N]   jobs, newest first (AGE = time in state)
+  jobs show [--all] <id>                                  one job: state and failure first
+  jobs stuck [--older-than 30m|6h|2d] [--state S,...]     jobs past an age in their internal state
+  jobs log [--log FILE] <id>                              state history and the JEM's log lines of a job
   jobs kill <id>                                          queue a kill (as REST would)
   jobs clean <id>                                         queue a clean
+  summary [--by vo,owner,state] [--active] [--limit N]    jobs per VO / owner / state and REST state
   drain on|off|status                                     refuse / accept new jobs
-  queues                                                  BullMQ job counts per queue
+  queues                                                  BullMQ job counts per queue and the work list
   stats                                                   jobs per REST state
   cache stats                                             input cache hits, misses, bytes saved, usage per dir
   cache list [--limit N]                                  cached files (reads the cache dirs: run as root)
@@ -27,14 +32,8 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
 
 class UsageError extends Error {}
 
-/** Plain aligned columns; good enough for a terminal and for `grep`/`awk`. */
-export function table(headers: string[], rows: (string | number | undefined)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((v) => (v === undefined ? "-" : String(v))))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i]?.length ?? 0)));
-  return cells.map((r) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join("  ")).join("\n");
-}
-
-const iso = (ms: number | undefined) => (ms ? new Date(ms).toISOString().replace(/\.\d+Z$/, "Z") : undefined);
+export { table } from "./cli/format.js";
+export { showField } from "./cli/jobs.js";
 
 export async function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -50,6 +49,11 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
       to: { type: "string" },
       out: { type: "string" },
       "dry-run": { type: "boolean", default: false },
+      all: { type: "boolean", default: false },
+      "older-than": { type: "string" },
+      log: { type: "string" },
+      by: { type: "string" },
+      active: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -77,24 +81,15 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     if (needsQueues) queues = openQueues(config, undefined, clients.bull);
     const ops = new AdminOps(redis, config.redis.prefix, queues);
     const print = (json: unknown, human: () => string) => out(values.json ? JSON.stringify(json, null, 2) : human());
+    const c = { ops, config, json: values.json, out, values };
 
     switch (cmd) {
       case "jobs": {
-        if (sub === "list") {
-          const limit = values.limit ? Number(values.limit) : undefined;
-          const res = await ops.listJobs({ owner: values.owner, states: ops.parseStates(values.state), limit });
-          print(res, () =>
-            `${table(["ID", "STATE", "INTERNAL", "QUEUE", "CREATED", "OWNER"], res.jobs.map((j) => [j.id, j.rest, j.state, j.queue, iso(j.created), j.owner]))}\n` +
-            `${res.jobs.length} of ${res.total} job(s)`,
-          );
-          return 0;
-        }
+        if (sub === "list") return await jobs.listJobs(c);
+        if (sub === "stuck") return await jobs.stuck(c);
         if (!arg) throw new UsageError(`jobs ${sub ?? ""}: a job id is required`);
-        if (sub === "show") {
-          const r = await ops.getJob(arg);
-          print(r, () => table(["FIELD", "VALUE"], Object.entries(r).map(([k, v]) => [k, showField(k, v)])));
-          return 0;
-        }
+        if (sub === "show") return await jobs.show(c, arg);
+        if (sub === "log") return await jobs.log(c, arg);
         if (sub === "kill" || sub === "clean") {
           const res = await ops.command(sub, arg, `ceadm-${process.pid}-${Date.now()}`);
           print(res, () => (res.queued ? `${sub} of job ${arg} queued` : `${sub} of job ${arg}: nothing to do (the job already ended)`));
@@ -102,6 +97,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
         }
         throw new UsageError(`unknown jobs command: ${sub ?? "(none)"}`);
       }
+      case "summary":
+        return await summaryCommand(c);
       case "drain": {
         if (sub !== "on" && sub !== "off" && sub !== "status") throw new UsageError("drain on|off|status");
         const st = sub === "status" ? await ops.drainStatus() : await ops.setDrain(sub === "on");
@@ -146,17 +143,6 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     await Promise.all(queues.map((q) => q.close()));
     await clients.close();
   }
-}
-
-/** One record field for `jobs show`: times as ISO, the mapped account spelled out. */
-export function showField(k: string, v: unknown): string {
-  if (k === "localUser" && v && typeof v === "object") {
-    const u = v as LocalUser;
-    return `${u.account} (uid ${u.uid}, gid ${u.gid}, groups ${u.groups?.join(",") ?? "-"}; by ${u.rule})`;
-  }
-  if (k === "fqans" && Array.isArray(v)) return v.join(", ");
-  if (typeof v === "object") return JSON.stringify(v);
-  return /^(created|updated|stateSince|startedAt|endedAt|cleanupAt|removeAt|delegationExpires)$/.test(k) ? (iso(v as number) ?? "-") : String(v);
 }
 
 // Run only as a program, not when a test imports `main`/`table`.

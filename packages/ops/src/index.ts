@@ -3,3 +3,7 @@ export * from "./auth.js";
 export * from "./ops.js";
 export * from "./admin-app.js";
 export * from "./logger.js";
+export * from "./health-metrics.js";
+export * from "./vos.js";
+export * from "./insight.js";
+export * from "./joblog.js";

@@ -5,6 +5,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { REST_STATES } from "@ce/model";
 import { AdvanceSet, JobStore } from "@ce/store";
+import { cachedRead as cached, registerHealthMetrics, withDeadline } from "./health-metrics.js";
 
 /**
  * The CE's metric catalog. Names and label sets are fixed here so dashboards and alerts have one
@@ -44,6 +45,10 @@ export interface MetricsOptions {
   queues?: readonly Queue[] | undefined;
   /** Scrape-time Redis reads are cached this long, so several scrapers cost one round trip. Default 2000. */
   cacheMs?: number | undefined;
+  /** VO names that get their own `vo` label value (the configured VOs: `configuredVos`); others are `other`. */
+  vos?: readonly string[] | undefined;
+  /** The per-VO and job-age read walks every active job: cached this long (ms). Default 10,000. */
+  agesCacheMs?: number | undefined;
   /** Node process metrics (CPU, RSS, event loop lag, GC). Default true. */
   defaultMetrics?: boolean | undefined;
 }
@@ -71,22 +76,8 @@ export interface CeMetrics {
   countCache(result: "hit" | "miss" | "refused", bytes?: number): void;
 }
 
-/** Caches an async read for `ms` and shares one in-flight read between concurrent callers. */
-function cached<T>(ms: number, read: () => Promise<T>): () => Promise<T> {
-  let at = 0;
-  let value: Promise<T> | undefined;
-  return () => {
-    const now = Date.now();
-    if (!value || now - at > ms) {
-      at = now;
-      value = read().catch((e: unknown) => {
-        at = 0; // a failed read is not cached
-        throw e;
-      });
-    }
-    return value;
-  };
-}
+/** A scrape-time Redis read slower than this gives up (the scrape still answers, without those series). */
+const READ_TIMEOUT_MS = 2_000;
 
 export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
   const registry = new Registry();
@@ -96,32 +87,41 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
   const reg = { registers: [registry] };
 
   const { redis, prefix } = opts;
-  const readJobs = redis && prefix ? cached(cacheMs, () => readJobCounts(redis, prefix)) : undefined;
+  const readJobs = redis && prefix ? cached(cacheMs, () => withDeadline(readJobCounts(redis, prefix), READ_TIMEOUT_MS, "job counts")) : undefined;
   const jobs = new Gauge({
     ...METRIC_CATALOG.jobs,
     labelNames: [...METRIC_CATALOG.jobs.labelNames],
     ...reg,
     async collect() {
       if (!readJobs) return;
-      const counts = await readJobs();
+      // Redis away: the series go (ce_redis_up says why) rather than fail the whole scrape.
+      const counts = await readJobs().catch(() => undefined);
+      this.reset();
+      if (!counts) return;
       for (const s of REST_STATES) this.set({ state: s, queue: "*" }, counts[s] ?? 0);
     },
   });
 
   const queues = opts.queues ?? [];
   const advance = redis && prefix ? new AdvanceSet(redis, prefix) : undefined;
-  const readDepth = cached(cacheMs, async () => ({ ...(await readQueueDepth(queues)), ...(advance ? { advance: await readAdvanceDepth(advance) } : {}) }));
+  const readDepth = cached(cacheMs, () =>
+    withDeadline((async () => ({ ...(await readQueueDepth(queues)), ...(advance ? { advance: await readAdvanceDepth(advance) } : {}) }))(), READ_TIMEOUT_MS, "queue depths"),
+  );
   const queueDepth = new Gauge({
     ...METRIC_CATALOG.queueDepth,
     labelNames: [...METRIC_CATALOG.queueDepth.labelNames],
     ...reg,
     async collect() {
       if (queues.length === 0 && !advance) return;
-      for (const [queue, counts] of Object.entries(await readDepth())) {
+      const depth = await readDepth().catch(() => undefined);
+      this.reset();
+      for (const [queue, counts] of Object.entries(depth ?? {})) {
         for (const state of QUEUE_DEPTH_STATES) this.set({ queue, state }, counts[state] ?? 0);
       }
     },
   });
+
+  if (redis && prefix) registerHealthMetrics(registry, { redis, prefix, vos: opts.vos, cacheMs, agesCacheMs: opts.agesCacheMs, timeoutMs: READ_TIMEOUT_MS });
 
   const submissions = new Counter({ ...METRIC_CATALOG.submissions, labelNames: [...METRIC_CATALOG.submissions.labelNames], ...reg });
   const httpDuration = new Histogram({

@@ -2,7 +2,7 @@ import { Queue, type ConnectionOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CompiledConfig } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
-import { AdvanceSet, bullConnection, CeFlags, requestCommands, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+import { AdvanceSet, bullConnection, voOf, CeFlags, requestCommands, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
 import { readAdvanceDepth } from "./metrics.js";
 
 /**
@@ -24,6 +24,21 @@ export interface JobRow {
   queue: string;
   created: number;
   updated: number;
+  /** When the job entered its current state (ms). */
+  stateSince: number;
+  name?: string | undefined;
+  /** The mapped local account. */
+  account?: string | undefined;
+  /** The VO of the job's first FQAN. */
+  vo?: string | undefined;
+}
+
+/** The list row of one record (ceadm, admin API). */
+export function jobRow(r: Pick<JobRecord, "id" | "owner" | "rest" | "state" | "pending" | "queue" | "created" | "updated" | "stateSince" | "jobName" | "localUser" | "fqans">): JobRow {
+  return {
+    id: r.id, owner: r.owner, rest: r.rest, state: r.pending ? `PENDING:${r.state}` : r.state, queue: r.queue, created: r.created, updated: r.updated,
+    stateSince: r.stateSince, name: r.jobName, account: r.localUser?.account, vo: voOf(r.fqans),
+  };
 }
 
 export class OpsError extends Error {
@@ -89,9 +104,7 @@ export class AdminOps {
 
   private async rows(ids: string[]): Promise<JobRow[]> {
     const recs = await this.store.getMany(ids);
-    return recs.filter((r): r is JobRecord => r !== undefined).map((r) => ({
-      id: r.id, owner: r.owner, rest: r.rest, state: r.pending ? `PENDING:${r.state}` : r.state, queue: r.queue, created: r.created, updated: r.updated,
-    }));
+    return recs.filter((r): r is JobRecord => r !== undefined).map(jobRow);
   }
 
   async getJob(id: string): Promise<JobRecord> {

@@ -82,6 +82,23 @@ export class AdvanceSet {
     return { due, timers: all - due, inflight };
   }
 
+  /**
+   * A page of the work list for operators (the admin page): `due` = due now, soonest first;
+   * `timers` = due later, soonest first; `inflight` = leased to a JEM, the lease ending first
+   * first. Each with its time (ms): due time, or lease end.
+   */
+  async page(kind: "due" | "timers" | "inflight", start: number, count: number, now = Date.now()): Promise<{ id: string; at: number }[]> {
+    const r =
+      kind === "inflight"
+        ? await this.redis.zrange(this.keys.advanceInflight(), start, start + count - 1, "WITHSCORES")
+        : kind === "due"
+          ? await this.redis.zrangebyscore(this.keys.advanceDue(), "-inf", now, "WITHSCORES", "LIMIT", start, count)
+          : await this.redis.zrangebyscore(this.keys.advanceDue(), `(${now}`, "+inf", "WITHSCORES", "LIMIT", start, count);
+    const out: { id: string; at: number }[] = [];
+    for (let i = 0; i + 1 < r.length; i += 2) out.push({ id: r[i]!, at: Number(r[i + 1]) });
+    return out;
+  }
+
   /** Whether a job is due or in flight (tests, ceadm). */
   async scoreOf(id: string): Promise<{ due?: number; inflight?: number }> {
     const [d, f] = await Promise.all([this.redis.zscore(this.keys.advanceDue(), id), this.redis.zscore(this.keys.advanceInflight(), id)]);

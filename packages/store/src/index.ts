@@ -15,6 +15,7 @@ export * from "./delegations.js";
 export * from "./activity.js";
 export * from "./quotas.js";
 export * from "./flags.js";
+export * from "./health.js";
 export * from "./locks.js";
 export * from "./ratelimit.js";
 export * from "./scripts.js";

@@ -103,6 +103,8 @@ export class Keys {
   lock(name: string) { return `${this.prefix}:jem:lock:${name}`; }
   /** Pub/sub CHANNEL: job ids whose running step (staging, submission) every JEM must abort. */
   abortChannel() { return `${this.prefix}:jem:abort`; }
+  /** HASH JEM instance → `<last beat ms>:<beat interval ms>` (health.ts): is a JEM alive, seen from any process. */
+  jemBeats() { return `${this.prefix}:jem:beats`; }
   /** STRING: write probe of one process during a Redis outage (outage.ts); expires by itself. */
   health(who: string) { return `${this.prefix}:health:${who}`; }
 

@@ -38,6 +38,7 @@ export const SCRIPTS = {
   cePoolLease: { file: "pool-lease", numberOfKeys: 3 },
   cePoolRelease: { file: "pool-release", numberOfKeys: 5 },
   ceCountSets: { file: "count-sets", numberOfKeys: undefined },
+  ceJobAges: { file: "job-ages", numberOfKeys: undefined, keysInLua: true },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | undefined; keysInLua?: true; bumpsRev?: true }>;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -55,21 +55,31 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
     // Redis already holds the truth; a missing control file is repaired by the next transition.
     jobLog(ctx, job).warn({ err: e }, "control files not updated after state change");
   }
-  logMove(ctx, { ...jobFields(job), from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason });
+  // A failure's line says what failed: the text of this failure, or on the final move the job's.
+  const failure = opts.failedLine ?? (to === "FINISHED" && next.outcome !== "success" ? next.failure : undefined);
+  logMove(ctx, { ...jobFields(job), from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason, ...(failure ? { failure, failedCause: next.failedCause } : {}) });
   await afterTransition(ctx, job, next).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "wake-up of pending jobs failed"));
   return next;
 }
 
-export type Move = ReturnType<typeof jobFields> & { from: string; to: string; rest: string; reason: string };
+export type Move = ReturnType<typeof jobFields> & { from: string; to: string; rest: string; reason: string; failure?: string; failedCause?: string | undefined };
+/** Failure texts in a burst line are cut to this length (the job's own line has all of it). */
+const FAILURE_KEY_MAX = 200;
 /**
  * The log of state changes: a lone move is one info line as ever ("state change", with the job's
  * and request's ids); the moves of a burst made in one turn of the event loop are one info line
- * ("state changes": job ids by move), each job's line then at debug (turn-log.ts).
+ * ("state changes": job ids by move, failed ones by reason), each job's line then at debug
+ * (turn-log.ts). A failure's line carries its text (`failure`) and whose it is (`failedCause`).
  */
 const logMoves = turnLog<Move>("state change", "state changes", (all) => {
   const byMove: Record<string, string[]> = {};
-  for (const x of all) (byMove[`${x.from} -> ${x.to}`] ??= []).push(x.jobId);
-  return { count: all.length, moves: byMove };
+  const failures: Record<string, string[]> = {};
+  for (const x of all) {
+    (byMove[`${x.from} -> ${x.to}`] ??= []).push(x.jobId);
+    if (x.failure) (failures[x.failure.slice(0, FAILURE_KEY_MAX)] ??= []).push(x.jobId);
+  }
+  // Failed jobs by reason, so a burst of failures says why at info level too.
+  return { count: all.length, moves: byMove, ...(Object.keys(failures).length ? { failures } : {}) };
 });
 export function logMove(ctx: Pick<JemContext, "log">, m: Move): void {
   logMoves(ctx, m);
