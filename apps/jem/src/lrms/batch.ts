@@ -1,6 +1,7 @@
-import { readFileSync, statSync } from "node:fs";
-import { isAbsolute, join, normalize, resolve, sep } from "node:path";
+import { readFileSync } from "node:fs";
+import { isAbsolute, join, normalize, sep } from "node:path";
 import type { CompiledConfig } from "@ce/config";
+import { defaultRtes, RteError, rteParams, rteScript, type RteConfig } from "@ce/store";
 import { BackendError, type BatchJobSpec } from "./types.js";
 
 /**
@@ -40,7 +41,8 @@ export interface BatchFile {
     startTime: number | null;
   };
   project: string | null;
-  runtimeEnvironments: Array<{ name: string; path: string; options: string[] }>;
+  /** `params`: the site's parameters of the RTE (`ceadm rte params`), set before each stage. */
+  runtimeEnvironments: Array<{ name: string; path: string; options: string[]; params: Array<{ name: string; value: string }> }>;
   executable: string | null;
   arguments: string[];
   /** Session-relative (or /dev/null); null = /dev/null for stdin, discarded for stdout/stderr. */
@@ -51,6 +53,14 @@ export interface BatchFile {
   executableInputs: string[];
   environment: Array<{ name: string; value: string }>;
   slurm: { extraDirectives: string[] };
+  /** Raw batch-system requests an RTE made in stage 0 (`joboption_nodeproperty_N`; Slurm: `#SBATCH` lines). */
+  nodeProperties: string[];
+  /**
+   * Node-local scratch an RTE chose in stage 0 (`RUNTIME_LOCAL_SCRATCH_DIR`, e.g. `${WORKDIR}`):
+   * the wrapper runs the job there and moves the session back. A literal path or one variable
+   * (`$NAME`/`${NAME}`, expanded on the node), optionally followed by `/more`.
+   */
+  localScratchDir: string | null;
   /** Submission attempt: `tag` names it in the batch system; `resume` = it may be there already. */
   submit: { tag: string; resume: boolean };
   /** Fork containment (absent elsewhere): see BatchJobSpec.contain. */
@@ -82,33 +92,28 @@ function sessionPath(what: string, p: string | undefined): string | null {
   return n;
 }
 
-/** `<rteDir>/<NAME>`; names may contain `/` but never `..` or a leading `/`. */
-export function rtePath(rteDir: string, name: string): string {
-  if (!name || name.startsWith("/") || name.split("/").some((s) => s === ".." || s === "." || s === "")) {
-    fail(`invalid runtime environment name ${JSON.stringify(name)}`);
-  }
-  const p = resolve(rteDir, name);
-  if (!p.startsWith(resolve(rteDir) + sep)) fail(`invalid runtime environment name ${JSON.stringify(name)}`);
-  return p;
-}
-
-/** Requested RTEs + configured defaults, each resolved to an existing file (missing → submit fails). */
+/**
+ * Requested RTEs + the site's defaults (configured and `ceadm rte default`), each resolved to its
+ * script (an enabled/default link under the control dir, else `<rteDir>/<NAME>`) with its
+ * parameters. A missing one fails the submission, in A-REX's words.
+ */
 export function resolveRtes(spec: BatchJobSpec, config: CompiledConfig): BatchFile["runtimeEnvironments"] {
+  const cfg: RteConfig = { paths: { controlDir: config.paths.controlDir, rteDir: spec.rteDir }, jobs: config.jobs };
   const names = [...spec.runtimeEnvironments];
-  for (const d of config.jobs.defaultRuntimeEnvironments) if (!names.includes(d)) names.push(d);
+  for (const d of defaultRtes(cfg)) if (!names.includes(d)) names.push(d);
   return names.map((name) => {
-    const path = rtePath(spec.rteDir, name);
-    let ok = false;
+    let path: string | undefined;
     try {
-      ok = statSync(path).isFile();
-    } catch {
-      ok = false;
+      path = rteScript(cfg, name);
+    } catch (e) {
+      if (e instanceof RteError) fail(e.message);
+      throw e;
     }
-    if (!ok) fail(`Requested runtime environment ${name} is missing, broken or not enabled`);
+    if (!path) fail(`Requested runtime environment ${name} is missing, broken or not enabled`);
     const req = spec.description.runtimeEnvironments.find(
       (r) => r.name === name || (r.version !== undefined && `${r.name}-${r.version}` === name),
     );
-    return { name, path, options: req?.options ?? [] };
+    return { name, path, options: req?.options ?? [], params: rteParams(cfg, name) };
   });
 }
 
@@ -176,6 +181,8 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     executableInputs: d.inputFiles.filter((f) => f.executable).map((f) => sessionPath("input file", f.name)!),
     environment: env,
     slurm: { extraDirectives: [...config.lrms.slurm.extraDirectives] },
+    nodeProperties: [],
+    localScratchDir: null,
     submit: { tag: submitTag(spec), resume: spec.resume === true },
     contain: {
       cgroup: spec.contain?.cgroup ?? null,
@@ -227,6 +234,7 @@ export function renderBatchEnv(b: BatchFile): string {
     `JOB_PROJECT=${str(b.project)}`,
     `JOB_RTES=${shArray(b.runtimeEnvironments.map((x) => x.name))}`,
     `JOB_SLURM_EXTRA=${shArray(b.slurm.extraDirectives)}`,
+    `JOB_NODEPROPERTIES=${shArray(b.nodeProperties)}`,
     `JOB_TAG=${shq(b.submit.tag)}`,
     `JOB_RESUME=${b.submit.resume ? "yes" : "''"}`,
     `JOB_CGROUP=${str(b.contain.cgroup)}`,
@@ -270,6 +278,8 @@ export function renderJobScript(b: BatchFile, body: string): string {
     `JEM_RTE_NAMES=${shArray(b.runtimeEnvironments.map((r) => r.name))}`,
     `JEM_RTE_PATHS=${shArray(b.runtimeEnvironments.map((r) => r.path))}`,
     ...b.runtimeEnvironments.map((r, i) => `JEM_RTE_OPTS_${i}=${shArray(r.options)}`),
+    ...b.runtimeEnvironments.map((r, i) => `JEM_RTE_PARAMS_${i}=${shArray(r.params.map((p) => `${p.name}=${p.value}`))}`),
+    `JEM_LOCAL_SCRATCH=${str(b.localScratchDir)}`,
     `JEM_EXEC_INPUTS=${shArray(b.executableInputs)}`,
   ];
   return `${header.join("\n")}\n${body.replace(/^#!.*\n/, "")}`;
