@@ -1,9 +1,10 @@
 import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { ConfigError, loadConfig } from "@ce/config";
-import { connectRedis, describeRedis } from "@ce/store";
+import { connectRedis, describeRedis, RteError } from "@ce/store";
 import type { LocalUser } from "@ce/model";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
+import { RTE_USAGE, rteCommand, RteUsageError } from "./rte-cli.js";
 
 /**
  * `ceadm`: the operator's command line. Reads the same configuration as the services (CE_CONFIG
@@ -19,7 +20,7 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   drain on|off|status                                     refuse / accept new jobs
   queues                                                  BullMQ job counts per queue
   stats                                                   jobs per REST state
-`;
+${RTE_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -51,6 +52,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     return values.help ? 0 : 2;
   }
   const config = loadConfig(values.config ? { file: values.config } : {});
+  // Files under the control dir only: works without Redis.
+  if (cmd === "rte") return rteCommand(config, positionals.slice(1), (json, human) => out(values.json ? JSON.stringify(json, null, 2) : human()), table);
   // Fail fast instead of retrying forever when Redis is down.
   // ceadm logs in as the JEM's ACL user (an operator on the JEM's host can read its password file).
   const clients = connectRedis(config.redis, "ceadm");
@@ -133,9 +136,9 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e: unknown) => {
-      const usage = e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+      const usage = e instanceof UsageError || e instanceof RteUsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
       process.stderr.write(`ceadm: ${(e as Error).message}\n${usage ? USAGE : ""}`);
-      process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError ? 1 : 3);
+      process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError || e instanceof RteError ? 1 : 3);
     },
   );
 }

@@ -240,3 +240,14 @@ export function listRtes(cfg: RteConfig, systemDirs: readonly string[] = SYSTEM_
     params: rteParams(cfg, name),
   }));
 }
+
+const enabledCache = new WeakMap<object, { at: number; names: string[] }>();
+
+/** enabledRtes, read at most every `ttlMs` per configuration (the gateway asks at every submission). */
+export function enabledRtesCached(cfg: RteConfig, ttlMs = 5_000, now = Date.now()): string[] {
+  const hit = enabledCache.get(cfg);
+  if (hit && now - hit.at < ttlMs) return hit.names;
+  const names = enabledRtes(cfg);
+  enabledCache.set(cfg, { at: now, names });
+  return names;
+}

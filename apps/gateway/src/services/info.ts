@@ -1,7 +1,7 @@
 import { availableParallelism, totalmem } from "node:os";
 import { type El, type InfoInput, type JobCounts, type QueueInput, buildInfoDocument } from "@ce/glue2";
 import { REST_STATES, type RestState } from "@ce/model";
-import { CeFlags } from "@ce/store";
+import { CeFlags, enabledRtesCached } from "@ce/store";
 import type { Services } from "../context.js";
 import { outageOf } from "../outage.js";
 
@@ -76,7 +76,8 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
     totalSlots: slots,
     totalLogicalCpus: slots,
     workingAreaLifeTime: config.jobs.sessionLifetimeSeconds,
-    runtimeEnvironments: [...config.jobs.runtimeEnvironments],
+    // Configured plus `ceadm rte enable|default` (the control dir's rte/), as A-REX publishes rte/enabled.
+    runtimeEnvironments: enabledRtesCached(config),
     executionEnvironment: { logicalCpus: slots, mainMemorySize: Math.floor(totalmem() / 2 ** 20) },
     ...vosField(config.auth.allow),
     now,
