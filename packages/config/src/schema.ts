@@ -344,6 +344,23 @@ export const configSchema = z.object({
           binPath: z.string().default("/usr/bin"),
           /** Extra `#SBATCH` lines added to every job. */
           extraDirectives: z.array(z.string()).default([]),
+          /**
+           * Where a job goes in Slurm by who submitted it (docs/placement.md): the first rule whose
+           * `match` conditions all hold (`vo:`, `fqan:`, `group:`, `dn:`, `sub:`, `kind:`, `*`, as in
+           * auth.allow) gives the job's Slurm account (`-A`, over the description's project), QOS,
+           * partition and extra `#SBATCH` lines.
+           */
+          placement: z
+            .array(
+              z.object({
+                match: z.array(z.string().regex(/^(\*|(vo|fqan|group|dn|sub|kind):.+)$/, "a rule vo:, fqan:, group:, dn:, sub:, kind: or *")).min(1),
+                account: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+                qos: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+                partition: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+                directives: z.array(z.string().regex(/^[^\n\r]+$/, "one line")).default([]),
+              }),
+            )
+            .default([]),
         })
         .default({}),
     })

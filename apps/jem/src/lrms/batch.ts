@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, join, normalize, sep } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import { defaultRtes, RteError, rteParams, rteScript, type RteConfig } from "@ce/store";
+import { placementFor } from "./placement.js";
 import { BackendError, type BatchJobSpec } from "./types.js";
 
 /**
@@ -52,7 +53,11 @@ export interface BatchFile {
   /** Session-relative input files the wrapper makes executable. */
   executableInputs: string[];
   environment: Array<{ name: string; value: string }>;
-  slurm: { extraDirectives: string[] };
+  /**
+   * `extraDirectives`: lrms.slurm.extraDirectives, then the placement rule's; `account`/`qos`: the
+   * placement rule's (the account wins over `project`); `placementRule`: its index, or null.
+   */
+  slurm: { extraDirectives: string[]; account: string | null; qos: string | null; placementRule: number | null };
   /** Raw batch-system requests an RTE made in stage 0 (`joboption_nodeproperty_N`; Slurm: `#SBATCH` lines). */
   nodeProperties: string[];
   /**
@@ -139,6 +144,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     { name: "GRID_GLOBAL_JOBINTERFACE", value: "org.nordugrid.arcrest" },
     { name: "GRID_GLOBAL_JOBHOST", value: new URL(base).hostname },
   );
+  const place = placementFor(config, spec.owner, spec.fqans);
   const count = d.count ?? 1;
   if (!Number.isInteger(count) || count < 1) fail(`invalid slot count ${count}`);
   return {
@@ -157,7 +163,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     doneFile: join(spec.jobDir, "lrms_done"),
     eventFile: spec.eventFile ?? null,
     queue: spec.queue,
-    partition: spec.partition ?? queueCfg?.partition ?? spec.queue,
+    partition: place?.partition ?? spec.partition ?? queueCfg?.partition ?? spec.queue,
     credentialFile: spec.credentialFile ?? null,
     resources: {
       wallTimeSeconds: d.wallTimeSeconds ?? queueCfg?.defaultWallTimeSeconds ?? null,
@@ -180,7 +186,12 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     stderr: sessionPath("stderr", d.stderr),
     executableInputs: d.inputFiles.filter((f) => f.executable).map((f) => sessionPath("input file", f.name)!),
     environment: env,
-    slurm: { extraDirectives: [...config.lrms.slurm.extraDirectives] },
+    slurm: {
+      extraDirectives: [...config.lrms.slurm.extraDirectives, ...(place?.directives ?? [])],
+      account: place?.account ?? null,
+      qos: place?.qos ?? null,
+      placementRule: place?.rule ?? null,
+    },
     nodeProperties: [],
     localScratchDir: null,
     submit: { tag: submitTag(spec), resume: spec.resume === true },
@@ -234,6 +245,8 @@ export function renderBatchEnv(b: BatchFile): string {
     `JOB_PROJECT=${str(b.project)}`,
     `JOB_RTES=${shArray(b.runtimeEnvironments.map((x) => x.name))}`,
     `JOB_SLURM_EXTRA=${shArray(b.slurm.extraDirectives)}`,
+    `JOB_SLURM_ACCOUNT=${str(b.slurm.account)}`,
+    `JOB_SLURM_QOS=${str(b.slurm.qos)}`,
     `JOB_NODEPROPERTIES=${shArray(b.nodeProperties)}`,
     `JOB_TAG=${shq(b.submit.tag)}`,
     `JOB_RESUME=${b.submit.resume ? "yes" : "''"}`,

@@ -11,6 +11,8 @@ export interface BatchJobSpec {
   /** Completion doorbell the wrapper touches after writing lrms_done (ControlDir.eventFile). */
   eventFile?: string | undefined;
   owner: string;
+  /** FQANs / token groups recorded at submission (placement rules match on them). */
+  fqans?: readonly string[] | undefined;
   sessionDir: string;
   /** Per-job control directory: batch.json, job.sh, diag, lrms_done and comment live here. */
   jobDir: string;

@@ -71,6 +71,7 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
   const spec: BatchJobSpec = {
     jobId: job.id,
     owner: job.owner,
+    fqans: job.fqans,
     sessionDir: ctx.control.sessionDir(job.id),
     jobDir,
     runAs,

@@ -7,15 +7,17 @@ import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../../tests/support
 import { createBackend, type Backend } from "../src/lrms/index.js";
 import { makeConfig, makeJob, readIf, silentLog, tempRoot, waitFor } from "../src/lrms/testdata/harness.js";
 
-// RTEs on a REAL single-node Slurm: a node property set in stage 0 becomes an #SBATCH line Slurm
-// applies, and Debian's stock ENV/PROXY runs unmodified (stage 0 on the front end, 1/2 in the job).
+// Site integration on a REAL single-node Slurm: a node property set in RTE stage 0 becomes an
+// #SBATCH line Slurm applies; Debian's stock ENV/PROXY runs unmodified (stage 0 on the front end,
+// 1/2 in the job); placement rules put a VO's jobs under its account, QOS and partition.
 
 const HAS_ARC_RTES = existsSync("/usr/share/arc/rte/ENV/PROXY");
-if (!HAS_SLURM) console.warn("rte-slurm.test.ts SKIPPED: slurm-wlm/munge not installed");
+if (!HAS_SLURM) console.warn("site-slurm.test.ts SKIPPED: slurm-wlm/munge not installed");
 
 let cluster: SlurmCluster;
 let root: string;
 let backend: Backend;
+let placed: Backend;
 let cfg: { paths: { controlDir: string; rteDir: string }; jobs: { runtimeEnvironments: string[]; defaultRuntimeEnvironments: string[] } };
 
 async function untilDone(jobId: string, localId: string, jobDir: string) {
@@ -25,13 +27,28 @@ async function untilDone(jobId: string, localId: string, jobDir: string) {
   }, 45_000, 500);
 }
 
-describe.skipIf(!HAS_SLURM)("RTEs on real Slurm", () => {
+describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
   beforeAll(async () => {
     cluster = await startSlurm(`/tmp/ce-slurm-r${process.pid}`);
     process.env.SLURM_CONF = cluster.conf;
     root = tempRoot("ce-rte-slurm-");
     const config = makeConfig(root, { backend: "slurm", callsPerSecond: 50, scriptTimeoutMs: 30_000 });
     backend = createBackend(config, silentLog);
+    placed = createBackend(
+      makeConfig(root, {
+        backend: "slurm",
+        callsPerSecond: 50,
+        scriptTimeoutMs: 30_000,
+        slurm: {
+          placement: [
+            { match: ["vo:atlas", "fqan:/atlas/Role=production"], account: "atlasprod", qos: "normal", partition: "debug", directives: ["--time-min=1"] },
+            { match: ["vo:atlas"], account: "atlas" },
+            { match: ["dn:/DC=test/CN=local *"], partition: "debug" },
+          ],
+        },
+      }),
+      silentLog,
+    );
     cfg = { paths: { controlDir: config.paths.controlDir, rteDir: config.paths.rteDir }, jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] } };
   }, 90_000);
 
@@ -62,5 +79,34 @@ describe.skipIf(!HAS_SLURM)("RTEs on real Slurm", () => {
     expect(readIf(join(job.sessionDir, "user.proxy"))).toBe("PROXY PEM\n");
     expect(readIf(join(job.sessionDir, "o"))).toBe("CA\nPROXY PEM\n");
     expect(existsSync(join(job.sessionDir, "arc", "certificates"))).toBe(false);
+  }, 60_000);
+
+  it("placement rules: a VO's production role, the VO, a DN; the rest unplaced", async () => {
+    const show = (id: string) => execFileSync("scontrol", ["-o", "show", "job", id], { encoding: "utf8" });
+    const submit = async (owner: string, fqans?: string[]) => {
+      const job = makeJob(root, { executable: "/bin/true", projectName: "userproject" }, { owner, ...(fqans ? { fqans } : {}) });
+      const r = await placed.submit(job);
+      return { job, shown: show(r.localId), script: readFileSync(join(job.jobDir, "sbatch.sh"), "utf8") };
+    };
+    const prod = await submit("/DC=test/CN=prod", ["/atlas/Role=production", "/atlas"]);
+    expect(prod.shown).toMatch(/ Account=atlasprod /);
+    // Without slurmdbd (the test cluster has no accounting storage) Slurm keeps no QOS: the script says it.
+    expect(prod.script).toMatch(/^#SBATCH --qos=normal$/m);
+    expect(prod.shown).toMatch(/ Partition=debug /);
+    expect(prod.shown).toMatch(/ TimeMin=00:01:00 /);
+    expect(prod.script).toMatch(/^#SBATCH -A atlasprod$/m);
+
+    const user = await submit("https://iam.example/abc", ["/atlas", "/atlas/higgs"]);
+    expect(user.shown).toMatch(/ Account=atlas /);
+    expect(user.shown).toMatch(/ Partition=main /);
+
+    const local = await submit("/DC=test/CN=local user");
+    expect(local.shown).toMatch(/ Partition=debug /);
+    expect(local.shown).toMatch(/ Account=userproject /);
+
+    const other = await submit("/DC=test/CN=someone", ["/cms"]);
+    expect(other.shown).toMatch(/ Partition=main /);
+    expect(other.shown).toMatch(/ Account=userproject /);
+    expect(JSON.parse(readFileSync(join(other.job.jobDir, "batch.json"), "utf8")).slurm).toEqual({ extraDirectives: [], account: null, qos: null, placementRule: null });
   }, 60_000);
 });
