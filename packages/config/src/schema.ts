@@ -309,6 +309,30 @@ export const configSchema = z.object({
       runtimeEnvironments: z.array(z.string()).default([]),
       /** Runtime environments added to every job. */
       defaultRuntimeEnvironments: z.array(z.string()).default([]),
+      /**
+       * Site scripts run when a job enters a state (docs/state-hooks.md), as `account`, with the
+       * job's id and state as arguments and CE_JOB_* variables; at most `concurrency` at once, each
+       * ended after `timeoutSeconds`. At ACCEPTED a non-zero exit refuses the job with the script's
+       * first output line as the reason; elsewhere hooks only inform.
+       */
+      hooks: z
+        .object({
+          account: z.string().regex(/^[a-z_][a-z0-9_.-]*\$?$/i, "a local account name").default("nobody"),
+          concurrency: z.number().int().positive().default(4),
+          timeoutSeconds: z.number().int().positive().default(10),
+          scripts: z
+            .array(
+              z.object({
+                state: z.enum(["ACCEPTED", "PREPARING", "SUBMIT", "INLRMS", "CANCELING", "FINISHING", "FINISHED", "DELETED"]),
+                /** argv (no shell): the program and its first arguments. */
+                command: z.array(z.string()).min(1),
+                /** A hook that timed out or could not run: `pass` lets the job go on, `refuse` refuses it (ACCEPTED). */
+                onError: z.enum(["pass", "refuse"]).default("pass"),
+              }),
+            )
+            .default([]),
+        })
+        .default({}),
     })
     .default({}),
 
