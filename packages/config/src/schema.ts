@@ -305,7 +305,7 @@ export const configSchema = z.object({
        * fail without running (@ce/store holds.ts).
        */
       submissionHoldSeconds: z.number().int().positive().default(60),
-      /** Runtime environments published and accepted (must exist in rteDir). */
+      /** Runtime environments published and accepted, besides those of `ceadm rte enable` (docs/runtime-environments.md). */
       runtimeEnvironments: z.array(z.string()).default([]),
       /** Runtime environments added to every job. */
       defaultRuntimeEnvironments: z.array(z.string()).default([]),
