@@ -9,7 +9,8 @@ import { makeConfig, makeJob, readIf, silentLog, tempRoot, waitFor } from "../sr
 
 // Site integration on a REAL single-node Slurm: a node property set in RTE stage 0 becomes an
 // #SBATCH line Slurm applies; Debian's stock ENV/PROXY runs unmodified (stage 0 on the front end,
-// 1/2 in the job); placement rules put a VO's jobs under its account, QOS and partition.
+// 1/2 in the job); placement rules put a VO's jobs under its account, QOS and partition; GPU
+// requests become gres on a node with two (count-only) GPUs.
 
 const HAS_ARC_RTES = existsSync("/usr/share/arc/rte/ENV/PROXY");
 if (!HAS_SLURM) console.warn("site-slurm.test.ts SKIPPED: slurm-wlm/munge not installed");
@@ -29,7 +30,7 @@ async function untilDone(jobId: string, localId: string, jobDir: string) {
 
 describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
   beforeAll(async () => {
-    cluster = await startSlurm(`/tmp/ce-slurm-r${process.pid}`);
+    cluster = await startSlurm(`/tmp/ce-slurm-r${process.pid}`, { gpus: 2 });
     process.env.SLURM_CONF = cluster.conf;
     root = tempRoot("ce-rte-slurm-");
     const config = makeConfig(root, { backend: "slurm", callsPerSecond: 50, scriptTimeoutMs: 30_000 });
@@ -108,5 +109,24 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
     expect(other.shown).toMatch(/ Partition=main /);
     expect(other.shown).toMatch(/ Account=userproject /);
     expect(JSON.parse(readFileSync(join(other.job.jobDir, "batch.json"), "utf8")).slurm).toEqual({ extraDirectives: [], account: null, qos: null, placementRule: null });
+  }, 60_000);
+
+  it("GPU jobs ask for --gres=gpu:N: two run on the node's two GPUs, the third waits for one", async () => {
+    const jobs = [1, 2, 3].map(() => makeJob(root, { executable: "/bin/sleep", arguments: ["30"], gpus: 1 }));
+    const ids: string[] = [];
+    for (const j of jobs) ids.push((await backend.submit(j)).localId);
+    try {
+      expect(readFileSync(join(jobs[0]!.jobDir, "sbatch.sh"), "utf8")).toMatch(/^#SBATCH --gres=gpu:1$/m);
+      const states = await waitFor(() => {
+        const out = execFileSync("squeue", ["-h", "-o", "%i %T %r", "-j", ids.join(",")], { encoding: "utf8" });
+        const rows = out.trim().split("\n").map((l) => l.split(" "));
+        const running = rows.filter((r) => r[1] === "RUNNING").length;
+        return running === 2 && rows.length === 3 ? rows : undefined;
+      }, 30_000, 500);
+      const waiting = states.find((r) => r[1] === "PENDING");
+      expect(waiting?.[2]).toMatch(/Resources|Priority/);
+    } finally {
+      execFileSync("scancel", ids);
+    }
   }, 60_000);
 });

@@ -26,6 +26,8 @@ const queueSchema = z.object({
   maxCpuTimeSeconds: duration.optional(),
   maxMainMemoryMB: z.number().int().positive().optional(),
   maxSlotsPerJob: z.number().int().positive().optional(),
+  /** GPUs a job may ask for in this queue (xRSL gpus, ADL Coprocessor); absent: no limit; 0: none. */
+  maxGpusPerJob: z.number().int().min(0).optional(),
   defaultWallTimeSeconds: duration.optional(),
   defaultMemoryMB: z.number().int().positive().optional(),
   /** Who may submit to this queue; empty = everyone allowed to use the CE. Same rule syntax as auth.allow. */

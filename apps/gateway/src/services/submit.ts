@@ -136,6 +136,9 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
     if (queue.allow.length > 0 && !queue.allow.some((r) => ruleMatches(r, req.identity))) {
       return { kind: "item", item: failed(403, `Requested queue ${queueName} is not allowed for this user`) };
     }
+    if (d.gpus && queue.maxGpusPerJob !== undefined && d.gpus > queue.maxGpusPerJob) {
+      return { kind: "item", item: failed(400, `Requested ${d.gpus} GPU(s); queue ${queueName} allows ${queue.maxGpusPerJob} per job`) };
+    }
     const missingRte = d.runtimeEnvironments.find((r) => !rteAvailable(r, enabledRtesCached(config)));
     if (missingRte) {
       const name = missingRte.version ? `${missingRte.name}-${missingRte.version}` : missingRte.name;

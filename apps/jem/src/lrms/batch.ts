@@ -36,6 +36,8 @@ export interface BatchFile {
     diskMB: number | null;
     count: number;
     countPerNode: number | null;
+    /** GPUs for the whole job (Slurm `--gres=gpu:N`); 0 = none. */
+    gpus: number;
     exclusive: boolean;
     priority: number;
     /** Do not start before (epoch seconds). */
@@ -173,6 +175,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
       diskMB: d.diskMB ?? null,
       count,
       countPerNode: d.countPerNode ?? null,
+      gpus: d.gpus ?? 0,
       exclusive: d.exclusive ?? false,
       priority: Math.min(100, Math.max(1, Math.round(d.priority ?? 50))),
       startTime: d.startTime ? Math.floor(d.startTime.getTime() / 1000) : null,
@@ -239,6 +242,7 @@ export function renderBatchEnv(b: BatchFile): string {
     `JOB_DISK=${num(r.diskMB)}`,
     `JOB_COUNT=${num(r.count)}`,
     `JOB_COUNTPERNODE=${num(r.countPerNode)}`,
+    `JOB_GPUS=${num(r.gpus)}`,
     `JOB_EXCLUSIVE=${r.exclusive ? "yes" : "''"}`,
     `JOB_PRIORITY=${num(r.priority)}`,
     `JOB_STARTTIME=${num(r.startTime)}`,
