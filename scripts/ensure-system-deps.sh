@@ -11,7 +11,8 @@ for g in "${groups[@]}"; do
   case "$g" in
     base) want+=(redis-server redis-tools redis-sentinel openssl time procps python3) ;;
     slurm) want+=(slurm-wlm munge) ;;
-    arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients) ;;
+    # nordugrid-arc-arex: only for its stock RTEs (/usr/share/arc/rte), which the RTE tests run unmodified.
+    arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients nordugrid-arc-arex) ;;
     browser) want+=(chromium) ;;
     storage) want+=(apache2 xrootd-client xrootd-server) ;;
     monitoring) want+=(prometheus) ;;

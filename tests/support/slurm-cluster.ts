@@ -24,12 +24,12 @@ export interface SlurmCluster {
 }
 
 /** `dir` must be short (munge socket path ≤ 100 bytes); default /tmp/ce-slurm-e<pid>. */
-export async function startSlurm(dir = `/tmp/ce-slurm-e${process.pid}`): Promise<SlurmCluster> {
+export async function startSlurm(dir = `/tmp/ce-slurm-e${process.pid}`, opts: { gpus?: number } = {}): Promise<SlurmCluster> {
   const [ctldPort, slurmdPort] = [await freePort(), await freePort()];
   const out = execFileSync("bash", [join(SCRIPTS, "start-slurm.sh"), dir], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, SLURM_CPUS: "8", SLURMCTLD_PORT: String(ctldPort), SLURMD_PORT: String(slurmdPort), SLURM_MIN_JOB_AGE: "300" },
+    env: { ...process.env, SLURM_CPUS: "8", SLURMCTLD_PORT: String(ctldPort), SLURMD_PORT: String(slurmdPort), SLURM_MIN_JOB_AGE: "300", SLURM_GPUS: String(opts.gpus ?? 0) },
   });
   const conf = /SLURM_CONF=(\S+)/.exec(out)?.[1]?.replace(/^'|'$/g, "");
   if (!conf || !existsSync(conf)) throw new Error(`start-slurm.sh printed no usable SLURM_CONF:\n${out}`);

@@ -38,6 +38,8 @@ export interface JemContext {
   outage: import("@ce/store").RedisOutage;
   /** Runs a wait on the batch system for a job without its look holding an advance-loop slot (advance-loop.ts); absent: just runs it. */
   outsideSlot?: (<T>(jobId: string, work: () => Promise<T>) => Promise<T>) | undefined;
+  /** Site scripts per state (jobs.hooks); absent when none are configured. */
+  hooks?: import("./hooks.js").StateHooks | undefined;
 }
 
 export function jobLog(ctx: JemContext, job: Pick<JobRecord, "id" | "requestId">) {

@@ -1,5 +1,6 @@
 import { createLogger, type CeMetrics } from "@ce/ops";
 import { instrumentBackend } from "./lrms/instrumented.js";
+import { StateHooks } from "./hooks.js";
 import { Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
@@ -114,6 +115,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     jobLockMs: opts.jobLockMs ?? 30_000,
     priv,
     outage,
+    ...(config.jobs.hooks.scripts.length > 0 ? { hooks: new StateHooks(config, log) } : {}),
   };
   late.ctx = ctx;
   for (const q of Object.values(ctx.queues)) q.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "queue error"));

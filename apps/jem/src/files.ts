@@ -5,7 +5,7 @@ import type { JemContext } from "./context.js";
 import { fsq } from "./fsq.js";
 
 /** JEM-private per-job files next to the control files (never served by diagnose). */
-export type PrivateFile = "submitting" | "stagein.failed" | "stageout.done" | "token";
+export type PrivateFile = "submitting" | "stagein.failed" | "stageout.done" | "token" | "hook.accepted";
 
 export function privatePath(ctx: JemContext, id: string, name: PrivateFile): string {
   return join(ctx.control.jobDir(id), name);

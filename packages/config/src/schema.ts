@@ -27,6 +27,8 @@ const queueSchema = z.object({
   maxCpuTimeSeconds: duration.optional(),
   maxMainMemoryMB: z.number().int().positive().optional(),
   maxSlotsPerJob: z.number().int().positive().optional(),
+  /** GPUs a job may ask for in this queue (xRSL gpus, ADL Coprocessor); absent: no limit; 0: none. */
+  maxGpusPerJob: z.number().int().min(0).optional(),
   defaultWallTimeSeconds: duration.optional(),
   defaultMemoryMB: z.number().int().positive().optional(),
   /** Who may submit to this queue; empty = everyone allowed to use the CE. Same rule syntax as auth.allow. */
@@ -315,10 +317,34 @@ export const configSchema = z.object({
        * fail without running (@ce/store holds.ts).
        */
       submissionHoldSeconds: z.number().int().positive().default(60),
-      /** Runtime environments published and accepted (must exist in rteDir). */
+      /** Runtime environments published and accepted, besides those of `ceadm rte enable` (docs/runtime-environments.md). */
       runtimeEnvironments: z.array(z.string()).default([]),
       /** Runtime environments added to every job. */
       defaultRuntimeEnvironments: z.array(z.string()).default([]),
+      /**
+       * Site scripts run when a job enters a state (docs/state-hooks.md), as `account`, with the
+       * job's id and state as arguments and CE_JOB_* variables; at most `concurrency` at once, each
+       * ended after `timeoutSeconds`. At ACCEPTED a non-zero exit refuses the job with the script's
+       * first output line as the reason; elsewhere hooks only inform.
+       */
+      hooks: z
+        .object({
+          account: z.string().regex(/^[a-z_][a-z0-9_.-]*\$?$/i, "a local account name").default("nobody"),
+          concurrency: z.number().int().positive().default(4),
+          timeoutSeconds: z.number().int().positive().default(10),
+          scripts: z
+            .array(
+              z.object({
+                state: z.enum(["ACCEPTED", "PREPARING", "SUBMIT", "INLRMS", "CANCELING", "FINISHING", "FINISHED", "DELETED"]),
+                /** argv (no shell): the program and its first arguments. */
+                command: z.array(z.string()).min(1),
+                /** A hook that timed out or could not run: `pass` lets the job go on, `refuse` refuses it (ACCEPTED). */
+                onError: z.enum(["pass", "refuse"]).default("pass"),
+              }),
+            )
+            .default([]),
+        })
+        .default({}),
     })
     .default({}),
 
@@ -358,6 +384,23 @@ export const configSchema = z.object({
           extraDirectives: z.array(z.string()).default([]),
           /** How long the gateway uses one `sinfo` answer for the slot numbers in /info. */
           infoRefreshSeconds: z.number().int().positive().default(60),
+          /**
+           * Where a job goes in Slurm by who submitted it (docs/placement.md): the first rule whose
+           * `match` conditions all hold (`vo:`, `fqan:`, `group:`, `dn:`, `sub:`, `kind:`, `*`, as in
+           * auth.allow) gives the job's Slurm account (`-A`, over the description's project), QOS,
+           * partition and extra `#SBATCH` lines.
+           */
+          placement: z
+            .array(
+              z.object({
+                match: z.array(z.string().regex(/^(\*|(vo|fqan|group|dn|sub|kind):.+)$/, "a rule vo:, fqan:, group:, dn:, sub:, kind: or *")).min(1),
+                account: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+                qos: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+                partition: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+                directives: z.array(z.string().regex(/^[^\n\r]+$/, "one line")).default([]),
+              }),
+            )
+            .default([]),
         })
         .default({}),
     })

@@ -1,13 +1,14 @@
 import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { ConfigError, loadConfig } from "@ce/config";
-import { connectRedis, describeRedis } from "@ce/store";
+import { connectRedis, describeRedis, RteError } from "@ce/store";
 import { cacheStats, listCache, requestCacheClean } from "./cache.js";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli-accounting.js";
 import { iso, table } from "./cli/format.js";
 import * as jobs from "./cli/jobs.js";
 import { summaryCommand } from "./cli/summary.js";
+import { RTE_USAGE, rteCommand, RteUsageError } from "./rte-cli.js";
 
 /**
  * `ceadm`: the operator's command line. Reads the same configuration as the services (CE_CONFIG
@@ -28,7 +29,8 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   stats                                                   jobs per REST state
   cache stats                                             input cache hits, misses, bytes saved, usage per dir
   cache list [--limit N]                                  cached files (reads the cache dirs: run as root)
-  cache clean                                             ask the JEMs for a cleaner pass now${ACCOUNTING_USAGE}`;
+  cache clean                                             ask the JEMs for a cleaner pass now${ACCOUNTING_USAGE}
+${RTE_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -65,6 +67,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   const config = loadConfig(values.config ? { file: values.config } : {});
   // The accounting database is read directly: no Redis needed.
   if (cmd === "accounting") return accountingCommand(config, { sub, arg, from: values.from, to: values.to, dryRun: values["dry-run"], out: values.out }, values.json, out, table);
+  // Files under the control dir only: works without Redis.
+  if (cmd === "rte") return rteCommand(config, positionals.slice(1), (json, human) => out(values.json ? JSON.stringify(json, null, 2) : human()), table);
   // Fail fast instead of retrying forever when Redis is down.
   // ceadm logs in as the JEM's ACL user (an operator on the JEM's host can read its password file).
   const clients = connectRedis(config.redis, "ceadm");
@@ -150,9 +154,9 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e: unknown) => {
-      const usage = e instanceof UsageError || e instanceof AccountingUsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+      const usage = e instanceof UsageError || e instanceof AccountingUsageError || e instanceof RteUsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
       process.stderr.write(`ceadm: ${(e as Error).message}\n${usage ? USAGE : ""}`);
-      process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError ? 1 : 3);
+      process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError || e instanceof RteError ? 1 : 3);
     },
   );
 }

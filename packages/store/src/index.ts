@@ -24,3 +24,4 @@ export * from "./connection.js";
 export * from "./smallfiles.js";
 export * from "./leases.js";
 export { ThreadHost, workerEntry, type WorkerEntry } from "./threadhost.js";
+export * from "./rte.js";

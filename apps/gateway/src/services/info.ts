@@ -1,7 +1,7 @@
 import { availableParallelism, totalmem } from "node:os";
 import { type El, type InfoInput, type JobCounts, type QueueInput, buildInfoDocument } from "@ce/glue2";
 import { REST_STATES, type RestState } from "@ce/model";
-import { CeFlags, type ShareCount, normalVo } from "@ce/store";
+import { CeFlags, enabledRtesCached, type ShareCount, normalVo } from "@ce/store";
 import type { Services } from "../context.js";
 import { outageOf } from "../outage.js";
 import { type ClusterSlots, SlurmSlots } from "./lrms-slots.js";
@@ -114,7 +114,8 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
     totalLogicalCpus: slots,
     usedSlots: counts.running,
     workingAreaLifeTime: config.jobs.sessionLifetimeSeconds,
-    runtimeEnvironments: [...config.jobs.runtimeEnvironments],
+    // Configured plus `ceadm rte enable|default` (the control dir's rte/), as A-REX publishes rte/enabled.
+    runtimeEnvironments: enabledRtesCached(config),
     executionEnvironment: { logicalCpus: cpus, mainMemorySize: Math.floor(totalmem() / 2 ** 20) },
     ...vosField(config.auth.allow),
     now,

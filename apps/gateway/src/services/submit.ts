@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import { awaitingText, clientUploads, type JobDescription, type SettledDescription } from "@ce/model";
-import { JobCommitError, JobStore, createJobs as storeCreateJobs, type JobRecord } from "@ce/store";
+import { JobCommitError, JobStore, createJobs as storeCreateJobs, enabledRtesCached, type JobRecord } from "@ce/store";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
 import type { RequestHold } from "../middleware/durability/hold.js";
@@ -137,7 +137,10 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
     if (queue.allow.length > 0 && !queue.allow.some((r) => ruleMatches(r, req.identity))) {
       return { kind: "item", item: failed(403, `Requested queue ${queueName} is not allowed for this user`) };
     }
-    const missingRte = d.runtimeEnvironments.find((r) => !rteAvailable(r, config.jobs.runtimeEnvironments));
+    if (d.gpus && queue.maxGpusPerJob !== undefined && d.gpus > queue.maxGpusPerJob) {
+      return { kind: "item", item: failed(400, `Requested ${d.gpus} GPU(s); queue ${queueName} allows ${queue.maxGpusPerJob} per job`) };
+    }
+    const missingRte = d.runtimeEnvironments.find((r) => !rteAvailable(r, enabledRtesCached(config)));
     if (missingRte) {
       const name = missingRte.version ? `${missingRte.name}-${missingRte.version}` : missingRte.name;
       return { kind: "item", item: failed(500, `Requested runtime environment ${name} is missing`) };

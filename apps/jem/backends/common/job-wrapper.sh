@@ -2,7 +2,8 @@
 # Job wrapper body. The JEM writes <jobdir>/job.sh = a header of single-quoted settings
 # (JEM_JOB_ID, JEM_SESSION_DIR, JEM_JOB_DIR, JEM_DIAG_FILE, JEM_DONE_FILE, JEM_EVENT_FILE, JEM_EXECUTABLE,
 # JEM_ARGS=(), JEM_STDIN/STDOUT/STDERR, JEM_ENV=(NAME=value ...), JEM_RTE_NAMES=(),
-# JEM_RTE_PATHS=(), JEM_RTE_OPTS_<i>=(), JEM_EXEC_INPUTS=(), JEM_CREDENTIAL_FILE) followed by
+# JEM_RTE_PATHS=(), JEM_RTE_OPTS_<i>=(), JEM_RTE_PARAMS_<i>=(KEY=value ...), JEM_EXEC_INPUTS=(),
+# JEM_CREDENTIAL_FILE, JEM_LOCAL_SCRATCH) followed by
 # this file. Back ends run it as is (fork) or inline it after their directives (slurm).
 #
 # It runs the executable in the session dir with the user's environment and RTE stages 1/2,
@@ -58,9 +59,28 @@ __jem_oom() { # true when the job's cgroup (JOB_OOM_FILE, fork) counted an OOM k
   return 1
 }
 
+# Node-local scratch (RTE stage 0 set RUNTIME_LOCAL_SCRATCH_DIR): the session's files go back.
+__jem_scratch=""
+__jem_scratch_back() {
+  [[ -n $__jem_scratch ]] || return 0
+  local d=$__jem_scratch f ok=0
+  __jem_scratch=""
+  cd -- "$JEM_SESSION_DIR" || return 1
+  for f in "$d"/* "$d"/.[!.]* "$d"/..?*; do
+    [[ -e $f || -L $f ]] || continue
+    mv -f -- "$f" "$JEM_SESSION_DIR/" || ok=1
+  done
+  rm -rf -- "$d"
+  return $ok
+}
+
 __jem_finish() { # CODE MESSAGE
   local code=$1 msg=$2 end_s end extra user kernel line
   __jem_done=1
+  if ! __jem_scratch_back; then
+    (( code == 0 )) && code=1
+    msg="Could not move the job's files back from local scratch${msg:+; $msg}"
+  fi
   end_s=${EPOCHSECONDS:-$(date +%s)}
   extra="WallTime=$((end_s - __jem_start_s))s"$'\n'
   if [[ -s $__jem_timefile ]]; then
@@ -117,8 +137,40 @@ if [[ -n $JEM_CREDENTIAL_FILE && -r $JEM_CREDENTIAL_FILE ]]; then export X509_US
 
 for __jem_f in "${JEM_EXEC_INPUTS[@]}"; do chmod +x -- "$__jem_f" 2>/dev/null; done
 
+# Node-local scratch: `$VAR`/`${VAR}` (+ `/rest`) is expanded by name, never eval'ed; the session's
+# files move to <scratch>/<job id> and the job runs there (ARC's RUNTIME_LOCAL_SCRATCH_DIR).
+if [[ -n ${JEM_LOCAL_SCRATCH:-} ]]; then
+  __jem_base=$JEM_LOCAL_SCRATCH
+  if [[ $__jem_base =~ ^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(/.*)?$ ]]; then
+    __jem_var=${BASH_REMATCH[1]}
+    __jem_base="${!__jem_var}${BASH_REMATCH[2]}"
+  fi
+  if [[ $__jem_base == /* && -d $__jem_base ]]; then
+    __jem_d="$__jem_base/$JEM_JOB_ID"
+    rm -rf -- "$__jem_d"
+    mkdir -p -m 0700 -- "$__jem_d" || __jem_finish 1 "Cannot create local scratch directory $__jem_d"
+    __jem_scratch=$__jem_d
+    for __jem_f in ./* ./.[!.]* ./..?*; do
+      [[ -e $__jem_f || -L $__jem_f ]] || continue
+      mv -f -- "$__jem_f" "$__jem_d/" || __jem_finish 1 "Cannot move the session to local scratch $__jem_d"
+    done
+    cd -- "$__jem_d" || __jem_finish 1 "Cannot enter local scratch $__jem_d"
+    export RUNTIME_JOB_DIR="$__jem_d"
+  else
+    __jem_log "local scratch $JEM_LOCAL_SCRATCH is not a directory on this node; the job runs in the session directory"
+  fi
+fi
+
+# An RTE's site parameters (ceadm rte params), set as plain variables before each of its stages.
+__jem_params() { # INDEX
+  local -n __jem_pl="JEM_RTE_PARAMS_$1"
+  local __jem_pkv
+  for __jem_pkv in "${__jem_pl[@]}"; do printf -v "${__jem_pkv%%=*}" '%s' "${__jem_pkv#*=}"; done
+}
+
 # RTE stage 1: sourced, so RTEs can export variables for the executable.
 for __jem_i in "${!JEM_RTE_PATHS[@]}"; do
+  __jem_params "$__jem_i"
   declare -n __jem_opts="JEM_RTE_OPTS_$__jem_i"
   if ! source "${JEM_RTE_PATHS[$__jem_i]}" 1 "${__jem_opts[@]}"; then
     __jem_finish 1 "Runtime environment ${JEM_RTE_NAMES[$__jem_i]} failed in stage 1"
@@ -191,6 +243,7 @@ fi
 
 # RTE stage 2 runs after the executable whatever its exit code.
 for __jem_i in "${!JEM_RTE_PATHS[@]}"; do
+  __jem_params "$__jem_i"
   declare -n __jem_opts="JEM_RTE_OPTS_$__jem_i"
   if ! source "${JEM_RTE_PATHS[$__jem_i]}" 2 "${__jem_opts[@]}"; then
     (( __jem_code == 0 )) && __jem_finish 1 "Runtime environment ${JEM_RTE_NAMES[$__jem_i]} failed in stage 2"

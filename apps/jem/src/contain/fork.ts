@@ -2,7 +2,7 @@ import type { CompiledConfig } from "@ce/config";
 import type { JobDescription } from "@ce/model";
 import type { Logger } from "pino";
 import type { Expected } from "../lrms/micro-batch.js";
-import { BackendError, type Backend, type BatchJobSpec, type JobContainment, type PollState, type RunAsJob } from "../lrms/types.js";
+import { BackendError, type Backend, type BatchJobSpec, type JobContainment, type PollState, type RunAsJob, type SubmitResult } from "../lrms/types.js";
 import { JobCgroups } from "./cgroup.js";
 import { CLK_TCK, killPid, pidsWithEnv, procStat, procUids, uptimeSeconds } from "./procs.js";
 
@@ -84,7 +84,7 @@ export class ContainedFork implements Backend {
     return this.inner.expectSubmit!();
   }
 
-  async submit(spec: BatchJobSpec, expected?: Expected): Promise<{ localId: string }> {
+  async submit(spec: BatchJobSpec, expected?: Expected): Promise<SubmitResult> {
     await this.ready;
     const limits = limitsOf(spec.description, spec.queue, this.opts.config);
     this.limits.set(spec.jobId, limits);
@@ -102,7 +102,7 @@ export class ContainedFork implements Backend {
       if (oom) contain.oomFile = oom;
     }
     if (limits.memoryMB && !this.cgroups?.memory) contain.rlimitAsKB = limits.memoryMB * 1024;
-    let r: { localId: string };
+    let r: SubmitResult;
     try {
       r = await this.inner.submit({ ...spec, contain }, expected);
     } catch (e) {

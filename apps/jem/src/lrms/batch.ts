@@ -1,6 +1,8 @@
-import { readFileSync, statSync } from "node:fs";
-import { isAbsolute, join, normalize, resolve, sep } from "node:path";
+import { readFileSync } from "node:fs";
+import { isAbsolute, join, normalize, sep } from "node:path";
 import type { CompiledConfig } from "@ce/config";
+import { defaultRtes, RteError, rteParams, rteScript, type RteConfig } from "@ce/store";
+import { placementFor } from "./placement.js";
 import { BackendError, type BatchJobSpec } from "./types.js";
 
 /**
@@ -34,13 +36,16 @@ export interface BatchFile {
     diskMB: number | null;
     count: number;
     countPerNode: number | null;
+    /** GPUs for the whole job (Slurm `--gres=gpu:N`); 0 = none. */
+    gpus: number;
     exclusive: boolean;
     priority: number;
     /** Do not start before (epoch seconds). */
     startTime: number | null;
   };
   project: string | null;
-  runtimeEnvironments: Array<{ name: string; path: string; options: string[] }>;
+  /** `params`: the site's parameters of the RTE (`ceadm rte params`), set before each stage. */
+  runtimeEnvironments: Array<{ name: string; path: string; options: string[]; params: Array<{ name: string; value: string }> }>;
   executable: string | null;
   arguments: string[];
   /** Session-relative (or /dev/null); null = /dev/null for stdin, discarded for stdout/stderr. */
@@ -50,7 +55,19 @@ export interface BatchFile {
   /** Session-relative input files the wrapper makes executable. */
   executableInputs: string[];
   environment: Array<{ name: string; value: string }>;
-  slurm: { extraDirectives: string[] };
+  /**
+   * `extraDirectives`: lrms.slurm.extraDirectives, then the placement rule's; `account`/`qos`: the
+   * placement rule's (the account wins over `project`); `placementRule`: its index, or null.
+   */
+  slurm: { extraDirectives: string[]; account: string | null; qos: string | null; placementRule: number | null };
+  /** Raw batch-system requests an RTE made in stage 0 (`joboption_nodeproperty_N`; Slurm: `#SBATCH` lines). */
+  nodeProperties: string[];
+  /**
+   * Node-local scratch an RTE chose in stage 0 (`RUNTIME_LOCAL_SCRATCH_DIR`, e.g. `${WORKDIR}`):
+   * the wrapper runs the job there and moves the session back. A literal path or one variable
+   * (`$NAME`/`${NAME}`, expanded on the node), optionally followed by `/more`.
+   */
+  localScratchDir: string | null;
   /** Submission attempt: `tag` names it in the batch system; `resume` = it may be there already. */
   submit: { tag: string; resume: boolean };
   /** Fork containment (absent elsewhere): see BatchJobSpec.contain. */
@@ -82,33 +99,28 @@ function sessionPath(what: string, p: string | undefined): string | null {
   return n;
 }
 
-/** `<rteDir>/<NAME>`; names may contain `/` but never `..` or a leading `/`. */
-export function rtePath(rteDir: string, name: string): string {
-  if (!name || name.startsWith("/") || name.split("/").some((s) => s === ".." || s === "." || s === "")) {
-    fail(`invalid runtime environment name ${JSON.stringify(name)}`);
-  }
-  const p = resolve(rteDir, name);
-  if (!p.startsWith(resolve(rteDir) + sep)) fail(`invalid runtime environment name ${JSON.stringify(name)}`);
-  return p;
-}
-
-/** Requested RTEs + configured defaults, each resolved to an existing file (missing → submit fails). */
+/**
+ * Requested RTEs + the site's defaults (configured and `ceadm rte default`), each resolved to its
+ * script (an enabled/default link under the control dir, else `<rteDir>/<NAME>`) with its
+ * parameters. A missing one fails the submission, in A-REX's words.
+ */
 export function resolveRtes(spec: BatchJobSpec, config: CompiledConfig): BatchFile["runtimeEnvironments"] {
+  const cfg: RteConfig = { paths: { controlDir: config.paths.controlDir, rteDir: spec.rteDir }, jobs: config.jobs };
   const names = [...spec.runtimeEnvironments];
-  for (const d of config.jobs.defaultRuntimeEnvironments) if (!names.includes(d)) names.push(d);
+  for (const d of defaultRtes(cfg)) if (!names.includes(d)) names.push(d);
   return names.map((name) => {
-    const path = rtePath(spec.rteDir, name);
-    let ok = false;
+    let path: string | undefined;
     try {
-      ok = statSync(path).isFile();
-    } catch {
-      ok = false;
+      path = rteScript(cfg, name);
+    } catch (e) {
+      if (e instanceof RteError) fail(e.message);
+      throw e;
     }
-    if (!ok) fail(`Requested runtime environment ${name} is missing, broken or not enabled`);
+    if (!path) fail(`Requested runtime environment ${name} is missing, broken or not enabled`);
     const req = spec.description.runtimeEnvironments.find(
       (r) => r.name === name || (r.version !== undefined && `${r.name}-${r.version}` === name),
     );
-    return { name, path, options: req?.options ?? [] };
+    return { name, path, options: req?.options ?? [], params: rteParams(cfg, name) };
   });
 }
 
@@ -134,6 +146,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     { name: "GRID_GLOBAL_JOBINTERFACE", value: "org.nordugrid.arcrest" },
     { name: "GRID_GLOBAL_JOBHOST", value: new URL(base).hostname },
   );
+  const place = placementFor(config, spec.owner, spec.fqans);
   const count = d.count ?? 1;
   if (!Number.isInteger(count) || count < 1) fail(`invalid slot count ${count}`);
   return {
@@ -152,7 +165,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     doneFile: join(spec.jobDir, "lrms_done"),
     eventFile: spec.eventFile ?? null,
     queue: spec.queue,
-    partition: spec.partition ?? queueCfg?.partition ?? spec.queue,
+    partition: place?.partition ?? spec.partition ?? queueCfg?.partition ?? spec.queue,
     credentialFile: spec.credentialFile ?? null,
     resources: {
       wallTimeSeconds: d.wallTimeSeconds ?? queueCfg?.defaultWallTimeSeconds ?? null,
@@ -162,6 +175,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
       diskMB: d.diskMB ?? null,
       count,
       countPerNode: d.countPerNode ?? null,
+      gpus: d.gpus ?? 0,
       exclusive: d.exclusive ?? false,
       priority: Math.min(100, Math.max(1, Math.round(d.priority ?? 50))),
       startTime: d.startTime ? Math.floor(d.startTime.getTime() / 1000) : null,
@@ -175,7 +189,14 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     stderr: sessionPath("stderr", d.stderr),
     executableInputs: d.inputFiles.filter((f) => f.executable).map((f) => sessionPath("input file", f.name)!),
     environment: env,
-    slurm: { extraDirectives: [...config.lrms.slurm.extraDirectives] },
+    slurm: {
+      extraDirectives: [...config.lrms.slurm.extraDirectives, ...(place?.directives ?? [])],
+      account: place?.account ?? null,
+      qos: place?.qos ?? null,
+      placementRule: place?.rule ?? null,
+    },
+    nodeProperties: [],
+    localScratchDir: null,
     submit: { tag: submitTag(spec), resume: spec.resume === true },
     contain: {
       cgroup: spec.contain?.cgroup ?? null,
@@ -221,12 +242,16 @@ export function renderBatchEnv(b: BatchFile): string {
     `JOB_DISK=${num(r.diskMB)}`,
     `JOB_COUNT=${num(r.count)}`,
     `JOB_COUNTPERNODE=${num(r.countPerNode)}`,
+    `JOB_GPUS=${num(r.gpus)}`,
     `JOB_EXCLUSIVE=${r.exclusive ? "yes" : "''"}`,
     `JOB_PRIORITY=${num(r.priority)}`,
     `JOB_STARTTIME=${num(r.startTime)}`,
     `JOB_PROJECT=${str(b.project)}`,
     `JOB_RTES=${shArray(b.runtimeEnvironments.map((x) => x.name))}`,
     `JOB_SLURM_EXTRA=${shArray(b.slurm.extraDirectives)}`,
+    `JOB_SLURM_ACCOUNT=${str(b.slurm.account)}`,
+    `JOB_SLURM_QOS=${str(b.slurm.qos)}`,
+    `JOB_NODEPROPERTIES=${shArray(b.nodeProperties)}`,
     `JOB_TAG=${shq(b.submit.tag)}`,
     `JOB_RESUME=${b.submit.resume ? "yes" : "''"}`,
     `JOB_CGROUP=${str(b.contain.cgroup)}`,
@@ -270,6 +295,8 @@ export function renderJobScript(b: BatchFile, body: string): string {
     `JEM_RTE_NAMES=${shArray(b.runtimeEnvironments.map((r) => r.name))}`,
     `JEM_RTE_PATHS=${shArray(b.runtimeEnvironments.map((r) => r.path))}`,
     ...b.runtimeEnvironments.map((r, i) => `JEM_RTE_OPTS_${i}=${shArray(r.options)}`),
+    ...b.runtimeEnvironments.map((r, i) => `JEM_RTE_PARAMS_${i}=${shArray(r.params.map((p) => `${p.name}=${p.value}`))}`),
+    `JEM_LOCAL_SCRATCH=${str(b.localScratchDir)}`,
     `JEM_EXEC_INPUTS=${shArray(b.executableInputs)}`,
   ];
   return `${header.join("\n")}\n${body.replace(/^#!.*\n/, "")}`;

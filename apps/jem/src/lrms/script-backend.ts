@@ -8,7 +8,10 @@ import { buildBatchFile, loadWrapperBody, renderBatchEnv, renderJobScript, type 
 import { MicroBatcher, type Expected } from "./micro-batch.js";
 import { TokenBucket, UNLIMITED } from "./rate-limit.js";
 import { runScript, type ScriptResult } from "./run-script.js";
-import { BackendError, type Backend, type BatchJobSpec, type PollState, type RunAsJob } from "./types.js";
+import { applyStage0, gramiOf, loadStage0Body, parseStage0Output, renderGrami, stage0Args } from "./rte-stage0.js";
+import { BackendError, type Backend, type BatchJobSpec, type PollState, type RunAsJob, type SubmitResult } from "./types.js";
+
+type WriteJobFile = (name: string, text: string, mode: number) => Promise<unknown>;
 
 /** Local ids travel as one argv word and one token of a poll line. */
 const LOCAL_ID = /^[A-Za-z0-9._:@+-]{1,128}$/;
@@ -175,45 +178,58 @@ export class ScriptBackend implements Backend {
     return new BackendError(code, reason(r), { stderr: r.stderr.slice(-4096), ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }) });
   }
 
-  /** Stage 0 of each RTE on the front end, before submission (as A-REX runs them). */
-  private async stage0(batch: BatchFile, runAs?: RunAsJob): Promise<void> {
-    for (const rte of batch.runtimeEnvironments) {
-      const args = ["-c", 'source "$1" || exit 1; rte=$2; shift 2; source "$rte" 0 "$@"', "rte-stage0", join(batch.jobDir, "batch.env"), rte.path, ...rte.options];
-      const cmd = runAs ? runAs.wrap("/bin/bash", args) : { file: "/bin/bash", args };
-      const r = await runScript(cmd.file, cmd.args, {
-        timeoutMs: this.opts.config.lrms.scriptTimeoutMs,
-        cwd: batch.sessionDir,
-        env: runAs ? runAs.env(this.env) : this.env,
-        extendEnv: !runAs,
-      });
-      if (r.timedOut || r.exitCode !== 0) {
-        throw new BackendError("SUBMIT_FAILED", `Runtime environment ${rte.name} failed in stage 0: ${r.timedOut ? "timed out" : reason(r)}`, {
-          stderr: r.stderr.slice(-4096),
-        });
-      }
+  /**
+   * RTE stage 0 on the front end (ARC's contract, rte-stage0.ts): the RTEs are sourced with the
+   * job's options as joboption_* (the `grami` written here), in one shell as the job's account;
+   * what they leave becomes the batch file. Their output goes to the job's `errors`.
+   */
+  private async stage0(batch: BatchFile, write: WriteJobFile, runAs?: RunAsJob): Promise<{ batch: BatchFile; changes: string[]; log: string }> {
+    await Promise.all([write("batch.env", renderBatchEnv(batch), 0o600), write("grami", renderGrami(gramiOf(batch)), 0o600)]);
+    const args = ["-c", loadStage0Body(this.opts.wrapperDir), "rte-stage0", join(batch.jobDir, "batch.env"), join(batch.jobDir, "grami"), ...stage0Args(batch)];
+    const cmd = runAs ? runAs.wrap("/bin/bash", args) : { file: "/bin/bash", args };
+    const r = await runScript(cmd.file, cmd.args, {
+      timeoutMs: this.opts.config.lrms.scriptTimeoutMs,
+      cwd: batch.sessionDir,
+      env: runAs ? runAs.env(this.env) : this.env,
+      extendEnv: !runAs,
+    });
+    const out = parseStage0Output(r.stdout);
+    const names = batch.runtimeEnvironments.map((x) => x.name).join(", ");
+    if (r.timedOut || out.kind !== "ok") {
+      const why = r.timedOut
+        ? `Runtime environments ${names} timed out in stage 0`
+        : out.kind === "failed"
+          ? `Runtime environment ${out.rte} failed in stage 0 (exit code ${out.code})${r.stderr.trim() ? `: ${reason(r)}` : ""}`
+          : `Runtime environments ${names} ended stage 0 early: ${reason(r)}`;
+      throw new BackendError("SUBMIT_FAILED", why, { stderr: r.stderr.slice(-4096) });
     }
+    const applied = applyStage0(batch, out.vars, this.opts.config);
+    await write("grami", renderGrami(applied.grami), 0o600);
+    if (applied.changes.length > 0) this.log.info({ jobId: batch.jobId, rtes: names, changes: applied.changes }, "runtime environments changed the job in stage 0");
+    return { batch: applied.batch, changes: applied.changes, log: r.stderr.slice(-4096) };
   }
 
   expectSubmit(): Expected {
     return this.submits.expect();
   }
 
-  async submit(spec: BatchJobSpec, expected?: Expected): Promise<{ localId: string }> {
+  async submit(spec: BatchJobSpec, expected?: Expected): Promise<SubmitResult> {
     try {
       if (spec.submitTag === undefined) spec = { ...spec, submitTag: `${spec.jobId}.${randomBytes(4).toString("hex")}` };
-      const batch = buildBatchFile(spec, this.opts.config);
+      const write: WriteJobFile = spec.runAs ? (name, text, mode) => spec.runAs!.writeFile(name, text, mode) : (name, text, mode) => writeAtomic(join(spec.jobDir, name), text, mode);
+      let batch = buildBatchFile(spec, this.opts.config);
+      const rte = batch.runtimeEnvironments.length > 0 ? await this.stage0(batch, write, spec.runAs) : undefined;
+      if (rte) batch = rte.batch;
       const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
-      const write = spec.runAs ? (name: string, text: string, mode: number) => spec.runAs!.writeFile(name, text, mode) : (name: string, text: string, mode: number) => writeAtomic(join(spec.jobDir, name), text, mode);
       // Independent files, all written before any script reads them: together (one file-thread message with mapping on).
       await Promise.all([
         write("batch.json", `${JSON.stringify(batch, null, 2)}\n`, 0o600),
         write("batch.env", renderBatchEnv(batch), 0o600),
         write("job.sh", script, 0o700),
       ]);
-      await this.stage0(batch, spec.runAs);
       const { localId } = await this.submits.add(spec.runAs?.account ?? "", spec, expected);
       this.log.debug({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
-      return { localId };
+      return { localId, ...(rte ? { rteChanges: rte.changes, rteLog: rte.log } : {}) };
     } finally {
       // Failed before its batch (a file, RTE stage 0): the others stop waiting for it.
       expected?.settle();

@@ -11,6 +11,8 @@ export interface BatchJobSpec {
   /** Completion doorbell the wrapper touches after writing lrms_done (ControlDir.eventFile). */
   eventFile?: string | undefined;
   owner: string;
+  /** FQANs / token groups recorded at submission (placement rules match on them). */
+  fqans?: readonly string[] | undefined;
   sessionDir: string;
   /** Per-job control directory: batch.json, job.sh, diag, lrms_done and comment live here. */
   jobDir: string;
@@ -61,6 +63,14 @@ export interface RunAsJob {
   writeFile(name: string, content: string, mode: number): Promise<string>;
 }
 
+export interface SubmitResult {
+  localId: string;
+  /** What RTE stage 0 changed (`joboption_x: old → new`), for the job's `errors`. */
+  rteChanges?: string[];
+  /** What the RTEs printed in stage 0 (bounded). */
+  rteLog?: string;
+}
+
 /**
  * Result of one poll for one job. `unknown` is never a final answer: the caller keeps the job
  * INLRMS and asks again (a failed batch query must never look like "finished").
@@ -76,7 +86,7 @@ export interface Backend {
    * Writes batch.json + job.sh into spec.jobDir, runs RTE stage 0, then the back end's submit
    * (concurrent calls share one script run per account). Exactly once per `submitTag`.
    */
-  submit(spec: BatchJobSpec, expected?: Expected): Promise<{ localId: string }>;
+  submit(spec: BatchJobSpec, expected?: Expected): Promise<SubmitResult>;
   /**
    * Announces a submit() call that is still being prepared (its job's files, its account): bulk
    * calls wait for it. Pass the result to that submit(), and settle it if the call never comes.

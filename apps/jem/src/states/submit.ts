@@ -4,7 +4,7 @@ import { jobFields, jobLog, type JemContext } from "../context.js";
 import { credentialFor, resolveCredential } from "../credentials.js";
 import { appendPrivate, leftoverLocalId, parseSubmitting, readPrivate, readSpec, removePrivate, updateLocal, utcStamp } from "../files.js";
 import type { Expected } from "../lrms/micro-batch.js";
-import { BackendError, type Backend, type BatchJobSpec, type RunAsJob } from "../lrms/types.js";
+import { BackendError, type Backend, type BatchJobSpec, type RunAsJob, type SubmitResult } from "../lrms/types.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
@@ -73,6 +73,7 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
   const spec: BatchJobSpec = {
     jobId: job.id,
     owner: job.owner,
+    fqans: job.fqans,
     sessionDir: ctx.control.sessionDir(job.id),
     jobDir,
     runAs,
@@ -96,7 +97,9 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
   let localId: string;
   try {
     // The bulk script (and a rate limit) is waited for without an advance slot: the rest of a burst gets on.
-    ({ localId } = ctx.outsideSlot ? await ctx.outsideSlot(job.id, () => backend.submit(spec, expected)) : await backend.submit(spec, expected));
+    const r = ctx.outsideSlot ? await ctx.outsideSlot(job.id, () => backend.submit(spec, expected)) : await backend.submit(spec, expected);
+    localId = r.localId;
+    await noteStage0(ctx, job.id, r);
   } catch (e) {
     // Not failed, only not known yet (an earlier attempt still in flight, no answer): the marker
     // stays and the next attempt asks again under the same tag.
@@ -128,6 +131,15 @@ export const logSubmitted = turnLog<Submitted>("submitted to the batch system", 
   const resumed = list.filter((x) => x.resumed).map((x) => x.jobId);
   return { count: list.length, backend: [...new Set(list.map((x) => x.backend))].join(","), msMax: Math.max(...list.map((x) => x.ms)), localIds, ...(resumed.length ? { resumed } : {}) };
 });
+
+/** What RTE stage 0 printed and changed goes to the job's `errors` (diagnose file, `arcstat -l` readers). */
+async function noteStage0(ctx: JemContext, id: string, r: SubmitResult): Promise<void> {
+  const lines = [
+    ...(r.rteLog?.trim() ? [r.rteLog.trimEnd()] : []),
+    ...(r.rteChanges ?? []).map((c) => `${utcStamp()} Runtime environment stage 0 changed ${c}`),
+  ];
+  if (lines.length > 0) await ctx.control.append(id, "errors", `${lines.join("\n")}\n`).catch(() => undefined);
+}
 
 async function toInlrms(ctx: JemContext, job: JobRecord, localId: string, reason: string): Promise<Step> {
   const next = await transition(ctx, job, "INLRMS", { reason, change: { localId, lrms: undefined, startedAt: Date.now() } });

@@ -2,6 +2,7 @@ import { canMove, formatStatusFile, IllegalMoveError, type InternalState, type L
 import { stateLine, type JobChange, type JobRecord } from "@ce/store";
 import { fsq, type FsOp } from "../fsq.js";
 import { jobFields, jobLog, type JemContext } from "../context.js";
+import type { HookState } from "../hooks.js";
 import { afterTransition } from "../limits.js";
 import { turnLog } from "../turn-log.js";
 
@@ -58,6 +59,8 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   // A failure's line says what failed: the text of this failure, or on the final move the job's.
   const failure = opts.failedLine ?? (to === "FINISHED" && next.outcome !== "success" ? next.failure : undefined);
   logMove(ctx, { ...jobFields(job), from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason, ...(failure ? { failure, failedCause: next.failedCause } : {}) });
+  // Site hooks of the state entered (ACCEPTED's is the admission check, run by its handler).
+  if (job.state !== to && to !== "ACCEPTED" && ctx.hooks?.has(to as HookState)) ctx.hooks.notify(to as HookState, next);
   await afterTransition(ctx, job, next).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "wake-up of pending jobs failed"));
   return next;
 }

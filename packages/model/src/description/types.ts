@@ -77,6 +77,8 @@ export interface JobDescription {
   /** Number of slots (xRSL count, ADL NumberOfSlots); default 1. */
   count?: number | undefined;
   countPerNode?: number | undefined;
+  /** GPUs per job (xRSL `gpus`, ADL `<Coprocessor>CUDA|GPU</Coprocessor>` = 1); docs/gpus.md. */
+  gpus?: number | undefined;
   exclusive?: boolean | undefined;
   runtimeEnvironments: RuntimeEnvironmentRequest[];
 

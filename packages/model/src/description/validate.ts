@@ -27,6 +27,7 @@ const LABELS: Record<string, string> = {
   diskMB: "disk space (xRSL disk, ADL DiskSpaceRequirement)",
   count: "slot count (xRSL count, ADL NumberOfSlots)",
   countPerNode: "slots per node (xRSL countpernode, ADL SlotsPerHost)",
+  gpus: "GPUs (xRSL gpus, ADL Coprocessor)",
   rerun: "rerun (xRSL rerun, ADL Rerun)",
   priority: "priority",
   successExitCode: "expected exit code (ADL FailIfExitCodeNotEqualTo)",
@@ -153,6 +154,8 @@ function checkResources(d: JobDescription, opts: ValidateOptions): void {
   integer("diskMB", d.diskMB, 0);
   integer("count", d.count, 1);
   integer("countPerNode", d.countPerNode, 1);
+  integer("gpus", d.gpus, 0);
+  if (d.gpus !== undefined && d.gpus > 1024) fail("gpus", `${label("gpus")} ${d.gpus} is more than any node has`);
   if (d.countPerNode !== undefined) {
     if (d.count === undefined) fail("countPerNode", `${label("countPerNode")} requires a ${label("count")}`);
     if (d.count % d.countPerNode !== 0) {

@@ -240,7 +240,13 @@ describe("ADL Resources", () => {
     });
   });
 
-  it.each(["Coprocessor", "NetworkInfo", "Benchmark"])("rejects %s", (el) => {
+  it("Coprocessor: a GPU kind is one GPU, optional asks for none, other kinds are refused by name", () => {
+    expect(one(adl("<Resources><Coprocessor>CUDA</Coprocessor></Resources>")).gpus).toBe(1);
+    expect(one(adl('<Resources><Coprocessor optional="true">GPU</Coprocessor></Resources>')).gpus).toBeUndefined();
+    expect(error(adl("<Resources><Coprocessor>FPGA</Coprocessor></Resources>")).message).toMatch(/<Coprocessor>.*'FPGA' is not supported/);
+  });
+
+  it.each(["NetworkInfo", "Benchmark"])("rejects %s", (el) => {
     expect(error(adl(`<Resources><${el}>x</${el}></Resources>`)).message).toMatch(new RegExp(`<${el}>.*not supported`));
   });
 

@@ -158,7 +158,14 @@ class AdlReader {
 
   private resources(res: XNode): void {
     const d = this.d;
-    this.unsupported(res, ["Coprocessor", "NetworkInfo", "Benchmark"]);
+    this.unsupported(res, ["NetworkInfo", "Benchmark"]);
+    const cop = child(res, "Coprocessor");
+    if (cop) {
+      // EMI-ES names the kind, not a number: a GPU kind is one GPU; optional="true" asks for none.
+      const kind = this.str(cop);
+      if (!/^(CUDA|GPU|OpenCL)$/i.test(kind)) this.fail(cop, `'${kind}' is not supported by this computing element (CUDA, GPU or OpenCL: one GPU)`);
+      if (parseBoolean(cop.attrs.optional ?? "") !== true) d.gpus = 1;
+    }
     const queue = child(res, "QueueName");
     if (queue) d.queue = this.str(queue);
     const wall = child(res, "WallTime");

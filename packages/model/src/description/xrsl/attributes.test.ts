@@ -90,6 +90,11 @@ describe("xRSL time units (docs/decisions.md #21)", () => {
 });
 
 describe("xRSL resources", () => {
+  it("gpus (the CE's own attribute, docs/gpus.md) is a whole number", () => {
+    expect(one("&(executable=/bin/true)(gpus=2)").gpus).toBe(2);
+    expect(invalid("&(executable=/bin/true)(gpus=two)").message).toMatch(/gpus/);
+  });
+
   it("maps memory, disk, count, countpernode, exclusiveexecution, rerun, priority, dryrun", () => {
     const d = one(`&(memory=2000)(disk=500)(count=8)(countpernode=4)(exclusiveexecution=yes)
       (rerun=2)(priority=120)(dryrun=yes)`);

@@ -180,6 +180,10 @@ export function xrslToDescription(relations: EvaluatedRelation[], text: string):
       case "countpernode":
         d.countPerNode = r.integer();
         break;
+      // Not an ARC attribute (A-REX gives GPUs through RTEs only): the CE's own, docs/gpus.md.
+      case "gpus":
+        d.gpus = r.integer();
+        break;
       case "exclusiveexecution":
         d.exclusive = r.bool();
         break;
