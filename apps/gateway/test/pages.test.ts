@@ -84,7 +84,8 @@ describe("the job page's buttons post only from the CE's own pages", () => {
     t.request("POST", `${t.rest}/1.1/jobs/${other}`, { accept: "text/html", body, headers: { "content-type": FORM, ...headers }, ...(as ? { as } : {}) });
 
   it("refuses another site's form (Origin or Sec-Fetch-Site), and a post that says neither", async () => {
-    for (const headers of [{ origin: "https://evil.example" }, { "sec-fetch-site": "cross-site", origin: t.origin }, { "sec-fetch-site": "same-site" }, {}]) {
+    const variants: Record<string, string>[] = [{ origin: "https://evil.example" }, { "sec-fetch-site": "cross-site", origin: t.origin }, { "sec-fetch-site": "same-site" }, {}];
+    for (const headers of variants) {
       const r = await post(headers);
       expect(r.status, JSON.stringify(headers)).toBe(403);
       expect(r.headers["x-error-code"]).toBe("CROSS_SITE_REFUSED");

@@ -1,4 +1,4 @@
-import { DIAGNOSE_FILES, type DiagnoseFile, type JobRecord } from "@ce/store";
+import { type ControlFile, DIAGNOSE_FILES, type DiagnoseFile, type JobRecord } from "@ce/store";
 import { FINAL_REST_STATES, REST_STATES, type RestState } from "@ce/model";
 import type { Services } from "../context.js";
 
@@ -115,26 +115,34 @@ const MADE_ON_REQUEST = new Set<DiagnoseFile>(["xml", "status", "input", "output
 /** The diagnose files of a job that can be fetched, in the interface's order (docs/interface.md E7). */
 export async function diagnoseEntries(s: Services, id: string): Promise<DiagnoseEntry[]> {
   const out: DiagnoseEntry[] = [];
+  // `input` and `output` are made from the stored description, which a wiped job no longer has.
+  const spec = await fileStat(s, id, "spec");
   for (const type of DIAGNOSE_FILES) {
     if (MADE_ON_REQUEST.has(type)) {
-      out.push({ type });
+      if (spec || (type !== "input" && type !== "output")) out.push({ type });
       continue;
     }
-    let handle;
-    try {
-      handle = await s.control.openForRead(id, type);
-    } catch (e) {
-      if (isAbsent(e)) continue;
-      throw e;
-    }
-    try {
-      const st = await handle.stat();
-      if (st.isFile()) out.push({ type, size: st.size, mtimeMs: st.mtimeMs });
-    } finally {
-      await handle.close();
-    }
+    const st = await fileStat(s, id, type);
+    if (st) out.push({ type, size: st.size, mtimeMs: st.mtimeMs });
   }
   return out;
+}
+
+/** Size and time of a regular control file; undefined when absent. */
+async function fileStat(s: Services, id: string, name: ControlFile): Promise<{ size: number; mtimeMs: number } | undefined> {
+  let handle;
+  try {
+    handle = await s.control.openForRead(id, name);
+  } catch (e) {
+    if (isAbsent(e)) return undefined;
+    throw e;
+  }
+  try {
+    const st = await handle.stat();
+    return st.isFile() ? { size: st.size, mtimeMs: st.mtimeMs } : undefined;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Columns of the per-VO table (REST states grouped the way a person asks "how busy is it"). */

@@ -131,7 +131,8 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
             <thead>
               <tr>
                 {COLUMNS.map((col) => {
-                  if (col.key === "owner") return <th scope="col">{col.label}</th>;
+                  // Narrow screens leave out what every row shares (the owner is the caller).
+                  if (col.key === "owner") return <th scope="col" class="wide-only">{col.label}</th>;
                   const active = col.key === q.sort;
                   const next = active && q.order === "desc" ? "asc" : active ? "desc" : col.key === "name" || col.key === "state" ? "asc" : "desc";
                   return (
@@ -151,12 +152,14 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
                 <tr>
                   <td>
                     <a href={jobHref(base, r.id)}>{r.jobName || r.id}</a>
-                    {r.jobName ? <div class="mono muted small">{r.id}</div> : ""}
+                    {r.jobName ? <div class="mono muted small wide-only">{r.id}</div> : ""}
                   </td>
                   <td>
                     <StateBadge state={r.rest} />
                   </td>
-                  <td title={r.owner}>{shortDn(r.owner)}</td>
+                  <td title={r.owner} class="wide-only">
+                    {shortDn(r.owner)}
+                  </td>
                   <td>
                     <Time ms={r.created} now={now} />
                   </td>

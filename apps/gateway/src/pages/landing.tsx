@@ -153,7 +153,7 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
         </div>
       )}
       <p class="small">
-        All VOs: {cols.map((k) => `${VO_LABELS[k].toLowerCase()} ${sum(VO_COLUMNS[k])}`).join(", ")}; finished, failed or killed and still kept{" "}
+        All VOs: {cols.map((k) => `${VO_LABELS[k]} ${sum(VO_COLUMNS[k])}`).join(", ")}; finished, failed or killed and still kept{" "}
         {sum(["FINISHED", "FAILED", "KILLED"])}. Counted <Time ms={now} now={now} />.
       </p>
     </Layout>,

@@ -36,7 +36,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .state-FINISHED{color:#146c2e}
 .state-RUNNING,.state-QUEUING{color:#0b57d0}
 dl.kv{display:grid;grid-template-columns:minmax(8em,max-content) minmax(0,1fr);gap:.15em 1em;margin:.3em 0}
-dl.kv dt{font-weight:600;color:#444}
+dl.kv dt{font-weight:600;color:#444;overflow-wrap:anywhere;min-width:0}
 dl.kv dd{margin:0;overflow-wrap:anywhere;min-width:0}
 .failure{border-left:4px solid #b3261e;background:#fdf0ef;padding:.4em .8em;margin:.6em 0;overflow-wrap:anywhere}
 .notice{border-left:4px solid #146c2e;background:#eef8f0;padding:.4em .8em;margin:.6em 0}
@@ -50,13 +50,15 @@ select{font:inherit}
 ul.links{padding-left:1.2em}
 ul.inline{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.3em 1em}
 details{border-left:2px solid #ccd;padding-left:.6em;margin:.2em 0}
-summary{cursor:pointer;font-weight:600}
+summary{cursor:pointer;font-weight:600;overflow-wrap:anywhere}
+p,li{overflow-wrap:anywhere}
 @media (max-width:600px){
   main{padding:.5em .6em 2em}
   dl.kv{grid-template-columns:minmax(0,1fr)}
   dl.kv dd{margin-bottom:.4em}
   details{padding-left:.35em}
   th,td{padding:.2em .35em}
+  .wide-only{display:none}
 }
 `;
 
@@ -74,7 +76,8 @@ export function Layout(props: { title: string; crumbs: Crumb[]; children?: Child
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{props.title}</title>
-        <style>{STYLE}</style>
+        {/* A constant of this file: JSX would escape its quotes and `>` as text. */}
+        <style dangerouslySetInnerHTML={{ __html: STYLE }} />
       </head>
       <body>
         <header>
