@@ -64,9 +64,14 @@ export const HISTORY_TAIL_BYTES = 64 * 1024;
 export async function jobHistory(s: Services, id: string): Promise<{ entries: HistoryEntry[]; cut: boolean }> {
   const text = await readTail(s, id, "errors", HISTORY_TAIL_BYTES);
   if (text === undefined) return { entries: [], cut: false };
-  const lines = text.content.split("\n");
+  return { entries: parseHistory(text.content, text.cut), cut: text.cut };
+}
+
+/** The lines of (the tail of) an `errors` file; `cut`: the text starts inside a line. */
+export function parseHistory(content: string, cut: boolean): HistoryEntry[] {
+  const lines = content.split("\n");
   // A cut file starts inside a line: that partial line is dropped.
-  if (text.cut) lines.shift();
+  if (cut) lines.shift();
   const entries: HistoryEntry[] = [];
   for (const line of lines) {
     if (!line.trim()) continue;
@@ -77,7 +82,7 @@ export async function jobHistory(s: Services, id: string): Promise<{ entries: Hi
       entries.push(t ? { at: t[1]!, text: t[2]! } : { at: "", text: line });
     }
   }
-  return { entries, cut: text.cut };
+  return entries;
 }
 
 async function readTail(s: Services, id: string, name: DiagnoseFile, max: number): Promise<{ content: string; cut: boolean } | undefined> {
