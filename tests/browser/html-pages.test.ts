@@ -292,6 +292,7 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
       session: `${rest}/1.1/jobs/${jobs.listing}/session/`,
       diagnose: `${rest}/1.1/jobs/${jobs.listing}/diagnose`,
       info: `${rest}/1.1/info`,
+      "error-404": `${rest}/1.1/jobs/${randomUUID()}/session/`,
     };
     const wide: string[] = [];
     for (const width of [1400, 400]) {

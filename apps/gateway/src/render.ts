@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type El, type HtmlOptions, contentTypeFor, errorDoc, negotiateFormat, render } from "@ce/glue2";
 import type { AppEnv, Format } from "./context.js";
 import type { CeError } from "./errors.js";
+import { errorPage } from "./pages/error.js";
 
 /**
  * Structured responses (versions, info, job lists, bulk results, errors) in the negotiated format:
@@ -76,12 +77,13 @@ export function sendStreamed(c: Context<AppEnv>, body: ReadableStream<Uint8Array
  */
 export function renderError(c: Context<AppEnv>, err: CeError): Response {
   const status = err.status as ContentfulStatusCode;
-  return respond(c, errorDoc(status, err.message), {
-    status,
-    headers: { ...err.headers, "X-Error-Code": err.code },
-    statusText: err.message,
-    title: ellipsis(`${status} ${err.message}`, 120),
-  });
+  const headers = { ...err.headers, "X-Error-Code": err.code };
+  const title = ellipsis(`${status} ${err.message}`, 120);
+  if (formatOf(c) === "html") {
+    setStatusText(c, err.message);
+    return errorPage(c, status, title, err.message, headers);
+  }
+  return respond(c, errorDoc(status, err.message), { status, headers, statusText: err.message, title });
 }
 
 /** Reason phrase of the status line: one line of printable ASCII, bounded. */

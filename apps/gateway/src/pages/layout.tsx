@@ -99,11 +99,11 @@ export function Layout(props: { title: string; crumbs: Crumb[]; children?: Child
 }
 
 /** A page element as the HTML answer: the negotiated-HTML headers of render.ts (CSP, length). */
-export function sendPage(c: Context<AppEnv>, page: Child, status: ContentfulStatusCode = 200): Response {
+export function sendPage(c: Context<AppEnv>, page: Child, status: ContentfulStatusCode = 200, headers?: Record<string, string>): Response {
   const body = page?.toString() ?? "";
   // Every component here is synchronous; an async one would make a Promise, never a page.
   if (typeof body !== "string") throw new Error("pages: an asynchronous component was rendered");
-  return sendRendered(c, `<!DOCTYPE html>\n${body}\n`, "html", { status });
+  return sendRendered(c, `<!DOCTYPE html>\n${body}\n`, "html", { status, ...(headers ? { headers } : {}) });
 }
 
 /** Where the pages of this request's REST version live (`/arex/rest/1.1`). */
