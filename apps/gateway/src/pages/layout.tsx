@@ -132,17 +132,23 @@ export function Time(props: { ms: number | undefined; now: number }) {
   if (!exact) return <span class="muted">–</span>;
   return (
     <time datetime={exact.replace(" ", "T")} title={exact}>
-      {exact} <span class="muted small">({ago(props.now - (props.ms ?? 0))})</span>
+      {exact} <span class="muted small">({relative(props.now - (props.ms ?? 0))})</span>
     </time>
   );
 }
 
-export function ago(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 90) return `${s} s ago`;
-  if (s < 90 * 60) return `${Math.round(s / 60)} min ago`;
-  if (s < 36 * 3600) return `${Math.round(s / 3600)} h ago`;
-  return `${Math.round(s / 86400)} d ago`;
+/** How long ago (`ms` > 0) or how far ahead (session removal, proxy expiry): `5 min ago`, `in 7 d`. */
+export function relative(ms: number): string {
+  return ms >= 0 ? `${duration(ms)} ago` : `in ${duration(-ms)}`;
+}
+export const ago = (ms: number) => relative(Math.max(0, ms));
+
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 90) return `${s} s`;
+  if (s < 90 * 60) return `${Math.round(s / 60)} min`;
+  if (s < 36 * 3600) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} d`;
 }
 
 export function bytes(n: number): string {
