@@ -10,7 +10,8 @@ import {
   expectQuiet,
   follow,
   followFile,
-  linksOf,
+  overflowX,
+  tabStops,
   screenshot,
   squeezedCells,
   visitHtml,
@@ -31,6 +32,10 @@ const XSS_IMG = "<img src=x onerror=alert(1)>";
 const XSS_SCRIPT = "<script>alert(1)</script>";
 const ODD_NAME = "a b#c?&d.txt";
 const sq = (s: string) => `'${s}'`;
+/** Names in the session listing's file table, in page order (not the crumbs, not the parent link). */
+const fileNames = (page: Page) => page.locator("tbody td.mono a").allTextContents();
+/** Job names (link texts of the first column) in the job table, in page order. */
+const jobNames = (page: Page) => page.locator("tbody tr td:first-child > a").allTextContents();
 
 const LISTING_XRSL =
   `&(executable="/bin/sh")(jobname="browse me")(stdout="out.txt")(stderr="err.txt")` +
@@ -38,7 +43,7 @@ const LISTING_XRSL =
   `echo x > ${sq(XSS_IMG)}; echo y > ${sq(ODD_NAME)}")` +
   `(outputfiles=("out.txt" "")("err.txt" "")("sub/" "")("${XSS_IMG}" "")("${ODD_NAME}" ""))`;
 const SCRIPT_NAME_XRSL = `&(executable="/bin/echo")(arguments="hi")(jobname="${XSS_SCRIPT}")(stdout="out.txt")(outputfiles=("out.txt" ""))`;
-const FAILING_XRSL = `&(executable="/bin/sh")(arguments="-c" "echo bad >&2; exit 3")(jobname="fails")(stderr="err.txt")(outputfiles=("err.txt" ""))`;
+const FAILING_XRSL = `&(executable="/bin/sh")(arguments="-c" "echo bad >&2; exit 3")(jobname="fails")(rerun="1")(stderr="err.txt")(outputfiles=("err.txt" ""))`;
 
 describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certificate, dev CA trusted)", () => {
   let stack: Stack;
@@ -105,37 +110,44 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     const text = (await page.textContent("body")) ?? "";
     expect(text).toContain(stack.url);
     expect(text).toContain("org.nordugrid.arcrest");
-    expect(await page.locator("th", { hasText: /^InterfaceName$/ }).count()).toBeGreaterThan(0);
+    expect(await page.locator("dt", { hasText: /^InterfaceName$/ }).count()).toBeGreaterThan(0);
     expectQuiet(watch);
   });
 
-  it("/rest/1.1/jobs links every job id to its session directory", async () => {
+  it("/rest/1.1/jobs is a table: name → job page, state, owner, times, exit code, files → session directory", async () => {
     const { links } = await visitHtml(page, `${rest}/1.1/jobs`, "jobs");
-    for (const id of Object.values(jobs)) {
-      const link = links.find((l) => l.text === id);
-      expect(link, `job ${id} is a link`).toBeDefined();
-      expect(new URL(link!.href).pathname).toBe(`${new URL(rest).pathname}/1.1/jobs/${id}/session/`);
+    const jobsPath = `${new URL(rest).pathname}/1.1/jobs`;
+    for (const [id, name] of [[jobs.listing, "browse me"], [jobs.failing, "fails"], [jobs.scriptName, XSS_SCRIPT]] as const) {
+      expect(new URL(links.find((l) => l.text === name)!.href).pathname, name).toBe(`${jobsPath}/${id}`);
+      expect(links.some((l) => new URL(l.href).pathname === `${jobsPath}/${id}/session/`), `files of ${name}`).toBe(true);
     }
+    expect(await page.locator("thead th").allTextContents()).toEqual(["Name", "State", "Owner", "Submitted ▼", "Last change", "Exit code", "Files"]);
+    const failing = page.locator("tr", { has: page.getByRole("link", { name: "fails", exact: true }) });
+    expect(await failing.locator("td").nth(1).textContent()).toBe("FAILED");
+    expect(await failing.locator("td").nth(5).textContent()).toBe("3");
     expectQuiet(watch);
   });
 
-  it("the state-filtered job list shows states and keeps the links", async () => {
-    const { links } = await visitHtml(page, `${rest}/1.1/jobs?state=FINISHED,FAILED`, "jobs-filtered");
-    expect(links.map((l) => l.text).sort()).toEqual(Object.values(jobs).sort());
-    const text = (await page.textContent("body")) ?? "";
-    expect(text).toContain("FINISHED");
-    expect(text).toContain("FAILED");
-    expectQuiet(watch);
-  });
-
-  it("job id → session directory → subdirectories → files, by following links", async () => {
+  it("the job table filters by state and sorts by column, by clicking", async () => {
     await visitHtml(page, `${rest}/1.1/jobs`, "jobs");
-    const root = await checkHtmlPage(page, await follow(page, jobs.listing), "session-root");
+    await checkHtmlPage(page, await follow(page, "FAILED (1)"), "jobs-failed");
+    expect(await jobNames(page)).toEqual(["fails"]);
+    await checkHtmlPage(page, await follow(page, "All (3)"), "jobs-all");
+    await checkHtmlPage(page, await follow(page, "Name"), "jobs-by-name");
+    expect(await jobNames(page)).toEqual([XSS_SCRIPT, "browse me", "fails"]);
+    await checkHtmlPage(page, await follow(page, "Name ▲"), "jobs-by-name-desc");
+    expect(await jobNames(page)).toEqual(["fails", "browse me", XSS_SCRIPT]);
+    expectQuiet(watch);
+  });
+
+  it("job → session directory → subdirectories → files, by following links", async () => {
+    await visitHtml(page, `${rest}/1.1/jobs/${jobs.listing}`, "job-listing");
+    await checkHtmlPage(page, await follow(page, "Session files"), "session-root");
     expect(new URL(page.url()).pathname).toBe(`${new URL(rest).pathname}/1.1/jobs/${jobs.listing}/session/`);
-    expect(root.links.map((l) => l.text).sort()).toEqual([XSS_IMG, ODD_NAME, "err.txt", "out.txt", "sub"].sort());
+    expect(await fileNames(page)).toEqual(["sub", XSS_IMG, ODD_NAME, "err.txt", "out.txt"]);
     // Names are shown as text, never markup; sizes are shown.
     expect(await page.getByRole("link", { name: XSS_IMG, exact: true }).count()).toBe(1);
-    expect((await page.textContent("body")) ?? "").toContain("size=6");
+    expect(await page.locator("tr", { has: page.getByRole("link", { name: "out.txt", exact: true }) }).locator("td").nth(1).textContent()).toBe("6 B");
 
     const out = await followFile(page, "out.txt");
     expect(out.content).toBe("hello\n");
@@ -144,14 +156,20 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     expect((await followFile(page, XSS_IMG)).content).toBe("x\n");
     await expectNoActiveContent(page);
 
-    const sub = await checkHtmlPage(page, await follow(page, "sub"), "session-sub");
+    await checkHtmlPage(page, await follow(page, "sub"), "session-sub");
     expect(new URL(page.url()).pathname).toMatch(/\/session\/sub\/$/);
-    expect(sub.links.map((l) => l.text).sort()).toEqual(["deep", "inner.txt"]);
+    expect(await fileNames(page)).toEqual(["deep", "inner.txt"]);
     expect((await followFile(page, "inner.txt")).content).toBe("inner\n");
 
-    const deep = await checkHtmlPage(page, await follow(page, "deep"), "session-sub-deep");
-    expect(deep.links.map((l) => l.text)).toEqual(["d.txt"]);
+    await checkHtmlPage(page, await follow(page, "deep"), "session-sub-deep");
+    expect(await fileNames(page)).toEqual(["d.txt"]);
     expect((await followFile(page, "d.txt")).content).toBe("deep\n");
+    // Breadcrumbs and the parent link lead back up.
+    expect(await page.locator("nav.crumbs li").allTextContents()).toEqual([new URL(stack.url).hostname, "Jobs", "browse me", "session", "sub", "deep"]);
+    await checkHtmlPage(page, await follow(page, ".. (parent directory)"), "session-sub-again");
+    expect(new URL(page.url()).pathname).toMatch(/\/session\/sub\/$/);
+    await checkHtmlPage(page, await follow(page, "session"), "session-root-again");
+    expect(await fileNames(page)).toContain("out.txt");
     expectQuiet(watch);
   }, 90_000);
 
@@ -191,7 +209,10 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
   });
 
   it("user-controlled text is escaped: a job named <script>alert(1)</script>", async () => {
-    // Job names appear in no HTML rendering (the list shows ids); they do in the diagnose files.
+    // The job page and the list show the name as text.
+    await visitHtml(page, `${rest}/1.1/jobs/${jobs.scriptName}`, "job-script-jobname");
+    expect(await page.locator("h1").textContent()).toBe(`Job ${XSS_SCRIPT}`);
+    await expectNoActiveContent(page);
     for (const type of ["local", "description"]) {
       const r = await page.goto(`${rest}/1.1/jobs/${jobs.scriptName}/diagnose/${type}`);
       expect(r?.status()).toBe(200);
@@ -202,7 +223,7 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     }
     // And its own pages stay plain.
     await visitHtml(page, `${rest}/1.1/jobs/${jobs.scriptName}/session/`, "session-script-jobname");
-    expect((await linksOf(page)).map((l) => l.text)).toEqual(["out.txt"]);
+    expect(await fileNames(page)).toEqual(["out.txt"]);
     expectQuiet(watch);
   });
 
@@ -226,4 +247,95 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     // value cells collapse to a character or two.
     expect(bad, "value cells too narrow to read").toEqual([]);
   });
+  it("from the endpoint URL to a job, its files and its diagnose files, by clicking only", async () => {
+    // The endpoint as /info publishes it: a browser lands on the landing page.
+    const landing = await page.goto(stack.url);
+    expect(new URL(page.url()).pathname).toBe(`${new URL(rest).pathname}/1.1`);
+    await checkHtmlPage(page, landing, "walk-1-landing");
+    expect(await page.locator("h1").textContent()).toBe(`Computing element ${new URL(stack.url).hostname}`);
+    await checkHtmlPage(page, await follow(page, "Your jobs"), "walk-2-jobs");
+    await checkHtmlPage(page, await follow(page, "browse me"), "walk-3-job");
+    expect(await page.locator("h1").textContent()).toBe("Job browse me");
+    // State history with reasons, from the errors file.
+    const history = await page.locator("table").first().locator("tbody tr").allTextContents();
+    expect(history.some((r) => /→ FINISHED/.test(r)), history.join("\n")).toBe(true);
+    await checkHtmlPage(page, await follow(page, "Session files"), "walk-4-session");
+    expect((await followFile(page, "out.txt")).content).toBe("hello\n");
+    await checkHtmlPage(page, await follow(page, "Diagnose files"), "walk-5-diagnose");
+    expect(await page.locator("tbody td.mono a").allTextContents()).toEqual(expect.arrayContaining(["errors", "local", "description", "status", "xml"]));
+    const errors = await followFile(page, "errors");
+    expect(errors.content).toMatch(/Job state change .* -> FINISHED/);
+    await screenshot(page, "walk-6-diagnose-errors");
+    expectQuiet(watch);
+  }, 60_000);
+
+  it("a failed job: the failure, its history, Restart offered; the landing page groups the failure", async () => {
+    await visitHtml(page, `${rest}/1.1/jobs/${jobs.failing}`, "job-failed");
+    const failure = (await page.locator(".failure").textContent()) ?? "";
+    expect(failure).toMatch(/Failure/);
+    expect(failure.length).toBeGreaterThan(12);
+    expect(await page.getByRole("button", { name: "Restart" }).count()).toBe(1);
+    expect(await page.getByRole("button", { name: "Kill" }).count()).toBe(0);
+    await visitHtml(page, `${rest}/1.1`, "landing");
+    const row = page.locator("tr", { has: page.getByRole("link", { name: "fails", exact: true }) });
+    expect(await row.locator("td").first().textContent()).toBe("1");
+    expect(failure).toContain((await row.locator("td").nth(1).textContent()) ?? "-");
+    expectQuiet(watch);
+  });
+
+  it("readable at 1,400 and 400 pixels: no page is wider than the window", async () => {
+    const pages = {
+      landing: `${rest}/1.1`,
+      jobs: `${rest}/1.1/jobs`,
+      job: `${rest}/1.1/jobs/${jobs.listing}`,
+      "job-failed": `${rest}/1.1/jobs/${jobs.failing}`,
+      session: `${rest}/1.1/jobs/${jobs.listing}/session/`,
+      diagnose: `${rest}/1.1/jobs/${jobs.listing}/diagnose`,
+      info: `${rest}/1.1/info`,
+      "error-404": `${rest}/1.1/jobs/${randomUUID()}/session/`,
+    };
+    const wide: string[] = [];
+    for (const width of [1400, 400]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [name, url] of Object.entries(pages)) {
+        await page.goto(url);
+        const over = await overflowX(page);
+        if (over.by > 0) wide.push(`${name} at ${width}px: ${over.by}px too wide: ${over.culprits.join(" | ")}`);
+        await screenshot(page, `${width}px-${name}`);
+      }
+    }
+    await page.setViewportSize({ width: 1100, height: 700 });
+    expect(wide).toEqual([]);
+  }, 90_000);
+
+  it("keyboard: Tab reaches the links and buttons of the job page, Enter follows a link", async () => {
+    await visitHtml(page, `${rest}/1.1/jobs/${jobs.failing}`, "job-failed");
+    const stops = await tabStops(page, 25);
+    for (const want of ["a:Jobs", "a:Session files", "a:Diagnose files", "button:Restart", "button:Clean (remove the job and its files)"]) expect(stops, stops.join(" | ")).toContain(want);
+    // Back to the top, then to "Diagnose files" and Enter.
+    await page.goto(`${rest}/1.1/jobs/${jobs.failing}`);
+    for (let i = 0; i < 25; i++) {
+      await page.keyboard.press("Tab");
+      if ((await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent)) === "Diagnose files") break;
+    }
+    await Promise.all([page.waitForURL(/\/diagnose$/), page.keyboard.press("Enter")]);
+    expect(await page.locator("h1").textContent()).toBe("Diagnose files of fails");
+    expectQuiet(watch);
+  });
+
+  it("the Kill button posts from the job page (same origin) and the job ends KILLED", async () => {
+    const ce = ceClient(stack.url, stack.pki);
+    const sleeper = await ce.submit(`&(executable="/bin/sleep")(arguments="300")(jobname="sleeper")`);
+    await ce.waitForStates([sleeper], ["RUNNING", "QUEUING", "SUBMITTING", "PREPARED", "PREPARING", "ACCEPTED"], 30_000);
+    await visitHtml(page, `${rest}/1.1/jobs/${sleeper}`, "job-sleeper");
+    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Kill" }).click()]);
+    expect(answer.status()).toBe(202);
+    await page.waitForLoadState("load");
+    expect(await page.locator("[role=status]").textContent()).toContain("Queued for killing");
+    await screenshot(page, "job-sleeper-killed");
+    await checkHtmlPage(page, await follow(page, "Back to the job"), "job-sleeper-after-kill");
+    expect(await page.locator(".notice").textContent()).toContain("Kill requested");
+    expect(await ce.waitForStates([sleeper], ["KILLED"], 60_000)).toEqual({ [sleeper]: "KILLED" });
+    expectQuiet(watch);
+  }, 120_000);
 });

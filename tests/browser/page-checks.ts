@@ -79,20 +79,58 @@ export async function expectLinksResolve(page: Page): Promise<Link[]> {
   return links;
 }
 
-/** No active content: the renderers only ever emit tables, text and links. */
+/**
+ * No active content: the renderers only ever emit tables, text, links and forms that stay on this
+ * CE (the job table's GET filter, the job page's POST buttons: an action that is a path).
+ */
 export async function expectNoActiveContent(page: Page): Promise<void> {
   const found = await page.evaluate(() => {
     const out: string[] = [];
     const doc = (globalThis as unknown as { document: DomDocument }).document;
     for (const el of Array.from(doc.querySelectorAll("*"))) {
       const tag = el.tagName.toLowerCase();
-      if (["script", "img", "iframe", "object", "embed", "svg", "form", "base", "link"].includes(tag)) out.push(`<${tag}>`);
+      if (["script", "img", "iframe", "object", "embed", "svg", "base", "link"].includes(tag)) out.push(`<${tag}>`);
+      if (tag === "form" && !/^\/[^/]/.test(el.getAttribute("action") ?? "")) out.push(`<form action=${el.getAttribute("action")}>`);
       for (const a of Array.from(el.attributes)) if (/^on/i.test(a.name)) out.push(`${tag}[${a.name}]`);
       if (tag === "a" && /^\s*javascript:/i.test(el.getAttribute("href") ?? "")) out.push("javascript: link");
     }
     return out;
   });
   expect(found, `active content on ${page.url()}`).toEqual([]);
+}
+
+/**
+ * Horizontal overflow of the page: how far the document is wider than the window (0 = none), and
+ * the first elements whose right edge is past the window (what to fix).
+ */
+export async function overflowX(page: Page): Promise<{ by: number; culprits: string[] }> {
+  return page.evaluate(() => {
+    type R = { right: number };
+    type E = { tagName: string; className: string; textContent: string | null; getBoundingClientRect(): R };
+    const g = globalThis as unknown as { document: { documentElement: { scrollWidth: number }; querySelectorAll(s: string): ArrayLike<E> }; innerWidth: number };
+    const by = g.document.documentElement.scrollWidth - g.innerWidth;
+    const culprits = by <= 0 ? [] : Array.from(g.document.querySelectorAll("body *"))
+      .filter((e) => e.getBoundingClientRect().right > g.innerWidth + 1)
+      .slice(-3)
+      .map((e) => `<${e.tagName.toLowerCase()} class="${e.className}"> ${(e.textContent ?? "").slice(0, 60)}`);
+    return { by, culprits };
+  });
+}
+
+/** What Tab reaches, in order: `a:<text>`, `button:<text>`, `select:<name>`, … (up to `max` presses). */
+export async function tabStops(page: Page, max: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press("Tab");
+    const here = await page.evaluate(() => {
+      const el = (globalThis as unknown as { document: { activeElement: DomNode | null } }).document.activeElement;
+      if (!el || el.tagName === "BODY") return "";
+      const name = el.getAttribute("name");
+      return `${el.tagName.toLowerCase()}:${name && el.tagName !== "BUTTON" ? name : (el.textContent ?? "").trim()}`;
+    });
+    if (here) out.push(here);
+  }
+  return out;
 }
 
 export async function screenshot(page: Page, name: string): Promise<string> {

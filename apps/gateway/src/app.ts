@@ -5,7 +5,7 @@ import { rateLimit, requestContext } from "./middleware/request-context/index.js
 import { identity } from "./middleware/identity/index.js";
 import { durability } from "./middleware/durability/index.js";
 import { storeUnavailable } from "./outage.js";
-import { renderError } from "./render.js";
+import { isPageRequest, renderError } from "./render.js";
 import { httpMetrics } from "@ce/ops";
 import { versionRoutes } from "./routes/versions.js";
 import { infoRoutes } from "./routes/info.js";
@@ -14,6 +14,7 @@ import { sessionRoutes } from "./routes/session.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { delegationRoutes } from "./routes/delegations.js";
 import { resolveDotSegments } from "./services/session-path.js";
+import { landingPage } from "./pages/landing.js";
 
 export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
 
@@ -63,7 +64,9 @@ export function createApp(services: Services): Hono<AppEnv> {
     c.set("version", v);
     await next();
   });
-  r.all("/:version", () => {
+  r.all("/:version", (c) => {
+    // People get the landing page (pages/landing.tsx); programs the 404 they always got.
+    if (isPageRequest(c)) return landingPage(c);
     throw new NotFound("Not Found: no functionality given");
   });
   infoRoutes(r);
@@ -75,6 +78,8 @@ export function createApp(services: Services): Hono<AppEnv> {
     throw new NotFound("Functionality Not Supported", "FUNCTIONALITY_NOT_SUPPORTED");
   });
   app.route(rest, r);
+  // The endpoint URL itself (what /info publishes): a browser is sent on to the landing page.
+  app.get(services.config.mountPath || "/", (c, next) => (isPageRequest(c) ? c.redirect(`${rest}/${SUPPORTED_VERSIONS.at(-1)}`, 302) : next()));
 
   app.notFound((c) => renderError(c, new NotFound(`No resource at ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => {

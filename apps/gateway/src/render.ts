@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type El, type HtmlOptions, contentTypeFor, errorDoc, negotiateFormat, render } from "@ce/glue2";
 import type { AppEnv, Format } from "./context.js";
 import type { CeError } from "./errors.js";
+import { errorPage } from "./pages/error.js";
 
 /**
  * Structured responses (versions, info, job lists, bulk results, errors) in the negotiated format:
@@ -24,6 +25,12 @@ export function formatOf(c: Context<AppEnv>): Format {
   return c.get("format") ?? negotiateFormat(c.req.header("accept"));
 }
 
+/** A GET or HEAD that negotiated HTML: what the pages for people (src/pages) answer. */
+export function isPageRequest(c: Context<AppEnv>): boolean {
+  const m = c.req.method.toUpperCase();
+  return (m === "GET" || m === "HEAD") && formatOf(c) === "html";
+}
+
 export function respond(c: Context<AppEnv>, root: El, opts: RespondOptions = {}): Response {
   const fmt = formatOf(c);
   const body = render(root, fmt, {
@@ -34,6 +41,13 @@ export function respond(c: Context<AppEnv>, root: El, opts: RespondOptions = {})
   return sendRendered(c, body, fmt, opts);
 }
 
+/**
+ * Pages load nothing and run nothing: inline styles only. `form-action 'self'` keeps the job
+ * pages' buttons posting to this CE only; `frame-ancestors 'none'` stops another site from
+ * framing a page to trick a click on them.
+ */
+export const HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
 /** A body already rendered in `fmt` (fast paths that skip the element tree). */
 export function sendRendered(c: Context<AppEnv>, body: string, fmt: Format, opts: RespondOptions = {}): Response {
   const headers: Record<string, string> = {
@@ -42,7 +56,7 @@ export function sendRendered(c: Context<AppEnv>, body: string, fmt: Format, opts
     ...opts.headers,
   };
   if (opts.statusText) setStatusText(c, opts.statusText);
-  if (fmt === "html") headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'";
+  if (fmt === "html") headers["Content-Security-Policy"] = HTML_CSP;
   return c.body(body, opts.status ?? 200, headers);
 }
 
@@ -63,12 +77,13 @@ export function sendStreamed(c: Context<AppEnv>, body: ReadableStream<Uint8Array
  */
 export function renderError(c: Context<AppEnv>, err: CeError): Response {
   const status = err.status as ContentfulStatusCode;
-  return respond(c, errorDoc(status, err.message), {
-    status,
-    headers: { ...err.headers, "X-Error-Code": err.code },
-    statusText: err.message,
-    title: ellipsis(`${status} ${err.message}`, 120),
-  });
+  const headers = { ...err.headers, "X-Error-Code": err.code };
+  const title = ellipsis(`${status} ${err.message}`, 120);
+  if (formatOf(c) === "html") {
+    setStatusText(c, err.message);
+    return errorPage(c, status, title, err.message, headers);
+  }
+  return respond(c, errorDoc(status, err.message), { status, headers, statusText: err.message, title });
 }
 
 /** Reason phrase of the status line: one line of printable ASCII, bounded. */

@@ -147,8 +147,9 @@ describe("E3 list", () => {
     const r = await t.request("GET", `${t.rest}/1.0/jobs`, { accept: "application/json", as: "aliceCert" });
     expect(r.json().job.length).toBeGreaterThan(0);
   });
-  it("GET /jobs/<id> is not a resource → 404", async () => {
-    expect((await t.request("GET", `${t.rest}/1.0/jobs/${mine[0]}`)).status).toBe(404);
+  it("GET /jobs/<id> is not a resource → 404 (a browser gets the job page: docs/pages.md)", async () => {
+    for (const accept of ["application/json", "application/xml"]) expect((await t.request("GET", `${t.rest}/1.0/jobs/${mine[0]}`, { accept })).status).toBe(404);
+    expect((await t.request("GET", `${t.rest}/1.0/jobs/${mine[0]}`)).status).toBe(200);
   });
 });
 

@@ -7,6 +7,8 @@ import { MethodNotAllowed, NotFound } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
 import { ownedJob } from "../services/session-job.js";
 import { fileResponse } from "../services/session-range.js";
+import { isPageRequest } from "../render.js";
+import { diagnoseIndexPage } from "../pages/job.js";
 
 /**
  * E7 — `<base>/jobs/<id>/diagnose/<type>`: one of the 14 allowed control files (docs/interface.md E7),
@@ -16,7 +18,12 @@ import { fileResponse } from "../services/session-range.js";
 export const DIAGNOSE_METHODS = ["GET", "HEAD"] as const;
 
 export function diagnoseRoutes(r: Hono<AppEnv>): void {
-  r.all("/:version/jobs/:id/diagnose", unknownItem);
+  // No resource of the interface; a browser gets the index of the job's diagnose files.
+  r.all("/:version/jobs/:id/diagnose", async (c) => {
+    if (!isPageRequest(c)) unknownItem();
+    requireScope(c, "jobinfo");
+    return diagnoseIndexPage(c, await ownedJob(c, c.req.param("id") ?? ""));
+  });
   r.all("/:version/jobs/:id/diagnose/:type", handle);
   r.all("/:version/jobs/:id/diagnose/:type/*", unknownItem);
 }

@@ -1,7 +1,8 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "../context.js";
 import { BadRequest, MethodNotAllowed } from "../errors.js";
-import { respond } from "../render.js";
+import { formatOf, respond } from "../render.js";
+import { infoPage } from "../pages/info.js";
 import { infoDocument } from "../services/info.js";
 
 /**
@@ -15,6 +16,7 @@ export function infoRoutes(r: Hono<AppEnv>): void {
       throw new BadRequest(`Schema ${JSON.stringify(schema)} is not supported; the only schema is glue2`, "SCHEMA_NOT_SUPPORTED");
     }
     const doc = await infoDocument(c.get("services"));
+    if (formatOf(c) === "html") return infoPage(c, doc);
     return respond(c, doc, { title: "Computing element information" });
   });
   r.all("/:version/info", () => {

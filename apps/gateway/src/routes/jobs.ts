@@ -1,10 +1,10 @@
 import type { Context, Hono } from "hono";
-import { type BulkItem, bulkResultsDoc, jobListDoc } from "@ce/glue2";
+import { type BulkItem, bulkResultsDoc } from "@ce/glue2";
 import { REST_STATES, type RestState, isRestState } from "@ce/model";
 import type { AppEnv, Identity } from "../context.js";
 import { BadRequest, CeError, MethodNotAllowed, NotFound } from "../errors.js";
 import { requireFullProxy, requireScope } from "../middleware/identity/scopes.js";
-import { formatOf, respond, sendRendered, sendStreamed } from "../render.js";
+import { formatOf, isPageRequest, respond, sendRendered, sendStreamed } from "../render.js";
 import { mediaType, readTextBody } from "../services/body.js";
 import { ACTION_SCOPE, BULK_ACTIONS, bulkStatus, isBulkAction, runBulk } from "../services/bulk.js";
 import { bulkInfoText } from "../services/bulkinfo.js";
@@ -12,6 +12,10 @@ import { renderBulkStatus } from "../services/bulkstatus.js";
 import { parseIdList } from "../services/idlist.js";
 import { STREAM_MIN_JOBS, renderJobList, streamJobList } from "../services/joblist.js";
 import { submitJobs } from "../services/submit.js";
+import { ownedJob } from "../services/session-job.js";
+import { jobListPage, parseListQuery } from "../pages/joblist.js";
+import { jobPage } from "../pages/job.js";
+import { postJobForm } from "../pages/actions.js";
 
 /** E3 list, E4 submission, E5 bulk management on `<base>/jobs`. */
 export function jobRoutes(r: Hono<AppEnv>): void {
@@ -29,8 +33,15 @@ export function jobRoutes(r: Hono<AppEnv>): void {
   r.all("/:version/jobs", () => {
     throw new MethodNotAllowed(["GET", "HEAD", "POST"]);
   });
-  // `GET /jobs/<id>` is not a resource (A-REX: "Missing job sub-resource").
-  r.all("/:version/jobs/:id", () => {
+  // `GET /jobs/<id>` is not a resource of the interface (A-REX: "Missing job sub-resource"); a
+  // browser gets the job page there, and its buttons post forms to it (pages/).
+  r.all("/:version/jobs/:id", async (c) => {
+    if (isPageRequest(c)) {
+      requireScope(c, "jobinfo");
+      return jobPage(c, await ownedJob(c, c.req.param("id") ?? ""));
+    }
+    // Only a browser's form post (HTML negotiated): programs keep the interface's 404.
+    if (c.req.method.toUpperCase() === "POST" && formatOf(c) === "html" && mediaType(c) === "application/x-www-form-urlencoded") return postJobForm(c, c.req.param("id") ?? "");
     throw new NotFound("Missing job sub-resource: use /jobs/<id>/session or /jobs/<id>/diagnose/<file>", "MISSING_SUBRESOURCE");
   });
 }
@@ -56,20 +67,13 @@ async function listJobs(c: Context<AppEnv>): Promise<Response> {
   requireScope(c, "jobinfo");
   const owner = identityOf(c).subject;
   const states = parseStateFilter(c.req.query("state"));
-  const jobs = await c.get("services").jobs.list(owner, states);
   const fmt = formatOf(c);
-  if (fmt !== "html") {
-    if (jobs.length < STREAM_MIN_JOBS) return sendRendered(c, renderJobList(jobs, fmt), fmt);
-    const { length, body } = streamJobList(jobs, fmt);
-    return sendStreamed(c, body, length, fmt);
-  }
-  // Runs of slashes and a trailing slash address the same list; links must not inherit them.
-  const base = new URL(c.req.url).pathname.replace(/\/{2,}/g, "/").replace(/\/+$/, "");
-  return respond(c, jobListDoc(jobs), {
-    title: "Jobs",
-    // Browsers: a job id links to its session directory.
-    links: (path, text) => (path[path.length - 1] === "id" ? `${base}/${encodeURIComponent(text)}/session/` : undefined),
-  });
+  // Browsers: the job table (pages/joblist.tsx), with its own sort and page parameters.
+  if (fmt === "html") return jobListPage(c, parseListQuery(c, states));
+  const jobs = await c.get("services").jobs.list(owner, states);
+  if (jobs.length < STREAM_MIN_JOBS) return sendRendered(c, renderJobList(jobs, fmt), fmt);
+  const { length, body } = streamJobList(jobs, fmt);
+  return sendStreamed(c, body, length, fmt);
 }
 
 const POSITIVE = /^[1-9][0-9]{0,8}$/;

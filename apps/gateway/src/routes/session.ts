@@ -7,12 +7,13 @@ import { completeUpload, SessionBytes } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooLarge } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
-import { respond } from "../render.js";
+import { formatOf, respond } from "../render.js";
+import { sessionListingPage } from "../pages/session.js";
 import { BodyAborted, checkDeclaredLength, drainBody, receiveBody, writeBody } from "../services/session-body.js";
 import { DIRECT_MIN, reopenDirect } from "../services/session-direct.js";
 import { openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
 import { jobWithSession, ownedJob } from "../services/session-job.js";
-import { davHref, hrefFor, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
+import { davHref, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
 import { type DavEntry, listCapped, multistatusXml, parseDepth } from "../services/session-propfind.js";
 import { fileResponse } from "../services/session-range.js";
 import { parseContentRange, SessionQuotaExceeded, UploadQuota, UploadTracker } from "../services/session-uploads.js";
@@ -116,18 +117,12 @@ async function read(c: Context<AppEnv>, id: string, head: boolean): Promise<Resp
   } finally {
     await target.dir.close();
   }
+  if (formatOf(c) === "html") return sessionListingPage(c, job, p, listing);
   const doc = sessionListingDoc({
     files: listing.files.map((f) => ({ name: f.name, size: f.stat.size })),
     dirs: listing.dirs.map((d) => d.name),
   });
-  return respond(c, doc, {
-    title: `Session directory ${p.normalized} of job ${job.id}`,
-    // Browsable HTML: every entry links to its own URL (directories with a trailing slash).
-    links: (path, text) => {
-      const kind = path[path.length - 1];
-      return kind === "file" || kind === "dir" ? hrefFor(p.rootHref, [...p.segments, text], kind === "dir") : undefined;
-    },
-  });
+  return respond(c, doc);
 }
 
 /**
