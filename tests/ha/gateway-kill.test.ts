@@ -165,7 +165,7 @@ describe("a gateway SIGKILLed mid-request behind a balancer", () => {
     const ce = new CeClient(stack, stack.urls[1]!);
     try {
       const all = await allJobIds(ce, stack.urls[1]!);
-      const states = await ce.waitStates(all, ["FINISHED", "FAILED", "KILLED"], 60_000, stack.logs);
+      const states = await ce.waitStates(all, ["FINISHED", "FAILED", "KILLED"], 150_000, stack.logs);
       const unanswered = all.filter((id) => !acked.has(id));
       const { ranTwice, ranUnacknowledged } = broken(runs.runs(), acked);
       console.log("gateway kills:", JSON.stringify({
@@ -183,5 +183,5 @@ describe("a gateway SIGKILLed mid-request behind a balancer", () => {
     } finally {
       ce.close();
     }
-  }, 180_000);
+  }, 300_000);
 });
