@@ -2,10 +2,12 @@
 # Installs the Debian packages the CE and its tests run for real (idempotent; only what is missing).
 # Redis (server, tools, sentinel: tests/ha) and the ARC client are always needed for tests; Slurm/munge for the Slurm back end;
 # chromium for the browser checks; apache2 (mod_dav) and xrootd for the staging tests against real storage;
-# prometheus (promtool and the server) for the alert-rule tests of deploy/monitoring.
-# Pass package groups: base slurm arc browser storage monitoring (default: all).
+# prometheus (promtool and the server) for the alert-rule tests of deploy/monitoring; postgresql for
+# the accounting database tests; a C++ tool chain because better-sqlite3 is compiled at install
+# (its prebuilt binaries come from outside the npm registry).
+# Pass package groups: base build slurm arc browser storage monitoring db (default: all).
 set -euo pipefail
-groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base slurm arc browser storage monitoring)
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm arc browser storage monitoring db)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
@@ -16,6 +18,8 @@ for g in "${groups[@]}"; do
     browser) want+=(chromium) ;;
     storage) want+=(apache2 xrootd-client xrootd-server) ;;
     monitoring) want+=(prometheus) ;;
+    build) want+=(make g++ python3) ;;
+    db) want+=(postgresql) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done
