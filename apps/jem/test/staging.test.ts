@@ -92,6 +92,8 @@ describe("remote staging over HTTPS", () => {
     expect(r?.rest).toBe("FAILED");
     expect(r?.failedState).toBe("PREPARING");
     expect(r?.failure).toMatch(/^Failed in data staging: missing\.txt: GET .* HTTP 404/);
+    // A URL that names nothing is the user's to fix, not the site's.
+    expect(r?.failedCause).toBe("user");
   });
 
   it("a checksum mismatch fails at once, naming both values (not retried as transient)", async () => {
@@ -112,7 +114,25 @@ describe("remote staging over HTTPS", () => {
     expect(r?.rest).toBe("FAILED");
     expect(r?.failedState).toBe("FINISHING");
     expect(r?.failure).toMatch(/b\.txt: PUT .* HTTP 401/);
+    expect(r?.failedCause).toBe("user");
     expect(storage.files.get("/x509/a.txt")?.toString()).toBe("a\n");
     expect(existsSync(join(env.control.sessionDir(id), "b.txt"))).toBe(true);
+  });
+
+  it("an output the job did not produce is the user's failure; storage that keeps failing is the site's", async () => {
+    const none = await submitTestJob(env, shellJob("true", { outputFiles: [output("never.txt", { target: `${storage.url}/x509/never.txt` })] }), {
+      mainDelegation: x509Delegation, delegations: [x509Delegation],
+    });
+    const r1 = await waitForRest(env, none, ["FINISHED", "FAILED"]);
+    expect(r1?.rest).toBe("FAILED");
+    expect(r1?.failure).toMatch(/never\.txt/);
+    expect(r1?.failedCause).toBe("user");
+    storage.flaky("/x509/down.txt", 100); // more 503s than the retries
+    const down = await submitTestJob(env, shellJob("true", {
+      inputFiles: [{ name: "down.txt", source: `${storage.url}/x509/down.txt`, executable: false, options: {} }],
+    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const r2 = await waitForRest(env, down, ["FINISHED", "FAILED"]);
+    expect(r2?.failure).toMatch(/HTTP 503/);
+    expect(r2?.failedCause).toBe("internal");
   });
 });

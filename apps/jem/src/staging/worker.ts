@@ -10,6 +10,7 @@ import { destinationPolicy } from "./destinations.js";
 import { fetchInput, sendOutput } from "./protocols/index.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
 import { refusalText, sessionSegments } from "./paths.js";
+import { blameAll, blameOf, type Blame } from "./blame.js";
 import { cachedDownload, openInputCache, type InputCache } from "./cache/index.js";
 
 /** Transfers of one job running at once (the worker's concurrency bounds jobs). */
@@ -123,6 +124,7 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
   log.info({ files: todo.length }, "stage-in started");
   const session = ctx.control.sessionDir(job.id);
   const failures: string[] = [];
+  const blames: Blame[] = [];
   await mapLimit(todo, PER_JOB, async (f) => {
     if (ac.signal.aborted || failures.length > 0) return;
     const url = f.source!;
@@ -161,12 +163,13 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
       await logErrors(ctx, job.id, `Staging: download of ${redact(url)} failed: ${refusalText(e)}`);
       if (f.options.failureallowed === "yes") return;
       failures.push(msg);
+      blames.push(blameOf(e));
       ac.abort(); // a failed mandatory download cancels the job's other transfers (as on A-REX)
     }
   });
   if (failures.length > 0) {
     log.warn({ failures }, "stage-in failed");
-    await writePrivate(ctx, job.id, "stagein.failed", failures.join("; "));
+    await writePrivate(ctx, job.id, "stagein.failed", JSON.stringify({ text: failures.join("; "), cause: blameAll(blames) }));
     ctx.aborts.delete(job.id);
     await enqueueAdvance(ctx, job.id, "staged-in", 0, job.requestId);
   } else if (!ac.signal.aborted) log.info("stage-in finished");
@@ -176,10 +179,14 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
   const desc = await readSpec(ctx, job.id);
   const session = ctx.control.sessionDir(job.id);
   const failures: string[] = [];
-  /** A file the JEM will not read on the job's behalf: logged, and the stage-out fails on it. */
+  const blames: Blame[] = [];
+  /** A file the JEM will not read on the job's behalf (missing, a link…): the job's doing. */
   const refuse = async (reason: string, optional = false) => {
     await logErrors(ctx, job.id, `Staging: output not uploaded, ${reason}`);
-    if (!optional) failures.push(reason);
+    if (!optional) {
+      failures.push(reason);
+      blames.push("user");
+    }
   };
   if (desc) {
     const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun);
@@ -227,10 +234,13 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         if (ac.signal.aborted) return;
         if (redisTrouble(e)) throw e; // redone after the outage, like stage-in
         await logErrors(ctx, job.id, `Staging: upload of /${i.name} to ${redact(i.url)} failed: ${refusalText(e)}`);
-        if (!i.optional) failures.push(`${i.name}: ${refusalText(e)}`);
+        if (!i.optional) {
+          failures.push(`${i.name}: ${refusalText(e)}`);
+          blames.push(blameOf(e));
+        }
       }
     });
     log.info({ failures: failures.length }, "stage-out finished");
   }
-  if (!ac.signal.aborted) await writePrivate(ctx, job.id, "stageout.done", JSON.stringify({ failures }));
+  if (!ac.signal.aborted) await writePrivate(ctx, job.id, "stageout.done", JSON.stringify({ failures, cause: blameAll(blames) }));
 }

@@ -37,14 +37,17 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
     return WAIT;
   }
   let failures: string[] = [];
+  let cause: "user" | "internal" = "internal";
   try {
-    failures = (JSON.parse(report) as { failures?: string[] }).failures ?? [];
+    const r = JSON.parse(report) as { failures?: string[]; cause?: string };
+    failures = r.failures ?? [];
+    if (r.cause === "user") cause = "user";
   } catch {
     failures = ["stage-out report unreadable"];
   }
   if (failures.length === 0) return finish(ctx, job, {});
   const text = `Failed in data staging: ${failures.join("; ")}`.slice(0, 1024);
-  return finish(ctx, job, failureChange(job, text, { state: "FINISHING", cause: "internal" }), text);
+  return finish(ctx, job, failureChange(job, text, { state: "FINISHING", cause }), text);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { JobRecord } from "@ce/store";
 import { enqueueStaging, type JemContext } from "../context.js";
 import { logErrors, readInputStatus, readPrivate, readSpec } from "../files.js";
 import { inLrms, underLimit } from "../limits.js";
+import { parseStageInFailure } from "../staging/blame.js";
 import { sessionFileStat } from "../staging/paths.js";
 import { moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, KILL_TEXT, transition } from "./transition.js";
@@ -20,22 +21,22 @@ export async function preparing(ctx: JemContext, current: JobRecord): Promise<St
   }
   const desc = await readSpec(ctx, job.id);
   if (!desc) return moved(await failToFinishing(ctx, job, "Could not process job description", { cause: "internal" }));
-  const fail = async (text: string) => moved(await failToFinishing(ctx, job, text, { state: "PREPARING", cause: "internal" }));
+  const fail = async (text: string, cause: "user" | "internal" = "internal") => moved(await failToFinishing(ctx, job, text, { state: "PREPARING", cause }));
 
   // Nothing to stage in and no free stage-in: `input_status` cannot change the outcome, no read.
   const status = desc.inputFiles.length > 0 || desc.freeStageIn ? await readInputStatus(ctx, job.id) : { paths: new Set<string>(), complete: false };
   if (!job.pending) {
     // Only the staging worker writes it, and only for remote inputs: no read for upload-only jobs.
-    const stagingError = desc.inputFiles.some((f) => f.source) ? await readPrivate(ctx, job.id, "stagein.failed") : undefined;
-    if (stagingError) return fail(`Failed in data staging: ${stagingError.trim()}`);
+    const stagingError = desc.inputFiles.some((f) => f.source) ? parseStageInFailure(await readPrivate(ctx, job.id, "stagein.failed")) : undefined;
+    if (stagingError) return fail(`Failed in data staging: ${stagingError.text}`, stagingError.cause);
     const missingRemote = desc.inputFiles.filter((f) => f.source && !status.paths.has(f.name));
     if (missingRemote.length > 0) await enqueueStaging(ctx, job, "in");
 
     const uploads = await checkUploads(ctx, job, desc, status.paths);
-    if (uploads.error) return fail(uploads.error);
+    if (uploads.error) return fail(uploads.error, "user");
     const deadline = job.stateSince + ctx.config.jobs.uploadTimeoutSeconds * 1000;
     if (uploads.missing.length > 0) {
-      if (Date.now() >= deadline) return fail(`User file: ${uploads.missing[0]} - Timeout waiting for upload`);
+      if (Date.now() >= deadline) return fail(`User file: ${uploads.missing[0]} - Timeout waiting for upload`, "user");
       await showAwaiting(ctx, job, uploads.missing, deadline);
       // Upload completions enqueue an advance; the timer only catches the timeout.
       return waitUntil(deadline);
