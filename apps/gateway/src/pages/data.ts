@@ -1,5 +1,5 @@
 import { type ControlFile, DIAGNOSE_FILES, type DiagnoseFile, type JobRecord } from "@ce/store";
-import { FINAL_REST_STATES, REST_STATES, type RestState } from "@ce/model";
+import { REST_STATES, type RestState } from "@ce/model";
 import type { Services } from "../context.js";
 
 /*
@@ -158,41 +158,37 @@ export const VO_COLUMNS = {
   finishing: ["EXECUTED", "FINISHING", "KILLING"],
 } as const satisfies Record<string, readonly RestState[]>;
 export type VoColumn = keyof typeof VO_COLUMNS;
-const ACTIVE: RestState[] = REST_STATES.filter((st) => !FINAL_REST_STATES.has(st));
 
-/** Active jobs read at most for the per-VO table; above it the page shows CE-wide counts only. */
-export const VO_SCAN_CAP = 20_000;
 const VO_CACHE_MS = 10_000;
 let voCache: { at: number; key: Services; value: VoCounts } | undefined;
 
 export interface VoCounts {
-  /** VO → column → jobs; undefined when there were more active jobs than VO_SCAN_CAP. */
+  /** VO → column → jobs (every active job, whatever their number). */
   byVo?: Map<string, Record<VoColumn, number>> | undefined;
   active: number;
 }
 
 /**
- * Active jobs per VO. There is no per-VO index in the store: the active jobs' records are read
- * (their `fqans`, the first being the primary group) at most every VO_CACHE_MS, and only while
- * there are at most VO_SCAN_CAP of them. A job without VOMS or token groups counts as "(none)".
+ * Active jobs per VO, from the share counters the state-move scripts keep per queue, VO and REST
+ * state (@ce/store shares.ts): one HGETALL, however many jobs; kept for VO_CACHE_MS. A job
+ * without VOMS or token groups counts as "(none)".
  */
 export async function voCounts(s: Services, now = Date.now()): Promise<VoCounts> {
   if (voCache && voCache.key === s && now - voCache.at < VO_CACHE_MS) return voCache.value;
-  const ids = await s.jobs.idsInRest(ACTIVE);
-  let value: VoCounts = { active: ids.length };
-  if (ids.length <= VO_SCAN_CAP) {
-    const byVo = new Map<string, Record<VoColumn, number>>();
-    for (const r of await s.jobs.getManyFields(ids, ["fqans"])) {
-      if (!r) continue;
-      const vo = voOf(r.fqans);
-      const col = (Object.keys(VO_COLUMNS) as VoColumn[]).find((k) => (VO_COLUMNS[k] as readonly string[]).includes(r.rest));
+  const byVo = new Map<string, Record<VoColumn, number>>();
+  let active = 0;
+  for (const share of await s.jobs.shareCounts()) {
+    const vo = share.vo === "" ? "(none)" : share.vo;
+    for (const [rest, n] of Object.entries(share.byRest) as Array<[RestState, number]>) {
+      const col = (Object.keys(VO_COLUMNS) as VoColumn[]).find((k) => (VO_COLUMNS[k] as readonly string[]).includes(rest));
       if (!col) continue;
       const row = byVo.get(vo) ?? { waiting: 0, queued: 0, running: 0, finishing: 0 };
-      row[col]++;
+      row[col] += n;
       byVo.set(vo, row);
+      active += n;
     }
-    value = { byVo, active: ids.length };
   }
+  const value: VoCounts = { byVo, active };
   voCache = { at: now, key: s, value };
   return value;
 }

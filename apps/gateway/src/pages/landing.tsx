@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { REST_STATES, type RestState } from "@ce/model";
 import type { AppEnv } from "../context.js";
 import { isDraining, vosOfRules } from "../services/info.js";
-import { RECENT_FAILURE_MS, recentFailures, VO_COLUMNS, VO_SCAN_CAP, type VoColumn, voCounts } from "./data.js";
+import { RECENT_FAILURE_MS, recentFailures, VO_COLUMNS, type VoColumn, voCounts } from "./data.js";
 import { ago, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, trail } from "./layout.js";
 
 /*
@@ -124,9 +124,7 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
       </div>
 
       <h2>Jobs on this CE by VO</h2>
-      {vos.byVo === undefined ? (
-        <p class="muted">{vos.active} active jobs: more than the {VO_SCAN_CAP} the page counts per VO. CE-wide counts are below.</p>
-      ) : voRows.length === 0 ? (
+      {voRows.length === 0 ? (
         <p class="muted">No active jobs.</p>
       ) : (
         <div class="scroll">
