@@ -121,7 +121,9 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
         const out = execFileSync("squeue", ["-h", "-o", "%i %T %r", "-j", ids.join(",")], { encoding: "utf8" });
         const rows = out.trim().split("\n").map((l) => l.split(" "));
         const running = rows.filter((r) => r[1] === "RUNNING").length;
-        return running === 2 && rows.length === 3 ? rows : undefined;
+        // A job just queued shows reason "None" until the scheduler has looked at it.
+        const waiting = rows.find((r) => r[1] === "PENDING");
+        return running === 2 && rows.length === 3 && waiting?.[2] !== "None" ? rows : undefined;
       }, 30_000, 500);
       const waiting = states.find((r) => r[1] === "PENDING");
       expect(waiting?.[2]).toMatch(/Resources|Priority/);
