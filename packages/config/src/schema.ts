@@ -440,6 +440,23 @@ export const configSchema = z.object({
        */
       localInputPrefixes: z.array(z.string().regex(/^\/[^\0]*[^/\0]\/?$/, "an absolute path other than /")).default([]),
       /**
+       * `rucio://<server>/replicas/<scope>/<name>` inputs (docs/staging-protocols.md): the JEM asks
+       * the Rucio server for replicas and downloads one, checking Rucio's size and checksum.
+       */
+      rucio: z
+        .object({
+          /**
+           * Where X.509 proxies get a Rucio token when it is not the server's own
+           * `https://<server>/auth/x509_proxy` (e.g. https://voatlasrucio-auth-prod.cern.ch/auth/x509_proxy).
+           */
+          authUrl: z.string().url().refine((u) => u.startsWith("https://"), "an https:// URL").optional(),
+          /** Rucio account when an input names none (`rucioaccount=`); none: Rucio's default for the identity. */
+          account: z.string().regex(/^[a-z0-9_-]{1,25}$/i, "a Rucio account name").optional(),
+          /** Bound on each call to Rucio (authentication, replica listing). */
+          timeoutMs: z.number().int().positive().default(60_000),
+        })
+        .default({}),
+      /**
        * The input cache (docs/cache.md): each remote input downloaded once per site and linked
        * into every session that names it. Off while `dirs` is empty.
        */

@@ -110,7 +110,7 @@ function httpError(status: number, what: string): TransferError {
 }
 
 /** A network failure as a TransferError: retryable, but a destination refusal is final. */
-function wrapNetwork(what: string): (e: unknown) => never {
+export function wrapNetwork(what: string): (e: unknown) => never {
   return (e) => {
     if (e instanceof TransferError) throw e;
     const err = e as Error;

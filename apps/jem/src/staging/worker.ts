@@ -142,7 +142,8 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
         });
         const client = await clientFor(f.delegationId ?? desc.delegationId);
         const dest = { dir, name: name!, at: `/${f.name}` };
-        const o = { size: f.size, checksum: f.checksum, options: f.options, mode: f.executable ? 0o755 : undefined, localInputPrefixes: ctx.config.staging.localInputPrefixes };
+        const onReplica = (pfn: string) => void logErrors(ctx, job.id, `Staging: ${redact(url)} resolved by Rucio to ${redact(pfn)}`);
+        const o = { size: f.size, checksum: f.checksum, options: f.options, mode: f.executable ? 0o755 : undefined, localInputPrefixes: ctx.config.staging.localInputPrefixes, rucio: ctx.config.staging.rucio, onReplica };
         const get = (signal: AbortSignal, onBytes: (n: number) => void) => (into: typeof dest, onHeaders?: (h: Record<string, string | string[] | undefined>) => void) =>
           fetchInput(client, url, into, { ...o, signal, onBytes, onHeaders });
         // The input cache (cache/): one download per URL for the site, a link or copy for the job.

@@ -6,14 +6,16 @@
  *   dav, davs        WebDAV = HTTP on the wire; missing parent collections created (MKCOL)
  *   root, roots      xrootd through xrdcp/xrdfs (xrootd.ts)
  *   file:///…        a listed site software area, linked (local.ts)
+ *   rucio            replicas from Rucio, downloaded through the above (rucio.ts); inputs only
  * Every other scheme is a final refusal naming it. All go through the worker's per-transfer
  * bounds (timeout signal, retries, global slots).
  */
 import { download, redact, TransferError, upload, type SessionDest, type TransferClient, type UploadSource } from "../http.js";
 import { linkLocalInput } from "./local.js";
-import { davToHttp, expectedChecksum, parseTransferUrl } from "./url.js";
+import { davToHttp, expectedChecksum, parseTransferUrl, type TransferUrl } from "./url.js";
 import { checksumOfHandle, checksumMismatch, httpDigest } from "./verify.js";
 import { xrootdDownload, xrootdUpload } from "./xrootd.js";
+import { resolveRucio, type RucioSettings } from "./rucio.js";
 import { parseChecksum } from "../checksum.js";
 
 export { parseTransferUrl } from "./url.js";
@@ -30,6 +32,9 @@ export interface FetchOptions {
   /** The response headers of an http(s)/dav(s) download (the input cache keeps ETag and Last-Modified). */
   onHeaders?: (h: Record<string, string | string[] | undefined>) => void;
   localInputPrefixes: readonly string[];
+  rucio?: RucioSettings | undefined;
+  /** The replica a `rucio://` input was downloaded from. */
+  onReplica?: (url: string) => void;
 }
 
 function unsupported(scheme: string, url: string): TransferError {
@@ -53,9 +58,43 @@ export async function fetchInput(client: TransferClient, raw: string, dest: Sess
       return xrootdDownload(client, t.url, dest, common);
     case "file":
       return linkLocalInput(t.url, dest, o.localInputPrefixes);
+    case "rucio":
+      return rucioInput(client, t, dest, o);
     default:
       throw unsupported(t.scheme, t.url);
   }
+}
+
+/**
+ * A `rucio://` input: the replicas Rucio lists, tried in order until one arrives whole. The
+ * size and checksum Rucio records are checked unless the description names its own value (or
+ * `checksum=no`). A corrupt or unreachable replica moves on to the next; when all fail, the
+ * reason names each (a single replica's own error is reported as it is).
+ */
+async function rucioInput(client: TransferClient, t: TransferUrl, dest: SessionDest, o: FetchOptions): Promise<number> {
+  const file = await resolveRucio(client, t, o.rucio ?? { timeoutMs: 60_000 }, o.signal);
+  const did = `${file.scope}:${file.name}`;
+  if (file.replicas.length === 0) {
+    throw new TransferError(`Rucio lists no replica of ${did} over ${t.options.transferprotocol ?? "http(s), dav(s) or root(s)"}`, false, 404);
+  }
+  const own = t.options.checksum?.toLowerCase();
+  const checksum = own === "no" ? undefined : (o.checksum ?? t.checksum ?? file.checksum ?? own);
+  const size = o.size ?? file.size;
+  const failed: string[] = [];
+  let retryable = false;
+  for (const pfn of file.replicas) {
+    try {
+      const bytes = await fetchInput(client, pfn, dest, { ...o, options: {}, checksum, size, onHeaders: undefined });
+      o.onReplica?.(pfn);
+      return bytes;
+    } catch (e) {
+      if (o.signal.aborted || !(e instanceof TransferError)) throw e;
+      if (file.replicas.length === 1) throw e;
+      failed.push(`${redact(pfn)}: ${e.message}`);
+      retryable ||= e.retryable;
+    }
+  }
+  throw new TransferError(`no replica of ${did} could be downloaded: ${failed.join("; ")}`, retryable);
 }
 
 export interface SendOptions {
