@@ -107,11 +107,20 @@ export function usageRecord(entryId: string, h: Record<string, string>, opts: Re
   const localUser = json<{ account?: string; uid?: number }>(h.localUser);
   const isDn = owner.startsWith("/");
   const slash = owner.lastIndexOf("/");
-  const endMs = num(h.endedAt) ?? num(h.stateSince) ?? num(h.updated) ?? 0;
-  const startMs = num(h.startedAt);
-  const user = num(h.usedUserSeconds), system = num(h.usedSystemSeconds), cpu = num(h.usedCpuSeconds);
+  // What the batch system measured (`u.batch*`, e.g. Slurm's sacct) wins over the wrapper's diag,
+  // field by field: it sees the whole allocation; a field it does not know keeps the wrapper's.
+  const b = (k: string) => num(h[`u.batch${k}`]);
+  const batchStart = b("Start"), batchEnd = b("End");
+  const endMs = batchEnd !== null ? batchEnd * 1000 : num(h.endedAt) ?? num(h.stateSince) ?? num(h.updated) ?? 0;
+  const startMs = batchStart !== null ? batchStart * 1000 : num(h.startedAt);
+  const wall = b("Wall") ?? num(h.usedWallSeconds);
+  const batchCpu = b("Cpu") !== null || b("CpuUser") !== null;
+  const user = batchCpu ? b("CpuUser") : num(h.usedUserSeconds);
+  const system = batchCpu ? b("CpuSystem") : num(h.usedSystemSeconds);
+  const cpu = batchCpu ? b("Cpu") : num(h.usedCpuSeconds);
+  const rssKb = b("MaxRssKb") ?? (num(h.usedMemoryMB) === null ? null : num(h.usedMemoryMB)! * 1024);
   const outcome = h.outcome;
-  const nodes = h.nodes || null;
+  const nodes = h.nodes || h["u.batchNodes"] || null;
   return {
     recordId, jobId, batchId: h.localId || null, owner,
     ownerDn: isDn ? owner : null,
@@ -125,13 +134,13 @@ export function usageRecord(entryId: string, h: Record<string, string>, opts: Re
     submitTime: secs(num(h.created)) ?? 0,
     startTime: secs(startMs),
     endTime: secs(endMs) ?? 0,
-    wallSeconds: Math.max(0, Math.round(num(h.usedWallSeconds) ?? (startMs !== null ? (endMs - startMs) / 1000 : 0))),
+    wallSeconds: Math.max(0, Math.round(wall ?? (startMs !== null ? (endMs - startMs) / 1000 : 0))),
     cpuUserSeconds: Math.max(0, Math.round(user ?? cpu ?? 0)),
     cpuSystemSeconds: Math.max(0, Math.round(system ?? 0)),
     cpuSeconds: Math.max(0, Math.round(cpu ?? (user ?? 0) + (system ?? 0))),
-    maxRssKb: num(h.usedMemoryMB) === null ? null : num(h.usedMemoryMB)! * 1024,
-    processors: Math.max(1, num(h.processors) ?? 1),
-    nodeCount: nodes ? nodes.split(",").length : 0,
+    maxRssKb: rssKb,
+    processors: Math.max(1, b("Processors") ?? num(h.processors) ?? 1),
+    nodeCount: b("NodeCount") ?? (nodes ? nodes.split(",").length : 0),
     nodes,
     exitCode: num(h.exitCode),
     state: outcome === "failed" ? "FAILED" : outcome === "killed" ? "KILLED" : "FINISHED",

@@ -27,7 +27,7 @@ export const METRIC_CATALOG = {
 type Labels<K extends keyof typeof METRIC_CATALOG> = (typeof METRIC_CATALOG)[K]["labelNames"][number];
 
 export type SubmissionResult = "accepted" | "rejected" | "error";
-export type BatchOp = "submit" | "cancel" | "poll";
+export type BatchOp = "submit" | "cancel" | "poll" | "usage";
 export type BatchResult = "ok" | "error" | "timeout";
 export type Direction = "in" | "out";
 export type Role = "gateway" | "jem";

@@ -11,6 +11,7 @@ import type { Backend } from "./types.js";
 export * from "./types.js";
 export { ScriptBackend, parsePollOutput, parseSubmitOutput } from "./script-backend.js";
 export { TokenBucket } from "./rate-limit.js";
+export { parseUsageOutput, type BatchUsage } from "./batch-usage.js";
 
 /** The shipped scripts (fork, slurm, common/job-wrapper.sh). */
 export const SHIPPED_SCRIPTS_DIR = resolve(import.meta.dirname, "../../backends");

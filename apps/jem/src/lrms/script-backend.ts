@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
+import { accessSync, constants } from "node:fs";
 import { chmod, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import { LRMS_STATES, type LrmsState } from "@ce/model";
 import type { Logger } from "pino";
+import { parseUsageOutput, type BatchUsage } from "./batch-usage.js";
 import { buildBatchFile, loadWrapperBody, renderBatchEnv, renderJobScript, type BatchFile } from "./batch.js";
 import { MicroBatcher, type Expected } from "./micro-batch.js";
 import { TokenBucket, UNLIMITED } from "./rate-limit.js";
@@ -133,6 +135,15 @@ interface CancelItem {
   runAs?: RunAsJob | undefined;
 }
 
+function hasScript(dir: string, op: string): boolean {
+  try {
+    accessSync(join(dir, op), constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The `Backend` on top of the script contract (apps/jem/backends/README.md). */
 export class ScriptBackend implements Backend {
   private readonly limiter: Pick<TokenBucket, "take">;
@@ -151,10 +162,14 @@ export class ScriptBackend implements Backend {
     this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath };
     this.submits = new MicroBatcher({ windowMs: BULK_WINDOW_MS, maxWaitMs: BULK_MAX_WAIT_MS, max: BULK_MAX, run: (_k, specs, early) => this.submitBulk(specs, early) });
     this.cancels = new MicroBatcher({ windowMs: BULK_WINDOW_MS, max: BULK_MAX, run: (_k, items) => this.cancelBulk(items) });
+    if (hasScript(opts.dir, "usage")) this.usage = (jobs) => this.batchUsage(jobs);
   }
 
+  /** Present when the back end ships a `usage` script (checked once, here). */
+  readonly usage?: (jobs: Array<{ jobId: string; localId: string }>) => Promise<Map<string, BatchUsage>>;
+
   /** One script run; `ops` batch-system operations are taken from the rate limit first. */
-  private async call(op: "submit" | "cancel" | "poll", args: string[], input?: string, runAs?: RunAsJob, ops = 1, onLine?: (line: string) => void): Promise<ScriptResult> {
+  private async call(op: "submit" | "cancel" | "poll" | "usage", args: string[], input?: string, runAs?: RunAsJob, ops = 1, onLine?: (line: string) => void): Promise<ScriptResult> {
     const waited = performance.now();
     await this.limiter.take(ops);
     const queuedMs = Math.round(performance.now() - waited);
@@ -307,5 +322,18 @@ export class ScriptBackend implements Backend {
     if (bad.length > 0) this.log.warn({ lines: bad.slice(0, 5), count: bad.length }, "poll printed unparseable lines");
     for (const [id, s] of states) result.set(id, s);
     return result;
+  }
+
+  private async batchUsage(jobs: Array<{ jobId: string; localId: string }>): Promise<Map<string, BatchUsage>> {
+    const asked = jobs.filter((j) => TOKEN.test(j.jobId) && LOCAL_ID.test(j.localId));
+    if (asked.length === 0) return new Map();
+    const r = await this.call("usage", [], asked.map((j) => `${j.jobId} ${j.localId}\n`).join("")).catch((e: unknown) => {
+      this.log.warn({ err: e, reason: String(e) }, "lrms usage could not run");
+      return undefined;
+    });
+    if (!r || r.timedOut || r.exitCode !== 0) return new Map();
+    const { usage, bad } = parseUsageOutput(r.stdout, asked.map((j) => j.jobId));
+    if (bad > 0) this.log.warn({ count: bad }, "usage printed unparseable lines");
+    return usage;
   }
 }

@@ -1,4 +1,5 @@
 import type { JobDescription, LrmsState } from "@ce/model";
+import type { BatchUsage } from "./batch-usage.js";
 import type { Expected } from "./micro-batch.js";
 
 /**
@@ -104,6 +105,11 @@ export interface Backend {
    * `unknown` for the affected jobs (reason starts with the BackendError code).
    */
   poll(jobs: Array<{ jobId: string; localId: string; jobDir: string }>): Promise<Map<string, PollState>>;
+  /**
+   * What the batch system measured of ended jobs (the optional `usage` script), for the usage
+   * record. Never throws: jobs it has no figures for (or a failed query) are absent from the map.
+   */
+  usage?(jobs: Array<{ jobId: string; localId: string }>): Promise<Map<string, BatchUsage>>;
 }
 
 /** BUSY: not done yet, nothing failed (an earlier submission of the job is still in flight): ask again later. */
