@@ -15,7 +15,7 @@
  * BENCH_CACHE_ONLY=cache|nocache runs one side.
  */
 import { randomFillSync, randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type InputFile, type JobDescription, type RestState } from "../../packages/model/src/index.js";
@@ -83,7 +83,8 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     executable: "/bin/true",
     inputFiles: [input("big.dat", big), ...smalls.map((p, i) => input(`small${i}.dat`, p))],
   };
-  const child = await spawnJem(config);
+  // The shipped lease and recovery timings (the child's defaults are the crash tests' few seconds).
+  const child = await spawnJem(config, { JEM_CHILD_LOCK_MS: "30000", JEM_CHILD_STALLED_MS: "30000", JEM_CHILD_RECOVERY_MS: "30000" });
   const pid = child.pid!;
   const bytes0 = origin.sent.bytes;
   try {
@@ -134,7 +135,7 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
       try {
         return statSync(join(control.sessionDir(r.id), "big.dat")).size === MB * 2 ** 20;
       } catch (err) {
-        log(`  ${r.id}: ${String(err)}`);
+        log(`  ${r.id} (${r.rest}): ${String(err)}; session holds ${(() => { try { return readdirSync(control.sessionDir(r.id)).join(" "); } catch (e) { return String(e); } })()}`);
         return false;
       }
     });
