@@ -77,7 +77,7 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
   // Distinct paths per run: nothing one run did can serve the other.
   const big = `/${mode}/big.dat`;
   const smalls = Array.from({ length: SMALL }, (_, i) => `/${mode}/small${i}.dat`);
-  const options = cached ? { cache: "yes" } : {};
+  const options: Record<string, string> = cached ? { cache: "yes" } : {};
   const input = (name: string, path: string): InputFile => ({ name, source: `${origin.url}${path}`, executable: false, options });
   const d: JobDescription = {
     ...emptyDescription("emies:adl"),
@@ -103,7 +103,7 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     const t0 = performance.now();
     for (let off = 0; off < recs.length; off += 500) {
       const batch = recs.slice(off, off + 500);
-      const { committed } = await createJobs({ config, redis, jobs, control }, batch.map((r) => ({ record: r, files: files(r) })), {
+      const { committed } = await createJobs({ jobs, control }, batch.map((r) => ({ record: r, files: files(r) })), {
         maxTotal: config.jobs.maxTotal,
         warn: (what, err) => log(`  ${what}: ${String(err)}`),
       });
