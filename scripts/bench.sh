@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `pnpm bench`: speed and memory figures (not tests). Each benchmark prints a final JSON line.
-# bench/ce/active.bench.ts runs the whole CE with BENCH_ACTIVE_JOBS (default 100,000) waiting jobs.
+# bench/ce/active.bench.ts runs the whole CE with BENCH_ACTIVE_JOBS (default 100,000) waiting jobs;
+# bench/ce/cache.bench.ts stages BENCH_CACHE_JOBS (100) × BENCH_CACHE_MB (100) MB with and without
+# the input cache (~10 GB of session writes per run, removed after it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-system-deps.sh base

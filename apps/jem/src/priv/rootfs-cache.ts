@@ -124,7 +124,9 @@ export async function removeTemps(root: string, hash: string, olderThanMs = 0): 
   let n = 0;
   const d = await opendir(`${root}/tmp`);
   for await (const e of d) {
-    if (hash && !e.name.startsWith(`${hash}.`) && !e.name.startsWith(".ce-part-")) continue;
+    // A `.ce-part-*` name does not say whose download it is: with a hash given it may be another
+    // URL's download running now, so only the cleaner (no hash, by age) removes those.
+    if (hash && e.name !== hash && !e.name.startsWith(`${hash}.`)) continue;
     const p = `${root}/tmp/${e.name}`;
     const st = await lstat(p).catch(() => undefined);
     if (!st || Date.now() - st.mtimeMs < olderThanMs) continue;

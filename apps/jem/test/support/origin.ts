@@ -18,6 +18,8 @@ export interface Origin {
   refuse: Set<string>;
   /** GET bodies are sent in this many slices, `sliceMs` apart (crash tests). */
   slow: { slices: number; sliceMs: number };
+  /** Body bytes handed to the network so far (GET bodies; the benchmark's origin traffic). */
+  sent: { bytes: number };
   count(method: string, path: string): number;
   close(): Promise<void>;
 }
@@ -32,6 +34,7 @@ export async function startOrigin(pki: TestPki): Promise<Origin> {
   const requests: OriginRequest[] = [];
   const refuse = new Set<string>();
   const slow = { slices: 1, sliceMs: 0 };
+  const sent = { bytes: 0 };
   const server: Server = createServer({ key: host.keyPem, cert: host.certPem, ca: pki.ca.certPem, requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? "/", "https://x").pathname);
     const cert = (req.socket as TLSSocket).getPeerCertificate();
@@ -53,6 +56,7 @@ export async function startOrigin(pki: TestPki): Promise<Origin> {
       if (res.destroyed) return;
       const chunk = body.subarray(i * step, (i + 1) * step);
       i++;
+      sent.bytes += chunk.length;
       if (i >= n) return void res.end(chunk);
       res.write(chunk);
       setTimeout(next, slow.sliceMs);
@@ -67,6 +71,7 @@ export async function startOrigin(pki: TestPki): Promise<Origin> {
     requests,
     refuse,
     slow,
+    sent,
     count: (method, path) => requests.filter((r) => r.method === method && r.path === path).length,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
