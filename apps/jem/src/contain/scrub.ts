@@ -104,11 +104,14 @@ async function removeSchedules(account: string, uid: number, o: ScrubOptions): P
   return left;
 }
 
-/** Slurm: the account's jobs the batch system still lists (any state); undefined when squeue cannot say. */
-async function slurmJobs(account: string, config: CompiledConfig): Promise<number | undefined> {
+/** Slurm: ids of the account's jobs the batch system still lists (any state); undefined when squeue cannot say. */
+async function slurmJobs(account: string, config: CompiledConfig): Promise<string[] | undefined> {
   const r = await execa(join(config.lrms.slurm.binPath, "squeue"), ["-h", "-u", account, "-o", "%i"], { reject: false, timeout: 30_000 });
   if (r.exitCode !== 0) return undefined;
-  return String(r.stdout).split("\n").filter((l) => l.trim() !== "").length;
+  return String(r.stdout)
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
 }
 
 /**
@@ -121,9 +124,9 @@ export async function scrubAccount(account: string, o: ScrubOptions): Promise<st
   if (!a) return undefined;
   if (a.uid === 0) return `account ${account} is root`;
   if (o.config.lrms.backend === "slurm") {
-    const n = await slurmJobs(account, o.config);
-    if (n === undefined) return `squeue cannot list the jobs of ${account}`;
-    if (n > 0) return `Slurm still lists ${n} job(s) of ${account}`;
+    const ids = await slurmJobs(account, o.config);
+    if (ids === undefined) return `squeue cannot list the jobs of ${account}`;
+    if (ids.length > 0) return `squeue lists ${ids.length} job(s) of ${account} (ids ${ids.slice(0, 5).join(" ")})`;
   }
   // Schedules first: a cron job started after the kill below would run as the next holder.
   const schedules = await removeSchedules(account, a.uid, o);
