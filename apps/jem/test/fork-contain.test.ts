@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainedFork } from "../src/contain/fork.js";
 import { createBackend, type Backend, type PollState } from "../src/lrms/index.js";
@@ -64,6 +64,24 @@ function suite(mode: "auto" | "off") {
     const { localId } = await backend.submit(job);
     expect(await untilDone(job.jobId, localId, job.jobDir)).toMatchObject({ kind: "done", exitCode: 0 });
     await waitFor(() => (running(m) === "" ? true : undefined), 5_000);
+  }, 40_000);
+
+  it.skipIf(mode !== "auto")("a job a killed JEM never placed is placed by the next JEM's first poll", async () => {
+    const job = makeJob(root, { executable: "/bin/sleep", arguments: ["300"] });
+    const { localId } = await backend.submit(job);
+    const cg = (await (backend as ContainedFork).cgroupsInUse())!;
+    const pids = await cg.members(job.jobId);
+    expect(pids.length).toBeGreaterThan(0);
+    // As if the JEM had died before placing it: every process back in the root cgroups.
+    for (const h of readdirSync("/sys/fs/cgroup")) {
+      if (!existsSync(`/sys/fs/cgroup/${h}/ce-jobs/${job.jobId}`)) continue;
+      for (const pid of pids) writeFileSync(`/sys/fs/cgroup/${h}/cgroup.procs`, String(pid));
+    }
+    expect(await cg.members(job.jobId)).toEqual([]);
+    const next = createBackend(makeConfig(root, { backend: "fork", callsPerSecond: 1000, fork: { cgroup: mode, timeLimitScale: SCALE } }), silentLog);
+    expect((await next.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)).toMatchObject({ kind: "active" });
+    expect((await cg.members(job.jobId)).length).toBeGreaterThan(0);
+    await next.cancel(localId, job);
   }, 40_000);
 
   it("cancel ends the daemons too", async () => {

@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import type { CompiledConfig } from "@ce/config";
 import type { JobDescription } from "@ce/model";
 import type { Logger } from "pino";
@@ -54,6 +55,8 @@ export class ContainedFork implements Backend {
   private readonly limits = new Map<string, Limits>();
   /** Jobs the JEM ended for a limit: the answer their polls give from then on. */
   private readonly verdicts = new Map<string, { exitCode: number; message: string }>();
+  /** Jobs this process placed in their cgroup or found placed (a restarted JEM checks each once). */
+  private readonly placed = new Set<string>();
 
   constructor(
     private readonly inner: Backend,
@@ -110,18 +113,39 @@ export class ContainedFork implements Backend {
       if (this.cgroups && (await this.cgroups.members(spec.jobId)).length === 0) await this.cgroups.end(spec.jobId, this.log);
       throw e;
     }
-    if (this.cgroups) await this.place(spec.jobId, r.localId, spec.runAs);
+    if (this.cgroups) await this.place(spec.jobId, r.localId, spec.runAs?.uid);
+    this.placed.add(spec.jobId);
     return r;
   }
 
+  /**
+   * A JEM killed between starting a job and placing it leaves the job waiting for its cgroup (it
+   * fails by itself after a while): the next JEM adopts the job and places it on its first poll.
+   * The account is the batch dir's owner (the dir is the account's, 2770): a local id the job could
+   * have planted names a process of that account or none.
+   */
+  private async placeIfNeeded(j: { jobId: string; localId: string; jobDir: string }): Promise<void> {
+    if (!this.cgroups || this.placed.has(j.jobId)) return;
+    this.placed.add(j.jobId);
+    if ((await this.cgroups.members(j.jobId)).length > 0) return;
+    const owner = await stat(j.jobDir).then((st) => st.uid, () => undefined);
+    if (owner === undefined) return;
+    try {
+      await this.place(j.jobId, j.localId, owner);
+      this.log.warn({ jobId: j.jobId }, "job found outside its cgroup after a JEM restart: placed now");
+    } catch (e) {
+      this.log.error({ jobId: j.jobId, err: e }, "job found outside its cgroup after a JEM restart and not placed");
+    }
+  }
+
   /** Moves the job's first process into its cgroup: only the process the local id names, of the job's account. */
-  private async place(jobId: string, localId: string, runAs: RunAsJob | undefined): Promise<void> {
+  private async place(jobId: string, localId: string, uid: number | undefined): Promise<void> {
     const id = parseLocal(localId);
     if (!id || id.pid <= 1) return; // a claim whose starter died: nothing runs
     const st = await procStat(id.pid);
     if (!st || st.start !== id.start || st.state === "Z") return; // already over (it failed before waiting)
-    if (runAs?.uid !== undefined && !(await procUids(id.pid))?.includes(runAs.uid)) {
-      throw new BackendError("SUBMIT_FAILED", `process ${id.pid} of job ${jobId} does not run as ${runAs.account}`);
+    if (uid !== undefined && !(await procUids(id.pid))?.includes(uid)) {
+      throw new BackendError("SUBMIT_FAILED", `process ${id.pid} of job ${jobId} does not run as uid ${uid}`);
     }
     try {
       await this.cgroups!.place(jobId, id.pid);
@@ -135,6 +159,7 @@ export class ContainedFork implements Backend {
     await this.ready;
     await this.endJob(jobId, localId ?? "");
     this.limits.delete(jobId);
+    this.placed.delete(jobId);
   }
 
   async cancel(localId: string, spec: { jobId: string; jobDir: string; runAs?: RunAsJob | undefined }): Promise<void> {
@@ -147,6 +172,7 @@ export class ContainedFork implements Backend {
     await this.ready;
     const states = await this.inner.poll(jobs);
     const now = await uptimeSeconds();
+    await Promise.all(jobs.filter((j) => states.get(j.jobId)?.kind === "active").map((j) => this.placeIfNeeded(j)));
     await Promise.all(
       jobs.map(async (j) => {
         const s = states.get(j.jobId);
@@ -160,6 +186,7 @@ export class ContainedFork implements Backend {
         if (s?.kind === "done") {
           await this.endJob(j.jobId, j.localId);
           this.limits.delete(j.jobId);
+          this.placed.delete(j.jobId);
           return;
         }
         if (s?.kind !== "active" || s.lrms !== "RUNNING") return;
