@@ -131,6 +131,26 @@ export class Component {
   }
 }
 
+/**
+ * The line that says why a component failed: the last `…: cannot start: …` line or error-level
+ * record when there is one, else the last line. Log records are written asynchronously while the
+ * start-up failure goes straight to stderr, so the failure is not always the last line.
+ */
+export function reasonLine(lines: string[]): string | undefined {
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const l = lines[i]!;
+    if (/^[\w-]+: cannot start: /.test(l)) return l;
+    if (l.startsWith("{")) {
+      try {
+        if (((JSON.parse(l) as { level?: number }).level ?? 0) >= 50) return l;
+      } catch {
+        // not JSON: not an error record
+      }
+    }
+  }
+  return lines.at(-1);
+}
+
 export function describeExit(e: Exit): string {
   return e.signal ? `signal ${e.signal}` : `exit code ${e.code}`;
 }

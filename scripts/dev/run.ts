@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { ConfigError, loadConfig, type CompiledConfig } from "@ce/config";
-import { Component, describeExit, NotReady, readable } from "./component.js";
+import { Component, describeExit, NotReady, readable, reasonLine } from "./component.js";
 import { embeddedRedis, StartError, type EmbeddedRedis } from "./embedded-redis.js";
 import { banner } from "./banner.js";
 
@@ -146,7 +146,7 @@ async function boot(): Promise<void> {
     } catch (e) {
       if (stopping) return;
       const lines = c.logLines(15);
-      const last = lines.at(-1);
+      const last = reasonLine(lines);
       complain(`ce: ${c.title} did not start: ${(e as Error).message}${last ? `; last log line: ${readable(last)}` : ""}`);
       if (lines.length > 1) complain(`ce: the last lines of ${c.log} from this run:\n${lines.map((l) => `  ${readable(l)}`).join("\n")}`);
       throw new StartError("");
@@ -164,7 +164,7 @@ async function supervise(c: Component): Promise<void> {
     if (stopping) return;
     const ran = Date.now() - c.startedAt;
     if (c.readyAt >= c.startedAt && Date.now() - c.readyAt > BACKOFF_RESET_MS) delay = BACKOFF_MS[0]!;
-    const last = c.logLines(1).at(-1);
+    const last = reasonLine(c.logLines(15));
     say(`ce: ${c.title} (pid ${c.child?.pid}) exited with ${describeExit(exit)} after ${Math.round(ran / 1000)} s; last log line: ${last ? readable(last) : "(none)"}; restarting in ${delay / 1000} s`);
     await sleep(delay);
     if (stopping) return;
