@@ -1,3 +1,5 @@
+import type { FileHandle } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { type ControlFile, DIAGNOSE_FILES, type DiagnoseFile, type JobRecord } from "@ce/store";
 import { REST_STATES, type RestState } from "@ce/model";
 import type { Services } from "../context.js";
@@ -86,7 +88,25 @@ export function parseHistory(content: string, cut: boolean): HistoryEntry[] {
 }
 
 async function readTail(s: Services, id: string, name: DiagnoseFile, max: number): Promise<{ content: string; cut: boolean } | undefined> {
-  let handle;
+  return withRegularFile(s, id, name, async (handle, st) => {
+    const start = Math.max(0, st.size - max);
+    const buf = Buffer.alloc(Math.min(max, st.size));
+    const { bytesRead } = await handle.read(buf, 0, buf.length, start);
+    return { content: buf.subarray(0, bytesRead).toString("utf8"), cut: start > 0 };
+  });
+}
+
+/**
+ * Runs `use` on a control file opened for reading when it is a regular file; undefined when it
+ * is absent (or not a regular file). The handle is closed here, whatever `use` does.
+ */
+async function withRegularFile<T>(
+  s: Services,
+  id: string,
+  name: ControlFile,
+  use: (handle: FileHandle, st: Stats) => Promise<T>,
+): Promise<T | undefined> {
+  let handle: FileHandle;
   try {
     handle = await s.control.openForRead(id, name);
   } catch (e) {
@@ -95,11 +115,7 @@ async function readTail(s: Services, id: string, name: DiagnoseFile, max: number
   }
   try {
     const st = await handle.stat();
-    if (!st.isFile()) return undefined;
-    const start = Math.max(0, st.size - max);
-    const buf = Buffer.alloc(Math.min(max, st.size));
-    const { bytesRead } = await handle.read(buf, 0, buf.length, start);
-    return { content: buf.subarray(0, bytesRead).toString("utf8"), cut: start > 0 };
+    return st.isFile() ? await use(handle, st) : undefined;
   } finally {
     await handle.close();
   }
@@ -135,19 +151,7 @@ export async function diagnoseEntries(s: Services, id: string): Promise<Diagnose
 
 /** Size and time of a regular control file; undefined when absent. */
 async function fileStat(s: Services, id: string, name: ControlFile): Promise<{ size: number; mtimeMs: number } | undefined> {
-  let handle;
-  try {
-    handle = await s.control.openForRead(id, name);
-  } catch (e) {
-    if (isAbsent(e)) return undefined;
-    throw e;
-  }
-  try {
-    const st = await handle.stat();
-    return st.isFile() ? { size: st.size, mtimeMs: st.mtimeMs } : undefined;
-  } finally {
-    await handle.close();
-  }
+  return withRegularFile(s, id, name, async (_handle, st) => ({ size: st.size, mtimeMs: st.mtimeMs }));
 }
 
 /** Columns of the per-VO table (REST states grouped the way a person asks "how busy is it"). */
