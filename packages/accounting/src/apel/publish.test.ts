@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { accountingSchema } from "@ce/config";
 import { AccountingDb } from "../db/index.js";
 import { usageRecord } from "../record.js";
+import { checkApelMessage } from "./loader-check.js";
 import { parseMessage } from "./messages.js";
 import { publishApel, type PublishOptions } from "./publish.js";
 
@@ -73,7 +74,7 @@ beforeEach(async () => {
   await db.insert(entries.map((e, i) => ({ record: usageRecord(`1-${i}`, e, { vomslessVo: "vo.none" }), streamId: `1-${i}` })));
 });
 
-const opts = (messages: "individual" | "summaries", extra: Partial<PublishOptions> = {}): PublishOptions => ({
+const opts = (messages: "individual" | "summaries" | "summaries-v0.3", extra: Partial<PublishOptions> = {}): PublishOptions => ({
   apel: { ...accountingSchema.parse({ apel: { messages, site: "TEST-SITE", targetUrl: `https://localhost:${port}`, batchSize: 2 } }).apel },
   site: { site: "TEST-SITE", submitHost: "https://ce.test/arex", machineName: "ce.test" },
   signer: { certFile: cert, keyFile: key },
@@ -92,6 +93,7 @@ describe("APEL messages", () => {
     const files = readdirSync(out).sort();
     expect(files).toEqual(["0001-individual.msg", "0002-individual.msg", "0003-sync.msg"]);
     const msgs = files.map((f) => parseMessage(verify(join(out, f))));
+    for (const f of files) checkApelMessage(verify(join(out, f)), { strictVo: true });
     expect(msgs.map((m) => m.header)).toEqual(["APEL-individual-job-message: v0.3", "APEL-individual-job-message: v0.3", "APEL-sync-message: v0.1"]);
     const recs = msgs.slice(0, 2).flatMap((m) => m.records);
     expect(recs).toHaveLength(4);
@@ -120,6 +122,17 @@ describe("APEL messages", () => {
     const atlas = sums.find((s) => s.VO === "atlas" && s.GlobalUserName === "/DC=test/CN=Alice")!;
     expect(atlas).toMatchObject({ Month: month, Year: year, VOGroup: "/atlas", VORole: "Role=production", WallDuration: "2000", CpuDuration: "1900", NumberOfJobs: "2", EarliestEndTime: String(end / 1000), LatestEndTime: String(end / 1000 + 60), ServiceLevelType: "HEPscore23", ServiceLevel: "16.5" });
     expect(sums.reduce((n, s) => n + Number(s.NumberOfJobs), 0)).toBe(4);
+    for (const f of files) checkApelMessage(verify(join(out, f)), { strictVo: true });
+  });
+
+  it("dry run: normalised summaries (v0.3) carry durations × the queue's benchmark and pass APEL's loader rules", async () => {
+    const out = join(dir, "dry-norm");
+    await publishApel(db, opts("summaries-v0.3", { outDir: out }));
+    const texts = readdirSync(out).sort().map((f) => verify(join(out, f)));
+    const checked = texts.map((t) => checkApelMessage(t, { strictVo: true }));
+    expect(checked.map((c) => c.kind)).toEqual(["normalised summary v0.3", "normalised summary v0.3", "sync v0.1"]);
+    const atlas = checked.flatMap((c) => c.records).find((s) => s.VO === "atlas")!;
+    expect(atlas).toMatchObject({ WallDuration: "2000", CpuDuration: "1900", NormalisedWallDuration: "33000", NormalisedCpuDuration: "31350", NumberOfJobs: "2" });
   });
 
   it("sends to the ARGO endpoint once; a second run sends nothing; republish sends the range again", async () => {
@@ -145,5 +158,7 @@ describe("APEL messages", () => {
     expect((await publishApel(db, opts("summaries"))).messages).toBe(0);
     await db.insert([{ record: usageRecord("2-0", entry("late1", { fqans: JSON.stringify(["/atlas"]) }), { vomslessVo: "x" }), streamId: "2-0" }]);
     expect((await publishApel(db, opts("summaries"))).messages).toBe(first);
+    // Another message type is another text: every month is sent again, in the new form.
+    expect((await publishApel(db, opts("summaries-v0.3"))).messages).toBe(first);
   });
 });
