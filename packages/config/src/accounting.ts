@@ -31,9 +31,15 @@ export const accountingSchema = z
         targetUrl: z.string().url().optional(),
         project: z.string().default("accounting"),
         topic: z.string().default("gLite-APEL"),
-        /** API key (sent as `x-api-key`); or in a file. */
+        /** API key (sent as `x-api-key`); or in a file. Neither: the key comes from `authnUrl`. */
         token: z.string().optional(),
         tokenFile: z.string().optional(),
+        /**
+         * ARGO's authentication service, which gives the AMS key for the host certificate
+         * (`certFile`/`keyFile`, presented as TLS client certificate). Default, as ARGO's client library:
+         * `https://<targetUrl host>:8443/v1/service-types/ams/hosts/<targetUrl host>:authx509`.
+         */
+        authnUrl: z.string().url().optional(),
         /** GOCDB site name. */
         site: z.string().default("UNKNOWN"),
         /** Submit host reported in records (default: the endpoint URL's host). */

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -20,6 +21,13 @@ let ca: string, cert: string, key: string;
 const received: { url: string; apiKey: string | undefined; body: { messages: { attributes: Record<string, string>; data: string }[] } }[] = [];
 let server: Server;
 let port = 0;
+// Stand-in for ARGO's authentication service: the AMS key for a client certificate the test CA signed.
+let authn: Server;
+let authnPort = 0;
+const authnCalls: { authorized: boolean; cn: string | undefined; url: string }[] = [];
+/** The key the authentication service gives now (rotating it makes the one cached before stale). */
+let issued = "t1";
+let rogueCert: string, rogueKey: string;
 
 const ssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }).toString();
 
@@ -30,11 +38,19 @@ beforeAll(async () => {
   writeFileSync(join(dir, "ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth,emailProtection\n");
   ssl("x509", "-req", "-in", "host.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "host.pem", "-days", "2", "-extfile", "ext");
   [ca, cert, key] = ["ca.pem", "host.pem", "host.key"].map((f) => join(dir, f)) as [string, string, string];
-  // Stand-in for the ARGO Messaging Service publish call (not the real service): answers one id per message.
+  ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/DC=test/CN=localhost");
+  [rogueCert, rogueKey] = ["rogue.pem", "rogue.key"].map((f) => join(dir, f)) as [string, string];
+  // Stand-in for the ARGO Messaging Service publish call (not the real service): answers one id per
+  // message to the configured key or the one the authentication service gives now, else 401.
   server = createServer({ cert: readFileSync(cert), key: readFileSync(key) }, (req, res) => {
     let body = "";
     req.on("data", (c: Buffer) => (body += c.toString()));
     req.on("end", () => {
+      const apiKey = req.headers["x-api-key"];
+      if (apiKey !== "k1" && apiKey !== issued) {
+        res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: 401, message: "Unauthenticated", status: "UNAUTHENTICATED" } }));
+        return;
+      }
       const parsed = JSON.parse(body) as (typeof received)[number]["body"];
       received.push({ url: req.url ?? "", apiKey: req.headers["x-api-key"] as string | undefined, body: parsed });
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ messageIds: parsed.messages.map((_, i) => `m${received.length}-${i}`) }));
@@ -42,9 +58,19 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   port = (server.address() as AddressInfo).port;
+  authn = createServer({ cert: readFileSync(cert), key: readFileSync(key), ca: readFileSync(ca), requestCert: true, rejectUnauthorized: false }, (req, res) => {
+    const sock = req.socket as TLSSocket;
+    const cn = sock.getPeerCertificate().subject?.CN;
+    authnCalls.push({ authorized: sock.authorized, cn: typeof cn === "string" ? cn : undefined, url: req.url ?? "" });
+    if (req.method !== "GET" || !sock.authorized) res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: 401, message: "Unauthorized", status: "UNAUTHORIZED" } }));
+    else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ token: issued }));
+  });
+  await new Promise<void>((r) => authn.listen(0, "127.0.0.1", r));
+  authnPort = (authn.address() as AddressInfo).port;
 });
 afterAll(async () => {
   await new Promise((r) => server.close(r));
+  await new Promise((r) => authn.close(r));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -149,6 +175,29 @@ describe("APEL messages", () => {
     const day = end / 1000 - 12 * 3600;
     expect(await publishApel(db, opts("individual", { range: { from: day, to: day + 86_399 } }))).toMatchObject({ records: 4 });
     expect(received).toHaveLength(6);
+  });
+
+  it("without a configured key: the key from ARGO's authentication service for the host certificate, asked once, asked again after a 401", async () => {
+    received.length = 0;
+    authnCalls.length = 0;
+    const viaAuthn = (certFile: string, keyFile: string) => {
+      const o = opts("individual");
+      const url = `https://localhost:${authnPort}/v1/service-types/ams/hosts/localhost:authx509`;
+      return { ...o, argo: { ...o.argo!, token: undefined, authn: { url, certFile, keyFile } } };
+    };
+    // A certificate the CA did not sign: refused, nothing sent, nothing remembered as sent.
+    await expect(publishApel(db, viaAuthn(rogueCert, rogueKey))).rejects.toMatchObject({ code: "ACCT_ARGO_AUTHN", status: 401 });
+    expect(received).toHaveLength(0);
+    expect(await publishApel(db, viaAuthn(cert, key))).toMatchObject({ messages: 3, records: 4 });
+    expect(authnCalls.slice(1)).toEqual([{ authorized: true, cn: "localhost", url: "/v1/service-types/ams/hosts/localhost:authx509" }]);
+    expect(received.map((r) => r.apiKey)).toEqual(["t1", "t1", "t1"]);
+    // The service rotates the key: the cached one gets a 401, a new one is asked for and the message sent once.
+    issued = "t2";
+    await db.insert([{ record: usageRecord("3-0", entry("late2", {}), { vomslessVo: "x" }), streamId: "3-0" }]);
+    expect(await publishApel(db, viaAuthn(cert, key))).toMatchObject({ messages: 2, records: 1 });
+    expect(authnCalls).toHaveLength(3);
+    expect(received.slice(3).map((r) => r.apiKey)).toEqual(["t2", "t2"]);
+    issued = "t1";
   });
 
   it("summaries: a month is sent again only when it changed", async () => {
