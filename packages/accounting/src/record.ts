@@ -83,17 +83,21 @@ const json = <T>(v: string | undefined): T | undefined => {
   }
 };
 
+/** Values APEL's loader takes for NULL. */
+export const NULL_NAMES = /^(none|null)$/i;
+
 /**
  * VO, group and role of the primary FQAN. VOMS short form `/atlas/lcg1/Role=production` and
  * token groups `/atlas/production` alike: the VO is the first component, the group everything
  * before a `Role=` part. No FQAN: the VOMS-less VO, its group `/<vo>`.
  */
 export function voOf(fqan: string | null | undefined, vomslessVo: string): { vo: string; group: string; role: string | null } {
-  const parts = (fqan ?? "").split("/").filter(Boolean);
+  const parts = (fqan ?? "").split("/").map((p) => p.trim()).filter(Boolean);
   const groupParts = parts.filter((p) => !/^(Role|Capability)=/i.test(p));
   const role = parts.find((p) => /^Role=/i.test(p));
   const vo = groupParts[0];
-  if (!vo) return { vo: vomslessVo, group: `/${vomslessVo}`, role: null };
+  // APEL reads `none`, `null` and blanks as no value: such a first component is no VO either.
+  if (!vo || NULL_NAMES.test(vo)) return { vo: vomslessVo, group: `/${vomslessVo}`, role: null };
   return { vo, group: `/${groupParts.join("/")}`, role: role && !/^Role=NULL$/i.test(role) ? role : null };
 }
 

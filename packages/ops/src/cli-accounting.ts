@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { AccountingDb, publishApel, type PublishOptions, type UsageRecord } from "@ce/accounting";
+import { AccountingDb, defaultAuthnUrl, publishApel, type PublishOptions, type UsageRecord } from "@ce/accounting";
 import type { CompiledConfig } from "@ce/config";
 
 /**
@@ -44,7 +44,14 @@ export function publishOptions(config: CompiledConfig, extra: Pick<PublishOption
     apel: a,
     site: { site: a.site, submitHost: a.submitHost ?? config.endpoint.url, machineName: endpoint.hostname },
     signer: certFile && keyFile ? { certFile, keyFile } : undefined,
-    argo: a.targetUrl ? { targetUrl: a.targetUrl, project: a.project, topic: a.topic, token, ca: a.caFile ? { file: a.caFile } : { dir: config.auth.caDir } } : undefined,
+    argo: a.targetUrl
+      ? {
+          targetUrl: a.targetUrl, project: a.project, topic: a.topic, token,
+          // No configured key: ARGO's authentication service gives one for the host certificate.
+          authn: !token && certFile && keyFile ? { url: a.authnUrl ?? defaultAuthnUrl(a.targetUrl), certFile, keyFile } : undefined,
+          ca: a.caFile ? { file: a.caFile } : { dir: config.auth.caDir },
+        }
+      : undefined,
     ...extra,
   };
 }

@@ -8,6 +8,8 @@ import type { UsageRecord } from "../record.js";
 export const HEADER = {
   individual: "APEL-individual-job-message: v0.3",
   summary: "APEL-summary-job-message: v0.2",
+  /** Normalised summaries: APEL's loader tells them from v0.2 by the whole header line. */
+  normalisedSummary: "APEL-summary-job-message: v0.3",
   sync: "APEL-sync-message: v0.1",
 } as const;
 
@@ -81,6 +83,12 @@ export interface SummaryRow {
   jobs: number;
 }
 
+/**
+ * The factor APEL normalises by (its server's rule): the benchmark value per core, for `si2k` that
+ * value / 250 (HEPSPEC06 is SPECint2000 / 250; HEPscore23 is scaled to match HEPSPEC06).
+ */
+export const normalisationFactor = (type: string, value: number) => (type.toLowerCase() === "si2k" ? value / 250 : value);
+
 /** Monthly sums per user, VO group and role, benchmark, node and processor count (A-REX's grouping). */
 export function summarize(recs: readonly UsageRecord[]): SummaryRow[] {
   const groups = new Map<string, SummaryRow>();
@@ -110,6 +118,53 @@ export function summaryMessage(site: ApelSite, rows: readonly SummaryRow[]): str
     ["VO", g.vo], ["VOGroup", g.voGroup], ["VORole", g.voRole], ["SubmitHost", site.submitHost], ["InfrastructureType", "grid"],
     ["ServiceLevelType", g.serviceLevelType], ["ServiceLevel", g.serviceLevel], ["NodeCount", g.nodeCount], ["Processors", g.processors],
     ["EarliestEndTime", g.earliestEnd], ["LatestEndTime", g.latestEnd], ["WallDuration", g.wall], ["CpuDuration", g.cpu], ["NumberOfJobs", g.jobs],
+  ]));
+}
+
+export interface NormalisedRow extends Omit<SummaryRow, "serviceLevelType" | "serviceLevel"> {
+  /** Σ wall × factor and Σ CPU × factor, unrounded (rounded once, when written). */
+  normWall: number;
+  normCpu: number;
+}
+
+/**
+ * v0.3 rows: the same sums without the benchmark in the key, since a v0.3 record carries none and
+ * APEL keeps one row per (site, month, user, VO, group, role, submit host, nodes, processors),
+ * replacing an earlier one with the same key: two rows differing only by benchmark would lose one.
+ * Each job's durations are normalised by its own queue's benchmark before they are summed.
+ */
+export function summarizeNormalised(recs: readonly UsageRecord[]): NormalisedRow[] {
+  const groups = new Map<string, NormalisedRow>();
+  for (const r of recs) {
+    const d = new Date(r.endTime * 1000);
+    const f = normalisationFactor(...benchmark(r));
+    const row: NormalisedRow = {
+      year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, globalUserName: r.owner, vo: r.vo, voGroup: r.voGroup ?? `/${r.vo}`,
+      voRole: r.voRole ?? "Role=NULL", nodeCount: r.nodeCount || 1, processors: r.processors,
+      earliestEnd: r.endTime, latestEnd: r.endTime, wall: 0, cpu: 0, normWall: 0, normCpu: 0, jobs: 0,
+    };
+    const key = JSON.stringify([row.year, row.month, row.globalUserName, row.vo, row.voGroup, row.voRole, row.nodeCount, row.processors]);
+    const g = groups.get(key) ?? row;
+    g.earliestEnd = Math.min(g.earliestEnd, r.endTime);
+    g.latestEnd = Math.max(g.latestEnd, r.endTime);
+    g.wall += r.wallSeconds;
+    g.cpu += r.cpuSeconds;
+    g.normWall += r.wallSeconds * f;
+    g.normCpu += r.cpuSeconds * f;
+    g.jobs += 1;
+    groups.set(key, g);
+  }
+  return [...groups.values()];
+}
+
+/** v0.3: `Infrastructure` (not `InfrastructureType`), no ServiceLevel lines, normalised durations in whole seconds. */
+export function normalisedSummaryMessage(site: ApelSite, rows: readonly NormalisedRow[]): string {
+  return render(HEADER.normalisedSummary, rows.map((g) => [
+    ["Site", site.site], ["Month", g.month], ["Year", g.year], ["GlobalUserName", g.globalUserName],
+    ["VO", g.vo], ["VOGroup", g.voGroup], ["VORole", g.voRole], ["SubmitHost", site.submitHost], ["Infrastructure", "grid"],
+    ["NodeCount", g.nodeCount], ["Processors", g.processors], ["EarliestEndTime", g.earliestEnd], ["LatestEndTime", g.latestEnd],
+    ["WallDuration", g.wall], ["CpuDuration", g.cpu], ["NormalisedWallDuration", Math.round(g.normWall)], ["NormalisedCpuDuration", Math.round(g.normCpu)],
+    ["NumberOfJobs", g.jobs],
   ]));
 }
 

@@ -6,7 +6,7 @@ import type { AccountingDb } from "../db/index.js";
 import { monthOf } from "../db/index.js";
 import type { UsageRecord } from "../record.js";
 import { ArgoPublisher, type ArgoTarget } from "./argo.js";
-import { individualMessage, summarize, summaryMessage, syncMessage, type ApelSite } from "./messages.js";
+import { individualMessage, normalisedSummaryMessage, summarize, summarizeNormalised, summaryMessage, syncMessage, type ApelSite } from "./messages.js";
 import { smimeSign } from "./sign.js";
 
 type ApelConfig = AccountingConfig["apel"];
@@ -61,9 +61,13 @@ export async function planMessages(db: AccountingDb, o: PublishOptions): Promise
     const all = await db.months();
     const wanted = o.range ? all.filter((m) => m >= monthOf(o.range!.from) && m <= monthOf(o.range!.to)) : all;
     for (const m of wanted) {
-      const rows = summarize((await db.inMonths([m])).filter(ok));
-      if (rows.length === 0) continue;
-      const texts = chunks(rows, a.batchSize).map((c) => summaryMessage(o.site, c));
+      const recs = (await db.inMonths([m])).filter(ok);
+      if (recs.length === 0) continue;
+      // A changed message type changes the texts, hence the digest: the month is sent again in the new form.
+      const texts =
+        a.messages === "summaries-v0.3"
+          ? chunks(summarizeNormalised(recs), a.batchSize).map((c) => normalisedSummaryMessage(o.site, c))
+          : chunks(summarize(recs), a.batchSize).map((c) => summaryMessage(o.site, c));
       const digest = createHash("sha256").update(texts.join("\0")).digest("hex");
       if (!o.range && (await db.summaryDigest(target, m)) === digest) continue;
       texts.forEach((text, i) => out.push({ kind: "summary", text, month: m, ...(i === texts.length - 1 ? { digest } : {}) }));

@@ -22,7 +22,7 @@ const rec = (id: string, over: Record<string, string> = {}) =>
   usageRecord("1-0", {
     id, recordId: `${id}/0`, owner: "/DC=t/CN=A", queue: "q", localId: "7", created: "1000", startedAt: String(Date.UTC(2026, 0, 31, 23) ), endedAt: String(Date.UTC(2026, 1, 1, 1)),
     usedWallSeconds: "7200", usedCpuSeconds: "3600", fqans: JSON.stringify(["/atlas"]), ...over,
-  }, { vomslessVo: "none" });
+  }, { vomslessVo: "vomsless" });
 
 describe("databaseLocation", () => {
   it("reads the setting: postgres URL, sqlite: prefix, bare path, default under the state dir", () => {
