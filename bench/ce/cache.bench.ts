@@ -85,7 +85,7 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     inputFiles: [input("big.dat", big), ...smalls.map((p, i) => input(`small${i}.dat`, p))],
   };
   // The shipped lease and recovery timings (the child's defaults are the crash tests' few seconds).
-  const child = await spawnJem(config, { JEM_CHILD_LOCK_MS: "30000", JEM_CHILD_STALLED_MS: "30000", JEM_CHILD_RECOVERY_MS: "30000" });
+  const child = await spawnJem(config, { JEM_CHILD_LOCK_MS: "30000", JEM_CHILD_STALLED_MS: "30000", JEM_CHILD_STAGING_LOCK_MS: "60000", JEM_CHILD_RECOVERY_MS: "30000" });
   const pid = child.pid!;
   const bytes0 = origin.sent.bytes;
   try {

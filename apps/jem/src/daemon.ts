@@ -33,6 +33,12 @@ export interface JemOptions {
   jobLockMs?: number;
   /** BullMQ stalled-job check (ms); a crashed JEM's active jobs are retried after this. Default 30 s. */
   stalledIntervalMs?: number;
+  /**
+   * Lock of a staging queue job (ms), renewed at half of it while the transfer runs; a crashed
+   * JEM's transfers are redone once it lapses. Default 60 s: transfers are long, and a lock that
+   * lapses during a stall in renewals would run the same transfer twice.
+   */
+  stagingLockMs?: number;
   /** Periodic recovery pass (ms). Default 30 s. */
   recoveryIntervalMs?: number;
   /** File events for `lrms_done` (default on); the periodic scan always runs. */
@@ -150,7 +156,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     new Worker<QueueCatalog["staging"]>("staging", (j) => outage.retry(() => processStaging(j.data)), {
       ...workerOpts,
       concurrency: Math.max(config.staging.maxConcurrentTransfers, config.jobs.maxStaging),
-      lockDuration: 60_000,
+      lockDuration: opts.stagingLockMs ?? 60_000,
     }),
   ];
   workers.forEach((w, i) => w.on("failed", fail(["commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")));

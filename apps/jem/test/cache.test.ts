@@ -149,7 +149,7 @@ describe("the input cache", () => {
     await expect(readFile(dataPath(cacheDir, urlHash(`${origin.url}/data/big.dat`)))).rejects.toThrow();
     jem = await testJem(env);
     for (const id of ids) {
-      // The killed JEM's staging run is redone once BullMQ sees it stalled (its 60 s lock).
+      // The killed JEM's staging run is redone once BullMQ sees it stalled (its staging lock, short in tests).
       const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 150_000);
       expect(r?.failure).toBeUndefined();
       expect((await readFile(join(env.control.sessionDir(id), "got.txt"))).equals(Buffer.alloc(64 * 1024, 7))).toBe(true);

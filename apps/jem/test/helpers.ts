@@ -79,7 +79,7 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
 
 /** Starts a JEM in this process with test-friendly timings. */
 export function testJem(env: TestEnv, opts: JemOptions = {}): Promise<Jem> {
-  return startJem(env.config, { logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }), jobLockMs: 3_000, stalledIntervalMs: 3_000, recoveryIntervalMs: 2_000, ...opts });
+  return startJem(env.config, { logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }), jobLockMs: 3_000, stalledIntervalMs: 3_000, stagingLockMs: 6_000, recoveryIntervalMs: 2_000, ...opts });
 }
 
 export function output(name: string, extra: Partial<OutputFile> = {}): OutputFile {

@@ -2,7 +2,7 @@
  * A JEM in its own process for crash tests and the benchmark: the compiled config arrives as JSON
  * in JEM_CHILD_CONFIG; "ready" on stdout once started. Optional JEM_CHILD_BACKEND: `null` = jobs
  * never end (memory benchmark), `instant` = jobs end at submission (JEM-core throughput).
- * JEM_CHILD_LOCK_MS, JEM_CHILD_STALLED_MS, JEM_CHILD_RECOVERY_MS: the crash tests' short timings
+ * JEM_CHILD_LOCK_MS, JEM_CHILD_STALLED_MS, JEM_CHILD_STAGING_LOCK_MS, JEM_CHILD_RECOVERY_MS: the crash tests' short timings
  * unless set (benchmarks set the shipped ones).
  */
 import type { CompiledConfig } from "@ce/config";
@@ -20,6 +20,7 @@ const jem = await startJem(config, {
   jobLockMs: Number(process.env.JEM_CHILD_LOCK_MS ?? 3_000),
   stalledIntervalMs: Number(process.env.JEM_CHILD_STALLED_MS ?? 3_000),
   recoveryIntervalMs: Number(process.env.JEM_CHILD_RECOVERY_MS ?? 2_000),
+  stagingLockMs: Number(process.env.JEM_CHILD_STAGING_LOCK_MS ?? 6_000),
   ...(backends ? { backends } : {}),
 });
 process.stdout.write("ready\n");
