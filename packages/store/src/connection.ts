@@ -167,7 +167,7 @@ export const RECONNECT_AFTER_END_MS = 500;
  * disconnect makes the connector's pending connect() reject ("Connection is closed.") and the
  * client goes to status "end" instead of retrying, so every later command fails at once — a
  * gateway answered 503 to everything after a failover until it was restarted
- * (tests/ha/sentinel.test.ts). BullMQ's shared client and its duplicates: keepConnectedUntilClosed.
+ * (tests/ha/sentinel.serial.test.ts). BullMQ's shared client and its duplicates: keepConnectedUntilClosed.
  */
 export function keepConnected(redis: Redis, closing: () => boolean = () => false): void {
   redis.on("end", () => {

@@ -3,7 +3,7 @@
  * separate process (apps/jem/src/main.ts), is SIGKILLed every few seconds and started again.
  * Every job appends its name to one shared file when it runs. The verdict: no job ran twice, no
  * acknowledged job was lost (each ran once and reached FINISHED without failure), none is still
- * active at the timeout. Used by `pnpm soak` (tests/soak) and, smaller, by apps/jem/test/soak.test.ts.
+ * active at the timeout. Used by `pnpm soak` (tests/soak) and, smaller, by apps/jem/test/soak.serial.test.ts.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";

@@ -22,7 +22,7 @@ const HAS_PROMETHEUS = (() => {
     return false;
   }
 })();
-if (!HAS_PROMETHEUS) console.warn("tests/monitoring-live.test.ts skipped: prometheus is not installed (scripts/ensure-system-deps.sh monitoring)");
+if (!HAS_PROMETHEUS) console.warn("tests/monitoring-live.serial.test.ts skipped: prometheus is not installed (scripts/ensure-system-deps.sh monitoring)");
 
 const rulesFile = fileURLToPath(new URL("../deploy/monitoring/alerts.yaml", import.meta.url));
 let stack: Stack | undefined;

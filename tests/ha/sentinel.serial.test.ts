@@ -12,7 +12,7 @@ import { startStack, type Stack } from "../support/stack.js";
 import { CeClient, echoJobs } from "./client.js";
 import { coreLifecycle } from "./lifecycle.js";
 
-if (!HAS_SENTINEL) console.warn("tests/ha/sentinel.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
+if (!HAS_SENTINEL) console.warn("tests/ha/sentinel.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {

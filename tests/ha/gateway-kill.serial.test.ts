@@ -18,7 +18,7 @@ import { CeClient } from "./client.js";
 import { allJobIds, broken, runLog, type RunLog } from "./runs.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const TRAFFIC_MS = 40_000;
+const TRAFFIC_MS = 25_000;
 const CLIENTS = 4;
 const JOBS_PER_REQUEST = 5;
 

@@ -12,7 +12,7 @@ import { startStack, type Stack } from "../support/stack.js";
 import { CeClient } from "./client.js";
 import { allJobIds, broken, runLog, type RunLog } from "./runs.js";
 
-if (!HAS_SENTINEL) console.warn("tests/ha/failover-refused.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
+if (!HAS_SENTINEL) console.warn("tests/ha/failover-refused.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
