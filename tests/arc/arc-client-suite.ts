@@ -5,6 +5,7 @@
  * arckill → arcresume → arcsync. Every step checks the tool's exit code and the effect (states,
  * file contents, server-side records through the REST interface).
  *
+ * The suite is here; arc-client-fork.test.ts and arc-client-slurm.test.ts run it per back end.
  * Slurm: a private cluster (own directory and free ports, tests/support/slurm-cluster.ts), so it
  * can run next to apps/jem/test/slurm.test.ts. Skipped only when ARC / Slurm are not installed.
  */
@@ -16,8 +17,8 @@ import { startStack, type Stack } from "../support/stack.js";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
 import { arc, HAS_ARC, leafCert, ok, parseArcstat, processesIn, restCall, submittedJobs, waitFor, type ArcJob, type RunResult } from "./arc-tools.js";
 
-if (!HAS_ARC) console.warn("arc-client.test.ts SKIPPED: ARC client not installed (nordugrid-arc-client)");
-if (HAS_ARC && !HAS_SLURM) console.warn("arc-client.test.ts: slurm back end SKIPPED (slurm-wlm/munge not installed)");
+if (!HAS_ARC) console.warn("tests/arc/arc-client-*.test.ts SKIPPED: ARC client not installed (nordugrid-arc-client)");
+if (HAS_ARC && !HAS_SLURM) console.warn("tests/arc/arc-client-slurm.test.ts SKIPPED (slurm-wlm/munge not installed)");
 
 const RUN_SH = `#!/bin/sh
 cat in.txt > out.txt
@@ -65,7 +66,9 @@ const XRSL_NAMES = `&(executable="/bin/sh")(jobname="e2e-names")
  (arguments="-c" "echo a > 'with space.txt'; echo b > 'p%41.txt'; mkdir -p 'd i r'; echo c > 'd i r/x y.txt'; echo u > 'ü.txt'")
  (outputfiles=("with space.txt" "")("p%41.txt" "")("d i r/" "")("ü.txt" ""))`;
 
-describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client against the CE (%s back end)", (backend) => {
+/** The whole lifecycle on one back end; each back end has its own file so the two run side by side. */
+export function arcClientSuite(backend: "fork" | "slurm"): void {
+describe.skipIf(!HAS_ARC)(`real ARC client against the CE (${backend} back end)`, () => {
   const skip = backend === "slurm" && !HAS_SLURM;
   let slurm: SlurmCluster | undefined;
   let stack: Stack;
@@ -317,3 +320,4 @@ describe.skipIf(!HAS_ARC).each(["fork", "slurm"] as const)("real ARC client agai
     await waitFor("killed job removed on the server", async () => ((await bulk1("status", ids.sleep))["status-code"] === "404" ? true : undefined), 30_000);
   });
 });
+}

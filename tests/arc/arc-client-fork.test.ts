@@ -1,0 +1,4 @@
+// The real ARC client's whole lifecycle on the fork back end (the suite: arc-client-suite.ts).
+import { arcClientSuite } from "./arc-client-suite.js";
+
+arcClientSuite("fork");
