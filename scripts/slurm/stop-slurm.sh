@@ -4,7 +4,7 @@
 #   scripts/slurm/stop-slurm.sh DIR [--purge]
 #
 # Cancels all jobs first (slurmd does not kill running jobs when it exits), then sends SIGTERM
-# to slurmd, slurmctld and munged using their pid files under DIR (never by name), SIGKILL after
+# to slurmd, slurmctld, slurmdbd, mariadbd (accounting storage, when started) and munged using their pid files under DIR (never by name), SIGKILL after
 # 10 s. --purge also removes DIR.
 set -uo pipefail
 
@@ -38,7 +38,7 @@ if pid_of slurmctld >/dev/null && [[ -f $SLURM_CONF ]]; then
   fi
 fi
 
-for d in slurmd slurmctld munged; do
+for d in slurmd slurmctld slurmdbd mariadbd munged; do
   pid=$(pid_of "$d") || continue
   kill -TERM "$pid" 2>/dev/null
   for _ in $(seq 1 50); do pid_of "$d" >/dev/null || break; sleep 0.2; done

@@ -48,6 +48,26 @@ describe("slurm usage", () => {
     expect(u.has("jC")).toBe(false);
   });
 
+  it("a job slurmdbd has not yet seen end gives no figures (not the zeros of a running job)", async () => {
+    // As sacct shows a job that squeue already lists as COMPLETED: the allocation row without an
+    // end (its state lags), CPU still zero; a requeued job's new run likewise.
+    fakeSacct(
+      [
+        "501|1700000000|Unknown|0|00:00:00|00:00:00|00:00:00||0|1|n1",
+        "501.batch|1700000000|Unknown|0|00:00:00|00:00:00|00:00:00||1|1|n1",
+        "502|1700000000|1700000050|50|00:10|00:10|00:00||1|1|n2",
+        "502|1700000100|Unknown|3|00:00:00|00:00:00|00:00:00||1|1|n2",
+        "503|1700000000|1700000009|9|00:07.400|00:06.000|00:01.400||1|1|n1",
+        "503.batch|1700000000|1700000009|9|00:07.400|00:06.000|00:01.400|170000K|1|1|n1",
+      ].join("\n"),
+      "",
+    );
+    const u = await backend.usage!([{ jobId: "jA", localId: "501" }, { jobId: "jB", localId: "502" }, { jobId: "jC", localId: "503" }]);
+    expect(u.has("jA")).toBe(false);
+    expect(u.has("jB")).toBe(false);
+    expect(u.get("jC")).toMatchObject({ source: "sacct", end: 1700000009, cpu: 7, cpuUser: 6, cpuSystem: 1, maxRssKb: 170000 });
+  });
+
   it("without accounting storage reads the job completion log: times, processors, nodes, no CPU or memory", async () => {
     fakeSacct(undefined, "301|1700000000|1700000007|7|||||2|1|localhost\n");
     const u = await backend.usage!([{ jobId: "jA", localId: "301" }]);
