@@ -1,10 +1,15 @@
 /**
- * State hooks seen through the REAL ARC client (fork back end): a site admission hook at ACCEPTED
+ * Site integration seen through the REAL ARC client (fork back end).
+ *
+ * State hooks: a site admission hook at ACCEPTED
  * refuses one user's jobs with a reason that `arcstat -l` prints, passes another user's, and a
  * hook that hangs (ended at its timeout) or crashes (killed by a signal) neither refuses the job
  * (`onError: pass`, the default) nor holds up another user's jobs: hooks run outside the JEM's
  * slots, at most `concurrency` at once, and one owner never holds all of them.
  * docs/state-hooks.md.
+ *
+ * GPUs: a queue's maxGpusPerJob refuses a bigger request at submission (per-item 403 whose reason
+ * arcsub prints) and is published in GLUE2, which arcinfo still reads. docs/gpus.md.
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -13,7 +18,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createProxy, credential, issueUserCert } from "@ce/x509/testing";
 import { startStack, type Stack } from "../support/stack.js";
-import { arc, HAS_ARC, ok, parseArcstat, submittedJobs, waitFor } from "./arc-tools.js";
+import { arc, HAS_ARC, ok, parseArcstat, restCall, submittedJobs, waitFor } from "./arc-tools.js";
 
 const REFUSED_DN = "/DC=org/DC=ce-dev/O=Users/CN=Over Quota";
 const REASON = "Over Quota has used this month's CPU allocation; ask support@example.org";
@@ -34,7 +39,7 @@ exit 0
 
 const job = (name: string, queue = "main") => `&(executable="/bin/sh")(arguments="-c" "echo ${name} ran")(jobname="${name}")(queue="${queue}")(stdout="out.txt")`;
 
-describe.skipIf(!HAS_ARC)("state hooks through the ARC client (fork back end)", () => {
+describe.skipIf(!HAS_ARC)("site hooks and GPU limits through the ARC client (fork back end)", () => {
   let stack: Stack;
   let hookDir: string;
   let work: string;
@@ -50,7 +55,7 @@ describe.skipIf(!HAS_ARC)("state hooks through the ARC client (fork back end)", 
       redisUsers: inject("redisUsers"),
       config: {
         jobs: {
-          queues: [{ name: "main" }, { name: "hang" }, { name: "crash" }],
+          queues: [{ name: "main", maxGpusPerJob: 0 }, { name: "hang" }, { name: "crash" }, { name: "gpu", maxGpusPerJob: 2 }],
           hooks: { account: "nobody", concurrency: 2, timeoutSeconds: HOOK_TIMEOUT_S, scripts: [{ state: "ACCEPTED", command: [join(hookDir, "admit.sh")] }] },
         },
       },
@@ -127,5 +132,41 @@ describe.skipIf(!HAS_ARC)("state hooks through the ARC client (fork back end)", 
     const logs = stack.logs();
     for (const u of hangUrls) expect(logs).toMatch(new RegExp(`"jobId":"${id(u)}".*timed out after ${HOOK_TIMEOUT_S} s`));
     expect(logs).toMatch(new RegExp(`"jobId":"${id(crashUrl)}".*signal SIGKILL`));
+  });
+
+  // arcsub re-writes every description as ADL before sending it (and drops xRSL's `gpus`, an
+  // attribute it does not know): through it, a GPU request is ADL's <Coprocessor>, one GPU.
+  it("GPU limit: arcsub of an ADL Coprocessor job is refused by the queue without GPUs with the reason, taken by the GPU queue; arcinfo reads the published limit", { timeout: 60_000 }, async () => {
+    const mine = stack.arcEnv.X509_USER_PROXY!;
+    const gpuJobs = join(stack.state, "home", "gpu.dat");
+    const adl = (queue: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<ActivityDescription xmlns="http://www.eu-emi.eu/es/2010/12/adl">
+  <ActivityIdentification><Name>gpu-${queue}</Name></ActivityIdentification>
+  <Application><Executable><Path>/bin/true</Path></Executable></Application>
+  <Resources><QueueName>${queue}</QueueName><Coprocessor>CUDA</Coprocessor></Resources>
+</ActivityDescription>`;
+    writeFileSync(join(work, "gpu-main.adl"), adl("main"));
+    writeFileSync(join(work, "gpu-gpu.adl"), adl("gpu"));
+    // arcsub prints the server's per-item reason at INFO level ("Failed to submit all jobs: <code> <reason>").
+    const refused = await run(mine, "arcsub", ["-d", "INFO", "-j", gpuJobs, "-C", stack.url, "-T", "arcrest", "gpu-main.adl"]);
+    expect(refused.code, refused.stdout + refused.stderr).not.toBe(0);
+    expect(submittedJobs(refused.stdout)).toEqual([]);
+    expect(refused.stdout + refused.stderr).toContain("403 Requested 1 GPU(s); queue main has no GPUs (maxGpusPerJob 0)");
+    const taken = ok(await run(mine, "arcsub", ["-j", gpuJobs, "-C", stack.url, "-T", "arcrest", "gpu-gpu.adl"]), "arcsub to the GPU queue");
+    expect(submittedJobs(taken.stdout)).toHaveLength(1);
+
+    // More than the GPU queue's limit, as an xRSL client that sends its text unchanged (pyarcrest) asks.
+    const direct = await restCall({
+      url: `${stack.url}/rest/1.0/jobs?action=new`, method: "POST", body: `&(executable="/bin/true")(queue="gpu")(gpus=3)`,
+      headers: { "content-type": "application/rsl" }, proxyFile: mine, caFile: join(stack.pki, "ca", "ca.pem"),
+    });
+    expect(JSON.parse(direct.body).job).toEqual([{ "status-code": "403", reason: "Requested 3 GPU(s); queue gpu allows at most 2 per job (maxGpusPerJob)" }]);
+
+    // The GLUE 2.1 accelerator element does not upset the ARC client's GLUE2 reader; the XML has it.
+    const info = ok(await run(mine, "arcinfo", ["-c", stack.url, "-l"]), "arcinfo -l");
+    expect(info.stdout).toMatch(/4 Shares/);
+    expect(info.stdout).toMatch(/Name: gpu\n\s+Mapping queue: gpu/);
+    const xml = await restCall({ url: `${stack.url}/rest/1.0/info`, proxyFile: mine, caFile: join(stack.pki, "ca", "ca.pem"), headers: { accept: "text/xml" } });
+    expect(xml.body).toMatch(/<ComputingShareAcceleratorInfo [^>]*><ID>urn:ogf:ComputingShareAcceleratorInfo:localhost:gpu:GPU<\/ID><Type>GPU<\/Type><MaxAcceleratorSlotsPerJob>2<\/MaxAcceleratorSlotsPerJob>/);
   });
 });
