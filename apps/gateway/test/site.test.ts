@@ -2,11 +2,11 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { enableRte } from "@ce/store";
-import { startTestGateway, XRSL, xmlAll, type TestGateway } from "./harness.js";
+import { startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
 
 // RTEs a site enabled with `ceadm rte enable` (links under the control dir, not the configuration)
 // are accepted at submission and published in GLUE2, as A-REX publishes rte/enabled; a queue's
-// GPU limit refuses bigger requests by name.
+// GPU limit refuses bigger requests by name and is published in GLUE2.
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -37,15 +37,25 @@ describe("RTEs enabled under the control dir", () => {
 });
 
 describe("GPU requests", () => {
-  it("within the queue's maxGpusPerJob → 201; above → 400 naming the limit", async () => {
+  it("within the queue's maxGpusPerJob → 201; above → 403 naming the queue and its limit", async () => {
     const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, {
       body: `+(${XRSL()}(queue="gpu")(gpus=2))(${XRSL()}(queue="gpu")(gpus=3))(${XRSL()}(gpus=1))(${XRSL()})`,
       accept: "application/json",
     });
     const items = r.json().job as Array<Record<string, string>>;
     expect(items[0]!["status-code"]).toBe("201");
-    expect(items[1]).toEqual({ "status-code": "400", reason: "Requested 3 GPU(s); queue gpu allows 2 per job" });
-    expect(items[2]).toEqual({ "status-code": "400", reason: "Requested 1 GPU(s); queue main allows 0 per job" });
+    expect(items[1]).toEqual({ "status-code": "403", reason: "Requested 3 GPU(s); queue gpu allows at most 2 per job (maxGpusPerJob)" });
+    expect(items[2]).toEqual({ "status-code": "403", reason: "Requested 1 GPU(s); queue main has no GPUs (maxGpusPerJob 0)" });
     expect(items[3]!["status-code"]).toBe("201");
+  });
+
+  it("/info publishes the GPU queue's limit per job (GLUE 2.1 ComputingShareAcceleratorInfo), none for the queue without GPUs", async () => {
+    const r = await t.request("GET", `${t.rest}/1.1/info`, { accept: "application/json" });
+    const shares = [r.json().Domains.AdminDomain.Services.ComputingService.ComputingShare].flat() as J[];
+    const byName = Object.fromEntries(shares.map((s) => [s.Name, s]));
+    expect(byName.gpu?.ComputingShareAcceleratorInfo).toMatchObject({ Type: "GPU", MaxAcceleratorSlotsPerJob: "2" });
+    expect(byName.main?.ComputingShareAcceleratorInfo).toBeUndefined();
+    const xml = await t.request("GET", `${t.rest}/1.1/info`, { accept: "text/xml" });
+    expect(xmlAll(xml.text, "MaxAcceleratorSlotsPerJob")).toEqual(["2"]);
   });
 });

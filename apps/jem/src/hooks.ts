@@ -12,7 +12,7 @@ import { FairSlots } from "./semaphore.js";
  * process group is killed) and at most `concurrency` at once. At ACCEPTED the JEM waits for it and
  * a non-zero exit refuses the job; elsewhere the call is not waited for, so a slow or broken hook
  * never holds a job or a JEM slot. A hook that times out or cannot run is logged and, unless the
- * site chose `onError: refuse`, passes.
+ * site chose `onError: refuse`, passes. Hook slots are fair between job owners (see the constructor).
  */
 
 export type HookState = CompiledConfig["jobs"]["hooks"]["scripts"][number]["state"];
@@ -44,8 +44,11 @@ export class StateHooks {
     private readonly config: CompiledConfig,
     log: Logger,
   ) {
+    // Slots are shared by owners in turn, and one owner holds at most all but one of them: one
+    // user's jobs whose hooks hang (a quota service that stalls on that VO) delay that user's
+    // other jobs, never another user's, by more than one turn.
     const n = config.jobs.hooks.concurrency;
-    this.slots = new FairSlots(n, n);
+    this.slots = new FairSlots(n, Math.max(1, n - 1));
     this.log = log.child({ component: "hooks" });
   }
 
@@ -94,7 +97,7 @@ export class StateHooks {
     this.waiting++;
     let granted = false;
     try {
-      return await this.slots.run("", async () => {
+      return await this.slots.run(job.ownerKey, async () => {
         granted = true;
         this.waiting--;
         let file = command[0]!;

@@ -34,7 +34,8 @@ beforeAll(async () => {
     jobs: {
       hooks: {
         account: "nobody",
-        concurrency: 2,
+        // One owner (every job here) holds at most concurrency - 1 hook slots.
+        concurrency: 3,
         timeoutSeconds: 2,
         scripts: [
           { state: "ACCEPTED", command: ["/bin/bash", join(dir, "admit.sh")] },

@@ -27,7 +27,10 @@ const queueSchema = z.object({
   maxCpuTimeSeconds: duration.optional(),
   maxMainMemoryMB: z.number().int().positive().optional(),
   maxSlotsPerJob: z.number().int().positive().optional(),
-  /** GPUs a job may ask for in this queue (xRSL gpus, ADL Coprocessor); absent: no limit; 0: none. */
+  /**
+   * GPUs a job may ask for in this queue (xRSL gpus, ADL Coprocessor); more is a per-item 403 at
+   * submission; absent: no limit; 0: none. Above 0 it is published in GLUE2 (docs/gpus.md).
+   */
   maxGpusPerJob: z.number().int().min(0).optional(),
   defaultWallTimeSeconds: duration.optional(),
   defaultMemoryMB: z.number().int().positive().optional(),

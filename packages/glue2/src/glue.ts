@@ -51,6 +51,7 @@ export const glueIds = {
   applicationEnvironment: (host: string, i: number) => `urn:ogf:ApplicationEnvironment:${host}:rte:${i}`,
   accessPolicy: (host: string) => `urn:ogf:AccessPolicy:${host}:rest`,
   mappingPolicy: (host: string, queue: string) => `urn:ogf:MappingPolicy:${host}:${queue}`,
+  shareAccelerator: (host: string, share: string, type: string) => `urn:ogf:ComputingShareAcceleratorInfo:${host}:${share}:${type}`,
   benchmark: (host: string, queue: string, type: string) => `urn:ogf:Benchmark:${host}:${queue}:${type}`,
   activity: (host: string, id: string, iface: string = ARCREST_INTERFACE) => `urn:caid:${host}:${iface}:${id}`,
   idFromEndpoint: (id: string) => `urn:idfe:${id}`,

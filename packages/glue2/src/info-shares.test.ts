@@ -85,4 +85,28 @@ describe("per-VO shares", () => {
     expect(xml.match(/<ComputingShare /g)).toHaveLength(2);
     expect(xml).not.toContain("<Benchmark");
   });
+
+  it("a queue with GPUs (maxGpusPerJob > 0) gives each of its shares a GLUE 2.1 ComputingShareAcceleratorInfo; 0 or absent, none", () => {
+    const gpu = { ...input, queues: [{ ...input.queues[0]!, maxGpusPerJob: 2 }, { ...input.queues[1]!, maxGpusPerJob: 0 }] };
+    const doc = JSON.parse(render(buildInfoDocument(gpu), "json"));
+    const shares: Share[] = doc.Domains.AdminDomain.Services.ComputingService.ComputingShare;
+    const acc = shares.map((s) => s.ComputingShareAcceleratorInfo);
+    expect(acc[0]).toEqual({
+      ID: "urn:ogf:ComputingShareAcceleratorInfo:ce.example.org:main:GPU",
+      Type: "GPU",
+      MaxAcceleratorSlotsPerJob: "2",
+      Associations: { ComputingShareID: "urn:ogf:ComputingShare:ce.example.org:main" },
+      _attributes: { BaseType: "Entity", CreationTime: "2026-03-04T05:06:07Z", Validity: "600" },
+    });
+    // The VO shares of the queue carry the queue's limit, each under its own ID.
+    expect(acc[1]).toMatchObject({ ID: "urn:ogf:ComputingShareAcceleratorInfo:ce.example.org:main_vo.example.org:GPU", MaxAcceleratorSlotsPerJob: "2" });
+    expect(acc[2]).toMatchObject({ MaxAcceleratorSlotsPerJob: "2" });
+    expect(acc.slice(3)).toEqual([undefined, undefined]);
+    // XML: inside the share, after its MappingPolicy and before its Associations.
+    const xml = renderXml(buildInfoDocument(gpu));
+    const share = xml.slice(xml.indexOf("<ComputingShare "), xml.indexOf("</ComputingShare>"));
+    expect(share).toMatch(/<ComputingShareAcceleratorInfo BaseType="Entity"[^>]*><ID>[^<]+<\/ID><Type>GPU<\/Type><MaxAcceleratorSlotsPerJob>2<\/MaxAcceleratorSlotsPerJob>/);
+    expect(share.lastIndexOf("<Associations>")).toBeGreaterThan(share.indexOf("</ComputingShareAcceleratorInfo>"));
+    expect(renderXml(buildInfoDocument(input))).not.toContain("Accelerator");
+  });
 });

@@ -30,6 +30,11 @@ export interface QueueInput {
   /** MB. */
   maxMainMemory?: number;
   maxSlotsPerJob?: number;
+  /**
+   * GPUs one job may have in this queue; above 0 the queue's shares publish a GLUE 2.1
+   * ComputingShareAcceleratorInfo of Type GPU with it (docs/glue2-brokers.md, GPUs).
+   */
+  maxGpusPerJob?: number;
   /** Defaults to the service's serving state. */
   serving?: ServingState;
   counts: Partial<JobCounts>;
@@ -263,6 +268,18 @@ function buildShare(q: QueueInput, input: InfoInput, base: BaseAttrs, endpointId
               ),
             ],
             base("Policy"),
+          )
+        : undefined,
+      q.maxGpusPerJob
+        ? el(
+            "ComputingShareAcceleratorInfo",
+            [
+              el("ID", glueIds.shareAccelerator(host, name, "GPU")),
+              el("Type", "GPU"),
+              intLeaf("MaxAcceleratorSlotsPerJob", q.maxGpusPerJob),
+              el("Associations", [el("ComputingShareID", glueIds.share(host, name))]),
+            ],
+            base("Entity"),
           )
         : undefined,
       el("Associations", [el("ComputingEndpointID", endpointId), el("ExecutionEnvironmentID", eeId)]),

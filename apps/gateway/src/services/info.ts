@@ -89,6 +89,7 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
       ...(q.maxCpuTimeSeconds !== undefined ? { maxCpuTime: q.maxCpuTimeSeconds } : {}),
       ...(q.maxMainMemoryMB !== undefined ? { maxMainMemory: q.maxMainMemoryMB } : {}),
       ...(q.maxSlotsPerJob !== undefined ? { maxSlotsPerJob: q.maxSlotsPerJob } : {}),
+      ...(q.maxGpusPerJob !== undefined ? { maxGpusPerJob: q.maxGpusPerJob } : {}),
       counts: queueCounts,
       ...slotFields,
       ...vosField(q.allow),

@@ -137,8 +137,10 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
     if (queue.allow.length > 0 && !queue.allow.some((r) => ruleMatches(r, req.identity))) {
       return { kind: "item", item: failed(403, `Requested queue ${queueName} is not allowed for this user`) };
     }
+    // A valid request this queue's policy refuses (another queue may take it): 403, as a queue not allowed.
     if (d.gpus && queue.maxGpusPerJob !== undefined && d.gpus > queue.maxGpusPerJob) {
-      return { kind: "item", item: failed(400, `Requested ${d.gpus} GPU(s); queue ${queueName} allows ${queue.maxGpusPerJob} per job`) };
+      const limit = queue.maxGpusPerJob === 0 ? `queue ${queueName} has no GPUs (maxGpusPerJob 0)` : `queue ${queueName} allows at most ${queue.maxGpusPerJob} per job (maxGpusPerJob)`;
+      return { kind: "item", item: failed(403, `Requested ${d.gpus} GPU(s); ${limit}`) };
     }
     const missingRte = d.runtimeEnvironments.find((r) => !rteAvailable(r, enabledRtesCached(config)));
     if (missingRte) {
