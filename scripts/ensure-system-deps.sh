@@ -5,14 +5,17 @@
 # prometheus (promtool and the server) for the alert-rule tests of deploy/monitoring; postgresql for
 # the accounting database tests; a C++ tool chain because better-sqlite3 is compiled at install
 # (its prebuilt binaries come from outside the npm registry).
-# Pass package groups: base build slurm arc browser storage monitoring db (default: all).
+# Grid Engine (sge) for the third batch-system back end: tests start a private qmaster + execd from it
+# (tests/support/gridengine-cluster.ts), never the packaged services.
+# Pass package groups: base build slurm sge arc browser storage monitoring db (default: all).
 set -euo pipefail
-groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm arc browser storage monitoring db)
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm sge arc browser storage monitoring db)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
     base) want+=(redis-server redis-tools redis-sentinel openssl time procps python3) ;;
     slurm) want+=(slurm-wlm munge) ;;
+    sge) want+=(gridengine-master gridengine-exec gridengine-client) ;;
     # nordugrid-arc-arex: only for its stock RTEs (/usr/share/arc/rte), which the RTE tests run unmodified.
     arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients nordugrid-arc-arex) ;;
     browser) want+=(chromium) ;;
