@@ -6,15 +6,18 @@
 # the accounting database tests; mariadb-server and slurmdbd for Slurm's accounting storage (tests
 # of VO placement by Slurm account/QOS and of usage taken from sacct); a C++ tool chain because better-sqlite3 is compiled at install
 # (its prebuilt binaries come from outside the npm registry).
-# Pass package groups: base build slurm slurmdbd arc browser storage monitoring db (default: all).
+# Grid Engine (sge) for the third batch-system back end: tests start a private qmaster + execd from it
+# (tests/support/gridengine-cluster.ts), never the packaged services.
+# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db (default: all).
 set -euo pipefail
-groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd arc browser storage monitoring db)
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd sge arc browser storage monitoring db)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
     base) want+=(redis-server redis-tools redis-sentinel openssl time procps python3) ;;
     slurm) want+=(slurm-wlm munge) ;;
     slurmdbd) want+=(slurmdbd mariadb-server) ;;
+    sge) want+=(gridengine-master gridengine-exec gridengine-client) ;;
     # nordugrid-arc-arex: only for its stock RTEs (/usr/share/arc/rte), which the RTE tests run unmodified.
     arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients nordugrid-arc-arex) ;;
     browser) want+=(chromium) ;;

@@ -42,7 +42,7 @@ export interface StackOptions {
    * `jem` with password files, as in production. Without them it uses the URL's credentials.
    */
   redisUsers?: Record<"gateway" | "jem", { username: string; password: string }>;
-  backend?: "fork" | "slurm";
+  backend?: "fork" | "slurm" | "sge";
   gateways?: number;
   /** Deep-merged into the generated ce.yaml. */
   config?: Record<string, unknown>;

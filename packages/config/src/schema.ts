@@ -353,7 +353,7 @@ export const configSchema = z.object({
 
   lrms: z
     .object({
-      backend: z.enum(["fork", "slurm"]).or(z.string().regex(/^[a-z0-9_-]+$/)).default("fork"),
+      backend: z.enum(["fork", "slurm", "sge"]).or(z.string().regex(/^[a-z0-9_-]+$/)).default("fork"),
       /** Directory holding <backend>/{submit,cancel,poll} scripts. Default: the shipped apps/jem/backends. */
       scriptsDir: z.string().optional(),
       pollIntervalMs: z.number().int().positive().default(2_000),
@@ -404,6 +404,14 @@ export const configSchema = z.object({
               }),
             )
             .default([]),
+        })
+        .default({}),
+      /** Grid Engine back end (docs/gridengine.md); the cell is the JEM's environment (SGE_ROOT, SGE_CELL, ports). */
+      sge: z
+        .object({
+          binPath: z.string().default("/usr/bin"),
+          /** Parallel environment for jobs of more than one slot (`qsub -pe <pe> N`); none = such jobs are refused. */
+          parallelEnvironment: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
         })
         .default({}),
     })

@@ -108,7 +108,7 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
     implementationVersion: IMPLEMENTATION_VERSION,
     health,
     serving,
-    lrms: config.lrms.backend === "slurm" ? "SLURM" : config.lrms.backend,
+    lrms: config.lrms.backend === "slurm" ? "SLURM" : config.lrms.backend === "sge" ? "SGE" : config.lrms.backend,
     queues,
     counts,
     totalSlots: slots,

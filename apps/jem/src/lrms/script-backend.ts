@@ -159,7 +159,8 @@ export class ScriptBackend implements Backend {
     const rate = opts.config.lrms.callsPerSecond;
     this.limiter = rate > 0 ? new TokenBucket(rate) : UNLIMITED;
     this.log = opts.log.child({ component: "lrms", backend: name });
-    this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath };
+    const sge = opts.config.lrms.sge;
+    this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath, SGE_BIN_PATH: sge.binPath, ...(sge.parallelEnvironment ? { JEM_SGE_PE: sge.parallelEnvironment } : {}) };
     this.submits = new MicroBatcher({ windowMs: BULK_WINDOW_MS, maxWaitMs: BULK_MAX_WAIT_MS, max: BULK_MAX, run: (_k, specs, early) => this.submitBulk(specs, early) });
     this.cancels = new MicroBatcher({ windowMs: BULK_WINDOW_MS, max: BULK_MAX, run: (_k, items) => this.cancelBulk(items) });
     if (hasScript(opts.dir, "usage")) this.usage = (jobs) => this.batchUsage(jobs);

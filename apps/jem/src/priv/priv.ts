@@ -45,6 +45,8 @@ const COMMENT_MAX = 1024 * 1024;
 const LOOKUP_SHARE_MS = 5_000;
 /** Above this many entries the in-process session preparation gives way to chown/chmod -R. */
 const IN_PROCESS_MAX = 10_000;
+/** Grid Engine client settings a mapped account's qsub/qstat/qdel need (which cell, its ports). */
+const SGE_ENV = new Set(["SGE_ROOT", "SGE_CELL", "SGE_QMASTER_PORT", "SGE_EXECD_PORT", "SGE_CLUSTER_NAME"]);
 
 export class Privileged {
   private gridmaps = new Map<string, { key: string; accounts: Set<string> }>();
@@ -146,7 +148,8 @@ export class Privileged {
 
   /** The environment a process of the account gets: nothing of the JEM's (secrets may be there). */
   envFor(as: RunAs, extra: Record<string, string>): Record<string, string> {
-    const keep = Object.entries(process.env).filter(([k]) => k === "SLURM_CONF" || k.startsWith("JEM_SLURM_"));
+    // The batch system's own client settings: Slurm's configuration file, the Grid Engine cell.
+    const keep = Object.entries(process.env).filter(([k]) => k === "SLURM_CONF" || k.startsWith("JEM_SLURM_") || SGE_ENV.has(k) || k.startsWith("JEM_SGE_"));
     return { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", USER: as.account, LOGNAME: as.account, HOME: "/", ...Object.fromEntries(keep) as Record<string, string>, ...extra };
   }
 
