@@ -5,7 +5,8 @@
 # prometheus (promtool and the server) for the alert-rule tests of deploy/monitoring; postgresql for
 # the accounting database tests; a C++ tool chain because better-sqlite3 is compiled at install
 # (its prebuilt binaries come from outside the npm registry).
-# Pass package groups: base build slurm arc browser storage monitoring db (default: all).
+# bubblewrap runs the payload of an ENV/CONTAINER job in its image, and mmdebstrap builds the test's image.
+# Pass package groups: base build slurm arc browser storage monitoring db container (default: all).
 set -euo pipefail
 groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm arc browser storage monitoring db)
 want=()
@@ -20,6 +21,7 @@ for g in "${groups[@]}"; do
     monitoring) want+=(prometheus) ;;
     build) want+=(make g++ python3) ;;
     db) want+=(postgresql) ;;
+    container) want+=(bubblewrap mmdebstrap) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done
