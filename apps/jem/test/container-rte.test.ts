@@ -82,17 +82,15 @@ describe.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload in its image",
     expect(await readFile(join(session, "stage2.txt"), "utf8")).toBe("stage 2 after hello\n");
   }, 40_000);
 
-  it("the payload's exit code is the job's; the site's default image serves a job that names none", async () => {
-    setRteParams(rte, "ENV/CONTAINER", [`CONTAINER_IMAGE=${image.name}`]);
-    try {
-      const id = await submit("cat /etc/ce-test-image; exit 7", [container()]);
-      const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
-      expect(r?.exitCode).toBe(7);
-      expect(r?.failure).toMatch(/exited with code 7/);
-      expect(await readFile(join(env.control.sessionDir(id), "out.txt"), "utf8")).toBe(image.marker);
-    } finally {
-      setRteParams(rte, "ENV/CONTAINER", ["CONTAINER_IMAGE="]);
-    }
+  it("the payload's exit code is the job's; an image enabled under a name of its own needs no option", async () => {
+    // One image per RTE name (published in GLUE2 each): the same script, its own parameters.
+    enableRte(rte, "IMAGE/BUSYBOX", join(SHIPPED_RTE_DIR, "ENV", "CONTAINER"));
+    setRteParams(rte, "IMAGE/BUSYBOX", [`CONTAINER_IMAGES=${image.images}`, `CONTAINER_IMAGE=${image.name}`]);
+    const id = await submit("cat /etc/ce-test-image; exit 7", [{ name: "IMAGE/BUSYBOX", options: [] }]);
+    const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
+    expect(r?.exitCode).toBe(7);
+    expect(r?.failure).toMatch(/exited with code 7/);
+    expect(await readFile(join(env.control.sessionDir(id), "out.txt"), "utf8")).toBe(image.marker);
   }, 40_000);
 
   it("a missing image, a bad image name or a missing runtime fails the job with the reason", async () => {
