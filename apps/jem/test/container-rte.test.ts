@@ -1,5 +1,7 @@
-import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lookupAccounts } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
@@ -92,6 +94,28 @@ describe.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload in its image",
     expect(r?.failure).toMatch(/exited with code 7/);
     expect(await readFile(join(env.control.sessionDir(id), "out.txt"), "utf8")).toBe(image.marker);
   }, 40_000);
+
+  it("a session under a directory the image has (/var/tmp) is mounted there without writing into the image; --network no leaves loopback only", async () => {
+    // The launcher as the batch job runs it, as the account, without the JEM: the mount layout is the subject.
+    const session = await mkdtemp("/var/tmp/ce-ctr-");
+    try {
+      await chown(session, localUser.uid, localUser.gid);
+      const before = await readdir(join(image.dir, "var", "tmp"));
+      const { stdout } = await promisify(execFile)(
+        "setpriv",
+        [`--reuid=${localUser.uid}`, `--regid=${localUser.gid}`, "--clear-groups", "/bin/bash", join(SHIPPED_RTE_DIR, "ENV", "CONTAINER"), "container-exec", "/usr/bin/bwrap", image.dir, "no", session, "", "--",
+          "/bin/sh", "-c", `pwd; cat /etc/ce-test-image; echo in > made.txt; awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' /proc/net/dev`],
+        { cwd: session },
+      );
+      expect(stdout).toBe(`${session}
+${image.marker}lo
+`);
+      expect(await readFile(join(session, "made.txt"), "utf8")).toBe("in\n");
+      expect(await readdir(join(image.dir, "var", "tmp"))).toEqual(before);
+    } finally {
+      await rm(session, { recursive: true, force: true });
+    }
+  });
 
   it("a missing image, a bad image name or a missing runtime fails the job with the reason", async () => {
     const failureOf = async (rtes: Array<{ name: string; options: string[] }>) => {
