@@ -8,9 +8,10 @@
 # (its prebuilt binaries come from outside the npm registry).
 # Grid Engine (sge) for the third batch-system back end: tests start a private qmaster + execd from it
 # (tests/support/gridengine-cluster.ts), never the packaged services.
-# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db (default: all).
+# bubblewrap runs the payload of an ENV/CONTAINER job in its image, and mmdebstrap builds the test's image.
+# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container (default: all).
 set -euo pipefail
-groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd sge arc browser storage monitoring db)
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd sge arc browser storage monitoring db container)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
@@ -25,6 +26,7 @@ for g in "${groups[@]}"; do
     monitoring) want+=(prometheus) ;;
     build) want+=(make g++ python3) ;;
     db) want+=(postgresql) ;;
+    container) want+=(bubblewrap mmdebstrap) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done

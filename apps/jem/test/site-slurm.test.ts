@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { enableRte, setRteParams } from "@ce/store";
+import { HAS_CONTAINER_TOOLS, testImage } from "../../../tests/support/container-image.js";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../../tests/support/slurm-cluster.js";
 import { createBackend, type Backend } from "../src/lrms/index.js";
 import { makeConfig, makeJob, readIf, silentLog, tempRoot, waitFor } from "../src/lrms/testdata/harness.js";
@@ -131,4 +132,19 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
       execFileSync("scancel", ids);
     }
   }, 60_000);
+
+  it.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload runs in its image on the node; a node without the image fails the job in stage 1 with the reason", async () => {
+    const image = await testImage();
+    enableRte(cfg, "ENV/CONTAINER");
+    setRteParams(cfg, "ENV/CONTAINER", [`CONTAINER_IMAGES=${image.images}`, "CONTAINER_CHECK_FRONTEND=no"]);
+    const rte = (name: string) => ({ runtimeEnvironments: [{ name: "ENV/CONTAINER", options: [name] }] });
+    const ok = makeJob(root, { executable: "/bin/cat", arguments: ["/etc/ce-test-image"], stdout: "o", ...rte(image.name) }, { runtimeEnvironments: ["ENV/CONTAINER"] });
+    // Front-end checks off: stage 0 takes the name; the node finds no such image.
+    const gone = makeJob(root, { executable: "/bin/true", ...rte("not-on-the-node") }, { runtimeEnvironments: ["ENV/CONTAINER"] });
+    const [a, b] = [await backend.submit(ok), await backend.submit(gone)];
+    expect(await untilDone(ok.jobId, a.localId, ok.jobDir)).toMatchObject({ exitCode: 0 });
+    expect(readIf(join(ok.sessionDir, "o"))).toBe(image.marker);
+    expect(await untilDone(gone.jobId, b.localId, gone.jobDir)).toMatchObject({ exitCode: 1, message: "Runtime environment ENV/CONTAINER failed in stage 1" });
+    expect(readIf(join(gone.jobDir, "comment"))).toMatch(/ENV\/CONTAINER: image "not-on-the-node" not found on /);
+  }, 90_000);
 });

@@ -11,8 +11,14 @@ import { dirname, join, resolve, sep } from "node:path";
  * JEM (stage 0, job script) read them.
  */
 
-/** Where ARC packages install their RTEs (Debian `nordugrid-arc-arex`): offered by `ceadm rte list`. */
-export const SYSTEM_RTE_DIRS = ["/usr/share/arc/rte"];
+/** The RTEs this CE ships (`ENV/CONTAINER`): packages/store/rte. */
+export const SHIPPED_RTE_DIR = resolve(import.meta.dirname, "../rte");
+
+/**
+ * Where RTEs come from besides `paths.rteDir`, offered by `ceadm rte list` and found by name by
+ * `ceadm rte enable`: the CE's own, then where ARC packages install theirs (Debian `nordugrid-arc-arex`).
+ */
+export const SYSTEM_RTE_DIRS = [SHIPPED_RTE_DIR, "/usr/share/arc/rte"];
 
 export interface RteConfig {
   paths: { controlDir: string; rteDir: string };

@@ -138,7 +138,10 @@ export function applyStage0(before: BatchFile, vars: ReadonlyMap<string, string>
 
   const args = indexed(vars, "joboption_arg_");
   if (args.some((_, i) => changed(`joboption_arg_${i}`)) || args.length !== before.arguments.length + 1) {
-    args.forEach((a, i) => oneLine(`joboption_arg_${i}`, a));
+    // What an RTE adds must be one line; the job's own arguments, moved along by a wrapping RTE
+    // (ENV/CONTAINER, APPTAINER), stay as the user wrote them (`sh -c` scripts have newlines).
+    const own = new Set([before.executable ?? "", ...before.arguments]);
+    args.forEach((a, i) => own.has(a) || oneLine(`joboption_arg_${i}`, a));
     b.executable = wrapperExecutable(args[0]);
     b.arguments = args.slice(1);
   }
