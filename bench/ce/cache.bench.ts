@@ -19,7 +19,8 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs
 import { join } from "node:path";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type InputFile, type JobDescription, type RestState } from "../../packages/model/src/index.js";
-import { ControlDir, DelegationStore, JobStore, Keys, SecretBox, connectRedis, createJobs, type JobFilesInput, type JobRecord } from "@ce/store";
+import { DelegationStore, JobStore, Keys, SecretBox, connectRedis, type JobRecord } from "@ce/store";
+import { ControlDir, createJobs, type JobFilesInput } from "@ce/controldir";
 import { spawnJem, stopGracefully } from "../../apps/jem/test/support/child.js";
 import { startOrigin, type Origin } from "../../apps/jem/test/support/origin.js";
 import { testPki, type TestPki } from "../../apps/jem/test/support/storage.js";

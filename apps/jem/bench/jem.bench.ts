@@ -12,9 +12,8 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type JobDescription } from "@ce/model";
-import {
-  ControlDir, JobStore, createJobs as storeCreateJobs, type JobFilesInput, type JobRecord,
-} from "@ce/store";
+import { JobStore, type JobRecord } from "@ce/store";
+import { ControlDir, createJobs as storeCreateJobs, type JobFilesInput } from "@ce/controldir";
 import { startRedis } from "../../../tests/support/redis-server.js";
 import { spawnJem, stopGracefully } from "../test/support/child.js";
 

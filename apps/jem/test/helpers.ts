@@ -8,10 +8,8 @@ import { pino } from "pino";
 import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
-import {
-  AdvanceSet, ControlDir, DelegationStore, JobStore, Locks, SecretBox, bullConnection, completeUpload, createJobs, requestCommands, openQueue, type JobFilesInput, type JobRecord, type Lease,
-  type QueueCatalog,
-} from "@ce/store";
+import { AdvanceSet, DelegationStore, JobStore, Locks, SecretBox, bullConnection, requestCommands, openQueue, type JobRecord, type Lease, type QueueCatalog } from "@ce/store";
+import { ControlDir, completeUpload, createJobs, type JobFilesInput } from "@ce/controldir";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
 
 export const OWNER = "/DC=org/DC=test/CN=Test User";

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import { awaitingText, clientUploads, type JobDescription, type SettledDescription } from "@ce/model";
-import { JobCommitError, JobStore, createJobs as storeCreateJobs, enabledRtesCached, type JobRecord } from "@ce/store";
+import { JobStore, enabledRtesCached, type JobRecord } from "@ce/store";
+import { JobCommitError, createJobs as storeCreateJobs } from "@ce/controldir";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
 import type { RequestHold } from "../middleware/durability/hold.js";
