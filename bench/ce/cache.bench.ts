@@ -7,7 +7,7 @@
  * and `cache=yes` on every input. The JEM runs as a child process (its CPU is its own, not the
  * origin's) with the shipped staging defaults; only loopback is opened (`staging.allowNetworks`)
  * and the origin's CA trusted. Jobs are `/bin/true` on the fork back end, created by the gateway's
- * own sequence (@ce/store createJobs), as the user's, mapping off (jobs run as the CE: a cached input
+ * own sequence (@ce/controldir createJobs), as the user's, mapping off (jobs run as the CE: a cached input
  * is copied into the session, not linked; with mapping on it is a link, so less disk work).
  * Reports per run: bytes and GETs at the origin, seconds from submission until every job is past
  * staging (QUEUING/RUNNING or later), JEM CPU (utime+stime of the JEM, and of its reaped children)

@@ -71,7 +71,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
   const removeAll = async (events: Dir, entries: Array<{ name: string; isDir: boolean | undefined }>) => {
     // Files on the file thread (@ce/controldir files.ts), one message for the lot. The file thread opens `events/`
     // itself (O_DIRECTORY|O_NOFOLLOW, its parents are the CE's) and unlinks each name relative to
-    // that descriptor (priv/rootfs-ops.ts): unlink never follows the final link, and a missing entry
+    // that descriptor (@ce/controldir ops.ts): unlink never follows the final link, and a missing entry
     // is fine. Not `events.at(name)`: that is a /proc/self/fd magic link, which O_NOFOLLOW refuses.
     const files = entries.filter((e) => e.isDir !== true);
     const unlinked = await Promise.allSettled(files.map((e) => fileq.one(["unlink", `${dir}/${e.name}`])));

@@ -101,7 +101,7 @@ export function testJobFiles(rec: JobRecord, d: JobDescription): JobFilesInput {
 const held = new Map<string, Lease>();
 
 /**
- * Creates a job through the gateway's own sequence (@ce/store `createJobs`: creating mark, control
+ * Creates a job through the gateway's own sequence (@ce/controldir `createJobs`: creating mark, control
  * files with `wx`, the Redis record due for the JEM in the same commit).
  * `notify: false`: the job's lease is held until `letJemSee(env, id)`, so a running JEM cannot
  * touch it meanwhile (tests that change the job by hand first).
@@ -137,7 +137,7 @@ export async function letJemSee(env: TestEnv, id: string): Promise<void> {
   await env.advance.ring([id]);
 }
 
-/** A client upload completing, through the gateway's own rule (@ce/store `completeUpload`). */
+/** A client upload completing, through the gateway's own rule (@ce/controldir `completeUpload`). */
 export async function clientUpload(env: TestEnv, id: string, name: string, content: string | Buffer): Promise<void> {
   await writeFile(join(env.control.sessionDir(id), name), content);
   const job = await env.jobs.get(id);

@@ -11,7 +11,7 @@ const q = new FileQueue("test-createjob", 2);
 const createFiles = async (jobs: readonly CreateJobOp[]) =>
   (await Promise.allSettled(jobs.map((j) => q.one(j)))).map((r) => (r.status === "fulfilled" ? undefined : (r.reason as NodeJS.ErrnoException)));
 beforeAll(async () => {
-  root = await mkdtemp(join(tmpdir(), "filewriter-"));
+  root = await mkdtemp(join(tmpdir(), "createjob-"));
 });
 afterAll(async () => {
   await q.close();

@@ -103,7 +103,7 @@ describe("the file thread (FileQueue)", () => {
     const own = new FileQueue("test-files", 1);
     const f = join(dir, "after-crash");
     await own.one(["exists", f]);
-    const old = (own as unknown as { host: { thread: { w: import("node:worker_threads").Worker } } }).host.thread.w;
+    const old = (own as unknown as { hosts: Array<{ thread: { w: import("node:worker_threads").Worker } }> }).hosts[0]!.thread.w;
     old.emit("error", new Error("thread crashed")); // the queue drops it; its exit comes later
     const next = own.one(["write", f, "x", 0o600]); // starts a new thread
     await new Promise((r) => setImmediate(r));

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type ControlFile, DIAGNOSE_FILES } from "./controldir.js";
-import { CONTROL_FILES, type WriteKind } from "./writers.js";
+import { CONTROL_FILES, type WriteKind, writerTableMarkdown } from "./writers.js";
 
 /**
  * The writer table (writers.ts) holds: every write of a control file in the sources of apps/ and
@@ -174,5 +174,13 @@ describe("@ce/controldir changes the file system in ops.ts only", () => {
       }
     }
     expect(offences).toEqual([]);
+  });
+});
+
+describe("packages/controldir/README.md", () => {
+  it("shows the writer table as writers.ts holds it (regenerate: writerTableMarkdown())", () => {
+    const readme = readFileSync(join(import.meta.dirname, "../README.md"), "utf8");
+    const m = /<!-- writer-table -->\n([\s\S]*?)\n<!-- \/writer-table -->/.exec(readme);
+    expect(m?.[1]).toBe(writerTableMarkdown());
   });
 });

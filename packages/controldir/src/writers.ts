@@ -153,3 +153,15 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
 export const RENDERED_ON_REQUEST: ReadonlySet<ControlFile> = new Set(
   (Object.keys(CONTROL_FILES) as ControlFile[]).filter((f) => CONTROL_FILES[f].diagnose === "rendered"),
 );
+
+/** The table as Markdown rows, for packages/controldir/README.md (writers.test.ts keeps the README equal to it). */
+export function writerTableMarkdown(): string {
+  const rows = (Object.keys(CONTROL_FILES) as ControlFile[]).map((f) => {
+    const s = CONTROL_FILES[f];
+    const who = Object.entries(s.writers).map(([m, kinds]) => `\`${m}\` (${kinds.join(", ")})`);
+    if (s.batchJob) who.push(`batch job: ${s.batchJob}`);
+    const mode = who.length ? `0${s.mode.toString(8)}` : "—";
+    return `| \`${f}\` | ${who.length ? who.join("; ") : "nobody"} | ${mode} | ${s.readers} | ${s.diagnose} | ${s.when} |`;
+  });
+  return ["| file | written by (module: how) | mode | read by | diagnose | when |", "|---|---|---|---|---|---|", ...rows].join("\n");
+}

@@ -14,7 +14,7 @@ import type { ControlDir } from "@ce/controldir";
  * directory swapped for a link mid-way and delete what the link names, as root.
  *
  * Small single-file operations (control files, batch files, doorbells) run on the file thread:
- * rootfs-ops.ts. SECURITY.md "The JEM's root file operations" lists both.
+ * @ce/controldir ops.ts. SECURITY.md "The JEM's root file operations" lists both.
  */
 
 /**
