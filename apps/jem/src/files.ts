@@ -146,7 +146,7 @@ export function parseDiag(text: string | undefined): DiagFacts {
   };
 }
 
-/** `input_status` as session-relative paths; the format and its append-only rule live in @ce/store. */
+/** `input_status` as session-relative paths; the format and its append-only rule live in @ce/controldir (inputstatus.ts). */
 export function readInputStatus(ctx: JemContext, id: string): Promise<InputStatus> {
   return readStoredInputStatus(ctx.control, id);
 }

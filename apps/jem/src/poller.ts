@@ -1,5 +1,4 @@
 import type { LrmsState } from "@ce/model";
-import { fileq } from "@ce/controldir";
 import { enqueueAdvance, type JemContext } from "./context.js";
 import { exists, logErrors } from "./files.js";
 import type { Lease } from "./locks.js";
