@@ -10,6 +10,7 @@ const noJem = { group: ["@ce/jem", "@ce/jem/**", "**/jem/**"], message: "the gat
 const noGateway = { group: ["@ce/gateway", "@ce/gateway/**", "**/gateway/**"], message: "the JEM must not import the gateway (share code through packages/)." };
 const noRoutes = { group: ["**/routes/**", "**/routes"], message: "services must not import routes: routes → services → store, not back." };
 const noAppShell = { group: ["../app.js", "../server.js", "../main.js"], message: "services must not import the app shell (it imports the routes)." };
+const noFiles = { group: ["@ce/controldir", "@ce/controldir/**", "**/controldir/**"], message: "@ce/store is the Redis side; the control directory (@ce/controldir) builds on it, not back." };
 const restrict = (...patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
 
 export default tseslint.config(
@@ -28,6 +29,7 @@ export default tseslint.config(
     rules: { "no-console": "off" },
   },
   { files: ["packages/**"], rules: restrict(noApps) },
+  { files: ["packages/store/**"], rules: restrict(noApps, noFiles) },
   { files: ["apps/gateway/**"], rules: restrict(noJem) },
   { files: ["apps/jem/**"], rules: restrict(noGateway) },
   { files: ["apps/gateway/src/services/**"], rules: restrict(noJem, noRoutes, noAppShell) },

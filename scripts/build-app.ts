@@ -10,11 +10,10 @@ import { build } from "tsup";
 
 /** Worker-thread modules by the name their host asks for (`workerEntry(name, import.meta.url)`). */
 const WORKERS: Record<string, string> = {
-  "filewriter-worker": "packages/store/src/filewriter-worker.ts",
-  "fsq-worker": "apps/jem/src/fsq-worker.ts",
+  "file-worker": "packages/controldir/src/file-worker.ts",
 };
 /** The workers each app starts (an app bundles only its own). */
-const APP_WORKERS: Record<string, string[]> = { gateway: ["filewriter-worker"], jem: ["fsq-worker", "filewriter-worker"] };
+const APP_WORKERS: Record<string, string[]> = { gateway: ["file-worker"], jem: ["file-worker"] };
 
 export async function buildApp(app: string, outDir = join(ROOT, "apps", app, "dist")): Promise<string> {
   const workers = Object.fromEntries((APP_WORKERS[app] ?? []).map((w) => [w, join(ROOT, WORKERS[w]!)]));

@@ -7,7 +7,7 @@
  * and `cache=yes` on every input. The JEM runs as a child process (its CPU is its own, not the
  * origin's) with the shipped staging defaults; only loopback is opened (`staging.allowNetworks`)
  * and the origin's CA trusted. Jobs are `/bin/true` on the fork back end, created by the gateway's
- * own sequence (@ce/store createJobs), as the user's, mapping off (jobs run as the CE: a cached input
+ * own sequence (@ce/controldir createJobs), as the user's, mapping off (jobs run as the CE: a cached input
  * is copied into the session, not linked; with mapping on it is a link, so less disk work).
  * Reports per run: bytes and GETs at the origin, seconds from submission until every job is past
  * staging (QUEUING/RUNNING or later), JEM CPU (utime+stime of the JEM, and of its reaped children)
@@ -19,7 +19,8 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs
 import { join } from "node:path";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type InputFile, type JobDescription, type RestState } from "../../packages/model/src/index.js";
-import { ControlDir, DelegationStore, JobStore, Keys, SecretBox, connectRedis, createJobs, type JobFilesInput, type JobRecord } from "@ce/store";
+import { DelegationStore, JobStore, Keys, SecretBox, connectRedis, type JobRecord } from "@ce/store";
+import { ControlDir, createJobs, type JobFilesInput } from "@ce/controldir";
 import { spawnJem, stopGracefully } from "../../apps/jem/test/support/child.js";
 import { startOrigin, type Origin } from "../../apps/jem/test/support/origin.js";
 import { testPki, type TestPki } from "../../apps/jem/test/support/storage.js";

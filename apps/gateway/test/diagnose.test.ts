@@ -1,5 +1,5 @@
 import { symlink, writeFile } from "node:fs/promises";
-import { DIAGNOSE_FILES } from "@ce/store";
+import { DIAGNOSE_FILES } from "@ce/controldir";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type Harness, OTHER, startHarness } from "./session-harness.js";
 

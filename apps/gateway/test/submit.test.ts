@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { renderFileList } from "@ce/store";
+import { renderFileList } from "@ce/controldir";
 import { ADL, startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
 
 let t: TestGateway;

@@ -2,7 +2,7 @@
  * JEM benchmark (`pnpm bench`): 1,000 trivial fork jobs end to end (jobs/s), latency from the
  * batch job's end (`lrms_done` mtime) to FINISHED (p50/p99), and the RSS of a JEM holding
  * 10,000 active jobs. The JEM runs as a child process (its RSS is measured alone); jobs are created
- * by the gateway's own sequence (@ce/store createJobs). Targets: ≥ 50 jobs/s, ≤ 1 s, ≤ 300 MB. Last line: JSON.
+ * by the gateway's own sequence (@ce/controldir createJobs). Targets: ≥ 50 jobs/s, ≤ 1 s, ≤ 300 MB. Last line: JSON.
  */
 import { type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -12,9 +12,8 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type JobDescription } from "@ce/model";
-import {
-  ControlDir, JobStore, createJobs as storeCreateJobs, type JobFilesInput, type JobRecord,
-} from "@ce/store";
+import { JobStore, type JobRecord } from "@ce/store";
+import { ControlDir, createJobs as storeCreateJobs, type JobFilesInput } from "@ce/controldir";
 import { startRedis } from "../../../tests/support/redis-server.js";
 import { spawnJem, stopGracefully } from "../test/support/child.js";
 
@@ -41,7 +40,7 @@ async function setup(redisUrl: string, extra: Record<string, unknown> = {}) {
 }
 type Env = Awaited<ReturnType<typeof setup>>;
 
-/** Jobs through the gateway's own sequence (@ce/store `createJobs`), in batches of 500. */
+/** Jobs through the gateway's own sequence (@ce/controldir `createJobs`), in batches of 500. */
 async function createJobs(env: Env, n: number, desc: Partial<JobDescription>): Promise<string[]> {
   const d: JobDescription = { ...emptyDescription("emies:adl"), ...desc };
   const ids: string[] = [];

@@ -1,5 +1,6 @@
 import { FINAL_INTERNAL_STATES, type InternalState } from "@ce/model";
-import { forgetInputs, type JobChange, type JobRecord, type QueueCatalog } from "@ce/store";
+import { type JobChange, type JobRecord, type QueueCatalog } from "@ce/store";
+import { forgetInputs } from "@ce/controldir";
 import { enqueueAdvance, jobLog, type JemContext } from "./context.js";
 import { forgetLocalId, leftoverLocalId, logErrors, readSpec, removePrivate } from "./files.js";
 import type { Lease } from "./locks.js";

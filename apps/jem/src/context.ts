@@ -1,7 +1,8 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { enqueueStaging as storeEnqueueStaging, type AdvanceSet, type ControlDir, type DelegationStore, type JobRecord, type JobStore, type Queues } from "@ce/store";
+import { enqueueStaging as storeEnqueueStaging, type AdvanceSet, type DelegationStore, type JobRecord, type JobStore, type Queues } from "@ce/store";
+import { type ControlDir } from "@ce/controldir";
 import type { Backend } from "./lrms/types.js";
 import type { Locks } from "./locks.js";
 

@@ -1,7 +1,7 @@
 import { redisTrouble, type JobCredential, type JobRecord } from "@ce/store";
 import { join } from "node:path";
+import { fileq } from "@ce/controldir";
 import { jobLog, type JemContext } from "./context.js";
-import { fsq } from "./fsq.js";
 
 /** The key that seals delegations at rest: the one loader of @ce/store (daemon.ts imports it from here). */
 export { loadSecretBox } from "@ce/store";
@@ -85,6 +85,6 @@ export async function removeProxyFile(ctx: JemContext, job: JobRecord): Promise<
   const warn = (e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed");
   // Both copies: the control dir's and the one in the account's batch dir (priv.ts).
   // Both in one message to the file thread, each on its own.
-  const paths = [ctx.control.file(job.id, "proxy"), ...(ctx.priv ? [join(ctx.priv.batchDir(job.id), "proxy")] : [])];
-  await Promise.all(paths.map((p) => fsq.one(["unlink", p]).catch(warn)));
+  const batchCopy = ctx.priv ? [fileq.one(["unlink", join(ctx.priv.batchDir(job.id), "proxy")]).catch(warn)] : [];
+  await Promise.all([ctx.control.remove(job.id, "proxy").catch(warn), ...batchCopy]);
 }

@@ -4,7 +4,8 @@ import { StateHooks } from "./hooks.js";
 import { Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { AdvanceSet, ControlDir, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
+import { AdvanceSet, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
+import { ControlDir, fileq } from "@ce/controldir";
 import { startAccounting } from "./accounting.js";
 import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
 import { handleCommand } from "./commands.js";
@@ -13,7 +14,6 @@ import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
 import { expiryPass } from "./expiry.js";
 import { readSpec } from "./files.js";
-import { fsq } from "./fsq.js";
 import { Locks } from "./locks.js";
 import { createBackend } from "./lrms/index.js";
 import type { Backend } from "./lrms/types.js";
@@ -79,8 +79,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   for (const conn of [redis, sub]) conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error")).on("ready", () => outage.nudge());
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
-  // The file thread (fsq.ts) starts now, not in the first burst of jobs.
-  await fsq.one(["exists", control.root]);
+  // The file thread (@ce/controldir files.ts) starts now, not in the first burst of jobs.
+  await fileq.one(["exists", control.root]);
   // Mapping on: the privileged component runs every job as its mapped account (refuses to boot unless root).
   const priv = opts.privileged === false ? undefined : await Privileged.create(config, control);
   if (priv) log.info({ ceGid: priv.ceGid }, "mapping is on: every job runs as its mapped local account (setpriv), session dirs owned by it");

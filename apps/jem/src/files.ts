@@ -1,8 +1,7 @@
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
-import { type ControlFile, type InputStatus, parseKeyValues, readInputStatus as readStoredInputStatus, updateKeyValues } from "@ce/store";
+import { type ControlFile, type InputStatus, parseKeyValues, readInputStatus as readStoredInputStatus, updateKeyValues, fileq } from "@ce/controldir";
 import type { JemContext } from "./context.js";
-import { fsq } from "./fsq.js";
 
 /** JEM-private per-job files next to the control files (never served by diagnose). */
 export type PrivateFile = "submitting" | "stagein.failed" | "stageout.done" | "token" | "hook.accepted";
@@ -12,29 +11,24 @@ export function privatePath(ctx: JemContext, id: string, name: PrivateFile): str
 }
 
 export async function exists(path: string): Promise<boolean> {
-  return (await fsq.one(["exists", path])) === true;
+  return (await fileq.one(["exists", path])) === true;
 }
 
-/** A control file (undefined when missing), through the file thread (fsq.ts). */
+/** A control file (undefined when missing), through the file thread (@ce/controldir files.ts). */
 export async function readControl(ctx: JemContext, id: string, name: ControlFile): Promise<string | undefined> {
-  return ((await fsq.one(["read", ctx.control.file(id, name)])) as string | null) ?? undefined;
-}
-
-/** Whole-file replace of a control file (temporary name + rename), through the file thread. */
-export async function writeControl(ctx: JemContext, id: string, name: Exclude<ControlFile, "input_status">, content: string, mode = 0o600): Promise<void> {
-  await fsq.one(["write", ctx.control.file(id, name), content, mode]);
+  return ((await fileq.one(["read", ctx.control.file(id, name)])) as string | null) ?? undefined;
 }
 
 export async function readPrivate(ctx: JemContext, id: string, name: PrivateFile): Promise<string | undefined> {
-  return ((await fsq.one(["read", privatePath(ctx, id, name)]).catch(() => null)) as string | null) ?? undefined;
+  return ((await fileq.one(["read", privatePath(ctx, id, name)]).catch(() => null)) as string | null) ?? undefined;
 }
 
 export async function writePrivate(ctx: JemContext, id: string, name: PrivateFile, text: string): Promise<void> {
-  await fsq.one(["write", privatePath(ctx, id, name), text, 0o600]);
+  await fileq.one(["write", privatePath(ctx, id, name), text, 0o600]);
 }
 
 export async function appendPrivate(ctx: JemContext, id: string, name: PrivateFile, line: string): Promise<void> {
-  await fsq.one(["append", privatePath(ctx, id, name), line, 0o600]);
+  await fileq.one(["append", privatePath(ctx, id, name), line, 0o600]);
 }
 
 /**
@@ -49,7 +43,7 @@ export function parseSubmitting(text: string | undefined): { tag: string; attemp
 }
 
 export async function removePrivate(ctx: JemContext, id: string, ...names: PrivateFile[]): Promise<void> {
-  await fsq.run(names.map((n) => ["unlink", privatePath(ctx, id, n)] as const));
+  await fileq.run(names.map((n) => ["unlink", privatePath(ctx, id, n)] as const));
 }
 
 // `spec` never changes after submission; a small cache saves a read + parse per state handler.
@@ -87,7 +81,7 @@ async function parseSpec(text: string | undefined): Promise<JobDescription | und
 /** Sets (or with `undefined` removes) keys of the `.local`-style `local` file. */
 export async function updateLocal(ctx: JemContext, id: string, entries: Record<string, string | number | undefined>): Promise<void> {
   // Line-wise: repeated keys (voms=, notify=) must survive the JEM's updates.
-  await writeControl(ctx, id, "local", updateKeyValues((await readControl(ctx, id, "local")) ?? "", entries));
+  await ctx.control.write(id, "local", updateKeyValues((await readControl(ctx, id, "local")) ?? "", entries));
 }
 
 /** `lrms_done` in A-REX's format: `<code> <message>`; empty = 0; unparsable code = -1 + whole line. */
@@ -152,14 +146,14 @@ export function parseDiag(text: string | undefined): DiagFacts {
   };
 }
 
-/** `input_status` as session-relative paths; the format and its append-only rule live in @ce/store. */
+/** `input_status` as session-relative paths; the format and its append-only rule live in @ce/controldir (inputstatus.ts). */
 export function readInputStatus(ctx: JemContext, id: string): Promise<InputStatus> {
   return readStoredInputStatus(ctx.control, id);
 }
 
 /** Local id a previous (possibly interrupted) submission left in `local` or `grami`. */
 export async function leftoverLocalId(ctx: JemContext, id: string): Promise<string | undefined> {
-  const [localText, gramiText] = (await fsq.run([["read", ctx.control.file(id, "local")], ["read", ctx.control.file(id, "grami")]])) as Array<string | null>;
+  const [localText, gramiText] = (await fileq.run([["read", ctx.control.file(id, "local")], ["read", ctx.control.file(id, "grami")]])) as Array<string | null>;
   const local = parseKeyValues(localText ?? "");
   if (local.localid) return local.localid;
   const grami = gramiText ?? "";
@@ -181,5 +175,5 @@ export const utcStamp = (d = new Date()) => d.toISOString().replace(/\.\d+Z$/, "
 /** Appends a free-text line to `errors` (A-REX style, timestamped). */
 export async function logErrors(ctx: JemContext, id: string, text: string): Promise<void> {
   const line = `${utcStamp()} ${text}`;
-  await fsq.one(["append", ctx.control.file(id, "errors"), line.endsWith("\n") ? line : `${line}\n`, 0o600]).catch(() => undefined);
+  await ctx.control.append(id, "errors", line).catch(() => undefined);
 }

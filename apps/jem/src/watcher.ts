@@ -15,10 +15,9 @@
 import { watch, type FSWatcher } from "node:fs";
 import { opendir } from "node:fs/promises";
 import { Dir, removeEntry, SessionFsError } from "@ce/sessionfs";
-import { JOB_ID_RE } from "@ce/store";
+import { JOB_ID_RE, fileq } from "@ce/controldir";
 import type { JemContext } from "./context.js";
 import { exists } from "./files.js";
-import { fsq } from "./fsq.js";
 import { warnUnlessOutage } from "./outage.js";
 
 /**
@@ -70,12 +69,12 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     if (ids.length > 0 && (await kick(ids, why))) await removeAll(events, ids.map((name) => ({ name, isDir: undefined })));
   };
   const removeAll = async (events: Dir, entries: Array<{ name: string; isDir: boolean | undefined }>) => {
-    // Files on the file thread (fsq.ts), one message for the lot. The file thread opens `events/`
+    // Files on the file thread (@ce/controldir files.ts), one message for the lot. The file thread opens `events/`
     // itself (O_DIRECTORY|O_NOFOLLOW, its parents are the CE's) and unlinks each name relative to
-    // that descriptor (priv/rootfs-ops.ts): unlink never follows the final link, and a missing entry
+    // that descriptor (@ce/controldir ops.ts): unlink never follows the final link, and a missing entry
     // is fine. Not `events.at(name)`: that is a /proc/self/fd magic link, which O_NOFOLLOW refuses.
     const files = entries.filter((e) => e.isDir !== true);
-    const unlinked = await Promise.allSettled(files.map((e) => fsq.one(["unlink", `${dir}/${e.name}`])));
+    const unlinked = await Promise.allSettled(files.map((e) => fileq.one(["unlink", `${dir}/${e.name}`])));
     // Directories (and entries swapped for one since they were listed) go through @ce/sessionfs,
     // one at a time: a tree is walked from the held descriptor, no link followed.
     const dirs = [...entries.filter((e) => e.isDir === true), ...files.filter((_, i) => isDirError(unlinked[i]!))];
@@ -143,7 +142,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
         while (pending.size > 0) {
           const names = [...pending];
           pending = new Set();
-          const present = await Promise.all(names.map((n) => fsq.one(["lexists", `${dir}/${n}`])));
+          const present = await Promise.all(names.map((n) => fileq.one(["lexists", `${dir}/${n}`])));
           const ids = names.filter((_, i) => present[i]);
           if (ids.length === 0) continue;
           const events = await Dir.open(dir);

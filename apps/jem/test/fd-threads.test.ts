@@ -6,13 +6,13 @@ import { Worker } from "node:worker_threads";
 import { removePath, walkFiles } from "@ce/sessionfs";
 import { spyOnClose } from "@ce/sessionfs/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FsQueue } from "../src/fsq.js";
+import { FileQueue } from "@ce/controldir";
 
 /**
  * The threads of one process share one descriptor table: a descriptor closed twice on one
  * thread closes what another thread opened meanwhile (issue 29: the JEM's file thread aborted in
  * readFileSync). This runs the JEM's file work at once on several threads: session removals and
- * walks on the main thread (every close watched: EBADF fails), the JEM's file thread (FsQueue)
+ * walks on the main thread (every close watched: EBADF fails), the JEM's file thread (FileQueue)
  * writing and reading control-like files, and plain file threads that check each descriptor is
  * still theirs before closing it.
  */
@@ -45,7 +45,7 @@ function plainThread(dir: string): Promise<Load> {
   });
 }
 
-async function fsqLoad(q: FsQueue, dir: string, end: number): Promise<Load> {
+async function fsqLoad(q: FileQueue, dir: string, end: number): Promise<Load> {
   mkdirSync(dir);
   const out: Load = { ops: 0, ebadf: 0, wrongFile: 0, wrongBytes: 0, errors: [] };
   for (let i = 0; Date.now() < end; i++) {
@@ -89,7 +89,7 @@ async function sessionLoad(dir: string, end: number): Promise<number> {
 describe("the JEM's file work on several threads at once", () => {
   it("no close ever reports EBADF and no thread's descriptor is closed under it", async () => {
     const spy = spyOnClose({ bystanders: false });
-    const q = new FsQueue();
+    const q = new FileQueue();
     try {
       const end = Date.now() + MS;
       const [removals, viaQueue, ...plain] = await Promise.all([

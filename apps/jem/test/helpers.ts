@@ -8,10 +8,8 @@ import { pino } from "pino";
 import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
-import {
-  AdvanceSet, ControlDir, DelegationStore, JobStore, Locks, SecretBox, bullConnection, completeUpload, createJobs, requestCommands, openQueue, type JobFilesInput, type JobRecord, type Lease,
-  type QueueCatalog,
-} from "@ce/store";
+import { AdvanceSet, DelegationStore, JobStore, Locks, SecretBox, bullConnection, requestCommands, openQueue, type JobRecord, type Lease, type QueueCatalog } from "@ce/store";
+import { ControlDir, completeUpload, createJobs, type JobFilesInput } from "@ce/controldir";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
 
 export const OWNER = "/DC=org/DC=test/CN=Test User";
@@ -103,7 +101,7 @@ export function testJobFiles(rec: JobRecord, d: JobDescription): JobFilesInput {
 const held = new Map<string, Lease>();
 
 /**
- * Creates a job through the gateway's own sequence (@ce/store `createJobs`: creating mark, control
+ * Creates a job through the gateway's own sequence (@ce/controldir `createJobs`: creating mark, control
  * files with `wx`, the Redis record due for the JEM in the same commit).
  * `notify: false`: the job's lease is held until `letJemSee(env, id)`, so a running JEM cannot
  * touch it meanwhile (tests that change the job by hand first).
@@ -139,7 +137,7 @@ export async function letJemSee(env: TestEnv, id: string): Promise<void> {
   await env.advance.ring([id]);
 }
 
-/** A client upload completing, through the gateway's own rule (@ce/store `completeUpload`). */
+/** A client upload completing, through the gateway's own rule (@ce/controldir `completeUpload`). */
 export async function clientUpload(env: TestEnv, id: string, name: string, content: string | Buffer): Promise<void> {
   await writeFile(join(env.control.sessionDir(id), name), content);
   const job = await env.jobs.get(id);

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyDescription, type JobDescription } from "@ce/model";
-import { JobStore, SubmissionHolds, WITHDRAWN_REASON, createJobs } from "@ce/store";
+import { JobStore, SubmissionHolds, WITHDRAWN_REASON } from "@ce/store";
+import { createJobs } from "@ce/controldir";
 import type { Jem } from "../src/daemon.js";
 import { clientUpload, OWNER, shellJob, testEnv, testJem, testJobFiles, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
 

@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { bullConnection, ControlDir, JobStore, Keys, openQueue } from "@ce/store";
+import { bullConnection, JobStore, Keys, openQueue } from "@ce/store";
+import { ControlDir } from "@ce/controldir";
 import { table } from "./cli.js";
 
 const run = promisify(execFile);

@@ -1,7 +1,7 @@
 import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import { ControlDir, JOB_ID_RE } from "@ce/store";
+import { ControlDir, JOB_ID_RE } from "@ce/controldir";
 
 /**
  * One job's story for operators (`ceadm jobs log`): the state history the JEM keeps in the job's

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { stateLine } from "@ce/store";
+import { stateLine } from "@ce/controldir";
 import { parseHistory, voOf } from "./data.js";
 import { sortRows } from "./joblist.js";
 import type { JobRow } from "./data.js";

@@ -1,6 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import type { Stats } from "node:fs";
-import { type ControlFile, DIAGNOSE_FILES, type DiagnoseFile, type JobRecord } from "@ce/store";
+import { type JobRecord } from "@ce/store";
+import { type ControlFile, DIAGNOSE_FILES, type DiagnoseFile, RENDERED_ON_REQUEST } from "@ce/controldir";
 import { REST_STATES, type RestState } from "@ce/model";
 import type { Services } from "../context.js";
 
@@ -130,16 +131,14 @@ export interface DiagnoseEntry {
   mtimeMs?: number | undefined;
 }
 
-/** Rendered from the record or the stored description on each request (routes/diagnose.ts). */
-const MADE_ON_REQUEST = new Set<DiagnoseFile>(["xml", "status", "input", "output"]);
-
 /** The diagnose files of a job that can be fetched, in the interface's order (docs/interface.md E7). */
 export async function diagnoseEntries(s: Services, id: string): Promise<DiagnoseEntry[]> {
   const out: DiagnoseEntry[] = [];
   // `input` and `output` are made from the stored description, which a wiped job no longer has.
   const spec = await fileStat(s, id, "spec");
   for (const type of DIAGNOSE_FILES) {
-    if (MADE_ON_REQUEST.has(type)) {
+    // Rendered from the record or the stored description on each request (routes/diagnose.ts; writer table).
+    if (RENDERED_ON_REQUEST.has(type)) {
       if (spec || (type !== "input" && type !== "output")) out.push({ type });
       continue;
     }

@@ -1,7 +1,8 @@
 import type { Context, Hono } from "hono";
 import { buildActivityDocument, renderXml } from "@ce/glue2";
 import { formatStatusFile } from "@ce/model";
-import { activityInputFor, isDiagnoseFile, renderFileList } from "@ce/store";
+import { activityInputFor } from "@ce/store";
+import { isDiagnoseFile, renderFileList } from "@ce/controldir";
 import type { AppEnv } from "../context.js";
 import { MethodNotAllowed, NotFound } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
-import { JOB_ID_RE, type JobRecord } from "@ce/store";
+import { type JobRecord } from "@ce/store";
+import { JOB_ID_RE } from "@ce/controldir";
 import type { AppEnv } from "../context.js";
 import { NotFound } from "../errors.js";
 

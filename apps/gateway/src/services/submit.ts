@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import { awaitingText, clientUploads, type JobDescription, type SettledDescription } from "@ce/model";
-import { JobCommitError, JobStore, createJobs as storeCreateJobs, enabledRtesCached, type JobRecord } from "@ce/store";
+import { JobStore, enabledRtesCached, type JobRecord } from "@ce/store";
+import { JobCommitError, createJobs as storeCreateJobs } from "@ce/controldir";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
 import type { RequestHold } from "../middleware/durability/hold.js";
@@ -59,7 +60,7 @@ const FILE_CONCURRENCY = 32;
 
 /**
  * E4. Per-description results in request order. Each accepted description becomes a job that is
- * either fully created or not at all: @ce/store `createJobs` writes the control files (status
+ * either fully created or not at all: @ce/controldir `createJobs` writes the control files (status
  * last), creates every record in ONE atomic Redis call within the limits (the commit point), then
  * delegations are bound and the JEM is notified. Files of jobs not committed are removed again.
  */
@@ -213,7 +214,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
     );
   });
 
-  // mark → files → commit → notify: the one creation sequence of @ce/store (controlfiles.ts).
+  // mark → files → commit → notify: the one creation sequence of @ce/controldir (protocol.ts).
   const endpointUrl = config.endpoint.url.replace(/\/+$/, "");
   let result;
   try {

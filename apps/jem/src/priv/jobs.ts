@@ -1,8 +1,8 @@
 import type { AccountScrub, JobRecord } from "@ce/store";
+import { fileq } from "@ce/controldir";
 import type { JemContext } from "../context.js";
 import { accountScrubber } from "../contain/scrub.js";
 import type { RunAsJob } from "../lrms/types.js";
-import { fsq } from "../fsq.js";
 
 /**
  * The state handlers' view of the privileged component: with mapping on (`ctx.priv`), a job's
@@ -36,7 +36,7 @@ export async function batchResult(ctx: JemContext, jobId: string): Promise<{ don
     const { done, diag } = await ctx.priv.collectFiles(jobId);
     return { done, diag };
   }
-  const [done, diag] = (await fsq.run([["read", ctx.control.file(jobId, "lrms_done")], ["read", ctx.control.file(jobId, "diag")]])) as Array<string | null>;
+  const [done, diag] = (await fileq.run([["read", ctx.control.file(jobId, "lrms_done")], ["read", ctx.control.file(jobId, "diag")]])) as Array<string | null>;
   return { done: done ?? undefined, diag: diag ?? undefined };
 }
 

@@ -3,7 +3,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CompiledConfig } from "@ce/config";
-import { ControlDir, formatKeyValues } from "@ce/store";
+import { ControlDir, formatKeyValues } from "@ce/controldir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TestAccounts } from "../../../../packages/mapping/src/test-accounts.js";
 import { Privileged, PrivRefused } from "./priv.js";

@@ -5,9 +5,8 @@ import type { CompiledConfig } from "@ce/config";
 import { ACCOUNT_NAME } from "@ce/config";
 import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts, type Account } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
-import { type ControlDir, JOB_ID_RE, parseKeyValues } from "@ce/store";
+import { type ControlDir, JOB_ID_RE, parseKeyValues, fileq, type FsOp } from "@ce/controldir";
 import type { RunAsJob } from "../lrms/types.js";
-import { fsq, type FsOp } from "../fsq.js";
 import { handOverPrivateTree, removeTree, setgidOwnDirs } from "./rootfs.js";
 
 /**
@@ -176,7 +175,7 @@ export class Privileged {
   async prepareSession(jobId: string, as: RunAs): Promise<void> {
     const dir = this.control.sessionDir(jobId);
     // The common case, a fresh empty session dir (nothing to stage in), in one file-thread call.
-    if ((await fsq.one(["ownEmptyDir", dir, this.ceUids, as.uid, this.ceGid, 0o2770])) === true) return;
+    if ((await fileq.one(["ownEmptyDir", dir, this.ceUids, as.uid, this.ceGid, 0o2770])) === true) return;
     const st = await lstat(dir);
     if (!st.isDirectory()) throw new PrivRefused(`session directory of job ${jobId} is not a directory`);
     if (await handOverPrivateTree(dir, st, { uid: as.uid, gid: this.ceGid }, this.ceUids, IN_PROCESS_MAX)) return;
@@ -196,12 +195,12 @@ export class Privileged {
     const make: FsOp = ["mkdirOwned", dir, as.uid, this.ceGid, 0o2770];
     try {
       // One file-thread call when there is no batch dir yet (the usual case).
-      await fsq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmodDir", d, 0o711]), make]);
+      await fileq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmodDir", d, 0o711]), make]);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       // A fresh one: an earlier attempt's is removed without following any link in it.
       await removeTree(dir);
-      await fsq.one(make);
+      await fileq.one(make);
     }
     return dir;
   }
@@ -221,8 +220,8 @@ export class Privileged {
   async writeFile(jobId: string, as: RunAs, name: string, content: string, mode: number): Promise<string> {
     if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new PrivRefused(`bad batch file name ${name}`);
     const path = join(this.batchDir(jobId), name);
-    // On the file thread (fsq.ts): a fresh temporary name (O_EXCL|O_NOFOLLOW), chown, chmod, rename.
-    await fsq.one(["writeOwned", path, content, as.uid, as.gid, mode]);
+    // On the file thread (@ce/controldir files.ts): a fresh temporary name (O_EXCL|O_NOFOLLOW), chown, chmod, rename.
+    await fileq.one(["writeOwned", path, content, as.uid, as.gid, mode]);
     return path;
   }
 
@@ -243,7 +242,7 @@ export class Privileged {
   async collectFiles(jobId: string): Promise<{ ended: boolean; done: string | undefined; diag: string | undefined }> {
     const dir = this.batchDir(jobId);
     // lrms_done first: the wrapper writes diag before it, so diag is complete once it is there.
-    const [done, diag, comment, have, haveDiag] = (await fsq.run([
+    const [done, diag, comment, have, haveDiag] = (await fileq.run([
       ["readSmall", join(dir, "lrms_done"), SMALL, false],
       ["readSmall", join(dir, "diag"), SMALL, true],
       ["readSmall", join(dir, "comment"), COMMENT_MAX, true],
@@ -253,17 +252,17 @@ export class Privileged {
     if (done == null) return { ended: false, done: have ?? undefined, diag: haveDiag ?? undefined };
     // lrms_done last: a reader that finds it finds diag and comment copied.
     const writes: FsOp[] = [];
-    if (diag !== null && diag !== undefined) writes.push(["write", this.control.file(jobId, "diag"), diag, 0o600]);
-    if (comment !== null && comment !== undefined) writes.push(["write", this.control.file(jobId, "comment"), comment, 0o600]);
-    if (have === null || have === undefined) writes.push(["write", this.control.file(jobId, "lrms_done"), done, 0o600]);
-    if (writes.length > 0) await fsq.run(writes);
+    if (diag !== null && diag !== undefined) writes.push(this.control.writeOp(jobId, "diag", diag));
+    if (comment !== null && comment !== undefined) writes.push(this.control.writeOp(jobId, "comment", comment));
+    if (have === null || have === undefined) writes.push(this.control.writeOp(jobId, "lrms_done", done));
+    if (writes.length > 0) await fileq.run(writes);
     return { ended: true, done: have ?? done, diag: diag ?? haveDiag ?? undefined };
   }
 }
 
 /** A regular file's first `max` bytes (or last, `tail`), undefined when absent, a link, or not a regular file (on the file thread). */
 export async function readSmall(path: string, max: number, tail = false): Promise<string | undefined> {
-  return ((await fsq.one(["readSmall", path, max, tail])) as string | null) ?? undefined;
+  return ((await fileq.one(["readSmall", path, max, tail])) as string | null) ?? undefined;
 }
 
 async function run(file: string, args: string[], env?: Record<string, string>): Promise<void> {

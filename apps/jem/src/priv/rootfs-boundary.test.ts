@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 
 /**
  * The JEM runs as root. Its file operations that write, delete, create, link or change owners and
- * modes belong to priv/rootfs.ts (trees of a job) and priv/rootfs-ops.ts (the file thread's single
- * files), where each is descriptor-relative and follows no link (SECURITY.md "The JEM's root file
+ * modes belong to priv/rootfs.ts (trees of a job) and @ce/controldir's ops.ts (the file thread's
+ * single files), where each is descriptor-relative and follows no link (SECURITY.md "The JEM's root file
  * operations"). This scan keeps it so: a JEM source file elsewhere that imports such a function
  * from node:fs (or the module whole) fails here. The few other uses are listed with the names they
  * may use and why they are safe; a new name there fails too.
@@ -22,7 +22,7 @@ const CHANGES = new Set(
 );
 
 /** The module: may use all of node:fs. */
-const OWNERS = new Set(["priv/rootfs.ts", "priv/rootfs-ops.ts", "priv/rootfs-cache.ts"]);
+const OWNERS = new Set(["priv/rootfs.ts", "priv/rootfs-cache.ts"]);
 
 /** Other files, the changing names each may use, and why that is safe as root. */
 const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
@@ -37,7 +37,7 @@ const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
   },
   "lrms/script-backend.ts": {
     names: ["writeFile", "chmod", "rename"],
-    why: "writeAtomic serves mapping off only (no accounts, no root boundary); with mapping on batch files go through RunAsJob.writeFile (rootfs-ops writeOwned)",
+    why: "writeAtomic serves mapping off only (no accounts, no root boundary); with mapping on batch files go through RunAsJob.writeFile (@ce/controldir ops.ts writeOwned)",
   },
   "staging/protocols/local.ts": {
     names: ["symlink"],

@@ -2,7 +2,7 @@ import { constants, type Stats } from "node:fs";
 import { lstat, open, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Dir, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
-import type { ControlDir } from "@ce/store";
+import type { ControlDir } from "@ce/controldir";
 
 /**
  * The JEM's root file operations on whole trees a job's account can write: its session dir and
@@ -14,7 +14,7 @@ import type { ControlDir } from "@ce/store";
  * directory swapped for a link mid-way and delete what the link names, as root.
  *
  * Small single-file operations (control files, batch files, doorbells) run on the file thread:
- * rootfs-ops.ts. SECURITY.md "The JEM's root file operations" lists both.
+ * @ce/controldir ops.ts. SECURITY.md "The JEM's root file operations" lists both.
  */
 
 /**

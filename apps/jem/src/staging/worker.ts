@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { closeHandle, openParent, openRegular, removeEntry, removePath, SessionFsError } from "@ce/sessionfs";
-import { appendInputs, type JobCredential, type JobRecord, type QueueCatalog, mapLimit, redisTrouble } from "@ce/store";
+import { type JobCredential, type JobRecord, type QueueCatalog, mapLimit, redisTrouble } from "@ce/store";
+import { appendInputs } from "@ce/controldir";
 import { enqueueAdvance, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
 import { logErrors, readInputStatus, readSpec, utcStamp, writePrivate } from "../files.js";

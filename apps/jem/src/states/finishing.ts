@@ -1,8 +1,8 @@
-import { mdsTime, type JobChange, type JobRecord } from "@ce/store";
+import { type JobChange, type JobRecord } from "@ce/store";
+import { mdsTime, fileq } from "@ce/controldir";
 import { enqueueStaging, jobLog, type JemContext } from "../context.js";
 import { removeProxyFile } from "../credentials.js";
 import { readPrivate, readSpec, removePrivate, updateLocal } from "../files.js";
-import { fsq } from "../fsq.js";
 import { outputPlan, purgeSession } from "../staging/outputs.js";
 import { outcomeOf } from "../staging/worker.js";
 import { usageFacts } from "../usage.js";
@@ -28,7 +28,7 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
   // A refused `@list` file goes through the stage-out, which reports the refusal as a failure.
   if (plan.uploads.length === 0 && plan.refused.length === 0) {
     // An empty session (a job that wrote nothing) has nothing to purge: one file-thread call.
-    if ((await fsq.one(["isEmptyDir", session])) !== true) await purgeSession(session, plan);
+    if ((await fileq.one(["isEmptyDir", session])) !== true) await purgeSession(session, plan);
     return finish(ctx, job, {}, undefined, { proxyRemoved: true });
   }
   const report = await readPrivate(ctx, job.id, "stageout.done");

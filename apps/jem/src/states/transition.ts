@@ -1,6 +1,6 @@
 import { canMove, formatStatusFile, IllegalMoveError, type InternalState, type LrmsState } from "@ce/model";
-import { stateLine, type JobChange, type JobRecord } from "@ce/store";
-import { fsq, type FsOp } from "../fsq.js";
+import { type JobChange, type JobRecord } from "@ce/store";
+import { stateLine, fileq, type FsOp } from "@ce/controldir";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import type { HookState } from "../hooks.js";
 import { afterTransition } from "../limits.js";
@@ -47,10 +47,10 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
     // two, `repairControlFiles` sees the stale status and knows from the log that the line was already written.
     const status = formatStatusFile(to, pending);
     const ops: FsOp[] = [];
-    if (from !== status) ops.push(["append", ctx.control.file(job.id, "errors"), stateLine(from, toWord, opts.reason), 0o600]);
-    ops.push(["write", ctx.control.file(job.id, "status"), status, 0o644]);
-    if (opts.failedLine) ops.push(["append", ctx.control.file(job.id, "failed"), opts.failedLine.endsWith("\n") ? opts.failedLine : `${opts.failedLine}\n`, 0o600]);
-    await fsq.run(ops);
+    if (from !== status) ops.push(ctx.control.appendOp(job.id, "errors", stateLine(from, toWord, opts.reason)));
+    ops.push(ctx.control.writeOp(job.id, "status", status, 0o644));
+    if (opts.failedLine) ops.push(ctx.control.appendOp(job.id, "failed", opts.failedLine));
+    await fileq.run(ops);
     statusWritten(ctx, job.id, status);
   } catch (e) {
     // Redis already holds the truth; a missing control file is repaired by the next transition.

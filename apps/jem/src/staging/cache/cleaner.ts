@@ -1,5 +1,6 @@
 import { statfs } from "node:fs/promises";
-import { JOB_ID_RE, Keys } from "@ce/store";
+import { Keys } from "@ce/store";
+import { JOB_ID_RE } from "@ce/controldir";
 import type { JemContext } from "../../context.js";
 import { jobLinkDirs, removeEntryIfUnused, removeJobLinks, removeTemps, walkEntries, type CacheEntry } from "../../priv/rootfs-cache.js";
 import type { CacheDir } from "./cache.js";

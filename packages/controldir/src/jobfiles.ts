@@ -1,11 +1,10 @@
 import { ADMISSION_REASON, awaitingMessage, awaitingText, clientUploads, type InputFile, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
 import { type ControlDir, type ControlFile, keyValueLine, mdsTime, stateLine } from "./controldir.js";
-import type { FileBatchJob } from "./filewriter.js";
-
+import type { FsOp } from "./ops.js";
 
 /**
  * The contents of a new job's control files (A-REX formats) and the one writer that creates them.
- * Only `createJobs` (controlfiles.ts) creates them (`jobFiles`); gateway, JEM tests and bench go through it.
+ * Only `createJobs` (protocol.ts) creates them (`jobFiles`); gateway, JEM tests and bench go through it.
  */
 
 /** What the gateway knows about a job when it writes its control files. */
@@ -119,8 +118,11 @@ export function renderFileList(kind: "input" | "output", specText: string | unde
 
 export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
 
+/** A new job's directories and files as one file-thread operation (ops.ts `createJob`). */
+export type CreateJobOp = Extract<FsOp, readonly ["createJob", ...unknown[]]>;
+
 /**
- * A new job's directories and control files, for `createFiles` (filewriter.ts). `status` is not
+ * A new job's directories and control files, created by one file-thread operation. `status` is not
  * written here: a job is a job once its Redis record exists (the commit after these files), the
  * JEM writes `status` at the job's first state move, and diagnose/status renders the record. `input` and
  * `output` (A-REX's file lists) are not written: they are derived from `spec`, so
@@ -130,34 +132,21 @@ export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fil
  * (PREPARING, @ce/model CREATION_STATES) also gets the `errors` line of that move, as the JEM
  * would have written it.
  */
-export function jobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED" | "PREPARING" = "ACCEPTED"): FileBatchJob {
+export function jobFiles(control: ControlDir, j: JobFilesInput, state: "ACCEPTED" | "PREPARING" = "ACCEPTED"): CreateJobOp {
   const files: string[] = [];
-  const add = (name: ControlFile, content: string) => files.push(name, content);
-  add("description", j.source);
-  add("spec", JSON.stringify(j.description));
-  add("local", localFile(j, control.sessionDir(j.id)));
-  if (j.description.acl) add("acl", j.description.acl);
+  // The writer table (writers.ts) finds each `create("<name>", …)` here.
+  const create = (name: ControlFile, content: string) => files.push(name, content);
+  create("description", j.source);
+  create("spec", JSON.stringify(j.description));
+  create("local", localFile(j, control.sessionDir(j.id)));
+  if (j.description.acl) create("acl", j.description.acl);
   if (state === "PREPARING") {
     const uploads = clientUploads(j.description);
     const stamp = j.now.toISOString().replace(/\.\d+Z$/, "Z");
     const waiting = uploads.length > 0 ? `${stamp} ${awaitingMessage(awaitingText(uploads), j.uploadDeadline)}\n` : "";
-    add("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now) + waiting);
+    create("errors", stateLine("ACCEPTED", "PREPARING", ADMISSION_REASON, j.now) + waiting);
   }
   const base = control.jobDir(j.id);
   // Nobody but the CE in the session dir until the JEM hands it to the mapped account (2770) at submission.
-  return { dirs: [base, control.sessionDir(j.id)], base, files };
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight; results keep the input order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
+  return ["createJob", [base, control.sessionDir(j.id)], base, files];
 }

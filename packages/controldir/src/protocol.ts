@@ -1,39 +1,17 @@
 import { toRestState, waitsOnlyForUploads } from "@ce/model";
-import type { ControlDir, ControlFile } from "./controldir.js";
+import { type JobRecord, type JobStore, mapLimit } from "@ce/store";
+import type { ControlDir } from "./controldir.js";
+import { fileq } from "./files.js";
 import { appendInputs } from "./inputstatus.js";
-import type { JobRecord, JobStore } from "./jobs.js";
-import { createFiles } from "./filewriter.js";
-import { type JobFilesInput, jobFiles, mapLimit } from "./jobfiles.js";
+import { type JobFilesInput, jobFiles } from "./jobfiles.js";
 
 /**
- * The control-directory protocol, one owner: who writes which per-job file, and when. Everything
- * that creates a job (gateway, JEM tests, JEM bench) calls `createJobs`; every completed client
- * upload goes through `completeUpload`; `input_status` is written only by appending (inputstatus.ts).
- * The rule that keeps two processes from fighting: the gateway writes a file only while the job
- * has no record yet (creation, `wx`), or by appending; after the commit every rewrite is the JEM's.
+ * The control-directory protocol, one owner: everything that creates a job (gateway, JEM tests,
+ * JEM bench) calls `createJobs`; every completed client upload goes through `completeUpload`;
+ * `input_status` is written only by appending (inputstatus.ts). The rule that keeps two processes
+ * from fighting: the gateway writes a file only while the job has no record yet (creation, O_EXCL),
+ * or by appending; after the commit every rewrite is the JEM's. Who writes each file: writers.ts.
  */
-export const CONTROL_FILE_WRITERS: Readonly<Record<ControlFile, string>> = {
-  description: "gateway, at creation (wx); never changed",
-  spec: "gateway, at creation (wx); never changed",
-  acl: "gateway, at creation (wx), when the description has one",
-  input: "nobody: rendered from spec on demand (diagnose/input)",
-  output: "nobody: rendered from spec on demand (diagnose/output)",
-  local: "gateway, at creation (wx); then only the JEM rewrites it (localid, mapping) by rename",
-  status: "JEM only, by rename at each state move (absent until the first; a file per job fewer at submission); diagnose/status renders the record",
-  input_status: "APPEND-ONLY (absent until its first line), both: gateway on a completed upload, JEM on a download and on restart (-/ lines)",
-  errors: "gateway, at creation (wx) when admitted at creation (its ACCEPTED -> PREPARING line); then the JEM, append (state changes, staging log)",
-  failed: "JEM, append on failure; removed on restart",
-  xml: "JEM, by rename at each state move",
-  output_status: "JEM, append (uploads done at FINISHING)",
-  statistics: "JEM, append (transfer records)",
-  diag: "batch job (the JEM's batch wrapper; under privilege separation in its batch dir); JEM reads",
-  comment: "batch job (the JEM's batch wrapper); JEM reads",
-  grami: "JEM's batch back end at SUBMIT; the JEM drops the batch id from it on restart (rename)",
-  lrms_done: "batch job at its end; JEM removes it on restart",
-  lrms_job: "reserved (A-REX name); nothing writes it today",
-  script: "reserved (A-REX name); nothing writes it today",
-  proxy: "JEM (credential for staging/batch); removed when done",
-};
 
 /** The commit failed (Redis unreachable, script error): no job of the call was created; its files are gone. */
 export class JobCommitError extends Error {
@@ -65,7 +43,7 @@ export interface CreateJobsOptions {
    * cannot run before the caller releases the hold, and are withdrawn after this time otherwise.
    */
   holdUntil?: number | undefined;
-  /** Parallel removals and rewrites of a failed or demoted batch (creation goes to filewriter.ts in one batch). */
+  /** Parallel removals and rewrites of a failed or demoted batch (creation goes to the file threads in one message each). */
   concurrency?: number | undefined;
   /** After the commit: delegation binding (the JEM's work list is part of the commit itself). Its failure is reported, not thrown (the jobs exist). */
   notify?: ((committed: JobRecord[]) => Promise<void>) | undefined;
@@ -136,7 +114,7 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
   }
 }
 
-/** Every job's files in one batch (filewriter.ts); per job, whether all were written. */
+/** Every job's files, one file-thread operation per job (one message per thread); per job, whether all were written. */
 async function writeAll(control: ControlDir, jobs: readonly NewJob[], records: readonly JobRecord[], warn: (what: string, err: unknown, jobId?: string) => void): Promise<boolean[]> {
   let batch;
   try {
@@ -146,16 +124,16 @@ async function writeAll(control: ControlDir, jobs: readonly NewJob[], records: r
     warn("writing control files failed", err);
     return jobs.map(() => false);
   }
-  let results;
-  try {
-    results = await createFiles(batch);
-  } catch (err) {
-    warn("writing control files failed", err);
-    return jobs.map(() => false);
-  }
+  // Issued in one turn: the file queue sends them together, split over its threads.
+  const results = await Promise.allSettled(batch.map((op) => fileq.one(op)));
+  // A failed thread fails every job it held with one error: said once, not per job.
+  const said = new Set<unknown>();
   return results.map((r, i) => {
-    if (r) warn("writing control files failed", Object.assign(new Error(r.message), { code: r.code }), jobs[i]!.record.id);
-    return !r;
+    if (r.status === "fulfilled") return true;
+    const perJob = typeof (r.reason as NodeJS.ErrnoException | undefined)?.code === "string";
+    if (perJob || !said.has(r.reason)) warn("writing control files failed", r.reason, perJob ? jobs[i]!.record.id : undefined);
+    said.add(r.reason);
+    return false;
   });
 }
 

@@ -4,12 +4,12 @@ import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { emptyDescription, type JobDescription } from "@ce/model";
+import { JobStore, type JobRecord } from "@ce/store";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ControlDir, parseKeyValues } from "./controldir.js";
-import { completeUpload, createJobs, type NewJob } from "./controlfiles.js";
+import { completeUpload, createJobs, type NewJob } from "./protocol.js";
 import { appendInputs, forgetInputs, InputStatusPathError, parseInputStatus, readInputStatus } from "./inputstatus.js";
-import { JobStore, type JobRecord } from "./jobs.js";
 import { renderFileList } from "./jobfiles.js";
 
 let redis: Redis;

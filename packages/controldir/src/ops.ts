@@ -5,15 +5,16 @@ import {
 import { OwnedFd } from "@ce/sessionfs/fd";
 
 /**
- * The JEM's small file operations, run as plain synchronous calls on the file thread (fsq.ts,
- * fsq-worker.ts). They run as root, and some act inside trees a job's account can write (its
- * batch dir `lrms/`, the `events/` doorbells), so each follows one rule: **the path is split
- * into a directory and a last name; the directory is opened with O_DIRECTORY|O_NOFOLLOW and the
- * name is acted on relative to that descriptor (`/proc/self/fd/<fd>/<name>`, Node having no
- * `openat`), never following a link in the name**. A path handed to an operation may therefore
- * end in one job-writable directory (`<jobdir>/lrms/job.sh`, `events/<id>`), and every directory
- * above that is the CE's (control root, `jobs/`, the fan-out levels, the job dir), which no job
- * can change. Trees of a job (a session, `lrms/` as a whole) are removed by rootfs.ts, never here.
+ * The file operations of the control directory, run as plain synchronous calls on the file
+ * threads (files.ts, file-worker.ts). In the JEM they run as root, and some act inside trees a
+ * job's account can write (its batch dir `lrms/`, the `events/` doorbells), so each follows one
+ * rule: **the path is split into a directory and a last name; the directory is opened with
+ * O_DIRECTORY|O_NOFOLLOW and the name is acted on relative to that descriptor
+ * (`/proc/self/fd/<fd>/<name>`, Node having no `openat`), never following a link in the name**.
+ * A path handed to an operation may therefore end in one job-writable directory
+ * (`<jobdir>/lrms/job.sh`, `events/<id>`), and every directory above that is the CE's (control
+ * root, `jobs/`, the fan-out levels, the job dir), which no job can change. Trees of a job (a
+ * session, `lrms/` as a whole) are removed by the JEM's priv/rootfs.ts, never here.
  *
  * Each descriptor is opened and closed in the same operation (try/finally), never leaves the
  * thread and is closed once.
@@ -54,7 +55,14 @@ export type FsOp =
    */
   | readonly ["ownEmptyDir", string, readonly number[], number, number, number]
   /** true when the path is a directory (not a link) with no entries. */
-  | readonly ["isEmptyDir", string];
+  | readonly ["isEmptyDir", string]
+  /**
+   * A new job's directories and files (createJobs, protocol.ts): `dirs` made (recursive, 0700),
+   * then under `base` each `files` pair (name, content) created 0600 with O_EXCL, in order. By
+   * plain path: every directory is the CE's, made by this call under the CE's roots, and O_EXCL
+   * never follows a link. Flat string arrays: a bulk submission's batch is copied to the thread.
+   */
+  | readonly ["createJob", readonly string[], string, readonly string[]];
 
 export type FsResult = string | boolean | null;
 
@@ -250,6 +258,11 @@ export function runOp(o: FsOp): FsResult {
       });
     case "isEmptyDir":
       return withFdIf(o[1], DIR, false, (fd) => !firstEntry(HAVE_PROC_FD ? fd.proc : o[1]));
+    case "createJob":
+      for (const dir of o[1]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+      // `encoding: "utf8"` takes writeFileSync's native path (open, write, close in one call).
+      for (let i = 0; i + 1 < o[3].length; i += 2) writeFileSync(`${o[2]}/${o[3][i]!}`, o[3][i + 1]!, { encoding: "utf8", mode: 0o600, flag: "wx" });
+      return true;
   }
 }
 

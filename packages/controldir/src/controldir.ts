@@ -1,8 +1,8 @@
 import { constants } from "node:fs";
 import { chmod, mkdir, open, readdir, stat } from "node:fs/promises";
 import { removePath, SessionFsError } from "@ce/sessionfs";
-import { appendSmall, readSmall, renameSmall, unlinkSmall, writeSmall } from "./smallfiles.js";
 import { join } from "node:path";
+import { fileq, type FsOp } from "./files.js";
 
 /**
  * The control directory: one sub-directory per job, fanned out by id (`jobs/3f/2a/<id>/`) so no
@@ -87,35 +87,57 @@ export class ControlDir {
     await mkdir(this.sessionDir(id), { recursive: true, mode: 0o700 });
   }
 
-  /**
-   * Whole-file replace via rename, so readers never see a half-written file. Refused for
-   * `input_status`, which both processes append to (inputstatus.ts): a rename would drop a record
-   * appended between the read and the rename.
+  /*
+   * Writing a control file: each way is a method here, taking the file's name as written in the
+   * writer table (writers.ts), whose test finds every `control.<write|create|append|remove>(id, "<name>")`
+   * in the sources. The `…Op` forms give the operation for a batch on the file thread
+   * (`fileq.run`); the others run it alone.
    */
-  async write(id: string, name: ControlFile, content: string, mode = 0o600): Promise<void> {
+
+  /**
+   * Whole-file replace: a fresh temporary name, then rename, so readers never see a half-written
+   * file. Refused for `input_status`, which both processes append to (inputstatus.ts): a rename
+   * would drop a record appended between the read and the rename.
+   */
+  writeOp(id: string, name: ControlFile, content: string, mode = 0o600): FsOp {
     if (name === "input_status") throw new Error("input_status is append-only: use appendInputs/forgetInputs");
-    const path = this.file(id, name);
-    const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    await writeSmall(tmp, content, { mode });
-    await renameSmall(tmp, path);
+    return ["write", this.file(id, name), content, mode];
+  }
+
+  /** A new file; EEXIST when there is one (nothing is overwritten). */
+  createOp(id: string, name: ControlFile, content: string, mode = 0o600): FsOp {
+    return ["create", this.file(id, name), content, mode];
   }
 
   /** Appends whole lines; O_APPEND keeps concurrent small appends from interleaving. */
-  async append(id: string, name: ControlFile, text: string): Promise<void> {
-    await appendSmall(this.file(id, name), text.endsWith("\n") ? text : `${text}\n`, { mode: 0o600 });
+  appendOp(id: string, name: ControlFile, text: string): FsOp {
+    return ["append", this.file(id, name), text.endsWith("\n") ? text : `${text}\n`, 0o600];
   }
 
-  async read(id: string, name: ControlFile): Promise<string | undefined> {
-    try {
-      return await readSmall(this.file(id, name), "utf8");
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw e;
-    }
+  /** Removes the file; a missing one is fine. */
+  removeOp(id: string, name: ControlFile): FsOp {
+    return ["unlink", this.file(id, name)];
+  }
+
+  async write(id: string, name: ControlFile, content: string, mode = 0o600): Promise<void> {
+    await fileq.one(this.writeOp(id, name, content, mode));
+  }
+
+  async create(id: string, name: ControlFile, content: string, mode = 0o600): Promise<void> {
+    await fileq.one(this.createOp(id, name, content, mode));
+  }
+
+  async append(id: string, name: ControlFile, text: string): Promise<void> {
+    await fileq.one(this.appendOp(id, name, text));
   }
 
   async remove(id: string, name: ControlFile): Promise<void> {
-    await unlinkSmall(this.file(id, name));
+    await fileq.one(this.removeOp(id, name));
+  }
+
+  /** The file's text; undefined when it is missing. No link is followed. */
+  async read(id: string, name: ControlFile): Promise<string | undefined> {
+    return (await fileq.one(["read", this.file(id, name)])) ?? undefined;
   }
 
   /** Appends a state-change line to `errors` the way A-REX does, for users reading diagnose/errors. */

@@ -2,10 +2,10 @@ import { link, mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FsQueue } from "./fsq.js";
+import { FileQueue } from "./files.js";
 
 let dir: string;
-const q = new FsQueue();
+const q = new FileQueue("test-files", 1);
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "fsq-"));
 });
@@ -14,7 +14,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe("JEM file thread (fsq)", () => {
+describe("the file thread (FileQueue)", () => {
   it("reads, replaces, appends and removes as the fs calls do; missing files are null / fine", async () => {
     const f = join(dir, "status");
     expect(await q.one(["read", f])).toBeNull();
@@ -100,10 +100,10 @@ describe("JEM file thread (fsq)", () => {
   });
 
   it("a thread that failed fails only its own operations, not those of the thread started after it", async () => {
-    const own = new FsQueue();
+    const own = new FileQueue("test-files", 1);
     const f = join(dir, "after-crash");
     await own.one(["exists", f]);
-    const old = (own as unknown as { host: { thread: { w: import("node:worker_threads").Worker } } }).host.thread.w;
+    const old = (own as unknown as { hosts: Array<{ thread: { w: import("node:worker_threads").Worker } }> }).hosts[0]!.thread.w;
     old.emit("error", new Error("thread crashed")); // the queue drops it; its exit comes later
     const next = own.one(["write", f, "x", 0o600]); // starts a new thread
     await new Promise((r) => setImmediate(r));
