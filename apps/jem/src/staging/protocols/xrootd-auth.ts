@@ -104,6 +104,9 @@ export async function xrdCredentialEnv(client: TransferClient, url: string): Pro
   }
 }
 
+/** Combined CA directories of this process, removed when it exits (one listener for all). */
+const builtDirs = new Set<string>();
+
 /**
  * The CA directory xrootd clients verify servers with: the site's CA directory (`auth.caDir`,
  * the grid trust anchors), plus the certificates of `staging.caFile` when one is set (added to,
@@ -112,7 +115,8 @@ export async function xrdCredentialEnv(client: TransferClient, url: string): Pro
 export async function xrootdCertDir(caDir: string, caPem: string | undefined): Promise<string> {
   if (!caPem) return caDir;
   const dir = await mkdtemp(join(tmpdir(), "ce-xrd-ca-"));
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  if (builtDirs.size === 0) process.once("exit", () => builtDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  builtDirs.add(dir);
   const taken = new Set<string>();
   for (const name of await readdir(caDir).catch(() => [] as string[])) {
     taken.add(name);
