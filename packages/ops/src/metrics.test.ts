@@ -21,21 +21,24 @@ describe("metrics", () => {
     const m = createMetrics({ role: "gateway" });
     m.countSubmission("accepted", 3);
     m.countBatchCall("slurm", "submit", "ok", 0.2);
-    m.addStagingBytes("in", 1024);
-    m.countStagingFailure("out");
+    m.addStagingBytes("in", 1024, "davs");
+    m.countStagingFile("in", "davs");
+    m.countStagingFailure("out", "root");
     m.countCache("hit", 2048);
     m.observeRequest("/rest/:version/jobs", "GET", 200, 0.01);
     const text = await m.registry.metrics();
     for (const name of [
       "ce_jobs", "ce_submissions_total", "ce_http_request_duration_seconds", "ce_batch_calls_total",
-      "ce_batch_call_duration_seconds", "ce_staging_bytes_total", "ce_staging_failures_total", "ce_queue_depth",
+      "ce_batch_call_duration_seconds", "ce_staging_bytes_total", "ce_staging_files_total", "ce_staging_failures_total", "ce_queue_depth",
       "ce_cache_lookups_total", "ce_cache_saved_bytes_total",
       "process_cpu_seconds_total", "nodejs_eventloop_lag_seconds",
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
     expect(text).toContain('ce_submissions_total{result="accepted",role="gateway"} 3');
-    expect(text).toContain('ce_staging_bytes_total{direction="in",role="gateway"} 1024');
+    expect(text).toContain('ce_staging_bytes_total{direction="in",protocol="davs",role="gateway"} 1024');
+    expect(text).toContain('ce_staging_files_total{direction="in",protocol="davs",role="gateway"} 1');
+    expect(text).toContain('ce_staging_failures_total{direction="out",protocol="root",role="gateway"} 1');
     expect(text).toContain('ce_cache_saved_bytes_total{role="gateway"} 2048');
   });
 

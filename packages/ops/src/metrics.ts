@@ -17,8 +17,9 @@ export const METRIC_CATALOG = {
   httpDuration: { name: "ce_http_request_duration_seconds", help: "REST request duration by route template", labelNames: ["route", "method", "status"] },
   batchCalls: { name: "ce_batch_calls_total", help: "Calls into the batch system (submit/cancel/poll scripts)", labelNames: ["backend", "op", "result"] },
   batchCallDuration: { name: "ce_batch_call_duration_seconds", help: "Duration of calls into the batch system", labelNames: ["backend", "op"] },
-  stagingBytes: { name: "ce_staging_bytes_total", help: "Bytes transferred by data staging", labelNames: ["direction"] },
-  stagingFailures: { name: "ce_staging_failures_total", help: "Failed data staging transfers", labelNames: ["direction"] },
+  stagingBytes: { name: "ce_staging_bytes_total", help: "Bytes transferred by data staging, by URL scheme", labelNames: ["direction", "protocol"] },
+  stagingFiles: { name: "ce_staging_files_total", help: "Files staged (protocol \"cache\": an input served from the input cache)", labelNames: ["direction", "protocol"] },
+  stagingFailures: { name: "ce_staging_failures_total", help: "Failed data staging transfer attempts, by URL scheme", labelNames: ["direction", "protocol"] },
   cacheLookups: { name: "ce_cache_lookups_total", help: "Cached inputs: hit (served from the cache), miss (downloaded into it), refused (the origin refused the user)", labelNames: ["result"] },
   cacheSavedBytes: { name: "ce_cache_saved_bytes_total", help: "Bytes served from the input cache instead of the origin", labelNames: [] },
   queueDepth: { name: "ce_queue_depth", help: "BullMQ jobs per internal queue and state", labelNames: ["queue", "state"] },
@@ -30,6 +31,9 @@ export type SubmissionResult = "accepted" | "rejected" | "error";
 export type BatchOp = "submit" | "cancel" | "poll" | "usage";
 export type BatchResult = "ok" | "error" | "timeout";
 export type Direction = "in" | "out";
+/** Staging label values: the URL schemes the stager speaks, `cache` for the input cache, `other` for the rest. */
+export const STAGING_PROTOCOLS = ["http", "https", "dav", "davs", "root", "roots", "rucio", "file", "cache", "other"] as const;
+export type StagingProtocol = (typeof STAGING_PROTOCOLS)[number];
 export type Role = "gateway" | "jem";
 
 /** BullMQ states reported by `ce_queue_depth` (completed is excluded: it only grows to removeOnComplete). */
@@ -61,6 +65,7 @@ export interface CeMetrics {
   readonly batchCalls: Counter<Labels<"batchCalls">>;
   readonly batchCallDuration: Histogram<Labels<"batchCallDuration">>;
   readonly stagingBytes: Counter<Labels<"stagingBytes">>;
+  readonly stagingFiles: Counter<Labels<"stagingFiles">>;
   readonly stagingFailures: Counter<Labels<"stagingFailures">>;
   readonly cacheLookups: Counter<Labels<"cacheLookups">>;
   readonly cacheSavedBytes: Counter;
@@ -70,8 +75,11 @@ export interface CeMetrics {
   countBatchCall(backend: string, op: BatchOp, result: BatchResult, seconds?: number): void;
   /** Runs `fn`, counting and timing it as a batch call; a thrown error counts as `error`. */
   timeBatchCall<T>(backend: string, op: BatchOp, fn: () => Promise<T>): Promise<T>;
-  addStagingBytes(direction: Direction, bytes: number): void;
-  countStagingFailure(direction: Direction): void;
+  addStagingBytes(direction: Direction, bytes: number, protocol: StagingProtocol): void;
+  /** One file staged (after its last attempt succeeded). */
+  countStagingFile(direction: Direction, protocol: StagingProtocol): void;
+  /** One failed attempt (a retried transfer counts each failure). */
+  countStagingFailure(direction: Direction, protocol: StagingProtocol): void;
   /** One cached input's outcome; a hit adds its bytes to the bytes saved. */
   countCache(result: "hit" | "miss" | "refused", bytes?: number): void;
 }
@@ -139,6 +147,7 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
     ...reg,
   });
   const stagingBytes = new Counter({ ...METRIC_CATALOG.stagingBytes, labelNames: [...METRIC_CATALOG.stagingBytes.labelNames], ...reg });
+  const stagingFiles = new Counter({ ...METRIC_CATALOG.stagingFiles, labelNames: [...METRIC_CATALOG.stagingFiles.labelNames], ...reg });
   const stagingFailures = new Counter({ ...METRIC_CATALOG.stagingFailures, labelNames: [...METRIC_CATALOG.stagingFailures.labelNames], ...reg });
   const cacheLookups = new Counter({ ...METRIC_CATALOG.cacheLookups, labelNames: [...METRIC_CATALOG.cacheLookups.labelNames], ...reg });
   const cacheSavedBytes = new Counter({ ...METRIC_CATALOG.cacheSavedBytes, labelNames: [], ...reg });
@@ -156,6 +165,7 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
     batchCalls,
     batchCallDuration,
     stagingBytes,
+    stagingFiles,
     stagingFailures,
     cacheLookups,
     cacheSavedBytes,
@@ -175,8 +185,9 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
         throw e;
       }
     },
-    addStagingBytes: (direction, bytes) => stagingBytes.inc({ direction }, bytes),
-    countStagingFailure: (direction) => stagingFailures.inc({ direction }),
+    addStagingBytes: (direction, bytes, protocol) => stagingBytes.inc({ direction, protocol }, bytes),
+    countStagingFile: (direction, protocol) => stagingFiles.inc({ direction, protocol }),
+    countStagingFailure: (direction, protocol) => stagingFailures.inc({ direction, protocol }),
     countCache: (result, bytes) => {
       cacheLookups.inc({ result });
       if (result === "hit" && bytes) cacheSavedBytes.inc(bytes);

@@ -25,6 +25,10 @@ export interface TransferClient {
   credential?: JobCredential | undefined;
   /** The destination policy, for protocols driven through external tools (they connect by themselves). */
   policy?: DestinationPolicy | undefined;
+  /** CA directory (hashed layout) for tools that verify servers themselves (xrootd's X509_CERT_DIR). */
+  certDir?: string | undefined;
+  /** The site sends tokens whose audience is the WLCG any-audience. */
+  allowAnyAudience?: boolean | undefined;
   /** Why this client's credential must not be sent to `url` (undefined = allowed). */
   refuse(url: string): string | undefined;
   close(): Promise<void>;
@@ -41,6 +45,8 @@ export interface ClientOptions {
   allowAnyAudience?: boolean;
   /** Checked on every connection (first request, redirects, MKCOL, PUT); none: no check (unit tests of the client). */
   policy?: DestinationPolicy | undefined;
+  /** See TransferClient.certDir. */
+  certDir?: string | undefined;
 }
 
 /**
@@ -79,6 +85,8 @@ export function transferClient(cred: JobCredential | undefined, opts: ClientOpti
     headers,
     credential: cred,
     policy: opts.policy,
+    certDir: opts.certDir,
+    allowAnyAudience: opts.allowAnyAudience ?? false,
     refuse: (url) => (token === undefined ? undefined : tokenRefusal(token, url, opts.allowAnyAudience ?? false)),
     close: () => dispatcher.close(),
   };
@@ -129,6 +137,8 @@ export interface DownloadOptions {
   onBytes?: (n: number) => void;
   /** The response's headers, before the body is read (the input cache keeps ETag/Last-Modified). */
   onHeaders?: (headers: Record<string, string | string[] | undefined>) => void;
+  /** The verified `alg:value` of what arrived, when a checksum was asked for. */
+  onChecksum?: (sum: string) => void;
 }
 
 /** Where a download lands: entry `name` of a session directory we hold open. */
@@ -175,6 +185,7 @@ export async function download(client: TransferClient, url: string, dest: Sessio
     const got = hasher?.digest();
     if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch for ${redact(url)}: got ${got}, expected ${sum.expected}`, false);
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
+    if (sum && got !== undefined) o.onChecksum?.(`${sum.alg}:${got}`);
     return bytes;
   } finally {
     // The transfer's own error is the one to report; a stolen descriptor is logged by the hook.

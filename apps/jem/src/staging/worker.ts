@@ -9,6 +9,8 @@ import { FairSlots } from "../semaphore.js";
 import { redact, transferClient, withRetries, type TransferClient } from "./http.js";
 import { destinationPolicy } from "./destinations.js";
 import { fetchInput, sendOutput } from "./protocols/index.js";
+import { fileFacts, outputStatusLine, outputStatusNames, schemeOf, type StagingProtocol } from "./report.js";
+import { xrootdCertDir } from "./protocols/xrootd-auth.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
 import { refusalText, sessionSegments } from "./paths.js";
 import { blameAll, blameOf, type Blame } from "./blame.js";
@@ -40,6 +42,12 @@ export function createStagingProcessor(ctx: JemContext) {
       })
     : Promise.resolve(undefined);
   const cache = openInputCache(ctx);
+  // Built on the first xrootd-capable client: the site's CA directory plus staging.caFile.
+  let certDir: Promise<string | undefined> | undefined;
+  const xrdCertDir = () => (certDir ??= caPem.then((pem) => xrootdCertDir(ctx.config.auth.caDir, pem)).catch((e: unknown) => {
+    ctx.log.error({ err: e }, "xrootd CA directory not built; xrdcp uses its default");
+    return undefined;
+  }));
 
   return async function processStaging(data: QueueCatalog["staging"]): Promise<void> {
     const job = await ctx.jobs.get(data.jobId);
@@ -56,7 +64,7 @@ export function createStagingProcessor(ctx: JemContext) {
       if (!c) {
         const cred: JobCredential | undefined = await credentialFor(ctx, job, delegationId);
         const { connectTimeoutMs, idleTimeoutMs, allowAnyAudienceTokens } = ctx.config.staging;
-        c = transferClient(cred, { caPem: await caPem, connectTimeoutMs, idleTimeoutMs, allowAnyAudience: allowAnyAudienceTokens, policy });
+        c = transferClient(cred, { caPem: await caPem, connectTimeoutMs, idleTimeoutMs, allowAnyAudience: allowAnyAudienceTokens, policy, certDir: await xrdCertDir() });
         clients.set(key, c);
       }
       return c;
@@ -82,7 +90,7 @@ function transferSignal(ctx: JemContext, ac: AbortController): AbortSignal {
  * One file's transfer: each attempt waits for a slot of the job's owner (FairSlots), runs with it
  * under the per-attempt time bound, and gives it back before any wait for a retry.
  */
-async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController, slots: FairSlots, what: string, fn: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<T>): Promise<T> {
+async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController, slots: FairSlots, what: string, protocol: StagingProtocol, fn: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<T>): Promise<T> {
   const log = jobLog(ctx, job);
   return withRetries(
     () => slots.run(job.owner, async () => {
@@ -94,10 +102,10 @@ async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController,
       try {
         return await fn(transferSignal(ctx, ac), (n) => {
           bytes += n;
-          ctx.metrics?.addStagingBytes(direction, n);
+          ctx.metrics?.addStagingBytes(direction, n, protocol);
         });
       } catch (e) {
-        ctx.metrics?.countStagingFailure(direction);
+        ctx.metrics?.countStagingFailure(direction, protocol);
         throw e;
       } finally {
         clearInterval(progress);
@@ -129,7 +137,10 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
   await mapLimit(todo, PER_JOB, async (f) => {
     if (ac.signal.aborted || failures.length > 0) return;
     const url = f.source!;
+    const scheme = schemeOf(url);
     const start = new Date();
+    let replica: string | undefined;
+    let sum: string | undefined;
     try {
       // Parents are created and entered without following links (a restarted job's session may
       // hold whatever the job left); an existing entry of that name is removed, never followed.
@@ -143,12 +154,11 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
         });
         const client = await clientFor(f.delegationId ?? desc.delegationId);
         const dest = { dir, name: name!, at: `/${f.name}` };
-        const onReplica = (pfn: string) => void logErrors(ctx, job.id, `Staging: ${redact(url)} resolved by Rucio to ${redact(pfn)}`);
-        const o = { size: f.size, checksum: f.checksum, options: f.options, mode: f.executable ? 0o755 : undefined, localInputPrefixes: ctx.config.staging.localInputPrefixes, rucio: ctx.config.staging.rucio, onReplica };
+        const o = { size: f.size, checksum: f.checksum, options: f.options, mode: f.executable ? 0o755 : undefined, localInputPrefixes: ctx.config.staging.localInputPrefixes, rucio: ctx.config.staging.rucio };
         const get = (signal: AbortSignal, onBytes: (n: number) => void) => (into: typeof dest, onHeaders?: (h: Record<string, string | string[] | undefined>) => void) =>
-          fetchInput(client, url, into, { ...o, signal, onBytes, onHeaders });
+          fetchInput(client, url, into, { ...o, signal, onBytes, onHeaders, onReplica: (pfn) => (replica = pfn), onChecksum: (c) => (sum = c) });
         // The input cache (cache/): one download per URL for the site, a link or copy for the job.
-        ({ bytes: size, fromCache } = await transfer(ctx, job, ac, slots, `download ${f.name}`, (signal, onBytes) =>
+        ({ bytes: size, fromCache } = await transfer(ctx, job, ac, slots, `download ${f.name}`, scheme, (signal, onBytes) =>
           cachedDownload(ctx, cache, { job, desc, file: f, client, dest, signal, download: get(signal, onBytes) }),
         ));
       } finally {
@@ -156,7 +166,8 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
       }
       await appendInputs(ctx.control, job.id, [f.name]);
       await ctx.control.append(job.id, "statistics", `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=${fromCache ? "yes" : "no"}`);
-      await logErrors(ctx, job.id, `Staging: ${fromCache ? "from the cache:" : "downloaded"} ${redact(url)} -> /${f.name} (${size} bytes)`);
+      ctx.metrics?.countStagingFile("in", fromCache ? "cache" : scheme);
+      await logErrors(ctx, job.id, `Staging: ${fromCache ? "from the cache:" : "downloaded"} ${redact(url)} -> /${f.name} (${fileFacts({ replica, bytes: size, checksum: sum, start })})`);
     } catch (e) {
       if (ac.signal.aborted) return;
       // Redis trouble (the credential lookup) is not the file's fault: the whole stage-in is redone after it.
@@ -196,7 +207,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
     const log = jobLog(ctx, job);
     log.info({ removed, uploads: plan.uploads.length }, "stage-out started");
     for (const r of plan.refused) await refuse(r);
-    const sent = new Set(((await ctx.control.read(job.id, "output_status")) ?? "").split("\n").map((l) => l.split(" ")[0]?.replace(/^\/+/, "")).filter(Boolean));
+    const sent = outputStatusNames((await ctx.control.read(job.id, "output_status")) ?? "");
     // Directory outputs become one upload per file; `dir/` + target collection URL.
     const items: Array<{ name: string; url: string; delegationId?: string | undefined; optional: boolean; options: Record<string, string> }> = [];
     for (const u of plan.uploads) {
@@ -215,6 +226,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
     await mapLimit(items.filter((i) => !sent.has(i.name)), PER_JOB, async (i) => {
       if (ac.signal.aborted) return;
       const start = new Date();
+      const scheme = schemeOf(i.url);
       try {
         const segs = sessionSegments(i.name);
         // The descriptor checked here is the one streamed: a swap after the check changes nothing.
@@ -223,13 +235,15 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         let sum: string | undefined;
         try {
           const client = await clientFor(i.delegationId ?? desc.delegationId);
-          ({ bytes: size, checksum: sum } = await transfer(ctx, job, ac, slots, `upload ${i.name}`, (signal) => sendOutput(client, { handle, size: stat.size }, i.url, { signal, options: i.options })));
+          ({ bytes: size, checksum: sum } = await transfer(ctx, job, ac, slots, `upload ${i.name}`, scheme, (signal) => sendOutput(client, { handle, size: stat.size }, i.url, { signal, options: i.options })));
+          ctx.metrics?.addStagingBytes("out", size, scheme);
         } finally {
           await closeHandle(handle, `/${i.name}`);
         }
-        await ctx.control.append(job.id, "output_status", `/${i.name} ${redact(i.url)}`);
+        await ctx.control.append(job.id, "output_status", outputStatusLine(i.name, i.url, sum));
         await ctx.control.append(job.id, "statistics", `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`);
-        await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${size} bytes${sum ? `, ${sum}` : ""})`);
+        ctx.metrics?.countStagingFile("out", scheme);
+        await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${fileFacts({ bytes: size, checksum: sum, start })})`);
         // Uploaded copies leave the session dir (as on A-REX): the entry itself, never a target.
         await removePath(session, segs).catch(() => undefined);
       } catch (e) {

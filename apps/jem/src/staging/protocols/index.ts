@@ -35,6 +35,8 @@ export interface FetchOptions {
   rucio?: RucioSettings | undefined;
   /** The replica a `rucio://` input was downloaded from. */
   onReplica?: (url: string) => void;
+  /** The verified `alg:value` of the file, when a checksum was asked for (or Rucio gave one). */
+  onChecksum?: ((sum: string) => void) | undefined;
 }
 
 function unsupported(scheme: string, url: string): TransferError {
@@ -45,7 +47,7 @@ function unsupported(scheme: string, url: string): TransferError {
 export async function fetchInput(client: TransferClient, raw: string, dest: SessionDest, o: FetchOptions): Promise<number> {
   const t = parseTransferUrl(raw, o.options);
   const checksum = expectedChecksum(t, o.checksum);
-  const common = { signal: o.signal, size: o.size, checksum, mode: o.mode, onBytes: o.onBytes };
+  const common = { signal: o.signal, size: o.size, checksum, mode: o.mode, onBytes: o.onBytes, onChecksum: o.onChecksum };
   switch (t.scheme) {
     case "http":
     case "https":

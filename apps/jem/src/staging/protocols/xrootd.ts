@@ -2,7 +2,8 @@
  * root:// and roots:// through Debian's xrootd client (`xrdcp`, `xrdfs`), driven with execa.
  * The data never passes through a path the job could change: downloads stream from xrdcp's
  * stdout into the session entry we hold open, uploads stream our descriptor into xrdcp's stdin.
- * The job's proxy is handed over in a private 0600 file (`X509_USER_PROXY`), removed afterwards.
+ * The job's proxy or token is handed over in a private 0600 file, removed afterwards, and the
+ * client sees no other credential (xrootd-auth.ts).
  * Checksums: the stager sums what it streams; after an upload the server's value
  * (`xrdfs query checksum`) must match it when the server publishes one.
  *
@@ -12,9 +13,6 @@
  * server sends is followed by xrdcp without our check: sites that enable root:// trust their
  * storage's redirectors (docs/staging-protocols.md).
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Readable, Transform } from "node:stream";
 import { execa } from "execa";
@@ -23,27 +21,7 @@ import { rename, unlink } from "node:fs/promises";
 import { checksummer, parseChecksum, sameDigest } from "../checksum.js";
 import { redact, TransferError, type SessionDest, type TransferClient, type UploadSource } from "../http.js";
 import { checksumMismatch } from "./verify.js";
-
-const PEM_RE = /-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----\n?/g;
-
-/** Environment for one xrdcp/xrdfs run with the client's credential; `cleanup` removes the files. */
-async function credentialEnv(client: TransferClient): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }> {
-  const cred = client.credential;
-  const env: Record<string, string> = { XRD_LOGLEVEL: "Error" };
-  if (cred?.type === "jwt") {
-    // Token audiences for xrootd endpoints are not checked yet: no token is handed out.
-    throw new TransferError("tokens are not sent to xrootd endpoints by this CE; delegate an X.509 proxy for root:// transfers", false);
-  }
-  if (cred?.type !== "x509") return { env, cleanup: async () => undefined };
-  const dir = await mkdtemp(join(tmpdir(), "ce-xrd-"));
-  const blocks = [...cred.proxyPem.matchAll(PEM_RE)].map((b) => b[0]);
-  // Proxy file layout: certificate, key, then the rest of the chain.
-  const cert = blocks.filter((b) => b.includes("CERTIFICATE"));
-  const key = blocks.find((b) => b.includes("PRIVATE KEY")) ?? "";
-  await writeFile(join(dir, "proxy"), [cert[0] ?? "", key, ...cert.slice(1)].join(""), { mode: 0o600 });
-  env.X509_USER_PROXY = join(dir, "proxy");
-  return { env, cleanup: () => rm(dir, { recursive: true, force: true }) };
-}
+import { xrdCredentialEnv } from "./xrootd-auth.js";
 
 /**
  * The URL with its host replaced by the one address the policy allows (resolved once), and the
@@ -67,10 +45,17 @@ function hostAndPath(url: string): { server: string; path: string } {
   return { server: `${u.protocol}//${u.host}`, path: decodeURIComponent(u.pathname).replace(/^\/+/, "/") };
 }
 
-function failure(what: string, url: string, e: { exitCode?: number; stderr?: unknown; isCanceled?: boolean; message?: string }): TransferError {
-  const text = String(e.stderr ?? e.message ?? "").trim().split("\n").pop() ?? "";
-  // xrdcp exit 50-54: errors reported by the server (not found, no permission …) are final.
-  const final = /No such file|not found|Permission denied|Auth failed|Unable to open/i.test(text);
+/**
+ * xrdcp's failure as a TransferError. Errors the server reports (not found, no permission, an
+ * authentication it refused) are final: another attempt with the same credential cannot succeed.
+ * A refused authentication says so, and what the client presented.
+ */
+function failure(what: string, url: string, presents: string, e: { exitCode?: number; stderr?: unknown; message?: string }): TransferError {
+  const text = String(e.stderr ?? e.message ?? "").trim().split("\n").pop()?.replace(/^Run: /, "") ?? "";
+  if (/Auth failed|authentication failed/i.test(text)) {
+    return new TransferError(`${what} ${redact(url)}: authentication failed, the server refused ${presents}: ${text}`, false, 401);
+  }
+  const final = /No such file|not found|Permission denied|Unable to open/i.test(text);
   return new TransferError(`${what} ${redact(url)}: ${text || `xrdcp exit ${e.exitCode}`}`, !final);
 }
 
@@ -80,12 +65,13 @@ export interface XrdDownload {
   checksum?: string | undefined;
   mode?: number | undefined;
   onBytes?: (n: number) => void;
+  onChecksum?: ((sum: string) => void) | undefined;
 }
 
 export async function xrootdDownload(client: TransferClient, given: string, dest: SessionDest, o: XrdDownload): Promise<number> {
   const target = await pinned(client, given);
   const url = target.url;
-  const { env: credEnv, cleanup } = await credentialEnv(client);
+  const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
   const env = { ...credEnv, ...target.env };
   const part = `.ce-part-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
   const sum = parseChecksum(o.checksum);
@@ -94,7 +80,7 @@ export async function xrootdDownload(client: TransferClient, given: string, dest
   let fh: Awaited<ReturnType<typeof createFileIn>> | undefined;
   try {
     fh = await createFileIn(dest.dir, part, dest.at, o.mode ?? 0o644);
-    const proc = execa("xrdcp", ["--nopbar", "--silent", url, "-"], { env, extendEnv: true, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdout: "pipe", stderr: "pipe", buffer: { stdout: false, stderr: true } });
+    const proc = execa("xrdcp", ["--nopbar", "--silent", url, "-"], { env, extendEnv: false, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdout: "pipe", stderr: "pipe", buffer: { stdout: false, stderr: true } });
     const count = new Transform({
       transform(chunk: Buffer, _e, cb) {
         bytes += chunk.length;
@@ -105,12 +91,13 @@ export async function xrootdDownload(client: TransferClient, given: string, dest
     });
     await Promise.all([pipeline(proc.stdout, count, fh.createWriteStream()), proc]).catch((e: unknown) => {
       if (o.signal.aborted) throw e;
-      throw failure("xrdcp", given, e as Error);
+      throw failure("xrdcp", given, presents, e as Error);
     });
     if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch for ${redact(given)}: got ${bytes} bytes, expected ${o.size}`, true);
     const got = hasher?.digest();
     if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected)) throw checksumMismatch(sum.alg, got, sum.expected, `for ${redact(given)}`);
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
+    if (sum && got !== undefined) o.onChecksum?.(`${sum.alg}:${got}`);
     return bytes;
   } finally {
     await fh?.close().catch(() => undefined);
@@ -133,19 +120,19 @@ async function* readAt(file: UploadSource): AsyncGenerator<Buffer> {
 export async function xrootdUpload(client: TransferClient, file: UploadSource, given: string, o: { signal: AbortSignal; overwrite: boolean; checksum?: string | undefined }): Promise<number> {
   const target = await pinned(client, given);
   const url = target.url;
-  const { env: credEnv, cleanup } = await credentialEnv(client);
+  const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
   const env = { ...credEnv, ...target.env };
   try {
     const args = ["--nopbar", "--silent", "--path", "--posc", ...(o.overwrite ? ["--force"] : []), "-", url];
-    const proc = execa("xrdcp", args, { env, extendEnv: true, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdin: "pipe", stderr: "pipe" });
+    const proc = execa("xrdcp", args, { env, extendEnv: false, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdin: "pipe", stderr: "pipe" });
     await Promise.all([pipeline(Readable.from(readAt(file)), proc.stdin), proc]).catch((e: unknown) => {
       if (o.signal.aborted) throw e;
-      throw failure("xrdcp to", given, e as Error);
+      throw failure("xrdcp to", given, presents, e as Error);
     });
     const sum = parseChecksum(o.checksum);
     if (sum?.expected) {
       const { server, path } = hostAndPath(url);
-      const q = await execa("xrdfs", [server, "query", "checksum", path], { env, extendEnv: true, cancelSignal: o.signal, reject: false });
+      const q = await execa("xrdfs", [server, "query", "checksum", path], { env, extendEnv: false, cancelSignal: o.signal, reject: false });
       // "adler32 3d1ae86e"; a server without checksums answers an error, which is not a mismatch.
       const [alg, value] = (q.exitCode === 0 ? String(q.stdout) : "").trim().split(/\s+/);
       if (alg?.toLowerCase() === sum.alg && value && !sameDigest(value, sum.expected)) {
