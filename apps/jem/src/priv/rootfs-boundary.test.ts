@@ -44,8 +44,12 @@ const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
     why: "links a software-area input into the session: created relative to the session directory descriptor (@ce/sessionfs Dir.at), never by path; the link is the job's to read with its own rights",
   },
   "staging/protocols/xrootd.ts": {
-    names: ["mkdtemp", "writeFile", "rm", "rename", "unlink"],
-    why: "the proxy for xrdcp in a fresh private mkdtemp dir (root's, 0700) removed after the transfer; a download's part file named relative to the session directory descriptor (Dir.at), never by path",
+    names: ["rename", "unlink"],
+    why: "a download's part file named relative to the session directory descriptor (Dir.at), never by path",
+  },
+  "staging/protocols/xrootd-auth.ts": {
+    names: ["mkdtemp", "writeFile", "rm", "rmSync", "symlink"],
+    why: "the xrootd client's private environment (the job's proxy or token, the CA directory) in fresh mkdtemp dirs (root's, 0700) that no job can reach, removed after the transfer or at exit",
   },
   "staging/http.ts": {
     names: ["rename", "unlink"],
