@@ -135,7 +135,7 @@ describe("remote staging over HTTPS", () => {
     expect(storage.files.get("/x509/list/kept.txt")?.toString()).toBe("k\n");
     const errors = await env.control.read(id, "errors");
     expect(errors).toMatch(/upload of \/os\.log to .* failed: Unsupported protocol rucio/);
-    expect(errors).toMatch(/upload of \/denied\.txt to .* failed: .*HTTP 401/);
+    expect(errors).toContain(`upload of /denied.txt to ${storage.url}/token/denied.txt failed: PUT ${storage.url}/token/denied.txt: HTTP 401`);
   });
 
   it("an output the job did not produce is the user's failure; storage that keeps failing is the site's", async () => {
