@@ -92,6 +92,7 @@ echo "queuedata: $(cat queuedata.json)"
 echo "evnt md5: $(md5sum < EVNT.pool.root.1 | cut -d' ' -f1)"
 { cat EVNT.pool.root.1; echo simulated; } > HITS.pool.root.1
 echo "pilot log" > log.tgz
+cp log.tgz log.os.tgz
 echo '{"state":"finished"}' > heartbeat.json
 cat > output.list <<'EOF'
 ${outputList}
@@ -245,6 +246,8 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       const goodList = [
         `HITS.pool.root.1 ${davsBase()}/atlas/${b}/HITS.pool.root.1:checksumtype=adler32:checksumvalue=${adler32(hits)}`,
         `log.tgz ${xrd.url}//atlas/${b}/log.tgz:checksumtype=md5:checksumvalue=${md5(log)}`,
+        // The pilot's S3 object-store line: uploading it may fail without failing the job.
+        `log.os.tgz rucio://${rucio.url.slice("https://".length)};failureallowed=yes/objectstores/s3+rucio://os.example.org:443/LOOPBACK_OS/write`,
       ].join("\n");
       const badList = `HITS.pool.root.1 ${davsBase()}/atlas/${b}/bad/HITS.pool.root.1:checksumtype=adler32:checksumvalue=0badc0de`;
       mkdirSync(join(ce.work, "good"));
@@ -279,6 +282,19 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       expect(existsSync(join(apache.docRoot, "atlas", backend, "bad", "HITS.pool.root.1"))).toBe(false);
     }, 90_000);
 
+    it("arcresume (rerun=2) after the list is corrected in the session: the stage-out is redone, FINISHED", async () => {
+      const ce = ces.get(backend)!;
+      const fixed = `HITS.pool.root.1 ${davsBase()}/atlas/${backend}/bad/HITS.pool.root.1:checksumtype=adler32:checksumvalue=${adler32(hits)}\n`;
+      const put = await restCall({ url: `${jobUrl(ce, ce.bad)}/session/output.list`, method: "PUT", body: fixed, proxyFile: ce.proxyFile, caFile: join(ce.stack.pki, "ca", "ca.pem") });
+      expect(put.status, put.body).toBeLessThan(300);
+      ok(await run(ce, "arcresume", ["-j", ce.jobsDat, jobUrl(ce, ce.bad)]), "arcresume");
+      const s = await until(ce, { [ce.bad]: "Finished" }, 60_000);
+      expect(s.jobs.get(ce.bad)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
+      expect(readFileSync(join(apache.docRoot, "atlas", backend, "bad", "HITS.pool.root.1")).equals(hits)).toBe(true);
+      const log = ok(await run(ce, "arccat", ["-j", ce.jobsDat, "-l", jobUrl(ce, ce.bad)]), "arccat -l").stdout;
+      expect(log).toContain("Job restarted from FINISHING (1 restarts left)");
+    }, 90_000);
+
     it("the rucio:// input was resolved and downloaded, the RTEs ran, arcget fetches what aCT reads", async () => {
       const ce = ces.get(backend)!;
       expect(good, statOut).toBeDefined();
@@ -299,6 +315,7 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       // The job's log (REST diagnose/errors, what aCT fetches as gmlog/errors) names the replica used.
       const log = ok(await run(ce, "arccat", ["-j", ce.jobsDat, "-l", jobUrl(ce, ce.good)]), "arccat -l").stdout;
       expect(log).toContain(`resolved by Rucio to ${davsBase()}/rucio/mc23/EVNT.pool.root.1`);
+      expect(log).toMatch(/upload of \/log\.os\.tgz to rucio:\/\/127\.0\.0\.1:\d+\/objectstores\/.* failed/);
     }, 60_000);
 
     it("a software-area input under staging.localInputPrefixes is linked into the session (REST-posted job)", async () => {
