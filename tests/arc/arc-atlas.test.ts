@@ -140,6 +140,13 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       return s;
     }, timeoutMs);
 
+  /** arcstat -l once every job is over (whatever the end), so a wrong end fails at once with the client's text. */
+  const settled = (ce: Ce, ids: string[], timeoutMs: number) =>
+    waitFor(`${ce.backend}: jobs ${ids.join(", ")} over`, async () => {
+      const s = await statL(ce, ids);
+      return ids.every((id) => ["Finished", "Failed", "Killed", "Deleted"].includes(s.jobs.get(id)?.state ?? "")) ? s : undefined;
+    }, timeoutMs);
+
   async function startCe(backend: "fork" | "slurm", caFile: string): Promise<Ce> {
     const stack = await startStack({
       redisUrl: inject("redisUrl"),
@@ -272,10 +279,11 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
 
     it("both jobs end: the good one FINISHED, the wrong checksum FAILED with both values in arcstat -l", async () => {
       const ce = ces.get(backend)!;
-      const s = await until(ce, { [ce.good]: "Finished", [ce.bad]: "Failed" }, 75_000);
+      const s = await settled(ce, [ce.good, ce.bad], 75_000);
       good = s.jobs.get(ce.good);
       statOut = s.out;
-      expect(good).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
+      expect(good, s.out).toMatchObject({ state: "Finished", specificState: "FINISHED", exitCode: 0 });
+      expect(s.jobs.get(ce.bad)?.state, s.out).toBe("Failed");
       const badBlock = s.out.slice(s.out.indexOf(`Job: ${jobUrl(ce, ce.bad)}`));
       expect(badBlock, s.out).toMatch(/0badc0de/);
       expect(badBlock, s.out).toContain(adler32(hits));
