@@ -119,6 +119,25 @@ describe("remote staging over HTTPS", () => {
     expect(existsSync(join(env.control.sessionDir(id), "b.txt"))).toBe(true);
   });
 
+  it("an output.list line whose URL says failureallowed=yes (the pilot's object-store line) does not fail the job", async () => {
+    // production-site.md §1.4: the pilot writes S3 object-store outputs as rucio://…;failureallowed=yes/objectstores/…
+    const lines = [
+      `kept.txt ${storage.url}/x509/list/kept.txt`,
+      "os.log rucio://127.0.0.1:1;failureallowed=yes/objectstores/s3+rucio://os.example.org:443/ATLAS_OS/write",
+      `denied.txt ${storage.url};failureallowed=yes/token/denied.txt`,
+    ].join("\n");
+    const id = await submitTestJob(env, shellJob(`echo k > kept.txt; echo o > os.log; echo d > denied.txt; printf '${lines}\\n' > out.list`, {
+      outputFiles: [output("@out.list")],
+    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
+    expect(r?.failure).toBeUndefined();
+    expect(r?.rest).toBe("FINISHED");
+    expect(storage.files.get("/x509/list/kept.txt")?.toString()).toBe("k\n");
+    const errors = await env.control.read(id, "errors");
+    expect(errors).toMatch(/upload of \/os\.log to .* failed: Unsupported protocol rucio/);
+    expect(errors).toContain(`upload of /denied.txt to ${storage.url}/token/denied.txt failed: PUT ${storage.url}/token/denied.txt: HTTP 401`);
+  });
+
   it("an output the job did not produce is the user's failure; storage that keeps failing is the site's", async () => {
     const none = await submitTestJob(env, shellJob("true", { outputFiles: [output("never.txt", { target: `${storage.url}/x509/never.txt` })] }), {
       mainDelegation: x509Delegation, delegations: [x509Delegation],

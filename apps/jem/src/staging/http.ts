@@ -103,7 +103,8 @@ function checkTarget(client: TransferClient, url: string): void {
 /** URLs may carry credentials or A-REX `;opt=val` options; logs get neither. */
 export function redact(url: string): string {
   try {
-    const u = new URL(url);
+    // `host;opt=val` (ARC options, e.g. in @output.list lines) is no WHATWG syntax: cut first.
+    const u = new URL(url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#;]*);[^/?#]*/i, "$1"));
     u.username = "";
     u.password = "";
     u.search = "";

@@ -1,5 +1,5 @@
 import { Dir, readSmallFile, removeEntry, SessionFsError, walkFiles } from "@ce/sessionfs";
-import type { JobDescription, OutputFile } from "@ce/model";
+import { splitUrlOptions, type JobDescription, type OutputFile } from "@ce/model";
 import { refusalText, sessionSegments } from "./paths.js";
 
 export type Outcome = "success" | "failed" | "killed";
@@ -54,7 +54,10 @@ export async function outputPlan(sessionDir: string, desc: JobDescription, outco
     for (const line of text.split("\n")) {
       const [name, url] = line.trim().split(/\s+/, 2);
       if (!name) continue;
-      add({ ...o, name, target: url || undefined }, name);
+      // A line's URL carries its own options (the pilot's `;failureallowed=yes` object-store
+      // lines): they count as the file's, as a description's URL options do; the list entry's win.
+      const options = url ? { ...splitUrlOptions(url)?.options, ...o.options } : o.options;
+      add({ ...o, name, target: url || undefined, options }, name);
     }
   }
   if (outcome === "failed" && rerun > 0) for (const i of desc.inputFiles) if (!i.source) plan.keep.push(strip(i.name));
