@@ -40,7 +40,7 @@ describe.runIf(TestAccounts.available())("identity mapping at submission", () =>
     expect(pool).toContain(b.localUser?.account);
     expect(a.localUser?.account).not.toBe(b.localUser?.account);
     const real = (await lookupAccounts(pool)).get(a.localUser!.account)!;
-    expect(a.localUser).toEqual({ account: real.account, uid: real.uid, gid: real.gid, groups: real.groups, rule: 'mapping.rules[0] "grid" pool grid' });
+    expect(a.localUser).toEqual({ account: real.account, uid: real.uid, gid: real.gid, groups: real.groups, rule: 'mapping.rules[0] "grid" pool grid', pool: "grid" });
 
     // Same identity, same account; and the lease is recorded in Redis for that identity.
     const again = await submit(t, "alice");

@@ -73,7 +73,11 @@ export const mappingSchema = z
     minUid: z.number().int().min(1).default(1000),
     /** How often a grid-mapfile's mtime is checked on use (ms). */
     gridmapCheckMs: z.number().int().nonnegative().default(5_000),
-    /** A pool lease is not released within this time of its last use (a submission may be committing). */
+    /**
+     * A pool lease is not released within this time of its last use, so an identity that comes back
+     * soon gets its account (and its files) again. Safety does not depend on it: a commit checks that
+     * the lease is still the identity's, and a submission whose lease was released creates nothing.
+     */
     leaseGraceSeconds: z.number().int().nonnegative().default(600),
   })
   .strict();

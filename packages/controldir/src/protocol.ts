@@ -43,6 +43,8 @@ export interface CreateJobsOptions {
    * cannot run before the caller releases the hold, and are withdrawn after this time otherwise.
    */
   holdUntil?: number | undefined;
+  /** The pool lease that must still be the identity's at the commit (@ce/store CreateLimits.lease). */
+  lease?: { account: string; identity: string } | undefined;
   /** Parallel removals and rewrites of a failed or demoted batch (creation goes to the file threads in one message each). */
   concurrency?: number | undefined;
   /** After the commit: delegation binding (the JEM's work list is part of the commit itself). Its failure is reported, not thrown (the jobs exist). */
@@ -57,7 +59,7 @@ export type CreateOutcome = "created" | "files-failed" | "limited";
 export interface CreateJobsResult {
   outcomes: CreateOutcome[];
   committed: JobRecord[];
-  limitedBy?: "total" | "owner" | undefined;
+  limitedBy?: "total" | "owner" | "lease" | undefined;
 }
 
 /**
@@ -86,11 +88,12 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
       return { outcomes: jobs.map(() => "files-failed"), committed: [] };
     }
     let created: number;
-    let limitedBy: "total" | "owner" | "active" | undefined;
+    let limitedBy: "total" | "owner" | "active" | "lease" | undefined;
     const commit = () => store.jobs.createBounded(ready, {
       maxTotal: o.maxTotal, minRequired, maxPerOwner: o.maxPerOwner ?? 0,
       maxActivePerOwner: o.admit?.maxActivePerOwner, admittedDue: o.admit ? Date.now() + o.admit.uploadTimeoutMs : undefined,
       holdUntil: o.holdUntil,
+      lease: o.lease,
     });
     try {
       ({ created, limitedBy } = await commit());

@@ -138,7 +138,7 @@ export class Mapper {
       if (t.kind === "pool") {
         const name = await this.leases.lease(id.subject, t.name, t.accounts);
         if (!name) throw new MappingRefused(503, "POOL_EXHAUSTED", `${r.label}: every account of pool ${t.name} is leased to another identity; try again later`);
-        return result(this.accounts.get(name)!, `${r.label} pool ${t.name}`);
+        return { ...result(this.accounts.get(name)!, `${r.label} pool ${t.name}`), pool: t.name };
       }
       const entry = await t.file.lookup(id.subject);
       if (!entry) continue; // not in the file: the next rule decides (arc.conf map_with_file)

@@ -126,6 +126,24 @@ describe("pool leases", () => {
     expect(await p.holder("g01")).toBe("/CN=slow");
   });
 
+  it("a commit whose lease was released after the mapping creates nothing, whatever the grace time", async () => {
+    const pfx = prefix();
+    const p = new PoolLeases(redis, pfx);
+    const store = new JobStore(redis, pfx);
+    const slow = "/CN=slow";
+    // Mapped to g01, then (before the commit) its last job is wiped with no grace: released and handed on.
+    expect(await p.lease(slow, "pool", ACCOUNTS)).toBe("g01");
+    expect(await p.release(slow, 0)).toEqual({ released: 1 });
+    expect(await p.lease("/CN=next", "pool", ACCOUNTS)).toBe("g01");
+    const r = JobStore.newRecord({ id: randomBytes(6).toString("hex"), owner: slow, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+    expect(await store.createBounded([r], { maxTotal: 1000, lease: { account: "g01", identity: slow } })).toEqual({ created: 0, limitedBy: "lease" });
+    expect(await store.get(r.id)).toBeUndefined();
+    // The lease holder's own commit goes through, and from then on the lease is kept for its job.
+    const n = JobStore.newRecord({ id: randomBytes(6).toString("hex"), owner: "/CN=next", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+    expect(await store.createBounded([n], { maxTotal: 1000, lease: { account: "g01", identity: "/CN=next" } })).toEqual({ created: 1 });
+    expect(await p.release("/CN=next", 0)).toEqual({ kept: "jobs" });
+  });
+
   it("the sweep frees leases nobody released (no jobs, past the grace time) and keeps the others", async () => {
     const pfx = prefix();
     const p = new PoolLeases(redis, pfx);

@@ -10,4 +10,6 @@ export interface LocalUser {
   groups: number[];
   /** Which mapping rule decided, for diagnostics (`mapping.rules[2] "atlas pool"`, `onNoMatch`). */
   rule: string;
+  /** Set when the account is leased from this pool to the identity (the commit checks the lease). */
+  pool?: string | undefined;
 }

@@ -34,6 +34,12 @@ export interface CreateLimits {
    * due for the JEM only then, unless the hold is released first. Required when any record is held.
    */
   holdUntil?: number | undefined;
+  /**
+   * The pool account the records run as and the identity leasing it (@ce/mapping pools): nothing
+   * is created ("lease") unless that identity still holds the lease at the commit, so an account
+   * released and handed on after the mapping never runs this identity's jobs.
+   */
+  lease?: { account: string; identity: string } | undefined;
 }
 
 /** Fields a state change may set; `rest` is always recomputed from them. */
@@ -95,7 +101,7 @@ export class JobStore {
    * (PREPARING) that would take their owner past `maxActivePerOwner`: none created, "active".
    * The creating marks (`markCreating`) of the records created are cleared in the same step.
    */
-  async createBounded(records: JobRecord[], o: CreateLimits): Promise<{ created: number; limitedBy?: "total" | "owner" | "active" }> {
+  async createBounded(records: JobRecord[], o: CreateLimits): Promise<{ created: number; limitedBy?: "total" | "owner" | "active" | "lease" }> {
     if (records.length === 0) return { created: 0 };
     const k = this.keys;
     // With `admittedDue`, records in PREPARING are admitted at creation (@ce/model CREATION_STATES):
@@ -110,11 +116,14 @@ export class JobStore {
     const encoded = records.map(encodeRecord);
     const first = encoded[0]!;
     const payload = JSON.stringify(encoded.map((e, i) => (i === 0 ? e : recordDelta(first, e))));
-    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), k.holds(), ...active, k.shareCounts()];
-    const args = [o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload, o.holdUntil ?? 0];
+    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), k.holds(), ...active, k.shareCounts(), k.mapLeases()];
+    const args = [
+      o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload,
+      o.holdUntil ?? 0, o.lease?.account ?? "", o.lease?.identity ?? "",
+    ];
     const res = await runScript(this.redis, "ceCreateJobs", keys, args);
     const [n, by] = res as unknown as [number, string];
-    return by === "total" || by === "owner" || by === "active" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
+    return by === "total" || by === "owner" || by === "active" || by === "lease" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
   }
 
   async get(id: string): Promise<JobRecord | undefined> {

@@ -233,6 +233,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
       // then has nothing to do for it until an upload completes or its upload deadline passes.
       admit: { maxActivePerOwner: config.jobs.maxActivePerOwner, uploadTimeoutMs: config.jobs.uploadTimeoutSeconds * 1000 },
       holdUntil: hold?.until,
+      lease: localUser?.pool ? { account: localUser.account, identity: req.identity.subject } : undefined,
       notify: (committed) => {
         req.hold?.created(Date.now() + config.jobs.uploadTimeoutSeconds * 1000);
         return afterCommit(s, req, committed);
@@ -251,6 +252,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   return records.map((r, i) => {
     if (outcomes[i] === "created") return created(r.id, restOf.get(r.id) ?? r.rest);
     if (outcomes[i] === "files-failed") return failed(500, "Failed to create the job's control files");
+    if (limitedBy === "lease") return failed(503, `No job was created: pool account ${localUser?.account} of pool ${localUser?.pool} was released while this submission was being committed; submit again`);
     if (limitedBy === "owner") return failed(403, `No more jobs allowed: the per-owner quota quotas.jobsPerOwner (${config.quotas.jobsPerOwner} jobs, WIPED ones not counted) is reached`);
     return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
   });

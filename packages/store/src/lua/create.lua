@@ -4,13 +4,16 @@
 -- (Keys.advanceDue), KEYS[4] its bell channel (Keys.advanceBell), KEYS[5] the creating marks
 -- (Keys.creating), KEYS[6] the submission holds (Keys.holds), KEYS[7..6+A] the admitted owner's
 -- active-state sets (Keys.ownerRest of @ce/model ACTIVE_REST_STATES; A = ARGV[6], may be 0),
--- KEYS[7+A] the share counters (Keys.shareCounts).
+-- KEYS[7+A] the share counters (Keys.shareCounts), KEYS[8+A] the pool leases (Keys.mapLeases).
 -- ARGV[1] maxTotal, ARGV[2] minRequired, ARGV[3] now(ms), ARGV[4] maxPerOwner (0 = none),
 -- ARGV[5] maxActivePerOwner (0 = none), ARGV[6] A, ARGV[7] due time of admitted records (their
 -- upload deadline), ARGV[8] key prefix, ARGV[9] the records: one JSON array, the first record whole
 -- (field -> string), each later one as its differences from the first (a field whose value is JSON
 -- null is absent from that record). A batch of one submission differs mostly in id and job name.
--- ARGV[10] the hold deadline (ms; 0 = no record is held).
+-- ARGV[10] the hold deadline (ms; 0 = no record is held). ARGV[11] the pool account the records
+-- run as ('' = none), ARGV[12] the identity that must still hold its lease: the lease may have been
+-- released (the identity's last job wiped) between the mapping and this commit, and the account
+-- given to another identity; then nothing is created and limitedBy is 'lease'.
 -- A record with a `hold` field (its request's key, holds.ts) is held: its request goes into
 -- KEYS[6] with the deadline ARGV[10] (the first call of a request sets it), and the record is due
 -- for the JEM only at that deadline, whatever its state: the JEM then withdraws it unless the
@@ -35,7 +38,7 @@ local maxPerOwner = tonumber(ARGV[4])
 local maxActive, nActive, admittedDue = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local K = ceKeys(ARGV[8])
 local holdUntil = tonumber(ARGV[10])
-if #KEYS ~= 7 + nActive or #ARGV ~= 10 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+if #KEYS ~= 8 + nActive or #ARGV ~= 12 then return redis.error_reply('create: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 local list = cjson.decode(ARGV[9])
 local n = #list
 local recs = {}
@@ -54,6 +57,8 @@ for i = 1, n do
   -- Checked before any write: an error reply does not undo what a script already wrote.
   if recs[i].hold ~= nil and recs[i].hold ~= '' and not (holdUntil > 0) then return redis.error_reply('create: record ' .. i .. ' held without a deadline') end
 end
+
+if ARGV[11] ~= '' and redis.call('HGET', KEYS[8 + nActive], ARGV[11]) ~= ARGV[12] then return {0, 'lease'} end
 
 local used = redis.call('ZCARD', KEYS[1]) - redis.call('SCARD', KEYS[2])
 local held = {}
