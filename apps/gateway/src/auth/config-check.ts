@@ -1,6 +1,6 @@
 import { accessSync, constants } from "node:fs";
 import type { CompiledConfig } from "@ce/config";
-import { invalidRules } from "../middleware/identity/policy.js";
+import { invalidRules } from "@ce/mapping";
 
 /**
  * Authentication settings that would fail only at request time, found at boot instead: access

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import { awaitingText, clientUploads, type JobDescription, type SettledDescription } from "@ce/model";
+import { ruleMatches } from "@ce/mapping";
 import { JobStore, enabledRtesCached, type JobRecord } from "@ce/store";
 import { JobCommitError, createJobs as storeCreateJobs } from "@ce/controldir";
 import type { Logger } from "pino";
@@ -8,7 +9,6 @@ import type { ApiVersion, Identity, Services } from "../context.js";
 import type { RequestHold } from "../middleware/durability/hold.js";
 import { Forbidden, ServiceUnavailable, StoreUnavailable } from "../errors.js";
 import { RETRY_AFTER_SECONDS, outageOf } from "../outage.js";
-import { ruleMatches } from "../middleware/identity/policy.js";
 import { mapLocalUser } from "./mapping.js";
 import { settleDescriptions } from "./descriptions.js";
 import { isDraining } from "./info.js";

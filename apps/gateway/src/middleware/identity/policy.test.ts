@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import type { Identity } from "../../context.js";
-import { checkAccessPolicy, invalidRules, matchesAny, ruleMatches } from "./policy.js";
+import { invalidRules, ruleMatches } from "@ce/mapping";
+import { checkAccessPolicy, matchesAny } from "./policy.js";
 import { missingScope, OPERATION_SCOPES } from "./scopes.js";
 import { tokenGroupFields, vomsGroupFields } from "./groups.js";
 

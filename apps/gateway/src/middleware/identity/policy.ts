@@ -2,8 +2,7 @@ import type { CompiledConfig } from "@ce/config";
 import { ruleMatches } from "@ce/mapping";
 import type { Identity } from "../../context.js";
 
-// The matcher lives in @ce/mapping (shared with the identity mapping); re-exported for old callers.
-export { invalidRules, ruleMatches } from "@ce/mapping";
+// The rule matcher lives in @ce/mapping: the access policy and the identity mapping share it.
 
 /**
  * Site access policy (the model is arc.conf `allowaccess`/`denyaccess` over authgroups).
