@@ -172,10 +172,27 @@ describe("ADL Application", () => {
     );
   });
 
-  it.each(["PreExecutable", "PostExecutable"])("rejects %s", (el) => {
-    const e = error(adl(`<Application><${el}><Path>/bin/x</Path></${el}></Application>`));
-    expect(e.code).toBe("INVALID_DESCRIPTION");
-    expect(e.message).toMatch(new RegExp(`<${el}> \\(line 1, column \\d+\\): is not supported`));
+  it("reads PreExecutable and PostExecutable in order, with arguments and expected codes", () => {
+    const d = one(
+      adl(`<Application><Executable><Path>/bin/true</Path></Executable>
+        <PreExecutable><Path> setup.sh </Path><Argument> a b </Argument><Argument>c</Argument></PreExecutable>
+        <PreExecutable><Path>/bin/check</Path><FailIfExitCodeNotEqualTo>4</FailIfExitCodeNotEqualTo></PreExecutable>
+        <PostExecutable><Path>$HOME/report</Path></PostExecutable></Application>`),
+    );
+    expect(d.preExecutables).toEqual([
+      { path: "setup.sh", arguments: [" a b ", "c"] },
+      { path: "/bin/check", arguments: [], successExitCode: 4 },
+    ]);
+    expect(d.postExecutables).toEqual([{ path: "$HOME/report", arguments: [] }]);
+    expect(one(adl("<Application/>")).preExecutables).toBeUndefined();
+  });
+
+  it.each(["PreExecutable", "PostExecutable"])("%s needs a Path and a whole-number expected code", (el) => {
+    expect(error(adl(`<Application><${el}><Argument>x</Argument></${el}></Application>`)).message).toMatch(new RegExp(`<${el}> \\(line 1, column \\d+\\): <Path> is required`));
+    expect(error(adl(`<Application><${el}><Path> </Path></${el}></Application>`)).message).toMatch(/<Path> must not be empty/);
+    expect(error(adl(`<Application><${el}><Path>/x</Path><FailIfExitCodeNotEqualTo>ok</FailIfExitCodeNotEqualTo></${el}></Application>`)).message).toMatch(
+      /<FailIfExitCodeNotEqualTo>.*'ok' is not a whole number/,
+    );
   });
 
   it("rejects bad numbers and booleans naming the element", () => {

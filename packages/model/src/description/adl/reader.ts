@@ -4,7 +4,7 @@
  * Range and path checks are left to validate.ts.
  */
 import { InvalidDescriptionError, positionAt } from "../../errors.js";
-import { emptyDescription, type InputFile, type JobDescription, type OutputFile } from "../types.js";
+import { emptyDescription, type AuxExecutable, type InputFile, type JobDescription, type OutputFile } from "../types.js";
 import { SECOND, parseBoolean, parseDuration, parseInteger, parseTimestamp, splitUrlOptions } from "../values.js";
 import { child, children, type XNode } from "./xml.js";
 
@@ -92,7 +92,6 @@ class AdlReader {
 
   private application(app: XNode): void {
     const d = this.d;
-    this.unsupported(app, ["PreExecutable", "PostExecutable"]);
     const exe = child(app, "Executable");
     if (exe) {
       const path = child(exe, "Path");
@@ -102,6 +101,10 @@ class AdlReader {
       const code = child(exe, "FailIfExitCodeNotEqualTo");
       if (code) d.successExitCode = this.int(code);
     }
+    const pre = children(app, "PreExecutable").map((n) => this.auxExecutable(n));
+    if (pre.length) d.preExecutables = pre;
+    const post = children(app, "PostExecutable").map((n) => this.auxExecutable(n));
+    if (post.length) d.postExecutables = post;
     const input = child(app, "Input");
     if (input) d.stdin = this.str(input);
     const output = child(app, "Output");
@@ -140,6 +143,16 @@ class AdlReader {
     if (dry) d.dryRun = this.bool(dry);
     const cred = child(app, "CredentialService");
     if (cred) d.hints.credentialserver = this.str(cred);
+  }
+
+  /** Pre/PostExecutable: the same shape as Executable, but a Path is required (ADL's schema). */
+  private auxExecutable(n: XNode): AuxExecutable {
+    const path = this.str(this.required(n, "Path"));
+    if (path === "") this.fail(n, "<Path> must not be empty");
+    const x: AuxExecutable = { path, arguments: children(n, "Argument").map((a) => a.text) };
+    const code = child(n, "FailIfExitCodeNotEqualTo");
+    if (code) x.successExitCode = this.int(code);
+    return x;
   }
 
   private notification(n: XNode): void {
