@@ -172,29 +172,6 @@ describe("ADL Application", () => {
     );
   });
 
-  it("reads PreExecutable and PostExecutable in order, with arguments and expected codes", () => {
-    const d = one(
-      adl(`<Application><Executable><Path>/bin/true</Path></Executable>
-        <PreExecutable><Path> setup.sh </Path><Argument> a b </Argument><Argument>c</Argument></PreExecutable>
-        <PreExecutable><Path>/bin/check</Path><FailIfExitCodeNotEqualTo>4</FailIfExitCodeNotEqualTo></PreExecutable>
-        <PostExecutable><Path>$HOME/report</Path></PostExecutable></Application>`),
-    );
-    expect(d.preExecutables).toEqual([
-      { path: "setup.sh", arguments: [" a b ", "c"] },
-      { path: "/bin/check", arguments: [], successExitCode: 4 },
-    ]);
-    expect(d.postExecutables).toEqual([{ path: "$HOME/report", arguments: [] }]);
-    expect(one(adl("<Application/>")).preExecutables).toBeUndefined();
-  });
-
-  it.each(["PreExecutable", "PostExecutable"])("%s needs a Path and a whole-number expected code", (el) => {
-    expect(error(adl(`<Application><${el}><Argument>x</Argument></${el}></Application>`)).message).toMatch(new RegExp(`<${el}> \\(line 1, column \\d+\\): <Path> is required`));
-    expect(error(adl(`<Application><${el}><Path> </Path></${el}></Application>`)).message).toMatch(/<Path> must not be empty/);
-    expect(error(adl(`<Application><${el}><Path>/x</Path><FailIfExitCodeNotEqualTo>ok</FailIfExitCodeNotEqualTo></${el}></Application>`)).message).toMatch(
-      /<FailIfExitCodeNotEqualTo>.*'ok' is not a whole number/,
-    );
-  });
-
   it("rejects bad numbers and booleans naming the element", () => {
     expect(error(adl("<Application><nordugrid-adl:Rerun>x</nordugrid-adl:Rerun></Application>")).message).toMatch(/<Rerun>.*'x' is not a whole number/);
     expect(error(adl("<Application><nordugrid-adl:DryRun>perhaps</nordugrid-adl:DryRun></Application>")).message).toMatch(/<DryRun>/);
@@ -261,10 +238,6 @@ describe("ADL Resources", () => {
     expect(one(adl("<Resources><Coprocessor>CUDA</Coprocessor></Resources>")).gpus).toBe(1);
     expect(one(adl('<Resources><Coprocessor optional="true">GPU</Coprocessor></Resources>')).gpus).toBeUndefined();
     expect(error(adl("<Resources><Coprocessor>FPGA</Coprocessor></Resources>")).message).toMatch(/<Coprocessor>.*'FPGA' is not supported/);
-  });
-
-  it.each(["NetworkInfo", "Benchmark"])("rejects %s", (el) => {
-    expect(error(adl(`<Resources><${el}>x</${el}></Resources>`)).message).toMatch(new RegExp(`<${el}>.*not supported`));
   });
 
   it("rejects a zero disk requirement and negative memory", () => {

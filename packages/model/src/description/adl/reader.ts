@@ -229,10 +229,22 @@ class AdlReader {
     const platform = child(res, "Platform");
     if (platform) d.hints.platform = this.str(platform);
     const access = child(res, "NodeAccess");
-    if (access) d.hints.nodeaccess = this.str(access);
+    if (access) {
+      const a = this.str(access);
+      if (!/^(inbound|outbound|inoutbound)$/.test(a)) this.fail(access, `'${a}' is not one of inbound, outbound, inoutbound`);
+      d.hints.nodeaccess = a;
+    }
     const parallel = child(res, "ParallelEnvironment");
-    const ptype = parallel && child(parallel, "Type");
-    if (ptype) d.hints.parallelenvironment = this.str(ptype);
+    if (parallel) {
+      // Only the type is kept (a hint); the rest is checked as A-REX checks it, then not used.
+      const ptype = child(parallel, "Type");
+      if (ptype) d.hints.parallelenvironment = this.str(ptype);
+      for (const local of ["ProcessesPerSlot", "ThreadsPerProcess"]) {
+        const n = child(parallel, local);
+        if (n) this.int(n);
+      }
+      for (const o of children(parallel, "Option")) this.required(o, "Name");
+    }
   }
 
   private dataStaging(ds: XNode): void {
