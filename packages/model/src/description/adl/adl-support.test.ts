@@ -62,3 +62,24 @@ describe("ADL Resources A-REX refuses or checks", () => {
     expect(error(adl("<Resources><ParallelEnvironment><Option><Value>x</Value></Option></ParallelEnvironment></Resources>")).message).toMatch(/<Name> is required/);
   });
 });
+
+describe("ADL elements A-REX keeps without acting on them", () => {
+  it("RemoteLogging URLs become the jobreport hint (as xRSL jobreport); a missing or bad URL is refused", () => {
+    const d = one(adl("<Application><RemoteLogging><ServiceType>SGAS</ServiceType><URL>https://sgas.example.org/r</URL></RemoteLogging><RemoteLogging><ServiceType>APEL</ServiceType><URL>https://apel.example.org</URL></RemoteLogging></Application>"));
+    expect(d.hints.jobreport).toBe("https://sgas.example.org/r; https://apel.example.org");
+    expect(error(adl("<Application><RemoteLogging><ServiceType>SGAS</ServiceType></RemoteLogging></Application>")).message).toMatch(/<URL> is required/);
+    expect(error(adl("<Application><RemoteLogging><URL>not a url</URL></RemoteLogging></Application>")).message).toMatch(/'not a url' is not a URL/);
+  });
+
+  it("RemoteSessionAccess and Target Mandatory must be booleans, and are not used", () => {
+    expect(one(adl("<Resources><RemoteSessionAccess>true</RemoteSessionAccess></Resources>")).hints).toEqual({});
+    expect(error(adl("<Resources><RemoteSessionAccess>maybe</RemoteSessionAccess></Resources>")).message).toMatch(/<RemoteSessionAccess>.*'maybe'/);
+    expect(error(adl("<DataStaging><OutputFile><Name>o</Name><Target><URI>https://h/o</URI><Mandatory>often</Mandatory></Target></OutputFile></DataStaging>")).message).toMatch(/<Mandatory>/);
+  });
+
+  it("identification details and unknown elements are ignored", () => {
+    const d = one(adl("<ActivityIdentification><Name>n</Name><Description>d</Description><Type>single</Type><Annotation>a</Annotation></ActivityIdentification><Application><Executable><Path>/bin/true</Path></Executable><Whatever/></Application>"));
+    expect(d.jobName).toBe("n");
+    expect(d.hints).toEqual({});
+  });
+});

@@ -128,6 +128,13 @@ class AdlReader {
       else this.fail(expiration, `'${s}' is neither a duration nor a time`);
     }
     for (const n of children(app, "Notification")) this.notification(n);
+    // A-REX turns RemoteLogging into per-job accounting report URLs (xRSL jobreport); stored as
+    // that hint, not acted upon: accounting goes where the site configures it.
+    for (const n of children(app, "RemoteLogging")) {
+      const url = this.str(this.required(n, "URL"));
+      if (!URL.canParse(url)) this.fail(n, `'${url}' is not a URL`);
+      d.hints.jobreport = d.hints.jobreport === undefined ? url : `${d.hints.jobreport}; ${url}`;
+    }
     const rerun = child(app, "Rerun");
     if (rerun) d.rerun = this.int(rerun);
     const priority = child(app, "Priority");
@@ -179,6 +186,9 @@ class AdlReader {
       if (!/^(CUDA|GPU|OpenCL)$/i.test(kind)) this.fail(cop, `'${kind}' is not supported by this computing element (CUDA, GPU or OpenCL: one GPU)`);
       if (parseBoolean(cop.attrs.optional ?? "") !== true) d.gpus = 1;
     }
+    // Checked as A-REX checks it, then not used: the session dir is reached through this CE only.
+    const remote = child(res, "RemoteSessionAccess");
+    if (remote) this.bool(remote);
     const queue = child(res, "QueueName");
     if (queue) d.queue = this.str(queue);
     const wall = child(res, "WallTime");
@@ -291,6 +301,9 @@ class AdlReader {
     };
     this.location(t, f);
     f.target = this.url(t, f);
+    // Mandatory: checked as A-REX checks it and not used (A-REX drops it too).
+    const mandatory = child(t, "Mandatory");
+    if (mandatory) this.bool(mandatory);
     const creation = child(t, "CreationFlag");
     if (creation) {
       const c = this.str(creation);
