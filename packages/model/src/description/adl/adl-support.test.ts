@@ -46,10 +46,14 @@ describe("ADL PreExecutable and PostExecutable", () => {
 });
 
 describe("ADL Resources A-REX refuses or checks", () => {
-  it.each(["NetworkInfo", "Benchmark"])("rejects %s", (el) => {
-    expect(error(adl(`<Resources><${el}>x</${el}></Resources>`)).message).toMatch(new RegExp(`<${el}>.*not supported`));
+  it.each([
+    ["NetworkInfo", "network type"],
+    ["Benchmark", "benchmarks it publishes"],
+  ])("refuses %s by name, with the reason", (el, why) => {
+    const e = error(adl(`<Resources><${el}>x</${el}></Resources>`));
+    expect(e.code).toBe("INVALID_DESCRIPTION");
+    expect(e.message).toMatch(new RegExp(`<${el}> \\(line 1, column \\d+\\): is not supported by this computing element: .*${why}`));
   });
-
 
   it("NodeAccess is one of inbound, outbound, inoutbound (kept as a hint), as A-REX requires", () => {
     expect(one(adl("<Resources><NodeAccess>inoutbound</NodeAccess></Resources>")).hints.nodeaccess).toBe("inoutbound");

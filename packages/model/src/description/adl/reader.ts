@@ -70,10 +70,11 @@ class AdlReader {
     return child(parent, local) ?? this.fail(parent, `<${local}> is required`);
   }
 
-  unsupported(parent: XNode, locals: string[]): void {
-    for (const local of locals) {
+  /** Elements refused by name, each with the reason the user reads (docs/adl.md). */
+  unsupported(parent: XNode, reasons: Record<string, string>): void {
+    for (const [local, why] of Object.entries(reasons)) {
       const n = child(parent, local);
-      if (n) this.fail(n, "is not supported by this computing element");
+      if (n) this.fail(n, `is not supported by this computing element: ${why}`);
     }
   }
 
@@ -178,7 +179,10 @@ class AdlReader {
 
   private resources(res: XNode): void {
     const d = this.d;
-    this.unsupported(res, ["NetworkInfo", "Benchmark"]);
+    this.unsupported(res, {
+      NetworkInfo: "jobs cannot be placed by network type (A-REX refuses it too)",
+      Benchmark: "choose the computing element by the benchmarks it publishes instead (A-REX refuses it too)",
+    });
     const cop = child(res, "Coprocessor");
     if (cop) {
       // EMI-ES names the kind, not a number: a GPU kind is one GPU; optional="true" asks for none.
