@@ -8,6 +8,9 @@
  * slots, at most `concurrency` at once, and one owner never holds all of them.
  * docs/state-hooks.md.
  *
+ * ADL PreExecutable: arcsub passes it on; a failing one fails the job with its name and code in
+ * `arcstat -l`. docs/adl.md.
+ *
  * GPUs: a queue's maxGpusPerJob refuses a bigger request at submission (per-item 403 whose reason
  * arcsub prints) and is published in GLUE2, which arcinfo still reads. docs/gpus.md.
  */
@@ -132,6 +135,29 @@ describe.skipIf(!HAS_ARC)("site hooks and GPU limits through the ARC client (for
     const logs = stack.logs();
     for (const u of hangUrls) expect(logs).toMatch(new RegExp(`"jobId":"${id(u)}".*timed out after ${HOOK_TIMEOUT_S} s`));
     expect(logs).toMatch(new RegExp(`"jobId":"${id(crashUrl)}".*signal SIGKILL`));
+  });
+
+  it("ADL PreExecutable through arcsub: a failing one fails the job, and arcstat -l names it and its code", { timeout: 60_000 }, async () => {
+    const mine = stack.arcEnv.X509_USER_PROXY!;
+    const jobsDat = join(stack.state, "home", "prepost.dat");
+    writeFileSync(
+      join(work, "pre.adl"),
+      `<?xml version="1.0" encoding="UTF-8"?>
+<ActivityDescription xmlns="http://www.eu-emi.eu/es/2010/12/adl">
+  <ActivityIdentification><Name>pre-fails</Name></ActivityIdentification>
+  <Application>
+    <Executable><Path>/bin/true</Path></Executable>
+    <PreExecutable><Path>/bin/sh</Path><Argument>-c</Argument><Argument>exit 3</Argument><FailIfExitCodeNotEqualTo>0</FailIfExitCodeNotEqualTo></PreExecutable>
+  </Application>
+  <Resources><QueueName>main</QueueName></Resources>
+</ActivityDescription>`,
+    );
+    const [url] = submittedJobs(ok(await run(mine, "arcsub", ["-j", jobsDat, "-C", stack.url, "-T", "arcrest", "pre.adl"]), "arcsub pre.adl").stdout);
+    const out = await waitFor("pre-executable job failed", async () => {
+      const s = await stat(mine, jobsDat);
+      return s.jobs.get(id(url))?.state === "Failed" ? s.out : undefined;
+    }, 30_000);
+    expect(out).toMatch(/^ Job Error: LRMS error: \(3\) Pre-executable 1 \(\/bin\/sh\) exited with code 3, expected 0$/m);
   });
 
   // arcsub re-writes every description as ADL before sending it (and drops xRSL's `gpus`, an

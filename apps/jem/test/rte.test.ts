@@ -99,6 +99,30 @@ describe("RTE stage 0: joboption_* in and out", () => {
     });
   });
 
+  it("stage 0 sees the job's pre-executables as joboption_pre_<n>_<i> and may add a post-executable the job then runs", async () => {
+    writeFileSync(
+      join(root, "rte", "SITE", "AUX"),
+      [
+        'if [ "$1" = 0 ]; then',
+        '  echo "$joboption_pre_0_0|$joboption_pre_0_1|$joboption_pre_0_code|$joboption_arg_code" > s0.txt',
+        "  joboption_post_0_0=/bin/sh; joboption_post_0_1=-c; joboption_post_0_2='echo from-rte-post > p.txt'",
+        "fi",
+        "true",
+      ].join("\n"),
+    );
+    const job = makeJob(
+      root,
+      { executable: "/bin/true", successExitCode: 0, preExecutables: [{ path: "/bin/echo", arguments: ["hi"], successExitCode: 0 }] },
+      { runtimeEnvironments: ["SITE/AUX"] },
+    );
+    const r = await backend.submit(job);
+    expect(await untilDone(job.jobId, r.localId, job.jobDir)).toMatchObject({ exitCode: 0 });
+    expect(readIf(join(job.sessionDir, "s0.txt"))).toBe("/bin/echo|hi|0|0\n");
+    expect(readIf(join(job.sessionDir, "p.txt"))).toBe("from-rte-post\n");
+    expect(r.rteChanges).toContain('joboption_post_0_0: (unset) → "/bin/sh"');
+    expect(batchOf(job.jobDir).postExecutables).toEqual([{ executable: "/bin/sh", arguments: ["-c", "echo from-rte-post > p.txt"], successExitCode: null }]);
+  });
+
   it("site parameters (ceadm rte params) are set before every stage; enabled links name the script", async () => {
     writeFileSync(join(root, "rte-params-src"), 'case "$1" in 0) echo "$GREETING" > s0.txt ;; 1) export SEEN="$GREETING" ;; esac\ntrue\n');
     enableRte(cfg, "SITE/PARAMS", join(root, "rte-params-src"));

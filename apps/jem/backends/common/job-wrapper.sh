@@ -178,41 +178,112 @@ for __jem_i in "${!JEM_RTE_PATHS[@]}"; do
   unset -n __jem_opts
 done
 
-if [[ -z $JEM_EXECUTABLE ]]; then
-  __jem_log "no executable; nothing to run"
-  __jem_finish 0 ""
-fi
-
-# `$VAR/rest` executables (e.g. set by an RTE) are expanded by name, never eval'ed.
-__jem_exe=$JEM_EXECUTABLE
-if [[ $__jem_exe =~ ^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(/.*)?$ ]]; then
-  __jem_var=${BASH_REMATCH[1]}
-  __jem_exe="${!__jem_var}${BASH_REMATCH[2]}"
-fi
-[[ $__jem_exe == ./* && -f $__jem_exe && ! -x $__jem_exe ]] && chmod +x -- "$__jem_exe" 2>/dev/null
-if [[ $__jem_exe == */* && ! -e $__jem_exe ]]; then
-  __jem_finish 127 "Executable $JEM_EXECUTABLE not found"
-fi
-
 __jem_in=${JEM_STDIN:-/dev/null}
 __jem_out=${JEM_STDOUT:-/dev/null}
 __jem_err=${JEM_STDERR:-/dev/null}
-[[ -r $__jem_in ]] || __jem_finish 1 "Standard input file $JEM_STDIN not found"
 for __jem_f in "$__jem_out" "$__jem_err"; do
   [[ $__jem_f == */* && $__jem_f != /dev/null ]] && mkdir -p -- "${__jem_f%/*}"
 done
+# With pre/post-executables everything appends to stdout/stderr, emptied once here, so what the
+# pre-executables print is not lost when the executable starts.
+__jem_append=""
+if (( ${#JEM_PRE_CODES[@]} + ${#JEM_POST_CODES[@]} > 0 )); then
+  __jem_append=1
+  for __jem_f in "$__jem_out" "$__jem_err"; do [[ $__jem_f != /dev/null ]] && : >"$__jem_f"; done
+fi
 
 # exec: the background subshell becomes the command, so $! is the process we signal and wait for.
 __jem_run() {
-  if [[ $__jem_err == "$__jem_out" && $__jem_out != /dev/null ]]; then
+  if [[ -n $__jem_append ]]; then
+    if [[ $__jem_err == "$__jem_out" && $__jem_out != /dev/null ]]; then
+      exec "$@" <"$__jem_in" >>"$__jem_out" 2>&1
+    else
+      exec "$@" <"$__jem_in" >>"$__jem_out" 2>>"$__jem_err"
+    fi
+  elif [[ $__jem_err == "$__jem_out" && $__jem_out != /dev/null ]]; then
     exec "$@" <"$__jem_in" >"$__jem_out" 2>&1
   else
     exec "$@" <"$__jem_in" >"$__jem_out" 2>"$__jem_err"
   fi
 }
 
+# Waits for the child $__jem_pid into __jem_code; a signal to the wrapper is passed on to it.
+__jem_wait() {
+  while :; do
+    wait "$__jem_pid"
+    __jem_code=$?
+    [[ -n $__jem_pending ]] || break
+    # A signal interrupted wait(): wait again for the real status, but only while the child
+    # exists (bash 5.2 answers -1 for a child it already reaped).
+    __jem_pending=""
+    kill -0 "$__jem_pid" 2>/dev/null || break
+  done
+  (( __jem_code >= 0 && __jem_code <= 255 )) || __jem_code=$((128 + 15))
+  __jem_pid=""
+}
+
+# `$VAR/rest` executables (e.g. set by an RTE) are expanded by name, never eval'ed.
+__jem_expand() { # VAR PATH
+  local __jem_v=$2
+  if [[ $__jem_v =~ ^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(/.*)?$ ]]; then
+    local __jem_name=${BASH_REMATCH[1]} __jem_rest=${BASH_REMATCH[2]}
+    __jem_v="${!__jem_name}$__jem_rest"
+  fi
+  [[ $__jem_v == ./* && -f $__jem_v && ! -x $__jem_v ]] && chmod +x -- "$__jem_v" 2>/dev/null
+  printf -v "$1" '%s' "$__jem_v"
+}
+
+# ADL Pre/PostExecutable (JEM_PRE_<i>/JEM_POST_<i> = (executable args...), expected codes in
+# JEM_PRE_CODES/JEM_POST_CODES): in order, in the session dir, stdin /dev/null. The first that is
+# missing or ends with another code than its expected one stops the list: __jem_aux_msg says which
+# and __jem_aux_rc is its status. The job's exit code is that status, unless it would read as the
+# executable's success code.
+__jem_aux_msg=""
+__jem_aux() { # PRE|POST Label
+  local -n __jem_codes="JEM_$1_CODES"
+  local __jem_k __jem_x
+  for __jem_k in "${!__jem_codes[@]}"; do
+    local -n __jem_cmd="JEM_$1_$__jem_k"
+    __jem_expand __jem_x "${__jem_cmd[0]}"
+    if [[ $__jem_x == */* && ! -e $__jem_x ]]; then
+      __jem_aux_rc=127 __jem_aux_msg="$2 $((__jem_k + 1)) (${__jem_cmd[0]}) not found"
+      return 1
+    fi
+    ( __jem_in=/dev/null; __jem_run "$__jem_x" "${__jem_cmd[@]:1}" ) &
+    __jem_pid=$!
+    __jem_wait
+    [[ -n $__jem_signal ]] && __jem_finish "$__jem_code" "Job was terminated by SIG$__jem_signal in $2 $((__jem_k + 1))"
+    if (( __jem_code != __jem_codes[__jem_k] )); then
+      __jem_aux_rc=$__jem_code
+      __jem_aux_msg="$2 $((__jem_k + 1)) (${__jem_cmd[0]}) exited with code $__jem_code, expected ${__jem_codes[__jem_k]}"
+      return 1
+    fi
+    unset -n __jem_cmd
+  done
+  return 0
+}
+__jem_aux_fail() {
+  local c=$__jem_aux_rc
+  (( c == JEM_SUCCESS_CODE )) && { c=1; (( JEM_SUCCESS_CODE == 1 )) && c=2; }
+  __jem_finish "$c" "$__jem_aux_msg"
+}
+
 # Cancelled (time limit, scancel) before the executable even started.
 [[ -n $__jem_signal ]] && __jem_finish 143 "Job was terminated by SIG$__jem_signal before it started"
+
+__jem_aux PRE Pre-executable || __jem_aux_fail
+
+if [[ -z $JEM_EXECUTABLE ]]; then
+  __jem_log "no executable; nothing to run"
+  __jem_aux POST Post-executable || __jem_aux_fail
+  __jem_finish 0 ""
+fi
+
+__jem_expand __jem_exe "$JEM_EXECUTABLE"
+if [[ $__jem_exe == */* && ! -e $__jem_exe ]]; then
+  __jem_finish 127 "Executable $JEM_EXECUTABLE not found"
+fi
+[[ -r $__jem_in ]] || __jem_finish 1 "Standard input file $JEM_STDIN not found"
 
 # Background + wait so a TERM (cancel, time limit) runs the trap at once instead of after the child.
 # JEM_TIME_BIN (tests) overrides the GNU time path; empty = measure without it.
@@ -225,21 +296,20 @@ else
   __jem_run "$__jem_exe" "${JEM_ARGS[@]}" &
 fi
 __jem_pid=$!
-while :; do
-  wait "$__jem_pid"
-  __jem_code=$?
-  [[ -n $__jem_pending ]] || break
-  # A signal interrupted wait(): wait again for the real status, but only while the child
-  # exists (bash 5.2 answers -1 for a child it already reaped).
-  __jem_pending=""
-  kill -0 "$__jem_pid" 2>/dev/null || break
-done
-(( __jem_code >= 0 && __jem_code <= 255 )) || __jem_code=$((128 + 15))
-__jem_pid=""
+__jem_wait
+__jem_main_code=$__jem_code
 
 if [[ -n $__jem_signal ]]; then
   __jem_finish "$__jem_code" "Job was terminated by SIG$__jem_signal"
 fi
+
+# Post-executables run whatever the executable's code; one that fails decides the job's end only
+# when the executable succeeded (otherwise the executable's failure is the one to report).
+if ! __jem_aux POST Post-executable; then
+  (( __jem_main_code == JEM_SUCCESS_CODE )) && __jem_aux_fail
+  __jem_log "$__jem_aux_msg"
+fi
+__jem_code=$__jem_main_code
 
 # RTE stage 2 runs after the executable whatever its exit code.
 for __jem_i in "${!JEM_RTE_PATHS[@]}"; do

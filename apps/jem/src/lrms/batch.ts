@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, join, normalize, sep } from "node:path";
 import type { CompiledConfig } from "@ce/config";
+import type { AuxExecutable } from "@ce/model";
 import { defaultRtes, RteError, rteParams, rteScript, type RteConfig } from "@ce/store";
 import { placementFor } from "./placement.js";
 import { BackendError, type BatchJobSpec } from "./types.js";
@@ -48,6 +49,11 @@ export interface BatchFile {
   runtimeEnvironments: Array<{ name: string; path: string; options: string[]; params: Array<{ name: string; value: string }> }>;
   executable: string | null;
   arguments: string[];
+  /** Exit code the executable must end with (ADL FailIfExitCodeNotEqualTo); null = not given (0). */
+  successExitCode: number | null;
+  /** ADL PreExecutable/PostExecutable, in order, as the wrapper runs them (relative → `./x`). */
+  preExecutables: AuxCommand[];
+  postExecutables: AuxCommand[];
   /** Session-relative (or /dev/null); null = /dev/null for stdin, discarded for stdout/stderr. */
   stdin: string | null;
   stdout: string | null;
@@ -72,6 +78,13 @@ export interface BatchFile {
   submit: { tag: string; resume: boolean };
   /** Fork containment (absent elsewhere): see BatchJobSpec.contain. */
   contain: { cgroup: string | null; cgroupCount: number; oomFile: string | null; rlimitAsKB: number | null };
+}
+
+/** A pre- or post-executable; `successExitCode` null = not given (0). */
+export interface AuxCommand {
+  executable: string;
+  arguments: string[];
+  successExitCode: number | null;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -131,6 +144,11 @@ export function wrapperExecutable(exe: string | undefined): string | null {
   return `./${exe}`;
 }
 
+/** Validated description entries → wrapper commands (the path rules are validate.ts's). */
+function auxCommands(list: readonly AuxExecutable[] | undefined): AuxCommand[] {
+  return (list ?? []).map((x) => ({ executable: wrapperExecutable(x.path) ?? fail("a pre- or post-executable has no path"), arguments: [...x.arguments], successExitCode: x.successExitCode ?? null }));
+}
+
 export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): BatchFile {
   const d = spec.description;
   const queueCfg = config.jobs.queues.find((q) => q.name === spec.queue);
@@ -184,6 +202,9 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     runtimeEnvironments: resolveRtes(spec, config),
     executable: wrapperExecutable(d.executable),
     arguments: [...d.arguments],
+    successExitCode: d.successExitCode ?? null,
+    preExecutables: auxCommands(d.preExecutables),
+    postExecutables: auxCommands(d.postExecutables),
     stdin: sessionPath("stdin", d.stdin),
     stdout: sessionPath("stdout", d.stdout),
     stderr: sessionPath("stderr", d.stderr),
@@ -274,6 +295,19 @@ export function loadWrapperBody(scriptsDir: string): string {
   return body;
 }
 
+/** An expected exit code as bash arithmetic reads it (null = 0). */
+function exitCode(c: number | null): string {
+  if (c === null) return "0";
+  if (!Number.isSafeInteger(c)) fail(`invalid expected exit code ${JSON.stringify(c)}`);
+  return String(c);
+}
+
+/** `JEM_<KIND>_CODES=(expected codes)` and per command `JEM_<KIND>_<i>=(executable args...)`. */
+function auxHeader(kind: "PRE" | "POST", list: readonly AuxCommand[]): string[] {
+  const codes = list.map((x) => exitCode(x.successExitCode));
+  return [`JEM_${kind}_CODES=(${codes.join(" ")})`, ...list.map((x, i) => `JEM_${kind}_${i}=${shArray([x.executable, ...x.arguments])}`)];
+}
+
 /** `job.sh`: shell-quoted settings of this job followed by the static wrapper body. */
 export function renderJobScript(b: BatchFile, body: string): string {
   const header = [
@@ -288,6 +322,9 @@ export function renderJobScript(b: BatchFile, body: string): string {
     `JEM_CREDENTIAL_FILE=${str(b.credentialFile)}`,
     `JEM_EXECUTABLE=${str(b.executable)}`,
     `JEM_ARGS=${shArray(b.arguments)}`,
+    `JEM_SUCCESS_CODE=${exitCode(b.successExitCode)}`,
+    ...auxHeader("PRE", b.preExecutables),
+    ...auxHeader("POST", b.postExecutables),
     `JEM_STDIN=${str(b.stdin)}`,
     `JEM_STDOUT=${str(b.stdout)}`,
     `JEM_STDERR=${str(b.stderr)}`,

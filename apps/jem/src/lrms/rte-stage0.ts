@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CompiledConfig } from "@ce/config";
-import { shq, wrapperExecutable, type BatchFile } from "./batch.js";
+import { shq, wrapperExecutable, type AuxCommand, type BatchFile } from "./batch.js";
 import { BackendError } from "./types.js";
 
 /**
@@ -25,6 +25,15 @@ export function gramiOf(b: BatchFile): Map<string, string> {
   g.set("joboption_queue", b.queue);
   g.set("joboption_jobname", b.jobName ?? "");
   [b.executable ?? "", ...b.arguments].forEach((a, i) => g.set(`joboption_arg_${i}`, a));
+  // Read-only for RTEs: the JEM judges the executable's end by the description's code.
+  if (b.successExitCode !== null) g.set("joboption_arg_code", String(b.successExitCode));
+  // ADL Pre/PostExecutable as ARC names them: joboption_pre_<n>_0 the program, _1.. its arguments.
+  for (const [kind, list] of [["pre", b.preExecutables], ["post", b.postExecutables]] as const) {
+    list.forEach((x, n) => {
+      [x.executable, ...x.arguments].forEach((a, i) => g.set(`joboption_${kind}_${n}_${i}`, a));
+      if (x.successExitCode !== null) g.set(`joboption_${kind}_${n}_code`, String(x.successExitCode));
+    });
+  }
   g.set("joboption_stdin", b.stdin ?? "/dev/null");
   // ARC gives stdout/stderr as absolute paths in the session dir.
   g.set("joboption_stdout", b.stdout && b.stdout !== "/dev/null" ? join(b.sessionDir, b.stdout) : "/dev/null");
@@ -109,6 +118,26 @@ function count(what: string, v: string | undefined, min: number): number | null 
   return n;
 }
 
+const AUX_KEY = /^joboption_(pre|post)_\d+_/;
+
+/**
+ * Pre- or post-executables after stage 0: `joboption_<kind>_<n>_0..` while set, `_code` the
+ * expected exit code. What an RTE adds must be one line, as for the arguments.
+ */
+function auxFrom(vars: ReadonlyMap<string, string>, kind: "pre" | "post", before: BatchFile): AuxCommand[] {
+  const own = new Set([...before.preExecutables, ...before.postExecutables].flatMap((x) => [x.executable, ...x.arguments]));
+  const out: AuxCommand[] = [];
+  for (let n = 0; vars.has(`joboption_${kind}_${n}_0`); n++) {
+    const cmd = indexed(vars, `joboption_${kind}_${n}_`);
+    cmd.forEach((a, i) => own.has(a) || oneLine(`joboption_${kind}_${n}_${i}`, a));
+    if (cmd[0]!.trim() === "") fail(`joboption_${kind}_${n}_0 must name a program`);
+    const code = count(`joboption_${kind}_${n}_code`, vars.get(`joboption_${kind}_${n}_code`), 0);
+    if (code !== null && code > 255) fail(`joboption_${kind}_${n}_code must be 0 to 255`);
+    out.push({ executable: wrapperExecutable(cmd[0])!, arguments: cmd.slice(1), successExitCode: code });
+  }
+  return out;
+}
+
 export interface Stage0Result {
   batch: BatchFile;
   /** `joboption_x: old → new` for every option stage 0 changed, for the job's `errors`. */
@@ -144,6 +173,10 @@ export function applyStage0(before: BatchFile, vars: ReadonlyMap<string, string>
     args.forEach((a, i) => own.has(a) || oneLine(`joboption_arg_${i}`, a));
     b.executable = wrapperExecutable(args[0]);
     b.arguments = args.slice(1);
+  }
+  if ([...keys].some((k) => AUX_KEY.test(k) && changed(k))) {
+    b.preExecutables = auxFrom(vars, "pre", before);
+    b.postExecutables = auxFrom(vars, "post", before);
   }
   const env = indexed(vars, "joboption_env_");
   if (env.length !== before.environment.length || env.some((_, i) => changed(`joboption_env_${i}`))) {

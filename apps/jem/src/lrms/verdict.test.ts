@@ -28,6 +28,14 @@ describe("failure texts a user can read (reasons in words)", () => {
     expect(describeEnd(1, "Standard input file in.txt not found").cause).toBe("user");
   });
 
+  it("a failing pre- or post-executable is the user's, named with its code", () => {
+    expect(describeEnd(3, "Pre-executable 2 (./setup.sh) exited with code 3, expected 0")).toEqual({
+      text: "LRMS error: (3) Pre-executable 2 (./setup.sh) exited with code 3, expected 0",
+      cause: "user",
+    });
+    expect(describeEnd(127, "Post-executable 1 ($HOME/x) not found").cause).toBe("user");
+  });
+
   it("limits exceeded are the user's; node failures, preemption and an administrator's cancel are the site's", () => {
     expect(describeEnd(271, "Walltime exceeded: the batch system ended the job at its time limit (Slurm TIMEOUT)").cause).toBe("user");
     expect(describeEnd(-1, "Memory exceeded: the job used more memory than it asked for (Slurm OUT_OF_MEMORY)").cause).toBe("user");

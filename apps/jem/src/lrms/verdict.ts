@@ -32,7 +32,11 @@ function signalName(n: number): string {
 }
 
 /** Texts of the job wrapper (backends/common/job-wrapper.sh) that are the user's doing. */
-const USER_TEXTS = [/^Executable .* not found$/, /^Standard input file .* not found$/];
+const USER_TEXTS = [
+  /^Executable .* not found$/,
+  /^Standard input file .* not found$/,
+  /^(Pre|Post)-executable \d+ \(.*\) (not found|exited with code \d+, expected \d+)$/,
+];
 /** Verdicts of the batch system's poll (backends/<name>/poll) that are about the job's own limits. */
 const LIMIT_TEXTS = [/^Walltime exceeded\b/i, /^CPU time exceeded\b/i, /^Memory exceeded\b/i];
 

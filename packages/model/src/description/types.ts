@@ -52,6 +52,19 @@ export interface EnvironmentVariable {
   value: string;
 }
 
+/**
+ * A program run before or after the main executable (ADL PreExecutable/PostExecutable), in the
+ * session dir as the job's account; one that exits with another code than `successExitCode`
+ * (default 0) fails the job. xRSL has no equivalent.
+ */
+export interface AuxExecutable {
+  /** Same forms as `executable`: session-relative (an input file), absolute, or `$VAR/...`. */
+  path: string;
+  arguments: string[];
+  /** ADL FailIfExitCodeNotEqualTo; default 0. */
+  successExitCode?: number | undefined;
+}
+
 export interface JobDescription {
   language: DescriptionLanguage;
   jobName?: string | undefined;
@@ -66,6 +79,10 @@ export interface JobDescription {
   /** Log directory name inside the session dir (xRSL gmlog, ADL LoggingDirectory). */
   logDir?: string | undefined;
   environment: EnvironmentVariable[];
+  /** Run in order before the executable; absent = none (descriptions stored before they existed too). */
+  preExecutables?: AuxExecutable[] | undefined;
+  /** Run in order after the executable. */
+  postExecutables?: AuxExecutable[] | undefined;
 
   queue?: string | undefined;
   wallTimeSeconds?: number | undefined;

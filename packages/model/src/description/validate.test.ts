@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidDescriptionError } from "../errors.js";
 import { emptyDescription, type JobDescription } from "./types.js";
-import { normalizeSessionPath, validateDescription } from "./validate.js";
+import { MAX_AUX_CHARS, MAX_AUX_EXECUTABLES, normalizeSessionPath, validateDescription } from "./validate.js";
 
 function base(patch: Partial<JobDescription> = {}): JobDescription {
   return { ...emptyDescription("nordugrid:xrsl"), executable: "/bin/true", ...patch };
@@ -198,5 +198,31 @@ describe("validateDescription: URLs, names, ids", () => {
 
   it("accepts notify entries with and without flags", () => {
     expect(validateDescription(base({ notify: ["user@example.org", "bqfedc a@b.org c@d.org"] })).notify).toHaveLength(2);
+  });
+});
+
+describe("validateDescription: pre- and post-executables", () => {
+  const aux = (path: string, extra: object = {}) => ({ path, arguments: [], ...extra });
+
+  it("follow the executable's rules: relative ones are inputs made executable, absolute and $VAR kept", () => {
+    const v = validateDescription(
+      base({ inputFiles: [input("setup.sh")], preExecutables: [aux("./setup.sh", { arguments: ["a\nb"] })], postExecutables: [aux("/bin/true"), aux("$X/y", { successExitCode: 3 })] }),
+    );
+    expect(v.preExecutables).toEqual([{ path: "setup.sh", arguments: ["a\nb"] }]);
+    expect(v.inputFiles[0]?.executable).toBe(true);
+    expect(v.postExecutables?.map((x) => x.path)).toEqual(["/bin/true", "$X/y"]);
+    expect(validateDescription(base({ preExecutables: [] })).preExecutables).toBeUndefined();
+  });
+
+  it("refuses hostile paths, arguments, codes and counts, naming which one", () => {
+    expect(rejected(base({ preExecutables: [aux("/bin/true"), aux("setup.sh")] })).message).toMatch(/pre-executable 2 'setup.sh' is neither an absolute path nor one of the input files/);
+    expect(rejected(base({ freeStageIn: true, postExecutables: [aux("../../etc/x")] })).message).toMatch(/post-executable 1 '..\/..\/etc\/x' leaves the session directory/);
+    expect(rejected(base({ preExecutables: [aux("/bin/\0x")] })).message).toMatch(/pre-executable 1 contains a NUL byte/);
+    expect(rejected(base({ preExecutables: [aux(" ")] })).message).toMatch(/pre-executable 1 must not be empty/);
+    expect(rejected(base({ postExecutables: [aux("/bin/echo", { arguments: ["a\0"] })] })).message).toMatch(/arguments of post-executable 1 must not contain NUL bytes/);
+    expect(rejected(base({ postExecutables: [aux("/bin/echo", { arguments: ["x".repeat(MAX_AUX_CHARS)] })] })).message).toMatch(/post-executable 1 and its arguments are \d+ characters long/);
+    expect(rejected(base({ preExecutables: [aux("/bin/true", { successExitCode: 256 })] })).message).toMatch(/must be 0 to 255, got 256/);
+    const many = Array.from({ length: MAX_AUX_EXECUTABLES + 1 }, () => aux("/bin/true"));
+    expect(rejected(base({ preExecutables: many })).message).toMatch(new RegExp(`${MAX_AUX_EXECUTABLES + 1} pre-executables; at most ${MAX_AUX_EXECUTABLES}`));
   });
 });

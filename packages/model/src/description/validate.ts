@@ -131,18 +131,60 @@ function checkOutputs(d: JobDescription): void {
   });
 }
 
-function checkExecutable(d: JobDescription): void {
-  if (d.executable === undefined) return;
-  const exe = d.executable;
-  if (exe.trim() === "") fail("executable", "executable must not be empty");
-  if (exe.includes("\0")) fail("executable", "executable contains a NUL byte");
-  if (exe.startsWith("/") || exe.startsWith("$")) return;
-  d.executable = sessionName("executable", exe, "executable");
-  const input = d.inputFiles.find((f) => f.name === d.executable);
+/**
+ * An executable path as the wrapper runs it: absolute and `$VAR/...` kept, anything else a file of
+ * the session dir that must be one of the inputs (it is made executable) unless the client pushes
+ * files freely.
+ */
+function executablePath(d: JobDescription, field: string, exe: string, what: string): string {
+  if (exe.trim() === "") fail(field, `${what} must not be empty`);
+  if (exe.includes("\0")) fail(field, `${what} contains a NUL byte`);
+  if (exe.startsWith("/") || exe.startsWith("$")) return exe;
+  const name = sessionName(field, exe, what);
+  const input = d.inputFiles.find((f) => f.name === name);
   if (input) input.executable = true;
   else if (!d.freeStageIn) {
-    fail("executable", `executable '${exe}' is neither an absolute path nor one of the input files; add it to the inputs (xRSL inputfiles, ADL InputFile)`);
+    fail(field, `${what} '${exe}' is neither an absolute path nor one of the input files; add it to the inputs (xRSL inputfiles, ADL InputFile)`);
   }
+  return name;
+}
+
+function checkExecutable(d: JobDescription): void {
+  if (d.executable !== undefined) d.executable = executablePath(d, "executable", d.executable, "executable");
+}
+
+/** Per list (pre, post): far above real use, small enough that a job script stays a few KB. */
+export const MAX_AUX_EXECUTABLES = 16;
+/** Arguments of one pre/post executable, and its path and arguments in characters together. */
+export const MAX_AUX_ARGUMENTS = 1000;
+export const MAX_AUX_CHARS = 128 * 1024;
+
+/** ADL Pre/PostExecutable: the main executable's rules, bounded in number and size. */
+function checkAux(d: JobDescription, key: "preExecutables" | "postExecutables", what: string): void {
+  const list = d[key];
+  if (list === undefined) return;
+  if (list.length === 0) {
+    delete d[key];
+    return;
+  }
+  if (list.length > MAX_AUX_EXECUTABLES) fail(key, `${list.length} ${what}s; at most ${MAX_AUX_EXECUTABLES} are allowed`);
+  list.forEach((x, i) => {
+    const field = `${key}[${i}]`;
+    const name = `${what} ${i + 1}`;
+    x.path = executablePath(d, `${field}.path`, x.path, name);
+    if (x.arguments.length > MAX_AUX_ARGUMENTS) fail(`${field}.arguments`, `${name} has ${x.arguments.length} arguments; at most ${MAX_AUX_ARGUMENTS} are allowed`);
+    let chars = x.path.length;
+    for (const a of x.arguments) {
+      if (a.includes("\0")) fail(`${field}.arguments`, `arguments of ${name} must not contain NUL bytes`);
+      chars += a.length;
+    }
+    if (chars > MAX_AUX_CHARS) fail(`${field}.arguments`, `${name} and its arguments are ${chars} characters long; at most ${MAX_AUX_CHARS} are allowed`);
+    const code = x.successExitCode;
+    // An exit status is 0-255: any other expected code would fail every run.
+    if (code !== undefined && (!Number.isSafeInteger(code) || code < 0 || code > 255)) {
+      fail(`${field}.successExitCode`, `expected exit code of ${name} (ADL FailIfExitCodeNotEqualTo) must be 0 to 255, got ${code}`);
+    }
+  });
 }
 
 function checkResources(d: JobDescription, opts: ValidateOptions): void {
@@ -235,6 +277,8 @@ export function validateDescription(desc: JobDescription, opts: ValidateOptions 
   checkInputs(d, opts.localInputPrefixes ?? []);
   checkOutputs(d);
   checkExecutable(d);
+  checkAux(d, "preExecutables", "pre-executable");
+  checkAux(d, "postExecutables", "post-executable");
   if (d.stdin !== undefined) d.stdin = sessionName("stdin", d.stdin, "standard input file");
   if (d.stdout !== undefined) d.stdout = sessionName("stdout", d.stdout, "standard output file");
   if (d.stderr !== undefined) d.stderr = sessionName("stderr", d.stderr, "standard error file");

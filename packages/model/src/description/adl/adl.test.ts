@@ -172,12 +172,6 @@ describe("ADL Application", () => {
     );
   });
 
-  it.each(["PreExecutable", "PostExecutable"])("rejects %s", (el) => {
-    const e = error(adl(`<Application><${el}><Path>/bin/x</Path></${el}></Application>`));
-    expect(e.code).toBe("INVALID_DESCRIPTION");
-    expect(e.message).toMatch(new RegExp(`<${el}> \\(line 1, column \\d+\\): is not supported`));
-  });
-
   it("rejects bad numbers and booleans naming the element", () => {
     expect(error(adl("<Application><nordugrid-adl:Rerun>x</nordugrid-adl:Rerun></Application>")).message).toMatch(/<Rerun>.*'x' is not a whole number/);
     expect(error(adl("<Application><nordugrid-adl:DryRun>perhaps</nordugrid-adl:DryRun></Application>")).message).toMatch(/<DryRun>/);
@@ -244,10 +238,6 @@ describe("ADL Resources", () => {
     expect(one(adl("<Resources><Coprocessor>CUDA</Coprocessor></Resources>")).gpus).toBe(1);
     expect(one(adl('<Resources><Coprocessor optional="true">GPU</Coprocessor></Resources>')).gpus).toBeUndefined();
     expect(error(adl("<Resources><Coprocessor>FPGA</Coprocessor></Resources>")).message).toMatch(/<Coprocessor>.*'FPGA' is not supported/);
-  });
-
-  it.each(["NetworkInfo", "Benchmark"])("rejects %s", (el) => {
-    expect(error(adl(`<Resources><${el}>x</${el}></Resources>`)).message).toMatch(new RegExp(`<${el}>.*not supported`));
   });
 
   it("rejects a zero disk requirement and negative memory", () => {

@@ -4,7 +4,7 @@
  * Range and path checks are left to validate.ts.
  */
 import { InvalidDescriptionError, positionAt } from "../../errors.js";
-import { emptyDescription, type InputFile, type JobDescription, type OutputFile } from "../types.js";
+import { emptyDescription, type AuxExecutable, type InputFile, type JobDescription, type OutputFile } from "../types.js";
 import { SECOND, parseBoolean, parseDuration, parseInteger, parseTimestamp, splitUrlOptions } from "../values.js";
 import { child, children, type XNode } from "./xml.js";
 
@@ -70,10 +70,11 @@ class AdlReader {
     return child(parent, local) ?? this.fail(parent, `<${local}> is required`);
   }
 
-  unsupported(parent: XNode, locals: string[]): void {
-    for (const local of locals) {
+  /** Elements refused by name, each with the reason the user reads (docs/adl.md). */
+  unsupported(parent: XNode, reasons: Record<string, string>): void {
+    for (const [local, why] of Object.entries(reasons)) {
       const n = child(parent, local);
-      if (n) this.fail(n, "is not supported by this computing element");
+      if (n) this.fail(n, `is not supported by this computing element: ${why}`);
     }
   }
 
@@ -92,7 +93,6 @@ class AdlReader {
 
   private application(app: XNode): void {
     const d = this.d;
-    this.unsupported(app, ["PreExecutable", "PostExecutable"]);
     const exe = child(app, "Executable");
     if (exe) {
       const path = child(exe, "Path");
@@ -102,6 +102,10 @@ class AdlReader {
       const code = child(exe, "FailIfExitCodeNotEqualTo");
       if (code) d.successExitCode = this.int(code);
     }
+    const pre = children(app, "PreExecutable").map((n) => this.auxExecutable(n));
+    if (pre.length) d.preExecutables = pre;
+    const post = children(app, "PostExecutable").map((n) => this.auxExecutable(n));
+    if (post.length) d.postExecutables = post;
     const input = child(app, "Input");
     if (input) d.stdin = this.str(input);
     const output = child(app, "Output");
@@ -125,6 +129,13 @@ class AdlReader {
       else this.fail(expiration, `'${s}' is neither a duration nor a time`);
     }
     for (const n of children(app, "Notification")) this.notification(n);
+    // A-REX turns RemoteLogging into per-job accounting report URLs (xRSL jobreport); stored as
+    // that hint, not acted upon: accounting goes where the site configures it.
+    for (const n of children(app, "RemoteLogging")) {
+      const url = this.str(this.required(n, "URL"));
+      if (!URL.canParse(url)) this.fail(n, `'${url}' is not a URL`);
+      d.hints.jobreport = d.hints.jobreport === undefined ? url : `${d.hints.jobreport}; ${url}`;
+    }
     const rerun = child(app, "Rerun");
     if (rerun) d.rerun = this.int(rerun);
     const priority = child(app, "Priority");
@@ -140,6 +151,16 @@ class AdlReader {
     if (dry) d.dryRun = this.bool(dry);
     const cred = child(app, "CredentialService");
     if (cred) d.hints.credentialserver = this.str(cred);
+  }
+
+  /** Pre/PostExecutable: the same shape as Executable, but a Path is required (ADL's schema). */
+  private auxExecutable(n: XNode): AuxExecutable {
+    const path = this.str(this.required(n, "Path"));
+    if (path === "") this.fail(n, "<Path> must not be empty");
+    const x: AuxExecutable = { path, arguments: children(n, "Argument").map((a) => a.text) };
+    const code = child(n, "FailIfExitCodeNotEqualTo");
+    if (code) x.successExitCode = this.int(code);
+    return x;
   }
 
   private notification(n: XNode): void {
@@ -158,7 +179,10 @@ class AdlReader {
 
   private resources(res: XNode): void {
     const d = this.d;
-    this.unsupported(res, ["NetworkInfo", "Benchmark"]);
+    this.unsupported(res, {
+      NetworkInfo: "jobs cannot be placed by network type (A-REX refuses it too)",
+      Benchmark: "choose the computing element by the benchmarks it publishes instead (A-REX refuses it too)",
+    });
     const cop = child(res, "Coprocessor");
     if (cop) {
       // EMI-ES names the kind, not a number: a GPU kind is one GPU; optional="true" asks for none.
@@ -166,6 +190,9 @@ class AdlReader {
       if (!/^(CUDA|GPU|OpenCL)$/i.test(kind)) this.fail(cop, `'${kind}' is not supported by this computing element (CUDA, GPU or OpenCL: one GPU)`);
       if (parseBoolean(cop.attrs.optional ?? "") !== true) d.gpus = 1;
     }
+    // Checked as A-REX checks it, then not used: the session dir is reached through this CE only.
+    const remote = child(res, "RemoteSessionAccess");
+    if (remote) this.bool(remote);
     const queue = child(res, "QueueName");
     if (queue) d.queue = this.str(queue);
     const wall = child(res, "WallTime");
@@ -216,10 +243,22 @@ class AdlReader {
     const platform = child(res, "Platform");
     if (platform) d.hints.platform = this.str(platform);
     const access = child(res, "NodeAccess");
-    if (access) d.hints.nodeaccess = this.str(access);
+    if (access) {
+      const a = this.str(access);
+      if (!/^(inbound|outbound|inoutbound)$/.test(a)) this.fail(access, `'${a}' is not one of inbound, outbound, inoutbound`);
+      d.hints.nodeaccess = a;
+    }
     const parallel = child(res, "ParallelEnvironment");
-    const ptype = parallel && child(parallel, "Type");
-    if (ptype) d.hints.parallelenvironment = this.str(ptype);
+    if (parallel) {
+      // Only the type is kept (a hint); the rest is checked as A-REX checks it, then not used.
+      const ptype = child(parallel, "Type");
+      if (ptype) d.hints.parallelenvironment = this.str(ptype);
+      for (const local of ["ProcessesPerSlot", "ThreadsPerProcess"]) {
+        const n = child(parallel, local);
+        if (n) this.int(n);
+      }
+      for (const o of children(parallel, "Option")) this.required(o, "Name");
+    }
   }
 
   private dataStaging(ds: XNode): void {
@@ -266,6 +305,9 @@ class AdlReader {
     };
     this.location(t, f);
     f.target = this.url(t, f);
+    // Mandatory: checked as A-REX checks it and not used (A-REX drops it too).
+    const mandatory = child(t, "Mandatory");
+    if (mandatory) this.bool(mandatory);
     const creation = child(t, "CreationFlag");
     if (creation) {
       const c = this.str(creation);
