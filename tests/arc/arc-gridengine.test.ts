@@ -6,7 +6,7 @@
  *
  * Grid Engine: a private cell (own SGE_ROOT and spool, free ports, tests/support/gridengine-cluster.ts),
  * started once. The walltime job runs in a queue whose default wall time is 4 s, so Grid Engine's
- * h_rt kill comes within seconds. Skipped only when ARC / Grid Engine are not installed.
+ * h_rt kill comes within seconds. The cell's daemons must listen on loopback only. Skipped only when ARC / Grid Engine are not installed.
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startStack, type Stack } from "../support/stack.js";
 import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "../support/gridengine-cluster.js";
+import { isLoopback, listeningAddresses } from "../support/listening.js";
 import { arc, HAS_ARC, ok, parseArcstat, processesIn, submittedJobs, waitFor, type ArcJob } from "./arc-tools.js";
 
 const SKIP = !HAS_ARC || !HAS_GRIDENGINE;
@@ -76,6 +77,14 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
     await stack?.stop();
     sge?.stop();
   }, 60_000);
+
+  it("sge_qmaster and sge_execd listen on loopback only (start-sge.sh preloads loopback-bind.c)", () => {
+    for (const [daemon, pid] of Object.entries(sge.pids)) {
+      const addrs = listeningAddresses(pid);
+      expect(addrs.length, `${daemon} (pid ${pid}) listens nowhere`).toBeGreaterThan(0);
+      expect(addrs.filter((a) => !isLoopback(a)), `${daemon}: ${addrs.join(" ")}`).toEqual([]);
+    }
+  });
 
   it("arcsub submits four jobs in one call; arcinfo names Grid Engine", async () => {
     const r = ok(await run("arcsub", ["-C", stack.url, "-T", "arcrest", "-j", jobsDat, ...Object.keys(JOBS)], 60_000), "arcsub");
