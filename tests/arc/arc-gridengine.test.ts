@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startStack, type Stack } from "../support/stack.js";
 import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "../support/gridengine-cluster.js";
 import { isLoopback, listeningAddresses } from "../support/listening.js";
-import { arc, HAS_ARC, ok, parseArcstat, processesIn, submittedJobs, waitFor, type ArcJob } from "./arc-tools.js";
+import { arc, HAS_ARC, ok, restCall, parseArcstat, processesIn, submittedJobs, waitFor, type ArcJob } from "./arc-tools.js";
 
 const SKIP = !HAS_ARC || !HAS_GRIDENGINE;
 if (SKIP) console.warn("arc-gridengine.test.ts SKIPPED: needs the ARC client and Grid Engine (scripts/ensure-system-deps.sh arc sge)");
@@ -27,6 +27,8 @@ echo "on $(hostname)" > res/where.txt
 echo "stdout line $1"
 echo "stderr line" >&2
 `;
+/** Slots of each queue of the cell: a number no test host has as its CPU count, so /info shows it came from qhost. */
+const SLOTS = 7;
 const JOBS: Record<string, string> = {
   "io.xrsl": `&(executable="run.sh")(arguments="A1")(jobname="sge-io")(queue="main")
  (inputfiles=("run.sh" "")("in.txt" ""))(outputfiles=("out.txt" "")("res/" ""))(stdout="stdout.txt")(stderr="stderr.txt")`,
@@ -59,7 +61,7 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
   };
 
   beforeAll(async () => {
-    sge = await startGridEngine(`/tmp/ce-sge-e${process.pid}`, { queues: ["main", "short"], slots: 4 });
+    sge = await startGridEngine(`/tmp/ce-sge-e${process.pid}`, { queues: ["main", "short"], slots: SLOTS });
     stack = await startStack({ redisUrl: inject("redisUrl"), redisUsers: inject("redisUsers"), backend: "sge", env: sge.env,
       // CE queues = Grid Engine queues; a job in "short" gets a 4 s h_rt unless it asks for more.
       config: { jobs: { queues: [{ name: "main" }, { name: "short", defaultWallTimeSeconds: 4 }] }, lrms: { pollIntervalMs: 300 } },
@@ -95,12 +97,20 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
     expect(Object.keys(ids).sort()).toEqual(["sge-admin", "sge-io", "sge-sleep", "sge-walltime"]);
     const info = ok(await run("arcinfo", ["-c", stack.url, "-l"]), "arcinfo -l");
     expect(info.stdout).toMatch(/Resource manager: SGE/i);
+    // Slot numbers from Grid Engine (qhost -q): the one host counted once, each queue its own.
+    const xml = (await restCall({ url: `${stack.url}/rest/1.0/info`, proxyFile: env.X509_USER_PROXY!, caFile: join(stack.pki, "ca", "ca.pem"), headers: { accept: "text/xml" } })).body;
+    expect(/<ComputingManager\b[\s\S]*?<TotalSlots>(\d+)<\/TotalSlots>/.exec(xml)?.[1]).toBe(String(SLOTS));
+    const shares = [...xml.matchAll(/<ComputingShare\b[\s\S]*?<MappingQueue>(\w+)<\/MappingQueue>[\s\S]*?<\/ComputingShare>/g)];
+    const slotsOf = (share: string) => ["FreeSlots", "UsedSlots"].reduce((n, k) => n + Number(new RegExp(`<${k}>(\\d+)<`).exec(share)?.[1] ?? NaN), 0);
+    // Free + used of one qhost answer: the queue's slots, whichever jobs run at this moment.
+    expect(shares.map((m) => [m[1], slotsOf(m[0])])).toEqual([["main", SLOTS], ["short", SLOTS]]);
   }, 60_000);
 
   it("arcstat follows the jobs: the I/O job FINISHED, the sleeps Running in Grid Engine", async () => {
     const s = await until({ [ids["sge-io"]!]: "Finished", [ids["sge-sleep"]!]: "Running", [ids["sge-admin"]!]: "Running" });
     expect(s.get(ids["sge-io"]!)).toMatchObject({ specificState: "FINISHED", exitCode: 0 });
-    expect(qstate("sge_sleep")).toBe("r"); // really running in the batch system
+    // Really running in the batch system: "t" (being handed to the execd) also reads RUNNING, for a moment.
+    await waitFor("qstat state r of sge_sleep", async () => (qstate("sge_sleep") === "r" ? true : undefined), 10_000);
   }, 60_000);
 
   it("arcget downloads the outputs of the finished job", async () => {
