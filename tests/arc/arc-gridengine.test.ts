@@ -2,16 +2,19 @@
  * The REAL ARC client against the whole CE on the Grid Engine back end (apps/jem/backends/sge), the
  * third batch system after fork and Slurm: arcsub (uploads, one call) → arcstat → arcget, arckill
  * of a running job, a job Grid Engine kills at its h_rt and one an administrator qdels, each with
- * the words the user reads in `arcstat -l`.
+ * the words the user reads in `arcstat -l`; slot numbers in /info and the usage record's figures
+ * come from Grid Engine.
  *
  * Grid Engine: a private cell (own SGE_ROOT and spool, free ports, tests/support/gridengine-cluster.ts),
  * started once. The walltime job runs in a queue whose default wall time is 4 s, so Grid Engine's
- * h_rt kill comes within seconds. The cell's daemons must listen on loopback only. Skipped only when ARC / Grid Engine are not installed.
+ * h_rt kill comes within seconds. The cell's daemons must listen on loopback only. Skipped only when
+ * ARC / Grid Engine are not installed.
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { AccountingDb } from "../../packages/accounting/src/index.js";
 import { startStack, type Stack } from "../support/stack.js";
 import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "../support/gridengine-cluster.js";
 import { isLoopback, listeningAddresses } from "../support/listening.js";
@@ -123,6 +126,22 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
     expect(readFileSync(join(d, "out.txt"), "utf8")).toBe("hello input\n");
     expect(readFileSync(join(d, "res", "where.txt"), "utf8")).toMatch(/^on /);
   }, 30_000);
+
+  it("the usage record of the finished job carries Grid Engine's figures (sge/usage reads the accounting file)", async () => {
+    const db = await AccountingDb.open(undefined, stack.state);
+    try {
+      const rec = await waitFor("the usage record of sge-io", async () => (await db.endedBetween(0, 2 ** 31)).find((r) => r.jobId === ids["sge-io"]), 30_000);
+      // accounting(5): 6 job_number 10 start_time 11 end_time 14 ru_wallclock 35 slots; the job's record.
+      const acct = readFileSync(join(sge.env.SGE_ROOT!, sge.env.SGE_CELL!, "common", "accounting"), "utf8");
+      const f = acct.split("\n").map((l) => l.split(":")).find((x) => x[5] === rec.batchId);
+      expect(f, `accounting record of Grid Engine job ${rec.batchId}`).toBeDefined();
+      expect({ start: rec.startTime, end: rec.endTime, wall: rec.wallSeconds, processors: rec.processors, nodes: rec.nodeCount }).toEqual({
+        start: Number(f![9]), end: Number(f![10]), wall: Math.round(Number(f![13])), processors: Number(f![34]), nodes: 1,
+      });
+    } finally {
+      await db.close();
+    }
+  }, 40_000);
 
   it("arckill stops the running job → KILLED, payload gone, job deleted from Grid Engine", async () => {
     const id = ids["sge-sleep"]!;
