@@ -7,7 +7,8 @@
 # of VO placement by Slurm account/QOS and of usage taken from sacct); a C++ tool chain because better-sqlite3 is compiled at install
 # (its prebuilt binaries come from outside the npm registry).
 # Grid Engine (sge) for the third batch-system back end: tests start a private qmaster + execd from it
-# (tests/support/gridengine-cluster.ts), never the packaged services.
+# (tests/support/gridengine-cluster.ts), never the packaged services; gcc compiles the preload shim
+# that keeps those daemons on loopback (scripts/gridengine/loopback-bind.c).
 # bubblewrap runs the payload of an ENV/CONTAINER job in its image, and mmdebstrap builds the test's image.
 # Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container (default: all).
 set -euo pipefail
@@ -18,7 +19,7 @@ for g in "${groups[@]}"; do
     base) want+=(redis-server redis-tools redis-sentinel openssl time procps python3) ;;
     slurm) want+=(slurm-wlm munge) ;;
     slurmdbd) want+=(slurmdbd mariadb-server) ;;
-    sge) want+=(gridengine-master gridengine-exec gridengine-client) ;;
+    sge) want+=(gridengine-master gridengine-exec gridengine-client gcc libc6-dev) ;;
     # nordugrid-arc-arex: only for its stock RTEs (/usr/share/arc/rte), which the RTE tests run unmodified.
     arc) want+=(nordugrid-arc-client nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients nordugrid-arc-arex) ;;
     browser) want+=(chromium) ;;

@@ -18,9 +18,11 @@
 # resolved name, `hostname -f`) as aliases: all of them become the same host to every daemon and
 # client of the cell, whatever /etc/hosts says, and nothing outside DIR is changed.
 #
-# Grid Engine has no bind-address setting: the daemons listen on the wildcard address. The cell
-# accepts requests only from its own host (the one admin, submit and execution host), and
-# security_mode none means any local account may submit, as on a stock Debian install.
+# Loopback only. Grid Engine has no bind-address setting (its daemons listen on the wildcard
+# address), so both daemons run with loopback-bind.c, compiled here with the system cc into DIR and
+# preloaded, which turns their wildcard binds into 127.0.0.1 (test-only; see its header). The cell
+# also admits only its own host (the one admin, submit and execution host); security_mode none
+# means any local account may submit, as on a stock Debian install.
 set -euo pipefail
 DIR=${1:?usage: start-sge.sh DIR}
 : "${SGE_QMASTER_PORT:?set SGE_QMASTER_PORT}" "${SGE_EXECD_PORT:?set SGE_EXECD_PORT}"
@@ -30,6 +32,8 @@ TIMEOUT=${SGE_START_TIMEOUT:-60}
 PKG_ROOT=/var/lib/gridengine
 UTIL=/usr/lib/gridengine
 [[ -x $UTIL/sge_qmaster && -x $UTIL/sge_execd ]] || { echo "Grid Engine not installed (scripts/ensure-system-deps.sh sge)" >&2; exit 1; }
+CC=${CC:-cc}
+command -v "$CC" >/dev/null || { echo "no C compiler ($CC) for loopback-bind.c (scripts/ensure-system-deps.sh sge)" >&2; exit 1; }
 
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -37,6 +41,8 @@ ROOT=$DIR/root CELL=ce
 COMMON=$ROOT/$CELL/common
 [[ -e $COMMON/bootstrap ]] && { echo "$DIR already holds a cell; stop-sge.sh $DIR --purge first" >&2; exit 1; }
 mkdir -p "$COMMON" "$DIR/spool/qmaster/job_scripts" "$DIR/spool/execd" "$DIR/tmpl"
+SHIM=$DIR/loopback-bind.so
+"$CC" -shared -fPIC -O2 -Wall -o "$SHIM" "$(dirname "${BASH_SOURCE[0]}")/loopback-bind.c" -ldl
 # SGE_ROOT: the packaged binaries, libraries and util scripts by link, our own cell.
 for d in bin lib utilbin util; do ln -sfn "$PKG_ROOT/$d" "$ROOT/$d"; done
 
@@ -99,7 +105,7 @@ export SGE_ROOT='$ROOT' SGE_CELL='$CELL' SGE_QMASTER_PORT='$SGE_QMASTER_PORT' SG
 EOF
 
 # Each daemon forks into the background itself and writes its pid file.
-( cd "$DIR" && "$UTIL/sge_qmaster" ) >"$DIR/qmaster.out" 2>&1
+( cd "$DIR" && LD_PRELOAD=$SHIM "$UTIL/sge_qmaster" ) >"$DIR/qmaster.out" 2>&1
 QM_PID_FILE=$DIR/spool/qmaster/qmaster.pid
 deadline=$((SECONDS + TIMEOUT))
 until "$UTIL/qstat" -g c >/dev/null 2>&1; do
@@ -173,7 +179,7 @@ EOF
   "$UTIL/qconf" -Aq "$DIR/tmpl/queue.$q" >/dev/null
 done
 
-( cd "$DIR" && "$UTIL/sge_execd" ) >"$DIR/execd.out" 2>&1
+( cd "$DIR" && LD_PRELOAD=$SHIM "$UTIL/sge_execd" ) >"$DIR/execd.out" 2>&1
 # Ready when the execd has reported: the queue instance is no longer in state u(nknown).
 q1=${QUEUES%% *}
 # qstat -f: "queue@host qtype resv/used/tot load arch [states]"; no states = ready.

@@ -1,7 +1,8 @@
 /**
  * A private single-host Grid Engine for end-to-end suites: scripts/gridengine/start-sge.sh makes a
  * cell of its own under `dir` (own SGE_ROOT, classic spooling, host_aliases for the loopback host
- * name: see the script's header) and starts sge_qmaster and sge_execd on free ports, so it never
+ * name: see the script's header) and starts sge_qmaster and sge_execd on free loopback ports (a
+ * preloaded shim binds them to 127.0.0.1: Grid Engine has no bind option), so it never
  * meets the packaged cell (/var/lib/gridengine/default) or another suite's. Installs nothing:
  * `scripts/ensure-system-deps.sh sge` does. `stop()` deletes its jobs and stops the daemons by pid.
  */
@@ -22,6 +23,8 @@ export interface GridEngineCluster {
   env: Record<string, string>;
   /** The cell's name for this host (the reverse name of 127.0.0.1). */
   host: string;
+  /** sge_qmaster's and sge_execd's pids (the daemons, after they forked into the background). */
+  pids: { qmaster: number; execd: number };
   stop(): void;
 }
 
@@ -42,9 +45,10 @@ export async function startGridEngine(dir = `/tmp/ce-sge-e${process.pid}`, opts:
   }
   const env = Object.fromEntries([...out.matchAll(/\b(SGE_ROOT|SGE_CELL|SGE_QMASTER_PORT|SGE_EXECD_PORT)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
   const host = /SGE_HOST=(\S+)/.exec(out)?.[1];
-  if (Object.keys(env).length !== 4 || !host) {
+  const pids = /qmaster pid (\d+), execd pid (\d+)/.exec(out);
+  if (Object.keys(env).length !== 4 || !host || !pids) {
     stop();
     throw new Error(`start-sge.sh printed no usable environment:\n${out}`);
   }
-  return { dir, env, host, stop };
+  return { dir, env, host, pids: { qmaster: Number(pids[1]), execd: Number(pids[2]) }, stop };
 }

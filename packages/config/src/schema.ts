@@ -412,6 +412,8 @@ export const configSchema = z.object({
           binPath: z.string().default("/usr/bin"),
           /** Parallel environment for jobs of more than one slot (`qsub -pe <pe> N`); none = such jobs are refused. */
           parallelEnvironment: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+          /** How long /info uses one `qhost -q` answer for the queues' slot numbers. */
+          infoRefreshSeconds: z.number().int().positive().default(60),
         })
         .default({}),
     })

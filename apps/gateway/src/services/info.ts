@@ -4,7 +4,7 @@ import { REST_STATES, type RestState } from "@ce/model";
 import { CeFlags, enabledRtesCached, type ShareCount, normalVo } from "@ce/store";
 import type { Services } from "../context.js";
 import { outageOf } from "../outage.js";
-import { type ClusterSlots, SlurmSlots } from "./lrms-slots.js";
+import { type ClusterSlots, type LrmsSlots, SgeSlots, SlurmSlots } from "./lrms-slots.js";
 import { queueVos } from "./queue-vos.js";
 
 export const IMPLEMENTATION_VERSION = "0.1.0";
@@ -31,13 +31,20 @@ export function countsFrom(by: Record<string, number>): JobCounts {
 let cache: { at: number; key: Services; doc: El } | undefined;
 const CACHE_MS = 1000;
 
-/** One cached sinfo per gateway (per Services: test harnesses run several in one process). */
-const slurmSlots = new WeakMap<Services, SlurmSlots>();
+/** One cached sinfo / qhost per gateway (per Services: test harnesses run several in one process). */
+const lrmsSlots = new WeakMap<Services, LrmsSlots>();
 
 async function clusterSlots(s: Services): Promise<ClusterSlots | undefined> {
-  if (s.config.lrms.backend !== "slurm") return undefined;
-  let src = slurmSlots.get(s);
-  if (!src) slurmSlots.set(s, (src = new SlurmSlots({ binPath: s.config.lrms.slurm.binPath, log: s.logger, refreshMs: s.config.lrms.slurm.infoRefreshSeconds * 1000 })));
+  const { lrms } = s.config;
+  if (lrms.backend !== "slurm" && lrms.backend !== "sge") return undefined;
+  let src = lrmsSlots.get(s);
+  if (!src) {
+    src =
+      lrms.backend === "slurm"
+        ? new SlurmSlots({ binPath: lrms.slurm.binPath, log: s.logger, refreshMs: lrms.slurm.infoRefreshSeconds * 1000 })
+        : new SgeSlots({ binPath: lrms.sge.binPath, log: s.logger, refreshMs: lrms.sge.infoRefreshSeconds * 1000 });
+    lrmsSlots.set(s, src);
+  }
   return src.get();
 }
 
@@ -70,17 +77,17 @@ export async function infoDocument(s: Services, now = new Date()): Promise<El> {
   const serving = draining ? "draining" : "production";
   const cluster = await clusterSlots(s);
   const cpus = availableParallelism();
-  // Slurm: the cluster's CPUs from sinfo; fork: the configured slots of this host. Until sinfo has
-  // answered, the host's CPU count stands in.
+  // Slurm: the cluster's CPUs from sinfo; Grid Engine: its slots from qhost; fork: the configured
+  // slots of this host. Until the batch system has answered, the host's CPU count stands in.
   const slots = cluster?.total ?? (config.lrms.backend === "fork" ? (config.lrms.fork.slots ?? cpus) : cpus);
   const queues: QueueInput[] = config.jobs.queues.map((q) => {
     const mine = shares.filter((c) => c.queue === q.name);
     const queueCounts = countsFrom(mine.reduce((a, c) => addCounts(a, c.byRest), {}));
-    // A partition sinfo does not list has no slot this CE can use.
+    // A partition (cluster queue) the batch system does not list has no slot this CE can use.
     const part = cluster ? (cluster.partitions.get(q.partition ?? q.name) ?? { total: 0, allocated: 0, idle: 0 }) : undefined;
     const slotFields = part
       ? { totalSlots: part.total, usedSlots: part.allocated, freeSlots: part.idle }
-      : // Fork (and Slurm before sinfo answered): the queues share this host's slots.
+      : // Fork (and a batch system before it answered): the queues share this host's slots.
         { totalSlots: slots, usedSlots: queueCounts.running, freeSlots: Math.max(0, slots - counts.running) };
     return {
       name: q.name,

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { compileConfig } from "@ce/config";
-import { parseSinfo, SlurmSlots } from "./lrms-slots.js";
+import { parseQhost, parseSinfo, SgeSlots, SlurmSlots } from "./lrms-slots.js";
 import { queueVos, vosNamed } from "./queue-vos.js";
 
 describe("parseSinfo", () => {
@@ -13,6 +13,36 @@ describe("parseSinfo", () => {
     expect({ total: s.total, allocated: s.allocated, idle: s.idle }).toEqual({ total: 12, allocated: 3, idle: 7 });
     expect(s.partitions.get("main")).toEqual({ total: 12, allocated: 3, idle: 7 });
     expect(s.partitions.get("debug")).toEqual({ total: 8, allocated: 3, idle: 5 });
+  });
+});
+
+/** `qhost -q -xml` as Grid Engine 8.1.9 prints it (hostvalue lines cut but one). */
+const qhostXml = (hosts: Record<string, Record<string, [slots: number, used: number, resv: number, state: string]>>) =>
+  `<?xml version='1.0'?>\n<qhost xmlns:xsd="http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qhost/qhost.xsd">\n <host name='global'>\n   <hostvalue name='num_proc'>-</hostvalue>\n </host>\n` +
+  Object.entries(hosts)
+    .map(
+      ([h, qs]) =>
+        ` <host name='${h}'>\n   <hostvalue name='num_proc'>8</hostvalue>\n` +
+        Object.entries(qs)
+          .map(([q, [slots, used, resv, state]]) =>
+            [` <queue name='${q}'>`, ["qtype_string", "BI"], ["slots_used", used], ["slots", slots], ["slots_resv", resv], ["state_string", state], " </queue>"]
+              .map((x) => (typeof x === "string" ? x : `   <queuevalue qname='${q}' name='${x[0]}'>${x[1]}</queuevalue>`))
+              .join("\n"),
+          )
+          .join("\n") +
+        "\n </host>\n",
+    )
+    .join("") +
+  "</qhost>\n";
+
+describe("parseQhost", () => {
+  it("sums each queue's instances, gives a disabled or alarmed instance no idle slot, and counts a host in two queues once", () => {
+    const s = parseQhost(qhostXml({ n1: { main: [8, 3, 1, ""], short: [8, 2, 0, ""] }, n2: { main: [4, 0, 0, "d"] }, n3: { main: [4, 1, 0, "a"], short: [2, 0, 0, "u"] } }));
+    expect(s.partitions.get("main")).toEqual({ total: 16, allocated: 4, idle: 4 });
+    expect(s.partitions.get("short")).toEqual({ total: 10, allocated: 2, idle: 6 });
+    // n1: 8 slots, 5 used, at most 3 idle; n2 disabled; n3 in alarm and unknown.
+    expect({ total: s.total, allocated: s.allocated, idle: s.idle }).toEqual({ total: 16, allocated: 6, idle: 3 });
+    expect(parseQhost("error: unable to contact qmaster\n").partitions.size).toBe(0);
   });
 });
 
@@ -37,6 +67,23 @@ describe("SlurmSlots", () => {
     expect((await src.get(later))?.total).toBe(8);
     await new Promise((r) => setTimeout(r, 200));
     expect((await src.get(later))?.total).toBe(8);
+  });
+});
+
+describe("SgeSlots", () => {
+  const dir = mkdtempSync(join(tmpdir(), "ce-qhost-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  it("asks qhost -q -xml and keeps the last answer when qhost fails", async () => {
+    writeFileSync(join(dir, "qhost.out"), qhostXml({ n1: { main: [4, 1, 0, ""] } }));
+    const script = (body: string) => writeFileSync(join(dir, "qhost"), `#!/bin/sh\n[ "$*" = "-q -xml" ] || exit 3\n${body}\n`, { mode: 0o755 });
+    script(`cat ${dir}/qhost.out`);
+    const src = new SgeSlots({ binPath: dir, log: pino({ level: "silent" }), refreshMs: 60_000 });
+    expect((await src.get())?.partitions.get("main")).toEqual({ total: 4, allocated: 1, idle: 3 });
+    script("echo 'error: unable to contact qmaster' >&2; exit 1");
+    const later = Date.now() + 61_000;
+    await src.get(later);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await src.get(later))?.total).toBe(4);
   });
 });
 

@@ -10,8 +10,8 @@ import { killAllOf, pidsOfUid } from "./procs.js";
 /**
  * What must be true of a pool account before its lease is released and another grid identity
  * may get it (packages/mapping README "Releasing pool leases"): no process of it runs, it has no
- * crontab or at job, and nothing of it is left in the shared temporary directories; with Slurm,
- * the batch system lists no job of it. `scrubAccount` makes that true where it can (as root) and
+ * crontab or at job, and nothing of it is left in the shared temporary directories; with Slurm
+ * or Grid Engine, the batch system lists no job of it. `scrubAccount` makes that true where it can (as root) and
  * answers the reason when it cannot: the lease is then kept, and the next identity gets another
  * account.
  */
@@ -115,6 +115,31 @@ async function slurmJobs(account: string, config: CompiledConfig): Promise<strin
 }
 
 /**
+ * Grid Engine: ids of the account's jobs qstat still lists (pending, held, running, suspended, in
+ * deletion or in error); undefined when qstat cannot say (qmaster unreachable, no cell in the JEM's
+ * environment, an answer that is not qstat's XML). The cell is the JEM's environment, as for the
+ * back end's scripts.
+ */
+export async function sgeJobs(account: string, binPath: string): Promise<string[] | undefined> {
+  const r = await execa(join(binPath, "qstat"), ["-u", account, "-xml"], { reject: false, timeout: 30_000, env: { LC_ALL: "C" } });
+  const out = String(r.stdout);
+  if (r.exitCode !== 0 || !/<job_info[\s>]/.test(out) || !out.trimEnd().endsWith("</job_info>")) return undefined;
+  // One <job_list> per job (per running task of an array job): the ids, once each.
+  return [...new Set([...out.matchAll(/<JB_job_number>(\d+)<\/JB_job_number>/g)].map((m) => m[1]!))];
+}
+
+/** The batch system's jobs of the account, or the reason the lease must stay; undefined when it has none. */
+async function batchJobsLeft(account: string, config: CompiledConfig): Promise<string | undefined> {
+  const [tool, ids] =
+    config.lrms.backend === "slurm" ? ["squeue", await slurmJobs(account, config)]
+    : config.lrms.backend === "sge" ? ["qstat", await sgeJobs(account, config.lrms.sge.binPath)]
+    : [undefined, []];
+  if (ids === undefined) return `${tool} cannot list the jobs of ${account}`;
+  if (ids.length > 0) return `${tool} lists ${ids.length} job(s) of ${account} (ids ${ids.slice(0, 5).join(" ")})`;
+  return undefined;
+}
+
+/**
  * Makes a pool account clean for its next holder. Returns undefined when it is (the lease may go),
  * else the reason it is not (the lease stays).
  */
@@ -123,11 +148,8 @@ export async function scrubAccount(account: string, o: ScrubOptions): Promise<st
   // No such account: nothing can run as it or own anything by that name.
   if (!a) return undefined;
   if (a.uid === 0) return `account ${account} is root`;
-  if (o.config.lrms.backend === "slurm") {
-    const ids = await slurmJobs(account, o.config);
-    if (ids === undefined) return `squeue cannot list the jobs of ${account}`;
-    if (ids.length > 0) return `squeue lists ${ids.length} job(s) of ${account} (ids ${ids.slice(0, 5).join(" ")})`;
-  }
+  const jobs = await batchJobsLeft(account, o.config);
+  if (jobs !== undefined) return jobs;
   // Schedules first: a cron job started after the kill below would run as the next holder.
   const schedules = await removeSchedules(account, a.uid, o);
   const alive = await killAllOf(a.uid, a.gid);
