@@ -4,7 +4,7 @@ import { StateHooks } from "./hooks.js";
 import { Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { AdvanceSet, DelegationStore, JobStore, Keys, connectRedis, openQueue, type QueueCatalog } from "@ce/store";
+import { AdvanceSet, DelegationStore, JobStore, Keys, connectRedis, openQueue, readPayload, type QueueCatalog } from "@ce/store";
 import { ControlDir, fileq } from "@ce/controldir";
 import { startAccounting } from "./accounting.js";
 import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
@@ -149,11 +149,11 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Redis trouble inside a step does not fail the queue job (no attempt used, no log line per job):
   // the step waits for the episode to end and is redone from the start (every step is idempotent).
   const workers = [
-    new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, j.data)), { ...workerOpts, concurrency: 10 }),
+    new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, readPayload("commands", j.data))), { ...workerOpts, concurrency: 10 }),
     // Transfers are long: a longer lock keeps BullMQ from declaring them stalled between renewals.
     // Every job admitted to staging gets a worker: the transfer slots (FairSlots, per owner, in
     // turn) are the bound, so one owner's stuck jobs cannot take the queue from everyone else's.
-    new Worker<QueueCatalog["staging"]>("staging", (j) => outage.retry(() => processStaging(j.data)), {
+    new Worker<QueueCatalog["staging"]>("staging", (j) => outage.retry(() => processStaging(readPayload("staging", j.data))), {
       ...workerOpts,
       concurrency: Math.max(config.staging.maxConcurrentTransfers, config.jobs.maxStaging),
       lockDuration: opts.stagingLockMs ?? 60_000,

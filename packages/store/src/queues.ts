@@ -1,16 +1,23 @@
 import { randomUUID } from "node:crypto";
-import { Queue, type ConnectionOptions, type JobsOptions } from "bullmq";
+import { Queue, UnrecoverableError, type ConnectionOptions, type JobsOptions } from "bullmq";
+import { z } from "zod";
 
 /**
- * Typed catalog of the BullMQ queues between gateways and JEMs. A payload type mismatch is a
- * compile error at both ends. Queue names live under the CE hash-tag prefix (Redis Cluster safe).
+ * The BullMQ queues between gateways, ceadm and JEMs: one zod schema per queue is the payload's
+ * type at both ends, and the consumer parses what it takes off Redis (readPayload), so a payload
+ * written by another version or by hand fails with its reason instead of steering a job. Queue
+ * names live under the CE hash-tag prefix (Redis Cluster safe).
  */
-export interface QueueCatalog {
+// A job id names a directory and a BullMQ job: no `/`, no `:` (BullMQ reserves it in custom ids).
+const jobId = z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, "a job id: letters, digits, '.', '_' or '-'");
+const requestId = z.string().max(256).optional();
+export const QUEUE_PAYLOADS = {
   /** Doorbell of kill / clean / restart: the request itself is on the job record (commands.ts, requestCommands). */
-  commands: { action: "kill" | "clean" | "restart"; jobId: string; requestId?: string | undefined };
+  commands: z.object({ action: z.enum(["kill", "clean", "restart"]), jobId, requestId }).strict(),
   /** Data transfers of one job in PREPARING (downloads) or FINISHING (uploads). */
-  staging: { jobId: string; direction: "in" | "out"; requestId?: string | undefined };
-}
+  staging: z.object({ jobId, direction: z.enum(["in", "out"]), requestId }).strict(),
+} as const;
+export type QueueCatalog = { [N in keyof typeof QUEUE_PAYLOADS]: z.infer<(typeof QUEUE_PAYLOADS)[N]> };
 export type QueueName = keyof QueueCatalog;
 export const QUEUE_NAMES: readonly QueueName[] = ["commands", "staging"];
 
@@ -27,7 +34,16 @@ export function openQueue<N extends QueueName>(name: N, connection: ConnectionOp
   return new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
 }
 
-// Job-id rule: no `:` in any id — BullMQ reserves it in custom ids (job ids are UUIDs).
+/**
+ * A queue job's payload as its schema allows, or an UnrecoverableError naming what is wrong (BullMQ
+ * fails such a job at once: retrying cannot mend it).
+ */
+export function readPayload<N extends QueueName>(name: N, data: unknown): QueueCatalog[N] {
+  const r = QUEUE_PAYLOADS[name].safeParse(data);
+  if (r.success) return r.data as QueueCatalog[N];
+  const why = r.error.issues.map((i) => `${i.path.join(".") || "payload"}: ${i.message}`).join("; ");
+  throw new UnrecoverableError(`malformed ${name} queue payload (${why})`);
+}
 
 /**
  * The doorbell of kill/clean/restart requests whose truth is already on the job record
@@ -36,6 +52,7 @@ export function openQueue<N extends QueueName>(name: N, connection: ConnectionOp
  */
 export async function enqueueCommands(queue: Queue<QueueCatalog["commands"]>, cmds: readonly QueueCatalog["commands"][]): Promise<void> {
   if (cmds.length === 0) return;
+  for (const c of cmds) QUEUE_PAYLOADS.commands.parse(c);
   await queue.addBulk(cmds.map((data) => ({
     name: data.action,
     data,
@@ -45,5 +62,6 @@ export async function enqueueCommands(queue: Queue<QueueCatalog["commands"]>, cm
 
 /** Transfers of one job: one waiting/active staging job per job and direction (deduplication until it completes). */
 export async function enqueueStaging(queue: Queue<QueueCatalog["staging"]>, jobId: string, direction: "in" | "out", requestId?: string): Promise<void> {
-  await queue.add("staging", requestId ? { jobId, direction, requestId } : { jobId, direction }, { ...QUEUE_DEFAULTS.staging, deduplication: { id: `${direction}-${jobId}` } });
+  const data = QUEUE_PAYLOADS.staging.parse(requestId ? { jobId, direction, requestId } : { jobId, direction });
+  await queue.add("staging", data, { ...QUEUE_DEFAULTS.staging, deduplication: { id: `${direction}-${jobId}` } });
 }
