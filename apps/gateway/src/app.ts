@@ -13,7 +13,7 @@ import { jobRoutes } from "./routes/jobs.js";
 import { sessionRoutes } from "./routes/session.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { delegationRoutes } from "./routes/delegations.js";
-import { resolveDotSegments } from "./services/session-path.js";
+import { resolveDotSegments } from "./services/session/path.js";
 import { landingPage } from "./pages/landing.js";
 
 export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SessionBytes } from "@ce/store";
-import { BodyAborted, receiveBody } from "../src/services/session-body.js";
-import { DIRECT_MIN, reopenDirect } from "../src/services/session-direct.js";
+import { BodyAborted, receiveBody } from "../src/services/session/receive.js";
+import { DIRECT_MIN, reopenDirect } from "../src/services/session/direct.js";
 import { type Harness, OWNER, startHarness } from "./session-harness.js";
 
 /**

@@ -9,14 +9,14 @@ import { BadRequest, CeError, Forbidden, MethodNotAllowed, NotFound, PayloadTooL
 import { requireScope } from "../middleware/identity/scopes.js";
 import { formatOf, respond } from "../render.js";
 import { sessionListingPage } from "../pages/session.js";
-import { BodyAborted, checkDeclaredLength, drainBody, receiveBody, writeBody } from "../services/session-body.js";
-import { DIRECT_MIN, reopenDirect } from "../services/session-direct.js";
-import { openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session-fs.js";
-import { jobWithSession, ownedJob } from "../services/session-job.js";
-import { davHref, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session-path.js";
-import { type DavEntry, listCapped, multistatusXml, parseDepth } from "../services/session-propfind.js";
-import { fileResponse } from "../services/session-range.js";
-import { parseContentRange, SessionQuotaExceeded, UploadQuota, UploadTracker } from "../services/session-uploads.js";
+import { BodyAborted, checkDeclaredLength, drainBody, receiveBody, writeBody } from "../services/session/receive.js";
+import { DIRECT_MIN, reopenDirect } from "../services/session/direct.js";
+import { openForWrite, openTarget, removePath, SessionFsError, type Target } from "../services/session/fs.js";
+import { jobWithSession, ownedJob } from "../services/session/job.js";
+import { davHref, parseSessionPath, rawTargetPath, type SessionPath } from "../services/session/path.js";
+import { type DavEntry, listCapped, multistatusXml, parseDepth } from "../services/session/propfind.js";
+import { fileResponse } from "../services/session/download.js";
+import { parseContentRange, SessionQuotaExceeded, UploadQuota, UploadTracker } from "../services/session/accounting.js";
 
 /**
  * E6 — `<base>/jobs/<id>/session[/<path>]`: files of the job's session directory (docs/interface.md E6,

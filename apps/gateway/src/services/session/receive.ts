@@ -2,9 +2,9 @@ import { writev } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { numOf, type OwnedFd } from "@ce/sessionfs";
-import { PayloadTooLarge } from "../errors.js";
-import { ALIGN, giveAligned, isAligned, takeAligned } from "./session-direct.js";
-import { takeBody, type Intake } from "./session-intake.js";
+import { PayloadTooLarge } from "../../errors.js";
+import { ALIGN, giveAligned, isAligned, takeAligned } from "./direct.js";
+import { takeBody, type Intake } from "./intake.js";
 
 /**
  * Request bodies of session PUTs and PROPFINDs, consumed chunk by chunk (never buffered whole):

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { JOB_ID_RE, type JobRecord } from "@ce/store";
-import type { AppEnv } from "../context.js";
-import { NotFound } from "../errors.js";
+import type { AppEnv } from "../../context.js";
+import { NotFound } from "../../errors.js";
 
 /**
  * The caller's job for E6/E7. Another owner's job is answered exactly like a missing one, and a

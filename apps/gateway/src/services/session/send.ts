@@ -2,7 +2,7 @@ import { read } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { closeHandle, numOf, type OwnedFd } from "@ce/sessionfs";
-import { ALIGN, DIRECT_MIN, giveAligned, isAligned, reopenDirect, SLAB, takeAligned } from "./session-direct.js";
+import { ALIGN, DIRECT_MIN, giveAligned, isAligned, reopenDirect, SLAB, takeAligned } from "./direct.js";
 
 /**
  * Session downloads written straight to the Node response (no web stream in between). Reads go

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { type QuotaRefusal, type SessionBytes, UploadRanges } from "@ce/store";
-import { BadRequest, CeError } from "../errors.js";
+import { BadRequest, CeError } from "../../errors.js";
 
 /**
  * Upload-completion bookkeeping (docs/interface.md E6; docs/architecture.md "Job flow"). A file counts as
