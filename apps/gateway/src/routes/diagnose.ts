@@ -5,8 +5,7 @@ import { activityInputFor, isDiagnoseFile, renderFileList } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { MethodNotAllowed, NotFound } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
-import { ownedJob } from "../services/session/index.js";
-import { fileResponse } from "../services/session/index.js";
+import { fileResponse, ownedJob } from "../services/session/index.js";
 import { isPageRequest } from "../render.js";
 import { diagnoseIndexPage } from "../pages/job.js";
 
