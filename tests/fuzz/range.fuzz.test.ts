@@ -11,8 +11,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { UploadRanges } from "@ce/store";
 import { CeError } from "../../apps/gateway/src/errors.js";
-import { parseRange } from "../../apps/gateway/src/services/session-range.js";
-import { parseContentRange } from "../../apps/gateway/src/services/session-uploads.js";
+import { parseRange } from "../../apps/gateway/src/services/session/download.js";
+import { parseContentRange } from "../../apps/gateway/src/services/session/accounting.js";
 import { fc, fuzz } from "../support/fuzz.js";
 import { mutated, rawText } from "./arbitraries.js";
 

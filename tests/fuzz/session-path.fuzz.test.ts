@@ -8,7 +8,7 @@ import { posix } from "node:path";
 import { describe, expect, it } from "vitest";
 import { routingPath } from "../../apps/gateway/src/app.js";
 import { CeError } from "../../apps/gateway/src/errors.js";
-import { parseSessionPath } from "../../apps/gateway/src/services/session-path.js";
+import { parseSessionPath } from "../../apps/gateway/src/services/session/path.js";
 import { fc, fuzz } from "../support/fuzz.js";
 import { breathe, rawText } from "./arbitraries.js";
 

@@ -13,7 +13,8 @@ import { jobRoutes } from "./routes/jobs.js";
 import { sessionRoutes } from "./routes/session.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { delegationRoutes } from "./routes/delegations.js";
-import { resolveDotSegments } from "./services/session-path.js";
+import { applyRuntimeInternals } from "./runtime-internals.js";
+import { resolveDotSegments } from "./services/session/index.js";
 import { landingPage } from "./pages/landing.js";
 
 export const SUPPORTED_VERSIONS = ["1.0", "1.1"] as const;
@@ -41,6 +42,7 @@ export function routingPath(req: Request): string {
 }
 
 export function createApp(services: Services): Hono<AppEnv> {
+  applyRuntimeInternals(services.config.gateway.internals);
   const app = new Hono<AppEnv>({ getPath: routingPath });
   const rest = `${services.config.mountPath}/rest`;
 

@@ -5,15 +5,6 @@
  */
 // Bulk submissions create many small files; libuv's default pool of 4 threads would be the bottleneck.
 process.env.UV_THREADPOOL_SIZE ??= "16";
-// Every 16 KiB TLS record of an upload arrives in a fresh ArrayBuffer. Swept on a background
-// thread, their bytes still count when V8 next checks its external-memory limit, so every ~64 MB
-// uploaded started a full mark-compact (~30 per GiB); swept during the scavenge they are freed at
-// once. Set here so every launcher gets it (an explicit flag on the command line wins).
-if (!process.execArgv.some((a) => a.includes("concurrent-array-buffer-sweeping"))) {
-  const { setFlagsFromString } = await import("node:v8");
-  setFlagsFromString("--no-concurrent-array-buffer-sweeping");
-}
-
 const { announceReady, failStartup, loadConfig } = await import("@ce/config");
 const { createAdminApp, startAdminServer } = await import("@ce/ops");
 const { createLogger, startGateway } = await import("./server.js");
@@ -28,6 +19,8 @@ const config = (() => {
     return failStartup("gateway", e);
   }
 })();
+// Before anything is uploaded: runtime-internals.ts, "v8-array-buffer-sweeping".
+await (await import("./runtime-internals.js")).applyV8Flags(config.gateway.internals);
 if (process.argv.includes("--check-config")) {
   // Deployment check (deploy/validate.sh, `docker run ... --check-config`): settings only, no listeners.
   const { authConfigProblems } = await import("./auth/config-check.js");

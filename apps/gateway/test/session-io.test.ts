@@ -7,13 +7,13 @@ import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SessionBytes } from "@ce/store";
-import { BodyAborted, receiveBody } from "../src/services/session-body.js";
-import { DIRECT_MIN, reopenDirect } from "../src/services/session-direct.js";
+import { BodyAborted, receiveBody } from "../src/services/session/receive.js";
+import { DIRECT_MIN, reopenDirect } from "../src/services/session/direct.js";
 import { type Harness, OWNER, startHarness } from "./session-harness.js";
 
 /**
- * The direct Node paths of session transfers (services/session-body.ts receiveBody,
- * services/session-send.ts): bodies larger than their buffers, split across many writes and
+ * The direct Node paths of session transfers (services/session/receive.ts receiveBody,
+ * services/session/send.ts): bodies larger than their buffers, split across many writes and
  * reads, come back byte for byte, with the headers the middleware would have added.
  */
 let h: Harness;
@@ -44,7 +44,7 @@ describe("session transfers larger than the I/O buffers", () => {
     expect(whole.headers["x-hono-already-sent"]).toBeUndefined();
     expect(whole.body.equals(data)).toBe(true);
 
-    // Longer than one read buffer (session-send.ts CHUNK), starting off its alignment.
+    // Longer than one read buffer (session/send.ts CHUNK), starting off its alignment.
     const [a, b] = [MiB - 3, 2 * MiB + 7];
     const ranged = await h.raw("GET", sess(id, "/big.bin"), { headers: { range: `bytes=${a}-${b}` } });
     expect(ranged.status).toBe(206);
@@ -183,7 +183,7 @@ describe("receiveBody (request body → file)", () => {
   });
 });
 
-describe("receiveBody from a Node request (chunks taken from the parser, session-intake.ts)", () => {
+describe("receiveBody from a Node request (chunks taken from the parser, session/intake.ts)", () => {
   let server: Server;
   let port: number;
   let handler: (req: IncomingMessage) => Promise<string>;
@@ -312,7 +312,7 @@ describe("receiveBody from a Node request (chunks taken from the parser, session
   });
 });
 
-// Large session transfers through O_DIRECT (services/session-direct.ts): whole aligned blocks
+// Large session transfers through O_DIRECT (services/session/direct.ts, write-path.ts): whole aligned blocks
 // through the direct descriptor, the partial last block (and any unaligned start) through the
 // ordinary one; downloads read whole aligned blocks and send only the range asked for.
 describe("session transfers with O_DIRECT", () => {

@@ -207,6 +207,22 @@ export const configSchema = z.object({
           maxHeaderBytes: bytes.default(32 * 1024),
         })
         .default({}),
+      /**
+       * Uses of Node, V8 and pino internals for speed, each listed in apps/gateway/src/runtime-internals.ts
+       * with the test that checks it on the Node version in use. Turning one off falls back to public API.
+       */
+      internals: z
+        .object({
+          /** Take upload body chunks from Node's HTTP parser (an own `push` on the request) instead of stream events. */
+          parserBodyIntake: z.boolean().default(true),
+          /** Page-aligned slabs from a `WebAssembly.Memory` for O_DIRECT session transfers; off: all through the page cache. */
+          alignedMemory: z.boolean().default(true),
+          /** Access-log lines written straight to pino's destination (`pino.symbols`); off: `logger.info`. */
+          pinoAccessLog: z.boolean().default(true),
+          /** Set V8's `--no-concurrent-array-buffer-sweeping` at start (fewer full GCs during uploads); off: V8's default. */
+          v8ArrayBufferSweeping: z.boolean().default(true),
+        })
+        .default({}),
     })
     .default({}),
 

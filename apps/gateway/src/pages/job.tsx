@@ -4,9 +4,9 @@ import { FINAL_REST_STATES } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { restartRefusal } from "../services/bulk.js";
-import { listCapped, ListingTooLarge } from "../services/session-propfind.js";
-import { openTarget, SessionFsError } from "../services/session-fs.js";
-import { hrefFor } from "../services/session-path.js";
+import { listCapped, ListingTooLarge } from "../services/session/index.js";
+import { openTarget, SessionFsError } from "../services/session/index.js";
+import { hrefFor } from "../services/session/index.js";
 import { type DiagnoseEntry, diagnoseEntries, jobHistory } from "./data.js";
 import { bytes, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, trail, when } from "./layout.js";
 

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import type { JobRecord } from "@ce/store";
 import type { AppEnv } from "../context.js";
-import type { Entry } from "../services/session-fs.js";
-import { hrefFor, type SessionPath } from "../services/session-path.js";
+import type { Entry } from "../services/session/index.js";
+import { hrefFor, type SessionPath } from "../services/session/index.js";
 import { FileTable } from "./job.js";
 import { type Crumb, jobHref, Layout, restBase, sendPage, trail } from "./layout.js";
 

@@ -6,8 +6,7 @@ import { isDiagnoseFile, renderFileList } from "@ce/controldir";
 import type { AppEnv } from "../context.js";
 import { MethodNotAllowed, NotFound } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
-import { ownedJob } from "../services/session-job.js";
-import { fileResponse } from "../services/session-range.js";
+import { fileResponse, ownedJob } from "../services/session/index.js";
 import { isPageRequest } from "../render.js";
 import { diagnoseIndexPage } from "../pages/job.js";
 

@@ -12,7 +12,7 @@ import { renderBulkStatus } from "../services/bulkstatus.js";
 import { parseIdList } from "../services/idlist.js";
 import { STREAM_MIN_JOBS, renderJobList, streamJobList } from "../services/joblist.js";
 import { submitJobs } from "../services/submit.js";
-import { ownedJob } from "../services/session-job.js";
+import { ownedJob } from "../services/session/index.js";
 import { jobListPage, parseListQuery } from "../pages/joblist.js";
 import { jobPage } from "../pages/job.js";
 import { postJobForm } from "../pages/actions.js";

@@ -10,6 +10,13 @@ export interface AccessFields {
   subject?: string | undefined;
 }
 
+let pinoAccessLog = true;
+
+/** Turns the direct writer on or off (`gateway.internals.pinoAccessLog`). */
+export function usePinoAccessLog(on: boolean): void {
+  pinoAccessLog = on;
+}
+
 /**
  * Writes access-log lines straight to the service logger's destination, the same bytes a plain
  * pino logger with the service logger's bindings writes for `info(fields, "request")`
@@ -17,6 +24,8 @@ export interface AccessFields {
  * generic path (serializer loop, redaction-free sibling logger) was most of its cost per request.
  */
 export function accessLogWriter(logger: Logger): (f: AccessFields) => void {
+  // The public way (runtime-internals.ts, "pino-access-log"): the same fields, through pino.
+  if (!pinoAccessLog) return (f) => logger.info({ ...f }, "request");
   const sym = logger as unknown as Record<symbol, unknown>;
   const stream = sym[pino.symbols.streamSym] as pino.DestinationStream;
   // `,"svc":"gateway"`: the service logger's bindings as pino serialized them.

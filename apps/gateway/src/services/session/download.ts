@@ -2,8 +2,8 @@ import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { FileHandle } from "node:fs/promises";
 import type { Stats } from "node:fs";
-import { RangeNotSatisfiable } from "../errors.js";
-import { sendFile } from "./session-send.js";
+import { RangeNotSatisfiable } from "../../errors.js";
+import { sendFile } from "./send.js";
 
 /** A byte range to serve, `end` inclusive; undefined = the whole file. */
 export interface ByteRange {

@@ -2,12 +2,12 @@ import { read } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { closeHandle, numOf, type OwnedFd } from "@ce/sessionfs";
-import { ALIGN, DIRECT_MIN, giveAligned, isAligned, reopenDirect, SLAB, takeAligned } from "./session-direct.js";
+import { ALIGN, giveSlab, SLAB, takeAlignedSlab, takeSlab } from "./buffers.js";
+import { DIRECT_MIN, reopenDirect } from "./direct.js";
 
 /**
  * Session downloads written straight to the Node response (no web stream in between). Reads go
- * into a few reused buffers: a fresh buffer per chunk is external memory V8 answers with full
- * garbage collections every ~64 MB, which cost more than the copy itself. A buffer is read into
+ * into pooled slabs (buffers.ts). A buffer is read into
  * again only after the response has flushed it (its write callback), and at most DEPTH are in
  * flight per download, which is also the backpressure: a slow client stops the reads.
  */
@@ -24,15 +24,8 @@ const DEPTH = 2;
  */
 const DIRECT_READS = 2;
 const DIRECT_DEPTH = 4;
-/** Free buffers kept between downloads (4 MiB). */
-const POOL_MAX = 4;
-const pool: Buffer[] = [];
-
-const take = (): Buffer => pool.pop() ?? Buffer.allocUnsafeSlow(CHUNK);
-const give = (b: Buffer): void => {
-  if (isAligned(b)) giveAligned(b);
-  else if (pool.length < POOL_MAX) pool.push(b);
-};
+const take = takeSlab;
+const give = giveSlab;
 
 /**
  * Writes bytes [start, end] (inclusive) of the open file to `out`, whose head is already written,
@@ -40,7 +33,7 @@ const give = (b: Buffer): void => {
  * gone). A read error or a file that shrank meanwhile destroys the response: the client sees a
  * short body rather than a wrong Content-Length on a connection that stays open.
  *
- * A large range is read with O_DIRECT (session-direct.ts) into aligned slabs, whole aligned blocks
+ * A large range is read with O_DIRECT (direct.ts) into aligned slabs, whole aligned blocks
  * from the block holding the first byte wanted, past the page cache; a read without an aligned
  * slab, or refused (EINVAL), goes through `handle` as usual.
  */
@@ -122,7 +115,7 @@ function send(handle: FileHandle, directFd: OwnedFd | undefined, start: number, 
   const next = (): void => {
     while (!closed && pos < last && held < depth && reads < maxReads) {
       held++;
-      const aligned = direct ? takeAligned() : undefined;
+      const aligned = direct ? takeAlignedSlab() : undefined;
       const buf = aligned ?? take();
       const skip = aligned ? pos % ALIGN : 0;
       const want = Math.min(CHUNK - skip, last - pos);

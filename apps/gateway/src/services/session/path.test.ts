@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { routingPath } from "../app.js";
-import { parseSessionPath, resolveDotSegments } from "./session-path.js";
+import { routingPath } from "../../app.js";
+import { parseSessionPath, resolveDotSegments } from "./path.js";
 
 const ROOT = "/arex/rest/1.1/jobs/0b7e2c1a-9f3d-4e2b-8c1d-2a3b4c5d6e7f/session";
 

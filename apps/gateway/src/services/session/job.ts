@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { type JobRecord } from "@ce/store";
 import { JOB_ID_RE } from "@ce/controldir";
-import type { AppEnv } from "../context.js";
-import { NotFound } from "../errors.js";
+import type { AppEnv } from "../../context.js";
+import { NotFound } from "../../errors.js";
 
 /**
  * The caller's job for E6/E7. Another owner's job is answered exactly like a missing one, and a

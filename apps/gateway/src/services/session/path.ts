@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import type { AppEnv } from "../context.js";
-import { BadRequest } from "../errors.js";
+import type { AppEnv } from "../../context.js";
+import { BadRequest } from "../../errors.js";
 
 /**
  * The `<path>` of `…/jobs/<id>/session/<path>`, taken from the RAW request target, not from the

@@ -1,7 +1,12 @@
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
+import { PayloadTooLarge } from "../../errors.js";
 
 /**
- * How an upload takes its request body's chunks (services/session-body.ts receiveBody).
+ * Request bodies of session PUTs and PROPFINDs, consumed chunk by chunk (never buffered whole):
+ * the limit is enforced on the bytes actually received, not on a declared Content-Length alone
+ * (chunked uploads have none; GHSA-92vj-g62v-jqhh is about trusting the header).
+ *
+ * How an upload takes its request body's chunks (receive.ts), the fast or the portable way:
  *
  * Node's HTTP parser hands every body chunk of a request to `incoming.push(chunk)`
  * (_http_common parserOnBody) and stops reading the socket when that returns false. Taken right
@@ -13,9 +18,30 @@ import type { Readable } from "node:stream";
  * server keeps a socket it paused for pipelining paused). The parser may still deliver the rest
  * of what it has already decrypted after a `false` (tens of KiB): the caller holds those chunks.
  *
- * Any other stream — no socket, already being consumed, or `push` replaced — is read through its
- * events, the portable way. The upload tests drive both paths (a Node request and plain streams).
+ * Any other stream — no socket, already being consumed, `push` replaced, or the fast path turned
+ * off (`gateway.internals.parserBodyIntake`, runtime-internals.ts) — is read through its events,
+ * the portable way; a web stream (a request without a Node request behind it) is first made a
+ * Node stream. The upload tests drive both paths (a Node request and plain streams).
  */
+
+let parserIntake = true;
+
+/** Turns the fast path on or off (`gateway.internals.parserBodyIntake`). */
+export function useParserIntake(on: boolean): void {
+  parserIntake = on;
+}
+
+/** Declared Content-Length over `limit` → 413 before reading anything. */
+export function checkDeclaredLength(header: string | undefined, limit: number, what: string): void {
+  if (header === undefined) return;
+  const n = Number(header);
+  if (Number.isSafeInteger(n) && n > limit) throw new PayloadTooLarge(what, limit);
+}
+
+/** A web-stream body as a Node stream (empty when there is none), for the portable path. */
+export function nodeStreamOf(body: ReadableStream<Uint8Array> | null): Readable {
+  return body ? Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]) : Readable.from([]);
+}
 export interface Intake {
   /** Whether chunks come from the parser directly. */
   readonly direct: boolean;
@@ -36,7 +62,7 @@ type NodeRequest = Readable & { socket?: Readable | null; complete?: boolean };
 export function takeBody(src: Readable, onData: (chunk: Buffer) => void, onEnd: () => void, wanted: () => boolean): Intake {
   const req = src as NodeRequest;
   const socket = req.socket;
-  const untouched = socket && typeof req.complete === "boolean" && req.readableFlowing === null && !Object.prototype.hasOwnProperty.call(req, "push");
+  const untouched = parserIntake && socket && typeof req.complete === "boolean" && req.readableFlowing === null && !Object.prototype.hasOwnProperty.call(req, "push");
   if (!untouched) return viaEvents(src, onData, onEnd);
 
   let stopped = false;
@@ -96,4 +122,24 @@ function viaEvents(src: Readable, onData: (chunk: Buffer) => void, onEnd: () => 
       src.off("end", onEnd);
     },
   };
+}
+
+/** Reads and discards a body, refusing more than `limit` bytes (PROPFIND request bodies). */
+export async function drainBody(body: ReadableStream<Uint8Array> | null, limit: number, what: string): Promise<void> {
+  if (!body) return;
+  const reader = body.getReader();
+  let received = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      received += value?.byteLength ?? 0;
+      if (received > limit) throw new PayloadTooLarge(what, limit);
+    }
+  } catch (e) {
+    await reader.cancel().catch(() => undefined);
+    throw e;
+  } finally {
+    reader.releaseLock();
+  }
 }

@@ -1,8 +1,8 @@
 import type { Stats } from "node:fs";
 import { opendir } from "node:fs/promises";
 import { escapeXmlText } from "@ce/glue2";
-import { BadRequest, CeError } from "../errors.js";
-import type { Dir, Entry } from "./session-fs.js";
+import { BadRequest, CeError } from "../../errors.js";
+import type { Dir, Entry } from "./fs.js";
 
 /**
  * WebDAV PROPFIND answer (RFC 4918 `DAV:multistatus`), the only way the ARC client lists a session

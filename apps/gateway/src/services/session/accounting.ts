@@ -1,8 +1,15 @@
 import type { Redis } from "ioredis";
-import { type QuotaRefusal, type SessionBytes, UploadRanges } from "@ce/store";
-import { BadRequest, CeError } from "../errors.js";
+import { type JobRecord, type QuotaRefusal, SessionBytes, UploadRanges } from "@ce/store";
+import { completeUpload } from "@ce/controldir";
+import type { Services } from "../../context.js";
+import { BadRequest, CeError } from "../../errors.js";
 
 /**
+ * Quota and completion of session uploads, one service (`SessionAccounts`, at the end): what a
+ * PUT may add (session-bytes quota, `UploadQuota`), what it did add once settled, when a file
+ * counts as uploaded (`UploadTracker`) and what then happens (input_status, the JEM's doorbell),
+ * and what a DELETE gives back.
+ *
  * Upload-completion bookkeeping (docs/interface.md E6; docs/architecture.md "Job flow"). A file counts as
  * uploaded when one PUT carried it whole, or when the byte ranges of partial PUTs
  * (`Content-Range: bytes a-b/total`) together cover [0,total). The ranges live in Redis
@@ -172,5 +179,43 @@ export class UploadQuota {
     const delta = sizeAfter - sizeBefore;
     if (delta < this.reserved) await this.bytes.release(this.owner, this.jobId, this.reserved - delta);
     this.reserved = 0;
+  }
+}
+
+/** The session-bytes quota and upload completion of one job's session, for one request. */
+export class SessionAccounts {
+  private readonly bytes: SessionBytes;
+  private readonly tracker: UploadTracker;
+
+  constructor(private readonly services: Services, private readonly job: JobRecord) {
+    const { config, redis, jobs } = services;
+    this.bytes = new SessionBytes(redis, jobs.keys.prefix, { perJob: config.quotas.sessionBytesPerJob, perOwner: config.quotas.sessionBytesPerOwner });
+    this.tracker = new UploadTracker(redis, jobs.keys.prefix, { maxRanges: config.gateway.limits.uploadRanges, maxFiles: config.gateway.limits.partialUploadsPerJob });
+  }
+
+  /** The quota of one PUT into this job's session. */
+  uploadQuota(): UploadQuota {
+    return new UploadQuota(this.bytes, this.job.owner, this.job.id);
+  }
+
+  /**
+   * Bytes [start, start+received) of `path` arrived (all of it without a range). Once the file is
+   * whole: input_status (append) and the JEM's doorbell, only while the job waits for inputs
+   * (@ce/store owns that rule). Returns whether the file is complete.
+   */
+  async uploaded(path: string, range: ContentRange | undefined, received: number): Promise<boolean> {
+    const complete = await this.tracker.record(this.job.id, path, range, received);
+    if (complete) await completeUpload(this.services.control, this.job, path, () => this.services.advance.ring([this.job.id]));
+    return complete;
+  }
+
+  /**
+   * `path` was deleted (`removed` bytes in it): its bookkeeping is forgotten and its bytes, or all
+   * of the job's for the session root, no longer count against the quota.
+   */
+  async deleted(path: string, removed: number): Promise<void> {
+    await this.tracker.forget(this.job.id, path);
+    const freed = path === "/" ? (await this.bytes.usage(this.job.owner, this.job.id)).job : removed;
+    await this.bytes.release(this.job.owner, this.job.id, freed);
   }
 }
