@@ -94,9 +94,9 @@ describe("rucio:// inputs in the cache", () => {
     const refused = await job(act("AOD.1"), {}, REFUSED);
     for (const id of [...mine, ...second]) await finished(id, data);
     const r = await waitForRest(env, refused, ["FINISHED", "FAILED"], 60_000);
+    expect(storage.requests.filter((q) => q.method === "GET" && q.path === "/x509/disk/AOD.1").length).toBe(1);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(/in\.dat: the origin refuses rucio:.*AOD\.1 to this user \(HTTP 401: .*CannotAuthenticate.*\); the cached copy is not given out/);
-    expect(storage.requests.filter((q) => q.method === "GET" && q.path === "/x509/disk/AOD.1").length).toBe(1);
     expect(listingsBy("AOD.1")).toEqual(new Set(["Test User", "Second User"]));
     const stats = await Promise.all([...mine, ...second].map(async (id) => (await env.control.read(id, "statistics")) ?? ""));
     expect(stats.filter((l) => l.includes("fromcache=yes")).length).toBe(6);
