@@ -1,13 +1,14 @@
 /**
  * The input cache for rucio://, dav(s):// and root:// inputs: one download per site, and the
  * access check with each user's own credential (Rucio stand-in test/support/rucio.ts over the
- * loopback HTTPS test storage; Apache mod_dav and xrootd where installed).
+ * loopback HTTPS test storage; Apache mod_dav, and xrootd with GSI trusting the test CA, where
+ * installed).
  */
 import { chmod, mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createProxy, issueHostCert, issueUserCert } from "@ce/x509/testing";
+import { createCA, createProxy, issueHostCert, issueUserCert } from "@ce/x509/testing";
 import type { Jem } from "../src/daemon.js";
 import { findEntry } from "../src/priv/rootfs-cache.js";
 import { cacheTarget } from "../src/staging/cache/policy.js";
@@ -27,6 +28,7 @@ let cacheDir: string;
 const deleg = new Map<string, string>();
 const SECOND = "/DC=org/DC=test/CN=Second User";
 const REFUSED = "/DC=org/DC=test/CN=Refused User";
+const STRANGER = "/DC=org/DC=elsewhere/CN=Stranger";
 
 const adler = (b: Buffer) => {
   const c = checksummer("adler32");
@@ -149,7 +151,7 @@ let xrd: Xrootd;
 let counted: string;
 describe.skipIf(!haveXrootd())("root:// inputs in the cache", () => {
   beforeAll(async () => {
-    xrd = await startXrootd();
+    xrd = await startXrootd({ gsi: { ca: pki.ca } });
     // xrdcp is found through PATH (the credential environment keeps the JEM's): a wrapper counts runs.
     const bin = await mkdtemp(join(tmpdir(), "jem-xrdcp-"));
     counted = join(bin, "runs");
@@ -159,12 +161,25 @@ describe.skipIf(!haveXrootd())("root:// inputs in the cache", () => {
   }, 30_000);
   afterAll(async () => xrd?.close());
 
-  it("cache=yes: one xrdcp for all jobs", async () => {
+  it("cache=yes: one xrdcp for all jobs; a proxy the server refuses (GSI) gets no cached copy", async () => {
     await mkdir(join(xrd.dataDir, "in"), { recursive: true });
     const data = Buffer.from("conditions data\n");
     await writeFile(join(xrd.dataDir, "in", "cond.root"), data);
     const ids = await Promise.all(Array.from({ length: 3 }, () => job(`${xrd.url}//in/cond.root`, { cache: "yes" })));
     for (const id of ids) await finished(id, data);
+    expect((await readFile(counted, "utf8")).trim().split("\n").length).toBe(1);
+    // Another user of the trusted CA: asked by xrdfs stat with their proxy, served from the cache.
+    await finished(await job(`${xrd.url}//in/cond.root`, { cache: "yes" }, SECOND), data);
+    // A proxy of a CA the server does not trust.
+    const other = createCA({ dn: "/DC=org/DC=elsewhere/CN=Other CA" });
+    const stranger = issueUserCert(other, { dn: STRANGER });
+    const proxy = createProxy(stranger, stranger.key, { lifetimeSeconds: 3600 });
+    const d = await env.delegations.create(STRANGER, "x509", { privateKeyPem: proxy.keyPem });
+    await env.delegations.storeProxy(d, STRANGER, proxy.filePem, Date.now() + 3_600_000, proxy.chainPem);
+    deleg.set(STRANGER, d);
+    const r = await waitForRest(env, await job(`${xrd.url}//in/cond.root`, { cache: "yes" }, STRANGER), ["FINISHED", "FAILED"], 60_000);
+    expect(r?.rest).toBe("FAILED");
+    expect(r?.failure).toMatch(/in\.dat: the origin refuses root:.*cond\.root to this user \(HTTP 401: authentication refused \(the job's X\.509 proxy \(GSI\)\).*\); the cached copy is not given out/);
     expect((await readFile(counted, "utf8")).trim().split("\n").length).toBe(1);
   }, 60_000);
 });
