@@ -2,7 +2,7 @@
  * A STAND-IN for a Rucio server, for tests only: Rucio itself cannot be installed here. It
  * implements exactly the calls the JEM makes, as Rucio's REST API documents them, on loopback:
  *   GET /auth/x509_proxy, /auth/x509   client certificate required (proxies accepted; the chain
- *                                      is checked by presence only) → 200 with X-Rucio-Auth-Token
+ *                                      is checked by presence only; CNs in `refuse` get 401) → 200 with X-Rucio-Auth-Token
  *                                      and X-Rucio-Auth-Token-Expires; 401 without a certificate.
  *   GET /replicas/<scope>/<name>       X-Rucio-Auth-Token required (401 otherwise) → one JSON
  *                                      object per line (application/x-json-stream) with bytes,
@@ -37,8 +37,10 @@ export interface RucioStandIn {
   /** `scope:name` → what Rucio knows of it. */
   dids: Map<string, RucioDid>;
   requests: RucioRequest[];
-  /** Tokens issued so far. */
-  issued: Set<string>;
+  /** Tokens issued so far, and to whom (the client certificate's CN). */
+  issued: Map<string, string>;
+  /** CNs (of the user, a proxy's first CN) refused at authentication, as Rucio refuses an unknown identity. */
+  refuse: Set<string>;
   close(): Promise<void>;
 }
 
@@ -46,7 +48,8 @@ export async function startRucioStandIn(pki: TestPki): Promise<RucioStandIn> {
   const host = issueHostCert(pki.ca, { hostnames: ["127.0.0.1", "localhost"] });
   const dids = new Map<string, RucioDid>();
   const requests: RucioRequest[] = [];
-  const issued = new Set<string>();
+  const issued = new Map<string, string>();
+  const refuse = new Set<string>();
   const server: Server = createServer({ key: host.keyPem, cert: host.certPem, ca: pki.ca.certPem, requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const path = new URL(req.url ?? "/", "https://x").pathname;
     const cert = (req.socket as TLSSocket).getPeerCertificate();
@@ -58,9 +61,9 @@ export async function startRucioStandIn(pki: TestPki): Promise<RucioStandIn> {
     const fail = (status: number, cls: string, msg: string) => res.writeHead(status, { exceptionclass: cls, exceptionmessage: msg }).end();
     if (req.method !== "GET") return void fail(405, "MethodNotAllowed", "only GET here");
     if (path === "/auth/x509_proxy" || path === "/auth/x509") {
-      if (!peer) return void fail(401, "CannotAuthenticate", "Cannot authenticate with given credentials");
+      if (!peer || refuse.has(peer.split("/")[0]!)) return void fail(401, "CannotAuthenticate", "Cannot authenticate with given credentials");
       const t = `${account ?? "default"}-${randomBytes(16).toString("hex")}`;
-      issued.add(t);
+      issued.set(t, peer);
       return void res.writeHead(200, { "x-rucio-auth-token": t, "x-rucio-auth-token-expires": new Date(Date.now() + 3_600_000).toUTCString() }).end();
     }
     const m = /^\/replicas\/([^/]+)\/([^/]+)$/.exec(path);
@@ -85,6 +88,7 @@ export async function startRucioStandIn(pki: TestPki): Promise<RucioStandIn> {
     dids,
     requests,
     issued,
+    refuse,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

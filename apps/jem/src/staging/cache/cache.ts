@@ -7,8 +7,8 @@ import {
   commitEntry, copyInto, findEntry, linkForJob, openTemp, prepareCacheDir, removeTemps, symlinkInto, touchEntry, type CacheEntry, type SessionPlace,
 } from "../../priv/rootfs-cache.js";
 import { redact, TransferError, type TransferClient } from "../http.js";
-import { askOrigin, changed, validators } from "./origin.js";
-import { cacheUrl, urlHash, type CacheMode } from "./policy.js";
+import { askAccess, changed, validators, type OriginAnswer } from "./origin.js";
+import type { CacheMode, CacheTarget } from "./policy.js";
 
 export interface CacheDir {
   path: string;
@@ -20,6 +20,8 @@ export interface CacheDir {
 export interface FetchRequest {
   job: JobRecord;
   url: string;
+  /** The cache's name of the input and where its access is checked (policy.ts). */
+  target: CacheTarget;
   mode: Exclude<CacheMode, "no">;
   /** The job's transfer client (the user's credential): downloads and access checks use it. */
   client: TransferClient;
@@ -37,14 +39,16 @@ export interface FetchResult {
   fromCache: boolean;
 }
 
+const http = (t: CacheTarget) => ["http", "https", "dav", "davs"].includes(t.scheme);
+
 /** How often a job waiting for another's download of the same URL looks again. */
 const WAIT_MS = 200;
 
 /** The origin refuses this user the URL: the cached copy is not given out (never retried). */
 export class CacheRefused extends TransferError {
   readonly code = "CACHE_REFUSED";
-  constructor(url: string, status: number) {
-    super(`the origin refuses ${redact(url)} to this user (HTTP ${status}); the cached copy is not given out`, false, status);
+  constructor(url: string, status: number, reason?: string) {
+    super(`the origin refuses ${redact(url)} to this user (HTTP ${status}${reason ? `: ${reason.slice(0, 300)}` : ""}); the cached copy is not given out`, false, status);
     this.name = "CacheRefused";
   }
 }
@@ -95,7 +99,7 @@ export class InputCache {
   }
 
   async fetch(r: FetchRequest): Promise<FetchResult> {
-    const hash = urlHash(r.url);
+    const hash = r.target.hash;
     const started = Date.now();
     // renew: only a copy stored after this request will do; check: one revalidated now.
     let fresh = r.mode === "renew";
@@ -149,9 +153,11 @@ export class InputCache {
     const tmp = await openTemp(dir.path);
     let h: Record<string, string | string[] | undefined> = {};
     try {
+      // xrootd and Rucio downloads carry no validators: the origin is asked for them first.
+      const pre = http(r.target) ? undefined : await this.ask(r);
       const bytes = await r.download({ dir: tmp, name: tmpName, at: `/${r.dest.at.replace(/^\/+/, "")}` }, (headers) => (h = headers));
-      const v = validators(h);
-      await commitEntry(dir.path, hash, tmpName, { url: redact(cacheUrl(r.url)), size: bytes, etag: v.etag, lastModified: v.lastModified, stored: Date.now() });
+      const v = pre ?? validators(h);
+      await commitEntry(dir.path, hash, tmpName, { url: redact(r.target.key), size: bytes, etag: v.etag, lastModified: v.lastModified, stored: Date.now() });
       return bytes;
     } finally {
       await tmp.close();
@@ -168,22 +174,23 @@ export class InputCache {
     const id = ownerKey(r.job.owner);
     const stored = entry.meta?.stored ?? 0;
     if (r.mode === "check" && stored < started) {
-      const a = await askOrigin(r.client, r.url, r.signal);
-      if (!a.allowed) return this.refuse(r, a.status);
+      const a = await this.ask(r);
       await this.remember(r.job, hash);
       return changed({ etag: entry.meta?.etag, lastModified: entry.meta?.lastModified, size: entry.size }, a) ? "stale" : "ok";
     }
     if (r.mode === "invariant" && (await this.ctx.redis.exists(this.keys.cacheEver(id, hash))) === 1) return "ok";
     if ((await this.ctx.redis.exists(this.keys.cachePerm(id, hash))) === 1) return "ok";
-    const a = await askOrigin(r.client, r.url, r.signal);
-    if (!a.allowed) return this.refuse(r, a.status);
+    await this.ask(r);
     await this.remember(r.job, hash);
     return "ok";
   }
 
-  private async refuse(r: FetchRequest, status: number): Promise<never> {
+  /** The origin's answer for this job's credential; a refusal is counted and thrown (CacheRefused). */
+  private async ask(r: FetchRequest): Promise<OriginAnswer> {
+    const a = await askAccess(r.client, r.target, r.signal, this.ctx.config.staging.rucio);
+    if (a.allowed) return a;
     await this.count("refused");
-    throw new CacheRefused(r.url, status);
+    throw new CacheRefused(r.url, a.status, a.reason);
   }
 
   /** The origin served this URL to the job's identity (a download or an access check said so). */

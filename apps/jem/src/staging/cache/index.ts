@@ -4,10 +4,10 @@ import type { JemContext } from "../../context.js";
 import type { SessionPlace } from "../../priv/rootfs-cache.js";
 import type { TransferClient } from "../http.js";
 import { InputCache, type FetchResult } from "./cache.js";
-import { cacheModeOf } from "./policy.js";
+import { cacheModeOf, cacheTarget } from "./policy.js";
 
 export { InputCache, CacheRefused } from "./cache.js";
-export { CacheOptionError, cacheModeOf, urlHash, type CacheMode } from "./policy.js";
+export { CacheOptionError, cacheModeOf, cacheTarget, urlHash, type CacheMode, type CacheTarget } from "./policy.js";
 
 /** The input cache of this JEM, or undefined when none is configured or usable (logged). */
 export function openInputCache(ctx: JemContext): Promise<InputCache | undefined> {
@@ -35,5 +35,6 @@ export async function cachedDownload(ctx: JemContext, cache: InputCache | undefi
   if (!cache || mode === "no") return { bytes: await d.download(d.dest), fromCache: false };
   // An input that is also an output must not be a link (outputs are never read through one).
   const copy = d.desc.outputFiles.some((o) => o.name.replace(/\/+$/, "") === d.file.name);
-  return cache.fetch({ job: d.job, url: d.file.source!, mode, client: d.client, dest: d.dest, signal: d.signal, executable: d.file.executable, copy, download: d.download });
+  const target = cacheTarget(d.file.source!, d.file.options);
+  return cache.fetch({ job: d.job, url: d.file.source!, target, mode, client: d.client, dest: d.dest, signal: d.signal, executable: d.file.executable, copy, download: d.download });
 }

@@ -1,5 +1,8 @@
 import { request } from "undici";
 import { redact, TransferError, type TransferClient } from "../http.js";
+import { resolveRucio, type RucioSettings } from "../protocols/rucio.js";
+import { xrootdStat } from "../protocols/xrootd.js";
+import type { CacheTarget } from "./policy.js";
 
 /** What the origin says of a URL for one user's credential. */
 export interface OriginAnswer {
@@ -9,6 +12,8 @@ export interface OriginAnswer {
   etag?: string | undefined;
   lastModified?: string | undefined;
   size?: number | undefined;
+  /** Why the origin refused, in its own words (Rucio's exception, xrdfs's message). */
+  reason?: string | undefined;
 }
 
 const REFUSED = new Set([401, 403, 404, 410]);
@@ -64,4 +69,31 @@ export function changed(stored: { etag?: string | undefined; lastModified?: stri
   if (stored.lastModified && now.lastModified) return stored.lastModified !== now.lastModified;
   if (now.size !== undefined) return now.size !== stored.size || !(stored.etag || stored.lastModified);
   return true;
+}
+
+/**
+ * Whether the origin gives the input to this user, asked with the user's credential, by scheme:
+ *  - http(s), dav(s): askOrigin on the http(s) URL (ETag, Last-Modified and size are the validators);
+ *  - root(s): `xrdfs stat` (size and modification time);
+ *  - rucio: the DID resolves (authentication and replica listing with the user's proxy or token);
+ *    Rucio's checksum (as `etag`) and size are the validators, whichever replica was downloaded.
+ */
+export async function askAccess(client: TransferClient, t: CacheTarget, signal: AbortSignal, rucio: RucioSettings | undefined): Promise<OriginAnswer> {
+  switch (t.scheme) {
+    case "root":
+    case "roots": {
+      const s = await xrootdStat(client, t.wire, signal);
+      return { allowed: s.allowed, status: s.status, size: s.size, lastModified: s.mtime, reason: s.reason };
+    }
+    case "rucio":
+      try {
+        const f = await resolveRucio(client, t.transfer, rucio ?? { timeoutMs: 60_000 }, signal);
+        return { allowed: true, status: 200, etag: f.checksum, size: f.size };
+      } catch (e) {
+        if (e instanceof TransferError && e.status !== undefined && REFUSED.has(e.status)) return { allowed: false, status: e.status, reason: e.message };
+        throw e;
+      }
+    default:
+      return askOrigin(client, t.wire, signal);
+  }
 }

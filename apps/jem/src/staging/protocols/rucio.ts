@@ -48,7 +48,8 @@ const TOKEN_MARGIN_MS = 5 * 60_000;
 /** Rucio tokens per transfer client (one credential), per auth URL and account. */
 const tokens = new WeakMap<TransferClient, Map<string, { token: string; until: number }>>();
 
-function parseDid(t: TransferUrl): { base: string; scope: string; name: string } {
+/** The server and DID a `rucio://` URL names; a final TransferError when it names none. */
+export function rucioDid(t: TransferUrl): { base: string; scope: string; name: string } {
   const bad = () => new TransferError(`${redact(t.url)} is not rucio://<server>/replicas/<scope>/<name>`, false, 400);
   let u: URL;
   try {
@@ -171,7 +172,7 @@ export function parseListing(text: string, scope: string, name: string, transfer
 
 /** Asks Rucio for the replicas of the DID a `rucio://` URL names. An unknown DID is final (404). */
 export async function resolveRucio(client: TransferClient, t: TransferUrl, s: RucioSettings, signal: AbortSignal): Promise<RucioFile> {
-  const { base, scope, name } = parseDid(t);
+  const { base, scope, name } = rucioDid(t);
   const account = t.options.rucioaccount || s.account;
   const url = `${base}/replicas/${encodeURIComponent(scope)}/${encodeURIComponent(name)}`;
   const bounded = AbortSignal.any([signal, AbortSignal.timeout(s.timeoutMs)]);

@@ -144,3 +144,40 @@ export async function xrootdUpload(client: TransferClient, file: UploadSource, g
     await cleanup();
   }
 }
+
+/** What an xrootd server says of a file for the job's credential (the input cache's access check). */
+export interface XrdStat {
+  /** false: the server refuses this credential the file, or has none (no cached copy for them). */
+  allowed: boolean;
+  status: number;
+  size?: number | undefined;
+  mtime?: string | undefined;
+  reason?: string | undefined;
+}
+
+/**
+ * `xrdfs <server> stat <path>` with the job's credential, through the same private environment
+ * and destination policy as xrdcp. Not found, no permission and a refused authentication are an
+ * answer (allowed: false); anything else is a retryable error.
+ */
+export async function xrootdStat(client: TransferClient, given: string, signal: AbortSignal): Promise<XrdStat> {
+  const target = await pinned(client, given);
+  const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
+  try {
+    const { server, path } = hostAndPath(target.url);
+    const r = await execa("xrdfs", [server, "stat", path], { env: { ...credEnv, ...target.env }, extendEnv: false, cancelSignal: signal, forceKillAfterDelay: 5_000, reject: false });
+    if (signal.aborted) signal.throwIfAborted();
+    const out = String(r.stdout);
+    if (r.exitCode === 0) {
+      const size = /^Size:\s+(\d+)/m.exec(out)?.[1];
+      return { allowed: true, status: 200, size: size === undefined ? undefined : Number(size), mtime: /^MTime:\s+(.+)$/m.exec(out)?.[1]?.trim() };
+    }
+    const text = String(r.stderr || r.stdout || "").trim().split("\n").pop() ?? "";
+    if (/Auth failed|authentication failed/i.test(text)) return { allowed: false, status: 401, reason: `authentication refused (${presents}): ${text}` };
+    if (/No such file|not found/i.test(text)) return { allowed: false, status: 404, reason: text };
+    if (/Permission denied|not authorized/i.test(text)) return { allowed: false, status: 403, reason: text };
+    throw new TransferError(`xrdfs stat ${redact(given)}: ${text || `exit ${r.exitCode}`}`, true);
+  } finally {
+    await cleanup();
+  }
+}
