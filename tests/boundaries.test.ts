@@ -6,9 +6,13 @@ import { describe, expect, it } from "vitest";
 // that silently drops one fails here, not in review.
 const eslint = new ESLint({ cwd: resolve(import.meta.dirname, "..") });
 
-async function restricted(file: string, from: string): Promise<boolean> {
-  const [res] = await eslint.lintText(`import { x } from "${from}";\nexport { x };\n`, { filePath: resolve(import.meta.dirname, "..", file) });
-  return (res?.messages ?? []).some((m) => m.ruleId === "no-restricted-imports");
+async function restricted(file: string, from: string, kind: "value" | "type" = "value"): Promise<boolean> {
+  const text =
+    kind === "type" ? `import type { X } from "${from}";\nexport type Y = X;\n` : `import { x } from "${from}";\nexport { x };\n`;
+  const [res] = await eslint.lintText(text, {
+    filePath: resolve(import.meta.dirname, "..", file),
+  });
+  return (res?.messages ?? []).some((m) => m.ruleId === "@typescript-eslint/no-restricted-imports");
 }
 
 describe("import boundaries", () => {
@@ -23,6 +27,8 @@ describe("import boundaries", () => {
     ["apps/gateway/src/services/x.ts", "../routes/jobs.js"],
     ["apps/gateway/src/services/x.ts", "../app.js"],
     ["apps/gateway/src/services/x.test.ts", "../routes/session.js"],
+    ["apps/gateway/src/services/x.ts", "../middleware/identity/scopes.js"],
+    ["apps/gateway/src/services/session/x.ts", "../../middleware/durability/hold.js"],
   ])("%s may not import %s", async (file, from) => {
     expect(await restricted(file, from)).toBe(true);
   });
@@ -36,5 +42,9 @@ describe("import boundaries", () => {
     ["tests/security/x.ts", "../../apps/gateway/src/server.js"],
   ])("%s may import %s", async (file, from) => {
     expect(await restricted(file, from)).toBe(false);
+  });
+
+  it("a service may name a middleware's type (what it put on the request), not run its code", async () => {
+    expect(await restricted("apps/gateway/src/services/x.ts", "../middleware/durability/hold.js", "type")).toBe(false);
   });
 });
