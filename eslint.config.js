@@ -6,13 +6,32 @@ import tseslint from "typescript-eslint";
  * service may name what a middleware put on the request). One config object per file set: for a file in
  * several sets the last object's rule options win, so each repeats the restrictions it inherits.
  */
-const noApps = { group: ["**/apps/**", "@ce/gateway", "@ce/gateway/**", "@ce/jem", "@ce/jem/**"], message: "packages must not import apps (move the shared code into a package)." };
-const noJem = { group: ["@ce/jem", "@ce/jem/**", "**/jem/**"], message: "the gateway must not import the JEM (share code through packages/)." };
-const noGateway = { group: ["@ce/gateway", "@ce/gateway/**", "**/gateway/**"], message: "the JEM must not import the gateway (share code through packages/)." };
+const noApps = {
+  group: ["**/apps/**", "@ce/gateway", "@ce/gateway/**", "@ce/jem", "@ce/jem/**"],
+  message: "packages must not import apps (move the shared code into a package).",
+};
+const noJem = {
+  group: ["@ce/jem", "@ce/jem/**", "**/jem/**"],
+  message: "the gateway must not import the JEM (share code through packages/).",
+};
+const noGateway = {
+  group: ["@ce/gateway", "@ce/gateway/**", "**/gateway/**"],
+  message: "the JEM must not import the gateway (share code through packages/).",
+};
 const noRoutes = { group: ["**/routes/**", "**/routes"], message: "services must not import routes: routes → services → store, not back." };
-const noAppShell = { group: ["../app.js", "../server.js", "../main.js"], message: "services must not import the app shell (it imports the routes)." };
-const noFiles = { group: ["@ce/controldir", "@ce/controldir/**", "**/controldir/**"], message: "@ce/store is the Redis side; the control directory (@ce/controldir) builds on it, not back." };
-const noMiddleware = { group: ["**/middleware/**"], message: "services must not run middleware code: take what they need from the request context or a package.", allowTypeImports: true };
+const noAppShell = {
+  group: ["../app.js", "../server.js", "../main.js"],
+  message: "services must not import the app shell (it imports the routes).",
+};
+const noFiles = {
+  group: ["@ce/controldir", "@ce/controldir/**", "**/controldir/**"],
+  message: "@ce/store is the Redis side; the control directory (@ce/controldir) builds on it, not back.",
+};
+const noMiddleware = {
+  group: ["**/middleware/**"],
+  message: "services must not run middleware code: take what they need from the request context or a package.",
+  allowTypeImports: true,
+};
 const restrict = (...patterns) => ({ "no-restricted-imports": "off", "@typescript-eslint/no-restricted-imports": ["error", { patterns }] });
 
 export default tseslint.config(

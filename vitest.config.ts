@@ -5,7 +5,13 @@ import { defineConfig } from "vitest/config";
 // own real redis-server (and Slurm when the suite needs it) — never a mock.
 export default defineConfig({
   test: {
-    include: ["packages/*/src/**/*.test.ts", "apps/*/src/**/*.test.ts", "apps/*/test/**/*.test.ts", "tests/**/*.test.ts", "scripts/**/*.test.ts"],
+    include: [
+      "packages/*/src/**/*.test.ts",
+      "apps/*/src/**/*.test.ts",
+      "apps/*/test/**/*.test.ts",
+      "tests/**/*.test.ts",
+      "scripts/**/*.test.ts",
+    ],
     exclude: ["**/node_modules/**", "**/dist/**"],
     globalSetup: ["tests/support/global-setup.ts"],
     testTimeout: 30_000,

@@ -9,21 +9,35 @@ type Doc = Record<string, unknown>;
 
 const TOP = new Set(["version", "name", "services", "networks", "volumes", "secrets", "configs", "include", "models"]);
 const SERVICE = new Set(
-  ("annotations attach build blkio_config cap_add cap_drop cgroup cgroup_parent command configs container_name cpu_count " +
+  (
+    "annotations attach build blkio_config cap_add cap_drop cgroup cgroup_parent command configs container_name cpu_count " +
     "cpu_percent cpu_shares cpu_quota cpu_period cpu_rt_period cpu_rt_runtime cpus cpuset credential_spec depends_on deploy " +
     "develop device_cgroup_rules devices dns dns_opt dns_search domainname entrypoint env_file environment expose extends " +
     "external_links extra_hosts gpus group_add healthcheck hostname image init ipc isolation labels label_file links logging " +
     "mac_address mem_limit mem_reservation mem_swappiness memswap_limit models network_mode networks oom_kill_disable " +
     "oom_score_adj pid pids_limit platform ports post_start pre_stop privileged profiles provider pull_policy read_only " +
     "restart runtime scale secrets security_opt shm_size stdin_open stop_grace_period stop_signal storage_opt sysctls tmpfs " +
-    "tty ulimits use_api_socket user userns_mode uts volumes volumes_from working_dir").split(" "),
+    "tty ulimits use_api_socket user userns_mode uts volumes volumes_from working_dir"
+  ).split(" "),
 );
 const BUILD = new Set(
-  ("context dockerfile dockerfile_inline entitlements args ssh labels cache_from cache_to no_cache additional_contexts " +
-    "network provenance sbom pull target shm_size extra_hosts isolation privileged secrets tags ulimits platforms").split(" "),
+  (
+    "context dockerfile dockerfile_inline entitlements args ssh labels cache_from cache_to no_cache additional_contexts " +
+    "network provenance sbom pull target shm_size extra_hosts isolation privileged secrets tags ulimits platforms"
+  ).split(" "),
 );
 const HEALTHCHECK = new Set(["disable", "interval", "retries", "test", "timeout", "start_period", "start_interval"]);
-const DEPLOY = new Set(["endpoint_mode", "mode", "replicas", "labels", "rollback_config", "update_config", "resources", "restart_policy", "placement"]);
+const DEPLOY = new Set([
+  "endpoint_mode",
+  "mode",
+  "replicas",
+  "labels",
+  "rollback_config",
+  "update_config",
+  "resources",
+  "restart_policy",
+  "placement",
+]);
 const VOLUME_LONG = new Set(["type", "source", "target", "read_only", "consistency", "bind", "volume", "tmpfs", "image"]);
 const DEPENDS_CONDITIONS = new Set(["service_started", "service_healthy", "service_completed_successfully"]);
 const DURATION = /^(\d+(\.\d+)?(us|ms|s|m|h))+$/;
@@ -118,7 +132,8 @@ export function checkCompose(doc: unknown): ComposeReport {
     }
     if (isObj(deps)) {
       for (const [d, v] of Object.entries(deps)) {
-        if (isObj(v) && v.condition !== undefined && !DEPENDS_CONDITIONS.has(String(v.condition))) err(`${at}.depends_on.${d}.condition`, `invalid ${String(v.condition)}`);
+        if (isObj(v) && v.condition !== undefined && !DEPENDS_CONDITIONS.has(String(v.condition)))
+          err(`${at}.depends_on.${d}.condition`, `invalid ${String(v.condition)}`);
       }
     }
     for (const p of Array.isArray(s.ports) ? s.ports : s.ports === undefined ? [] : [null]) {
@@ -157,7 +172,8 @@ export function checkCompose(doc: unknown): ComposeReport {
     }
   }
   for (const [n, s] of Object.entries(isObj(doc.secrets) ? doc.secrets : {})) {
-    if (!isObj(s) || [s.file, s.environment, s.external].every((x) => x === undefined)) err(`secrets.${n}`, "needs file, environment or external");
+    if (!isObj(s) || [s.file, s.environment, s.external].every((x) => x === undefined))
+      err(`secrets.${n}`, "needs file, environment or external");
   }
   return { errors, mounts };
 }
@@ -168,15 +184,18 @@ export function checkCompose(doc: unknown): ComposeReport {
  */
 export function interpolate(value: unknown, env: Record<string, string | undefined>, errors: string[] = []): unknown {
   if (typeof value === "string") {
-    return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (m, name?: string, colon?: string, op?: string, arg?: string, bare?: string) => {
-      if (m === "$$") return "$";
-      const key = (name ?? bare)!;
-      const v = env[key];
-      const unset = v === undefined || (colon === ":" && v === "");
-      if (op === "-") return unset ? (arg ?? "") : v!;
-      if (op === "?" && unset) errors.push(`required variable ${key}: ${arg ?? "not set"}`);
-      return v ?? "";
-    });
+    return value.replace(
+      /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+      (m, name?: string, colon?: string, op?: string, arg?: string, bare?: string) => {
+        if (m === "$$") return "$";
+        const key = (name ?? bare)!;
+        const v = env[key];
+        const unset = v === undefined || (colon === ":" && v === "");
+        if (op === "-") return unset ? (arg ?? "") : v!;
+        if (op === "?" && unset) errors.push(`required variable ${key}: ${arg ?? "not set"}`);
+        return v ?? "";
+      },
+    );
   }
   if (Array.isArray(value)) return value.map((v) => interpolate(v, env, errors));
   if (isObj(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, errors)]));

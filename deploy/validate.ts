@@ -19,7 +19,9 @@ const root = resolve(import.meta.dirname, "..");
 const deployDir = import.meta.dirname;
 // `yaml` is a dependency of @ce/config; resolve it from there (deploy/ is not a workspace package).
 const YAML = createRequire(join(root, "packages/config/package.json"))("yaml") as typeof import("yaml");
-const { loadConfig, redisAclRules } = (await import(join(root, "packages/config/src/index.ts"))) as typeof import("../packages/config/src/index.ts");
+const { loadConfig, redisAclRules } = (await import(
+  join(root, "packages/config/src/index.ts")
+)) as typeof import("../packages/config/src/index.ts");
 
 const errors: string[] = [];
 const warnings: string[] = [];
@@ -88,8 +90,11 @@ for (const [name, svc] of Object.entries(compose.services)) {
   if (!/^node:20-bookworm-slim\b/.test(from)) fail(`${where}: FROM ${from}, expected node:20-bookworm-slim`);
   if (!instrs.some((i) => i.op === "RUN" && /corepack enable/.test(i.args))) fail(`${where}: pnpm is not enabled through corepack`);
   // `COPY --from=<stage>` copies between stages of a multi-stage build, not from the context.
-  const copies = instrs.filter((i) => i.op === "COPY" && !/--from=/.test(i.args)).map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith("--")));
-  for (const c of copies) for (const src of c.slice(0, -1)) if (!existsSync(join(context, src))) fail(`${where}: COPY source ${src} missing`);
+  const copies = instrs
+    .filter((i) => i.op === "COPY" && !/--from=/.test(i.args))
+    .map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith("--")));
+  for (const c of copies)
+    for (const src of c.slice(0, -1)) if (!existsSync(join(context, src))) fail(`${where}: COPY source ${src} missing`);
   const installRun = instrs.find((i) => i.op === "RUN" && /pnpm install/.test(i.args));
   const filters = [...(installRun?.args ?? "").matchAll(/--filter\s+"?([^"\s]+)"?/g)].map((m) => m[1]!.replace(/\.\.\.$/, ""));
   if (!installRun || !/--frozen-lockfile/.test(installRun.args)) fail(`${where}: no pnpm install --frozen-lockfile`);
@@ -104,9 +109,11 @@ for (const [name, svc] of Object.entries(compose.services)) {
     fail(`${where}: CMD must be in exec form (JSON array)`);
   }
   const appDir = workspace.get(`@ce/${role}`)!;
-  const start = (JSON.parse(readFileSync(join(root, appDir, "package.json"), "utf8")) as { scripts?: { start?: string } }).scripts?.start ?? "";
+  const start =
+    (JSON.parse(readFileSync(join(root, appDir, "package.json"), "utf8")) as { scripts?: { start?: string } }).scripts?.start ?? "";
   const expected = start.split(/\s+/).map((a) => (a.endsWith(".ts") || a.endsWith(".js") ? posix.join(appDir, a) : a));
-  if (JSON.stringify(cmd) !== JSON.stringify(expected)) fail(`${where}: CMD ${JSON.stringify(cmd)} differs from the start script ${JSON.stringify(expected)}`);
+  if (JSON.stringify(cmd) !== JSON.stringify(expected))
+    fail(`${where}: CMD ${JSON.stringify(cmd)} differs from the start script ${JSON.stringify(expected)}`);
   const entry = cmd.find((a) => a.endsWith(".ts") || a.endsWith(".js"));
   const entryReady = entry !== undefined && existsSync(join(root, entry));
   if (!entryReady) warnings.push(`${where}: entry ${entry} does not exist yet (CMD not runnable)`);
@@ -152,7 +159,10 @@ function normaliseEnv(e: unknown): Record<string, string> {
 
 /** Every path the config names must be inside a mount (or a declared secret) of the service. */
 function checkMounted(where: string, mounts: VolumeMount[], svc: Record<string, unknown>, role: string, c: ReturnType<typeof loadConfig>) {
-  const secrets = ((svc.secrets as unknown[] | undefined) ?? []).map((s) => `/run/secrets/${typeof s === "string" ? s : (s as { target?: string; source: string }).target ?? (s as { source: string }).source}`);
+  const secrets = ((svc.secrets as unknown[] | undefined) ?? []).map(
+    (s) =>
+      `/run/secrets/${typeof s === "string" ? s : ((s as { target?: string; source: string }).target ?? (s as { source: string }).source)}`,
+  );
   const paths: [string, string | undefined][] = [
     ["paths.controlDir", c.paths.controlDir],
     ["paths.sessionRoot", c.paths.sessionRoot],
@@ -169,10 +179,12 @@ function checkMounted(where: string, mounts: VolumeMount[], svc: Record<string, 
     if (!mounts.some((m) => inside(m.target)) && !secrets.some(inside)) fail(`${where}: ${key}=${p} is not on a mounted volume or secret`);
   }
   const session = mounts.find((m) => m.target === c.paths.sessionRoot);
-  if (session && session.source !== session.target) fail(`${where}: the session root must be mounted at the same path as on the host (worker nodes see host paths)`);
+  if (session && session.source !== session.target)
+    fail(`${where}: the session root must be mounted at the same path as on the host (worker nodes see host paths)`);
   // Batch jobs write comment/diag/lrms_done into the control dir on the worker nodes.
   const control = mounts.find((m) => m.target === c.paths.controlDir);
-  if (!control || control.source !== control.target || !control.source.startsWith("/")) fail(`${where}: the control directory must be a host path mounted at the same path (worker nodes reach it), not a named volume`);
+  if (!control || control.source !== control.target || !control.source.startsWith("/"))
+    fail(`${where}: the control directory must be a host path mounted at the same path (worker nodes reach it), not a named volume`);
   if (role === "jem" && c.mapping) checkPrivileged(where, svc);
 }
 
@@ -181,7 +193,8 @@ function checkPrivileged(where: string, svc: Record<string, unknown>) {
   const need = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE"];
   const add = ((svc.cap_add as string[] | undefined) ?? []).map(String);
   const drop = ((svc.cap_drop as string[] | undefined) ?? []).map(String);
-  if (!String(svc.user ?? "").startsWith("0:")) fail(`${where}: with mapping on the JEM runs as uid 0 (user "0:<CE group>") to switch to mapped accounts`);
+  if (!String(svc.user ?? "").startsWith("0:"))
+    fail(`${where}: with mapping on the JEM runs as uid 0 (user "0:<CE group>") to switch to mapped accounts`);
   if (!drop.includes("ALL")) fail(`${where}: cap_drop must be [ALL] (the JEM gets only what the privileged component needs)`);
   for (const cap of need) if (!add.includes(cap)) fail(`${where}: cap_add lacks ${cap} (needed by the privileged component)`);
   for (const cap of add) if (!need.includes(cap)) fail(`${where}: cap_add ${cap} is more than the privileged component needs`);
@@ -189,7 +202,15 @@ function checkPrivileged(where: string, svc: Record<string, unknown>) {
 }
 
 /** Replays COPY + `pnpm install` of the Dockerfile in a scratch dir, then the CMD's config check. */
-function replay(where: string, context: string, instrs: Instr[], cmd: string[], entry: string | undefined, cfgFile: string, ceEnv: Record<string, string>) {
+function replay(
+  where: string,
+  context: string,
+  instrs: Instr[],
+  cmd: string[],
+  entry: string | undefined,
+  cfgFile: string,
+  ceEnv: Record<string, string>,
+) {
   const dir = mkdtempSync(join(tmpdir(), "ce-image-"));
   try {
     const skip = (src: string) => !/(^|\/)(node_modules|dist|\.git|\.ce)(\/|$)/.test(relative(context, src));
@@ -215,8 +236,14 @@ function replay(where: string, context: string, instrs: Instr[], cmd: string[], 
     const argv = supportsCheck
       ? [...cmd.slice(1), "--check-config"]
       : ["--import", "tsx", "--input-type=module", "-e", 'const m = await import("./packages/config/src/index.ts"); m.loadConfig();'];
-    const r = spawnSync(cmd[0] ?? "node", argv, { cwd: dir, encoding: "utf8", env: { PATH: process.env.PATH, CE_CONFIG: cfgFile, ...ceEnv }, timeout: 60_000 });
-    if (r.status !== 0) return fail(`${where}: ${supportsCheck ? "CMD --check-config" : "config load with tsx"} failed in the image layout:\n${r.stderr}`);
+    const r = spawnSync(cmd[0] ?? "node", argv, {
+      cwd: dir,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, CE_CONFIG: cfgFile, ...ceEnv },
+      timeout: 60_000,
+    });
+    if (r.status !== 0)
+      return fail(`${where}: ${supportsCheck ? "CMD --check-config" : "config load with tsx"} failed in the image layout:\n${r.stderr}`);
     ok(`${where}: ${supportsCheck ? `${cmd.join(" ")} --check-config` : "loadConfig() under tsx"} succeeds in the image layout`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -232,7 +259,12 @@ function checkRedisAcl() {
   if (!cmd.includes("--aclfile")) fail("redis: redis-server runs without --aclfile (anyone reaching it gets every key)");
   if (redis.ports) fail("redis: its port must not be published");
   const env = normaliseEnv(redis.environment);
-  const users = new Map((env.REDIS_ACL_USERS ?? "").split(/\s+/).filter(Boolean).map((e) => [e.split(":")[0]!, e.slice(e.indexOf(":") + 1)]));
+  const users = new Map(
+    (env.REDIS_ACL_USERS ?? "")
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((e) => [e.split(":")[0]!, e.slice(e.indexOf(":") + 1)]),
+  );
   const redisSecrets = ((redis.secrets as unknown[] | undefined) ?? []).map(String);
   for (const { name, role, config } of ceServices) {
     const u = config.redis.users[role];
@@ -241,25 +273,30 @@ function checkRedisAcl() {
       continue;
     }
     // Same secret on both sides: the app's /run/secrets/<name> is the file the aclfile is built from.
-    if (users.get(u.username) !== u.passwordFile) fail(`${name}: Redis user ${u.username} with ${u.passwordFile} is not in the redis service's REDIS_ACL_USERS`);
+    if (users.get(u.username) !== u.passwordFile)
+      fail(`${name}: Redis user ${u.username} with ${u.passwordFile} is not in the redis service's REDIS_ACL_USERS`);
     const secret = u.passwordFile.replace(/^\/run\/secrets\//, "");
     if (!redisSecrets.includes(secret)) fail(`redis: secret ${secret} (password of ${u.username}) is not given to the redis service`);
     const rules = redisAclRules(`${config.redis.prefix}*`);
-    if (env.REDIS_ACL_RULES !== rules && !errors.some((e) => e.startsWith("redis: REDIS_ACL_RULES"))) fail(`redis: REDIS_ACL_RULES ${JSON.stringify(env.REDIS_ACL_RULES)} differ from the CE's rules for prefix ${config.redis.prefix}: ${JSON.stringify(rules)}`);
+    if (env.REDIS_ACL_RULES !== rules && !errors.some((e) => e.startsWith("redis: REDIS_ACL_RULES")))
+      fail(
+        `redis: REDIS_ACL_RULES ${JSON.stringify(env.REDIS_ACL_RULES)} differ from the CE's rules for prefix ${config.redis.prefix}: ${JSON.stringify(rules)}`,
+      );
     if (new URL(config.redis.url).password) fail(`${name}: redis.url carries a password; use redis.users.${role}.passwordFile`);
   }
   const script = join(deployDir, "redis/start.sh");
-  if (!existsSync(script) || !readFileSync(script, "utf8").includes("user default off")) fail("redis: deploy/redis/start.sh is missing or leaves the default user on");
+  if (!existsSync(script) || !readFileSync(script, "utf8").includes("user default off"))
+    fail("redis: deploy/redis/start.sh is missing or leaves the default user on");
   if (errors.length === 0) ok(`redis: ACL users ${[...users.keys()].join(", ")} from secrets, default user off, rules match the CE prefix`);
 }
 
 // --- 5. secrets the site must create ---------------------------------------------------------
 for (const [n, s] of Object.entries((compose as { secrets?: Record<string, { file?: string }> }).secrets ?? {})) {
-  if (s.file && !existsSync(resolve(deployDir, s.file))) warnings.push(`secret ${n}: ${s.file} does not exist (the site creates it, deploy/README.md "Quick start")`);
+  if (s.file && !existsSync(resolve(deployDir, s.file)))
+    warnings.push(`secret ${n}: ${s.file} does not exist (the site creates it, deploy/README.md "Quick start")`);
 }
 
 for (const w of warnings) print(`warn  ${w}`);
 for (const e of errors) print(`FAIL  ${e}`);
 print(errors.length ? `deploy: ${errors.length} problem(s)` : `deploy: valid (${warnings.length} warning(s))`);
 process.exit(errors.length ? 1 : 0);
-

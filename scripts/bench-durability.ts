@@ -44,15 +44,17 @@ async function submitMany(ce: CeClient, n: number): Promise<{ seconds: number; l
   let next = 0;
   let refused = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < n) {
-      next++;
-      const t = performance.now();
-      const r = await ce.submit(echoJobs(1, "bench")).catch(() => undefined); // a reset keep-alive socket: counted, not fatal
-      if (r?.status !== 201 || r.ids.length !== 1) refused++;
-      lat.push(performance.now() - t);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) {
+        next++;
+        const t = performance.now();
+        const r = await ce.submit(echoJobs(1, "bench")).catch(() => undefined); // a reset keep-alive socket: counted, not fatal
+        if (r?.status !== 201 || r.ids.length !== 1) refused++;
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
   return { seconds: (performance.now() - t0) / 1000, lat: lat.sort((a, b) => a - b), refused };
 }
 
@@ -90,14 +92,20 @@ async function durability(): Promise<void> {
         redisUrl: "redis://127.0.0.1:1",
         redisUsers: r.users,
         jem: false,
-        config: { redis: { ...r.config, waitReplicas: s.waitReplicas }, gateway: { limits: { requestsPerSecond: 0 } }, logging: { level: "warn" } },
+        config: {
+          redis: { ...r.config, waitReplicas: s.waitReplicas },
+          gateway: { limits: { requestsPerSecond: 0 } },
+          logging: { level: "warn" },
+        },
         env: { CE_TEST_LOG_LEVEL: "warn" },
       });
       const ce = new CeClient(stack, stack.url, CONCURRENCY);
       try {
         await submitMany(ce, 50); // warm-up (TLS sessions, script cache, JIT)
         const m = await submitMany(ce, JOBS);
-        console.log(`| ${s.name} | ${Math.round(JOBS / m.seconds)} | ${pct(m.lat, 50).toFixed(1)} | ${pct(m.lat, 99).toFixed(1)} | ${m.refused} |`);
+        console.log(
+          `| ${s.name} | ${Math.round(JOBS / m.seconds)} | ${pct(m.lat, 50).toFixed(1)} | ${pct(m.lat, 99).toFixed(1)} | ${m.refused} |`,
+        );
       } finally {
         ce.close();
         await stack.stop();
@@ -113,12 +121,21 @@ async function footprint(): Promise<void> {
     const port = await r.port();
     // redis-cli as the operator user (the root package has no Redis client of its own).
     const cli = (...args: string[]) => {
-      const res = spawnSync("redis-cli", ["-p", String(port), "--user", r.admin.username, "--pass", r.admin.password, "--no-auth-warning", ...args], { encoding: "utf8" });
+      const res = spawnSync(
+        "redis-cli",
+        ["-p", String(port), "--user", r.admin.username, "--pass", r.admin.password, "--no-auth-warning", ...args],
+        { encoding: "utf8" },
+      );
       if (res.status !== 0) throw new Error(`redis-cli ${args.join(" ")}: ${res.stderr}`);
       return res.stdout;
     };
     const usedMemory = () => Number(/used_memory:(\d+)/.exec(cli("info", "memory"))![1]);
-    const stack = await startStack({ redisUrl: "redis://127.0.0.1:1", redisUsers: r.users, config: { redis: r.config, gateway: { limits: { requestsPerSecond: 0 } } }, env: { CE_TEST_LOG_LEVEL: "warn" } });
+    const stack = await startStack({
+      redisUrl: "redis://127.0.0.1:1",
+      redisUsers: r.users,
+      config: { redis: r.config, gateway: { limits: { requestsPerSecond: 0 } } },
+      env: { CE_TEST_LOG_LEVEL: "warn" },
+    });
     const ce = new CeClient(stack, stack.url, CONCURRENCY);
     try {
       await submitMany(ce, 20);
@@ -143,12 +160,23 @@ async function footprint(): Promise<void> {
         return out;
       };
       const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-      const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, v]) => `${k} ${(v / N).toFixed(1)}`).join(", ");
+      const top = (m: Map<string, number>) =>
+        [...m]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 8)
+          .map(([k, v]) => `${k} ${(v / N).toFixed(1)}`)
+          .join(", ");
       console.log(`\nFootprint, ${N} jobs (fork back end, AOF everysec; JEM polls included):`);
-      console.log(`  Redis commands per job: submission ${(total(calls(stats1)) / N).toFixed(1)}, submit → FINISHED ${(total(calls(stats2)) / N).toFixed(1)}, + clean ${(total(calls(stats3)) / N).toFixed(1)}`);
+      console.log(
+        `  Redis commands per job: submission ${(total(calls(stats1)) / N).toFixed(1)}, submit → FINISHED ${(total(calls(stats2)) / N).toFixed(1)}, + clean ${(total(calls(stats3)) / N).toFixed(1)}`,
+      );
       console.log(`  most frequent over the whole life (per job): ${top(calls(stats3))}`);
-      console.log(`  used_memory per job: after submission ${Math.round((mem1 - mem0) / N)} B, when FINISHED ${Math.round((mem2 - mem0) / N)} B`);
-      console.log(`  one freshly submitted job: ${keys.length} keys of its own, MEMORY USAGE ${jobBytes} B (${keys.map((k) => k.replace(/^\{[^}]+\}:/, "")).join(" ")})`);
+      console.log(
+        `  used_memory per job: after submission ${Math.round((mem1 - mem0) / N)} B, when FINISHED ${Math.round((mem2 - mem0) / N)} B`,
+      );
+      console.log(
+        `  one freshly submitted job: ${keys.length} keys of its own, MEMORY USAGE ${jobBytes} B (${keys.map((k) => k.replace(/^\{[^}]+\}:/, "")).join(" ")})`,
+      );
     } finally {
       ce.close();
       await stack.stop();

@@ -33,7 +33,12 @@ function descriptions(): Map<string, string> {
       const text = ts
         .getJSDocCommentsAndTags(node)
         .filter(ts.isJSDoc)
-        .map((d) => d.getText().replace(/^\/\*\*|\*\/$/g, "").replace(/^\s*\* ?/gm, ""))
+        .map((d) =>
+          d
+            .getText()
+            .replace(/^\/\*\*|\*\/$/g, "")
+            .replace(/^\s*\* ?/gm, ""),
+        )
         .join(" ")
         .replace(/\s+/g, " ")
         .trim();
@@ -51,7 +56,14 @@ function descriptions(): Map<string, string> {
   return out;
 }
 
-type Def = { typeName: string; checks?: { kind: string; value?: number; inclusive?: boolean }[]; values?: string[]; value?: unknown; type?: Schema; options?: Schema[] };
+type Def = {
+  typeName: string;
+  checks?: { kind: string; value?: number; inclusive?: boolean }[];
+  values?: string[];
+  value?: unknown;
+  type?: Schema;
+  options?: Schema[];
+};
 type Schema = SchemaKey["schema"];
 
 /** What a value of `s` looks like, in words (the zod type names, so that this script needs no zod of its own). */
@@ -67,7 +79,16 @@ function typeOf(s: Schema): string {
       const int = checks.some((c) => c.kind === "int");
       const min = checks.find((c) => c.kind === "min");
       const max = checks.find((c) => c.kind === "max");
-      const range = min && max ? ` ${min.value}–${max.value}` : min ? (min.inclusive ? ` ≥ ${min.value}` : ` > ${min.value}`) : max ? ` ≤ ${max.value}` : "";
+      const range =
+        min && max
+          ? ` ${min.value}–${max.value}`
+          : min
+            ? min.inclusive
+              ? ` ≥ ${min.value}`
+              : ` > ${min.value}`
+            : max
+              ? ` ≤ ${max.value}`
+              : "";
       return `${int ? "integer" : "number"}${range}`;
     }
     case "ZodEnum":
@@ -86,7 +107,10 @@ function typeOf(s: Schema): string {
 }
 
 function dotted(path: readonly string[]): string {
-  return path.map((s) => (s === "[]" ? "[]" : `.${s}`)).join("").replace(/^\./, "");
+  return path
+    .map((s) => (s === "[]" ? "[]" : `.${s}`))
+    .join("")
+    .replace(/^\./, "");
 }
 
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
@@ -113,7 +137,9 @@ export function renderReference(): string {
     for (const k of rows) {
       const text = desc.get(k.path.filter((s) => s !== "[]").join(".")) ?? "";
       const type = k.section ? "section" : typeOf(k.schema);
-      parts.push(`| \`${dotted(k.path)}\` | ${cell(type)} | ${defaultOf(k)} | ${k.env ? `\`${k.env}\`` : "(in the list)"} | ${cell(text)} |`);
+      parts.push(
+        `| \`${dotted(k.path)}\` | ${cell(type)} | ${defaultOf(k)} | ${k.env ? `\`${k.env}\`` : "(in the list)"} | ${cell(text)} |`,
+      );
     }
     parts.push("");
   }

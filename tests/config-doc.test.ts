@@ -14,7 +14,10 @@ describe("docs/configuration.md", () => {
 
   it("lists every key of the schema, with its environment variable where it has one", () => {
     for (const k of schemaKeys(configSchema)) {
-      const key = k.path.map((s) => (s === "[]" ? "[]" : `.${s}`)).join("").slice(1);
+      const key = k.path
+        .map((s) => (s === "[]" ? "[]" : `.${s}`))
+        .join("")
+        .slice(1);
       if (k.path.length === 1 && k.section) {
         expect(doc, key).toContain(`### \`${key}\``);
         continue;

@@ -71,7 +71,14 @@ function noNoise(text: string) {
 
 function arcEnv(): NodeJS.ProcessEnv {
   const pki = join(state, "pki");
-  return { ...process.env, HOME: join(work, "home"), X509_USER_CERT: `${pki}/user/cert.pem`, X509_USER_KEY: `${pki}/user/key.pem`, X509_USER_PROXY: `${pki}/user/proxy.pem`, X509_CERT_DIR: `${pki}/ca` };
+  return {
+    ...process.env,
+    HOME: join(work, "home"),
+    X509_USER_CERT: `${pki}/user/cert.pem`,
+    X509_USER_KEY: `${pki}/user/key.pem`,
+    X509_USER_PROXY: `${pki}/user/proxy.pem`,
+    X509_CERT_DIR: `${pki}/ca`,
+  };
 }
 
 beforeAll(async () => {
@@ -111,28 +118,35 @@ describe("front door: scripts/start.sh (= ./ce start)", () => {
     expect(out).toMatch(/started redis-server on 127\.0\.0\.1:\d+/);
   });
 
-  it.skipIf(!hasArc)("a real arcsub → arcstat → arcget round trip works", async () => {
-    writeFileSync(join(work, "run.sh"), "#!/bin/sh\necho \"ARGS: $1\"\ntr a-z A-Z < in.txt > out.txt\n");
-    writeFileSync(join(work, "in.txt"), "front door\n");
-    writeFileSync(join(work, "job.xrsl"), `&(executable="run.sh")(arguments="hello")(inputfiles=("run.sh" "")("in.txt" ""))(outputfiles=("out.txt" ""))(stdout="stdout.txt")(jobname="frontdoor")(queue="main")`);
-    const env = arcEnv();
-    const sub = await run("arcsub", ["-C", url, "-T", "arcrest", "job.xrsl"], { cwd: work, env });
-    expect(sub.stdout).toMatch(/Job submitted with jobid: https:\/\/localhost:\d+\/arex\/rest\/1\.0\/jobs\/[0-9a-f-]{36}/);
-    let stat = "";
-    for (let i = 0; i < 120 && !/State: Finished/.test(stat); i++) {
-      stat = (await run("arcstat", ["-a"], { cwd: work, env })).stdout;
-      if (/State: (Failed|Killed)/.test(stat)) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    expect(stat).toContain("State: Finished");
-    const dl = join(work, "dl");
-    mkdirSync(dl);
-    const get = await run("arcget", ["-a"], { cwd: dl, env });
-    expect(get.stdout).toContain("successfully retrieved: 1");
-    const id = /Results stored at: (\S+)/.exec(get.stdout)![1]!;
-    expect(readFileSync(join(dl, id, "out.txt"), "utf8")).toBe("FRONT DOOR\n");
-    expect(readFileSync(join(dl, id, "stdout.txt"), "utf8")).toBe("ARGS: hello\n");
-  }, 120_000);
+  it.skipIf(!hasArc)(
+    "a real arcsub → arcstat → arcget round trip works",
+    async () => {
+      writeFileSync(join(work, "run.sh"), '#!/bin/sh\necho "ARGS: $1"\ntr a-z A-Z < in.txt > out.txt\n');
+      writeFileSync(join(work, "in.txt"), "front door\n");
+      writeFileSync(
+        join(work, "job.xrsl"),
+        `&(executable="run.sh")(arguments="hello")(inputfiles=("run.sh" "")("in.txt" ""))(outputfiles=("out.txt" ""))(stdout="stdout.txt")(jobname="frontdoor")(queue="main")`,
+      );
+      const env = arcEnv();
+      const sub = await run("arcsub", ["-C", url, "-T", "arcrest", "job.xrsl"], { cwd: work, env });
+      expect(sub.stdout).toMatch(/Job submitted with jobid: https:\/\/localhost:\d+\/arex\/rest\/1\.0\/jobs\/[0-9a-f-]{36}/);
+      let stat = "";
+      for (let i = 0; i < 120 && !/State: Finished/.test(stat); i++) {
+        stat = (await run("arcstat", ["-a"], { cwd: work, env })).stdout;
+        if (/State: (Failed|Killed)/.test(stat)) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(stat).toContain("State: Finished");
+      const dl = join(work, "dl");
+      mkdirSync(dl);
+      const get = await run("arcget", ["-a"], { cwd: dl, env });
+      expect(get.stdout).toContain("successfully retrieved: 1");
+      const id = /Results stored at: (\S+)/.exec(get.stdout)![1]!;
+      expect(readFileSync(join(dl, id, "out.txt"), "utf8")).toBe("FRONT DOOR\n");
+      expect(readFileSync(join(dl, id, "stdout.txt"), "utf8")).toBe("ARGS: hello\n");
+    },
+    120_000,
+  );
 
   it("the admin listeners answer: health without a token, metrics only with it", async () => {
     const token = readFileSync(join(state, "secrets", "admin.token"), "utf8").trim();
@@ -158,7 +172,10 @@ describe("front door: scripts/start.sh (= ./ce start)", () => {
   it("a JEM that dies is brought back, with a line saying how it exited and its last log line", async () => {
     const pid = Number(readFileSync(join(state, "run", "jem.pid"), "utf8"));
     process.kill(pid, "SIGKILL");
-    await printed(new RegExp(`ce: the JEM \\(pid ${pid}\\) exited with signal SIGKILL after \\d+ s; last log line: .+; restarting in 1 s`), 10_000);
+    await printed(
+      new RegExp(`ce: the JEM \\(pid ${pid}\\) exited with signal SIGKILL after \\d+ s; last log line: .+; restarting in 1 s`),
+      10_000,
+    );
     const back = await printed(/ce: the JEM is back \(pid (\d+)\)/, 60_000);
     expect(Number(back[1])).not.toBe(pid);
     expect(Number(readFileSync(join(state, "run", "jem.pid"), "utf8"))).toBe(Number(back[1]));
@@ -198,7 +215,9 @@ describe("front door: start-up mistakes", () => {
   it("an unknown CE__ variable: one line naming it and the variable meant", async () => {
     const r = await startOnce(env({ CE__ADMIN__JEMPORT: "9445" }));
     expect(r.code).toBe(1);
-    expect(r.text).toContain("ce: cannot start: invalid configuration: unknown key CE__ADMIN__JEMPORT in the environment (did you mean CE__ADMIN__JEM_PORT?)\n");
+    expect(r.text).toContain(
+      "ce: cannot start: invalid configuration: unknown key CE__ADMIN__JEMPORT in the environment (did you mean CE__ADMIN__JEM_PORT?)\n",
+    );
     expect(r.text).not.toContain("started redis-server");
     noNoise(r.text);
   }, 60_000);
@@ -232,7 +251,9 @@ describe("front door: start-up mistakes", () => {
   it("a component that does not come up: non-zero, its own reason and its log lines from this run, nothing left running", async () => {
     const r = await startOnce(env({ CE__LRMS__BACKEND: "slurmm" }), 90_000);
     expect(r.code).toBe(1);
-    expect(r.text).toMatch(/ce: the JEM did not start: it exited \(exit code 1\); last log line: jem: cannot start: lrms back end "slurmm": \S+ is missing or not executable/);
+    expect(r.text).toMatch(
+      /ce: the JEM did not start: it exited \(exit code 1\); last log line: jem: cannot start: lrms back end "slurmm": \S+ is missing or not executable/,
+    );
     expect(r.text).toContain(`ce: the last lines of ${bad}/logs/jem.log from this run:`);
     expect(r.text).not.toContain("CE running");
     noNoise(r.text);
@@ -243,7 +264,15 @@ describe("front door: start-up mistakes", () => {
     const gwRun = new Promise<{ code: number | null; err: string }>((res) => {
       const c = spawn(process.execPath, ["--import", "tsx", "apps/gateway/src/main.ts"], {
         cwd: ROOT,
-        env: { ...process.env, ...env({ CE__GATEWAY__TLS__CERT_FILE: join(bad, "missing-cert.pem"), CE__GATEWAY__TLS__KEY_FILE: join(bad, "missing-key.pem"), CE__PATHS__STATE_DIR: bad, CE__AUTH__CA_DIR: bad }) },
+        env: {
+          ...process.env,
+          ...env({
+            CE__GATEWAY__TLS__CERT_FILE: join(bad, "missing-cert.pem"),
+            CE__GATEWAY__TLS__KEY_FILE: join(bad, "missing-key.pem"),
+            CE__PATHS__STATE_DIR: bad,
+            CE__AUTH__CA_DIR: bad,
+          }),
+        },
         stdio: ["ignore", "ignore", "pipe"],
       });
       let err = "";
@@ -252,15 +281,22 @@ describe("front door: start-up mistakes", () => {
       const t = setTimeout(() => c.kill("SIGKILL"), 45_000);
       c.once("exit", (code) => (clearTimeout(t), res({ code, err })));
     });
-    const jemRun = run(process.execPath, ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...process.env, CE__LRMS__BACKND: "slurm" } }).then(
+    const jemRun = run(process.execPath, ["--import", "tsx", "apps/jem/src/main.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, CE__LRMS__BACKND: "slurm" },
+    }).then(
       () => ({ code: 0, stderr: "" }),
       (e: { code: number; stderr: string }) => e,
     );
     // Both at once: each boots through tsx, which takes a while on a busy machine.
     const [gw, jem] = await Promise.all([gwRun, jemRun]);
     expect(gw.code).toBe(1);
-    expect(gw.err).toBe(`gateway: cannot start: cannot open ${join(bad, "missing-cert.pem")}: no such file or directory (gateway.tls.certFile)\n`);
+    expect(gw.err).toBe(
+      `gateway: cannot start: cannot open ${join(bad, "missing-cert.pem")}: no such file or directory (gateway.tls.certFile)\n`,
+    );
     expect(jem.code).toBe(1);
-    expect(jem.stderr).toBe("jem: cannot start: invalid configuration: unknown key CE__LRMS__BACKND in the environment (did you mean CE__LRMS__BACKEND?)\n");
+    expect(jem.stderr).toBe(
+      "jem: cannot start: invalid configuration: unknown key CE__LRMS__BACKND in the environment (did you mean CE__LRMS__BACKEND?)\n",
+    );
   }, 60_000);
 });

@@ -22,7 +22,8 @@ const HAS_PROMETHEUS = (() => {
     return false;
   }
 })();
-if (!HAS_PROMETHEUS) console.warn("tests/monitoring-live.serial.test.ts skipped: prometheus is not installed (scripts/ensure-system-deps.sh monitoring)");
+if (!HAS_PROMETHEUS)
+  console.warn("tests/monitoring-live.serial.test.ts skipped: prometheus is not installed (scripts/ensure-system-deps.sh monitoring)");
 
 const rulesFile = fileURLToPath(new URL("../deploy/monitoring/alerts.yaml", import.meta.url));
 let stack: Stack | undefined;
@@ -30,14 +31,19 @@ let prom: ChildProcess | undefined;
 let promUrl = "";
 let dir = "";
 
-interface Alert { labels: { alertname: string }; state: "pending" | "firing" }
+interface Alert {
+  labels: { alertname: string };
+  state: "pending" | "firing";
+}
 
 async function alerts(): Promise<Alert[]> {
   const r = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as { data: { alerts: Alert[] } };
   return r.data.alerts;
 }
 async function query(q: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]> {
-  const r = (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(q)}`)).json()) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
+  const r = (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(q)}`)).json()) as {
+    data: { result: { metric: Record<string, string>; value: [number, string] }[] };
+  };
   return r.data.result;
 }
 async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined | false>): Promise<T> {
@@ -45,7 +51,10 @@ async function until<T>(what: string, ms: number, probe: () => Promise<T | undef
   for (;;) {
     const v = await probe().catch(() => undefined);
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${dir ? readFileSync(join(dir, "prometheus.log"), "utf8").slice(-2000) : ""}`);
+    if (Date.now() > end)
+      throw new Error(
+        `timed out after ${ms} ms waiting for ${what}\n${dir ? readFileSync(join(dir, "prometheus.log"), "utf8").slice(-2000) : ""}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -53,7 +62,11 @@ const state = async (name: string) => (await alerts()).find((a) => a.labels.aler
 
 beforeAll(async () => {
   if (!HAS_PROMETHEUS) return;
-  stack = await startStack({ redisUrl: inject("redisUrl"), redisUsers: inject("redisUsers"), config: { jem: { heartbeatIntervalMs: 1000 } } });
+  stack = await startStack({
+    redisUrl: inject("redisUrl"),
+    redisUsers: inject("redisUsers"),
+    config: { jem: { heartbeatIntervalMs: 1000 } },
+  });
   const cfg = YAML.parse(readFileSync(stack.config, "utf8")) as { admin: { port: number; jemPort: number } };
   dir = mkdtempSync(join(tmpdir(), "ce-prom-"));
   // The shipped rules, with every `for:` shortened: the same expressions are under test.
@@ -66,13 +79,28 @@ beforeAll(async () => {
     YAML.stringify({
       global: { scrape_interval: "1s", scrape_timeout: "1s", evaluation_interval: "1s" },
       rule_files: [join(dir, "alerts.yaml")],
-      scrape_configs: [{ job_name: "ce", authorization: { credentials_file: join(dir, "token") }, static_configs: [{ targets: [`127.0.0.1:${cfg.admin.port}`, `127.0.0.1:${cfg.admin.jemPort}`] }] }],
+      scrape_configs: [
+        {
+          job_name: "ce",
+          authorization: { credentials_file: join(dir, "token") },
+          static_configs: [{ targets: [`127.0.0.1:${cfg.admin.port}`, `127.0.0.1:${cfg.admin.jemPort}`] }],
+        },
+      ],
     }),
   );
   const port = await freePort();
   promUrl = `http://127.0.0.1:${port}`;
   const log = openSync(join(dir, "prometheus.log"), "a");
-  prom = spawn("prometheus", [`--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"], { stdio: ["ignore", log, log] });
+  prom = spawn(
+    "prometheus",
+    [
+      `--config.file=${join(dir, "prometheus.yml")}`,
+      `--storage.tsdb.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      "--log.level=warn",
+    ],
+    { stdio: ["ignore", log, log] },
+  );
   await until("Prometheus to answer", 30_000, async () => (await fetch(`${promUrl}/-/ready`)).ok);
 }, 180_000);
 
@@ -101,7 +129,11 @@ describe.skipIf(!HAS_PROMETHEUS)("Prometheus scraping a running CE", () => {
     const s = stack!;
     // Healthy: both admin listeners scraped, a fresh heartbeat, Redis reachable, no heartbeat alert.
     await until("both CE targets up", 30_000, async () => (await query('up{job="ce"} == 1')).length === 2);
-    await until("the JEM heartbeat", 30_000, async () => (await query("time() - max(ce_jem_heartbeat_timestamp_seconds) < 3")).length === 1);
+    await until(
+      "the JEM heartbeat",
+      30_000,
+      async () => (await query("time() - max(ce_jem_heartbeat_timestamp_seconds) < 3")).length === 1,
+    );
     expect((await query("min(ce_redis_up)"))[0]?.value[1]).toBe("1");
     await new Promise((r) => setTimeout(r, 4_000)); // longer than stale (3 s) + for (2 s) would need
     expect(await state("CEJemHeartbeatStale")).toBeUndefined();

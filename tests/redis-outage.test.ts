@@ -28,7 +28,19 @@ function curl(stack: Stack, args: string[], body = ""): Promise<Reply> {
   const pki = stack.pki;
   const t0 = Date.now();
   return new Promise((resolve, reject) => {
-    const p = spawn("curl", ["-s", "-i", "-m", "20", "--cacert", `${pki}/ca/ca.pem`, "--cert", `${pki}/user/cert.pem`, "--key", `${pki}/user/key.pem`, ...args]);
+    const p = spawn("curl", [
+      "-s",
+      "-i",
+      "-m",
+      "20",
+      "--cacert",
+      `${pki}/ca/ca.pem`,
+      "--cert",
+      `${pki}/user/cert.pem`,
+      "--key",
+      `${pki}/user/key.pem`,
+      ...args,
+    ]);
     let out = "";
     p.stdout.on("data", (d) => (out += String(d)));
     p.on("error", reject);
@@ -48,11 +60,39 @@ function curl(stack: Stack, args: string[], body = ""): Promise<Reply> {
 
 const api = (stack: Stack) => `${stack.url}/rest/1.1`;
 const submit = (stack: Stack, xrsl: string) =>
-  curl(stack, ["-X", "POST", "-H", "Content-Type: application/rsl", "-H", "Accept: application/json", "--data-binary", "@-", `${api(stack)}/jobs?action=new`], xrsl);
+  curl(
+    stack,
+    [
+      "-X",
+      "POST",
+      "-H",
+      "Content-Type: application/rsl",
+      "-H",
+      "Accept: application/json",
+      "--data-binary",
+      "@-",
+      `${api(stack)}/jobs?action=new`,
+    ],
+    xrsl,
+  );
 const list = (stack: Stack) => curl(stack, ["-H", "Accept: application/json", `${api(stack)}/jobs`]);
 
 async function states(stack: Stack, ids: string[]): Promise<string[] | undefined> {
-  const r = await curl(stack, ["-X", "POST", "-H", "Content-Type: application/json", "-H", "Accept: application/json", "--data-binary", "@-", `${api(stack)}/jobs?action=status`], JSON.stringify({ job: ids.map((id) => ({ id })) }));
+  const r = await curl(
+    stack,
+    [
+      "-X",
+      "POST",
+      "-H",
+      "Content-Type: application/json",
+      "-H",
+      "Accept: application/json",
+      "--data-binary",
+      "@-",
+      `${api(stack)}/jobs?action=status`,
+    ],
+    JSON.stringify({ job: ids.map((id) => ({ id })) }),
+  );
   if (r.status !== 201 && r.status !== 200) return undefined;
   return (JSON.parse(r.body) as { job: { state?: string }[] }).job.map((j) => j.state ?? "?");
 }
@@ -69,25 +109,28 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
 
 /** Log lines of one process (`svc` of @ce/ops' logger) that contain `text`. */
 function lines(stack: Stack, svc: "jem" | "gateway", text: string): string[] {
-  return stack.logs().split("\n").filter((l) => l.includes(`"svc":"${svc}"`) && l.includes(text));
+  return stack
+    .logs()
+    .split("\n")
+    .filter((l) => l.includes(`"svc":"${svc}"`) && l.includes(text));
 }
 
 type Fault = "kill" | "misconf" | "oom" | "readonly";
 
 /** What a client sees during the outage: 503 + Retry-After + reason for a write, fast. */
 async function gatewayRefuses(s: Stack, fault: Fault): Promise<void> {
-    const refused = await submit(s, `&(executable="/bin/true")(jobname="during-${fault}")`);
-    expect(refused.status, refused.body).toBe(503);
-    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
-    expect(refused.headers["x-error-code"]).toBe("STORE_UNAVAILABLE");
-    expect(refused.body).toMatch(/unavailable/i);
-    expect(refused.ms).toBeLessThan(8_000);
-    const read = await list(s);
-    if (fault === "kill") {
-      expect(read.status, read.body).toBe(503);
-      expect(read.headers["retry-after"]).toBeTruthy();
-      expect(read.ms).toBeLessThan(8_000);
-    } else expect(read.status, read.body).toBe(200);
+  const refused = await submit(s, `&(executable="/bin/true")(jobname="during-${fault}")`);
+  expect(refused.status, refused.body).toBe(503);
+  expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+  expect(refused.headers["x-error-code"]).toBe("STORE_UNAVAILABLE");
+  expect(refused.body).toMatch(/unavailable/i);
+  expect(refused.ms).toBeLessThan(8_000);
+  const read = await list(s);
+  if (fault === "kill") {
+    expect(read.status, read.body).toBe(503);
+    expect(read.headers["retry-after"]).toBeTruthy();
+    expect(read.ms).toBeLessThan(8_000);
+  } else expect(read.status, read.body).toBe(200);
 }
 
 describe("Redis trouble is not a crash", () => {
@@ -125,7 +168,12 @@ describe("Redis trouble is not a crash", () => {
       ids.push(id!);
     }
     // In flight: every job has started in the batch system.
-    await until("all jobs running", async () => readFileSync(runs, "utf8").trim().split("\n").filter(Boolean).length === names.length, 30_000, s.logs);
+    await until(
+      "all jobs running",
+      async () => readFileSync(runs, "utf8").trim().split("\n").filter(Boolean).length === names.length,
+      30_000,
+      s.logs,
+    );
 
     const admin = new Redis(r.adminUrl, { maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true });
     let restore: () => Promise<void>;
@@ -173,10 +221,15 @@ describe("Redis trouble is not a crash", () => {
 
     await until("gateway serving", async () => (await list(s)).status === 200, 20_000, s.logs);
     // Promptly: well within the JEM's 30 s leases, so no job waited for a lease to expire.
-    const final = await until("all jobs FINISHED", async () => {
-      const st = await states(s, ids);
-      return st?.every((x) => x === "FINISHED" || x === "FAILED" || x === "KILLED") ? st : undefined;
-    }, 20_000, s.logs);
+    const final = await until(
+      "all jobs FINISHED",
+      async () => {
+        const st = await states(s, ids);
+        return st?.every((x) => x === "FINISHED" || x === "FAILED" || x === "KILLED") ? st : undefined;
+      },
+      20_000,
+      s.logs,
+    );
     expect(final, s.logs().slice(-4000)).toEqual(ids.map(() => "FINISHED"));
     // Exactly once: each name once in the shared file, the refused submission never.
     const ran = readFileSync(runs, "utf8").trim().split("\n").sort();
@@ -193,7 +246,12 @@ describe("Redis trouble is not a crash", () => {
   it("a restart from the AOF keeps what the CE users wrote in scripts and transactions (the ACL lets 'default' replay them)", async () => {
     redis = await startRedis({ aof: true });
     const c = new Redis(redis.url.replace(/\/\/[^@]*@/, `//${redis.users.jem.username}:${redis.users.jem.password}@`));
-    await c.eval("redis.call('hset', KEYS[1], 'state', 'ACCEPTED'); redis.call('sadd', KEYS[2], 'j1')", 2, "{aof}:job:j1", "{aof}:i:ACCEPTED");
+    await c.eval(
+      "redis.call('hset', KEYS[1], 'state', 'ACCEPTED'); redis.call('sadd', KEYS[2], 'j1')",
+      2,
+      "{aof}:job:j1",
+      "{aof}:i:ACCEPTED",
+    );
     await c.multi().set("{aof}:a", "1").set("{aof}:b", "2").exec();
     c.disconnect();
     await redis.kill();

@@ -20,7 +20,12 @@ if (!dir) throw new Error("usage: main.ts <creds dir>");
 const log = (s: string) => console.log(s);
 const only = process.env.BENCH_AREX_ONLY;
 // Overrides for our CE given as CE__* in BENCH_AREX_CE_ENV ("K=V K=V"); none by default.
-const ceEnv = Object.fromEntries((process.env.BENCH_AREX_CE_ENV ?? "").split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+const ceEnv = Object.fromEntries(
+  (process.env.BENCH_AREX_CE_ENV ?? "")
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+);
 
 async function side(name: string, start: () => Promise<Server>) {
   const before = machine();
@@ -28,7 +33,15 @@ async function side(name: string, start: () => Promise<Server>) {
   const server = await start();
   try {
     const results = (await runWorkloads(server, dir!, log)) as R;
-    return { server: server.name, base: server.base, procs: server.procs, overrides: server.overrides, machineBefore: before, machineAfter: machine(), results };
+    return {
+      server: server.name,
+      base: server.base,
+      procs: server.procs,
+      overrides: server.overrides,
+      machineBefore: before,
+      machineAfter: machine(),
+      results,
+    };
   } finally {
     await server.stop();
   }
@@ -51,7 +64,12 @@ const ratio = (a: number | undefined, c: number | undefined, higherBetter: boole
 };
 
 const rows: [string, string, string, boolean][] = [
-  [`bulk submission, ${P.bulkJobs} xRSL jobs (${P.perRequest}/request, ${P.submitConcurrency} parallel), each waiting for an upload`, "submit.jobsPerSecond", "jobs/s", true],
+  [
+    `bulk submission, ${P.bulkJobs} xRSL jobs (${P.perRequest}/request, ${P.submitConcurrency} parallel), each waiting for an upload`,
+    "submit.jobsPerSecond",
+    "jobs/s",
+    true,
+  ],
   ["  server CPU, submission until idle (all server processes)", "submit.cpuUntilIdle.total", "CPU s", false],
   ["  server CPU per accepted job", "submit.cpuMsPerJob", "ms", false],
   [`session PUT of ${P.transferBytes / 2 ** 20} MiB (one stream)`, "upload.seconds", "s", false],
@@ -68,7 +86,12 @@ const rows: [string, string, string, boolean][] = [
   ["  … p95", "statusXml.p95Ms", "ms", false],
   [`bulk info of ${P.infoIds} ids, p50 (the same ids asked ${P.infoRounds} times)`, "info.p50Ms", "ms", false],
   ["  … first read of other jobs, p50", "info.firstReadP50Ms", "ms", false],
-  [`${P.loopClients} clients looping bulk status of ${P.loopIds} ids (~${P.loopSeconds} s, after ${P.loopWarmSeconds} s unmeasured)`, "statusLoop.reqPerSecond", "req/s", true],
+  [
+    `${P.loopClients} clients looping bulk status of ${P.loopIds} ids (~${P.loopSeconds} s, after ${P.loopWarmSeconds} s unmeasured)`,
+    "statusLoop.reqPerSecond",
+    "req/s",
+    true,
+  ],
   ["  server CPU per status request", "statusLoop.cpuMsPerRequest", "ms", false],
   ["job list of the user's jobs, p50", "list.p50Ms", "ms", false],
 ];
@@ -84,10 +107,16 @@ const lines = [
   "",
   "| workload | A-REX | CE | ratio |",
   "|---|---|---|---|",
-  ...rows.map(([label, path, unit, hb]) => `| ${label} | ${fmt(get(arex, path), unit)} | ${fmt(get(ce, path), unit)} | ${ratio(get(arex, path), get(ce, path), hb)} |`),
+  ...rows.map(
+    ([label, path, unit, hb]) =>
+      `| ${label} | ${fmt(get(arex, path), unit)} | ${fmt(get(ce, path), unit)} | ${ratio(get(arex, path), get(ce, path), hb)} |`,
+  ),
 ];
 const notes: string[] = [];
-for (const [n, s] of [["A-REX", arex], ["CE", ce]] as const) {
+for (const [n, s] of [
+  ["A-REX", arex],
+  ["CE", ce],
+] as const) {
   if (!s) continue;
   const e2e = s.results.e2e as { states: Record<string, number>; allFinished: boolean } | undefined;
   if (e2e && !e2e.allFinished) notes.push(`${n}: end-to-end jobs not all FINISHED: ${JSON.stringify(e2e.states)}`);
@@ -98,8 +127,18 @@ for (const [n, s] of [["A-REX", arex], ["CE", ce]] as const) {
   if (sub?.refused) notes.push(`${n}: ${sub.refused} jobs refused at submission`);
   if (sub && !sub.settled) notes.push(`${n}: servers not idle within 40 s after the submission (CPU counted up to then)`);
   const la = s.results.loadAtStart as Record<string, number> | undefined;
-  if (la) notes.push(`${n}: 1-min load as each workload began: ${Object.entries(la).map(([k, x]) => `${k} ${x}`).join(", ")}`);
-  if (sub) notes.push(`${n}: submission CPU by process: ${Object.entries(sub.cpuUntilIdle).map(([k, x]) => `${k} ${x} s`).join(", ")}`);
+  if (la)
+    notes.push(
+      `${n}: 1-min load as each workload began: ${Object.entries(la)
+        .map(([k, x]) => `${k} ${x}`)
+        .join(", ")}`,
+    );
+  if (sub)
+    notes.push(
+      `${n}: submission CPU by process: ${Object.entries(sub.cpuUntilIdle)
+        .map(([k, x]) => `${k} ${x} s`)
+        .join(", ")}`,
+    );
 }
 lines.push("", ...notes.map((n) => `- ${n}`));
 console.log(lines.join("\n"));
@@ -108,5 +147,8 @@ console.log(lines.join("\n"));
 const out = process.env.BENCH_AREX_WORKLOADS ? join(tmpdir(), "bench-arex-partial") : join(ROOT, "bench/results");
 mkdirSync(out, { recursive: true });
 const file = join(out, `arex-${started.toISOString().replace(/[:.]/g, "-")}.json`);
-writeFileSync(file, `${JSON.stringify({ bench: "arex", started: started.toISOString(), versions: v, machine: machine(), params: P, arex, ce, table: lines }, null, 2)}\n`);
+writeFileSync(
+  file,
+  `${JSON.stringify({ bench: "arex", started: started.toISOString(), versions: v, machine: machine(), params: P, arex, ce, table: lines }, null, 2)}\n`,
+);
 console.log(`\nresults: ${file}`);

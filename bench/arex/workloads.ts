@@ -35,7 +35,8 @@ export const P = {
 const only = process.env.BENCH_AREX_WORKLOADS ? new Set(process.env.BENCH_AREX_WORKLOADS.split(",")) : undefined;
 const want = (w: string) => !only || only.has(w);
 
-const holdJob = (name: string, files: string[]) => `&(executable="/bin/true")(jobname="${name}")(inputfiles=${files.map((f) => `("${f}" "")`).join("")})`;
+const holdJob = (name: string, files: string[]) =>
+  `&(executable="/bin/true")(jobname="${name}")(inputfiles=${files.map((f) => `("${f}" "")`).join("")})`;
 
 /** Times `n` calls of `fn` (after `warm` unmeasured ones); milliseconds. */
 /**
@@ -72,7 +73,11 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     expectOk(await user.call("GET", "jobs"), "warm-up list");
     // Two submissions the size of the measured ones: the measured requests then run code that is
     // already compiled (the first two took ~2x the steady ~20 ms of ours), as for every other workload.
-    for (let w = 0; w < 2; w++) await submit(user2, xrslBatch(P.perRequest, (i) => holdJob(`warm${w}-${i}`, ["in.dat"])));
+    for (let w = 0; w < 2; w++)
+      await submit(
+        user2,
+        xrslBatch(P.perRequest, (i) => holdJob(`warm${w}-${i}`, ["in.dat"])),
+      );
     // Both servers finish their start-up work first (ours: the delegation key pool's RSA keys,
     // ~2.5 CPU s on a fresh gateway), so it lands in no measured window.
     const warm = await settle(procs, { maxMs: 30_000 });
@@ -91,16 +96,18 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     const k0 = childSnapshot(procs);
     const u0 = process.cpuUsage();
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: P.submitConcurrency }, async () => {
-      while (next < requests) {
-        next++;
-        const tr = performance.now();
-        const r = await submit(user, body);
-        reqMs.push(performance.now() - tr);
-        ids.push(...r.ids);
-        refused.push(...r.refused);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: P.submitConcurrency }, async () => {
+        while (next < requests) {
+          next++;
+          const tr = performance.now();
+          const r = await submit(user, body);
+          reqMs.push(performance.now() - tr);
+          ids.push(...r.ids);
+          refused.push(...r.refused);
+        }
+      }),
+    );
     const submitS = (performance.now() - t0) / 1000;
     const u1 = process.cpuUsage(u0);
     const c1 = snapshot(procs);
@@ -108,15 +115,24 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
     const during = cpuDelta(c0, c1);
     const untilIdle = cpuDelta(c0, idle.snap);
     res.submit = {
-      jobs: ids.length, refused: refused.length, seconds: round(submitS, 3), jobsPerSecond: round(ids.length / submitS, 1),
-      cpuDuring: during, cpuUntilIdle: untilIdle, childCpuUntilIdle: cpuDelta(k0, childSnapshot(procs)), settled: idle.settled, settleMs: idle.ms,
+      jobs: ids.length,
+      refused: refused.length,
+      seconds: round(submitS, 3),
+      jobsPerSecond: round(ids.length / submitS, 1),
+      cpuDuring: during,
+      cpuUntilIdle: untilIdle,
+      childCpuUntilIdle: cpuDelta(k0, childSnapshot(procs)),
+      settled: idle.settled,
+      settleMs: idle.ms,
       cpuMsPerJob: round((untilIdle.total! * 1000) / Math.max(1, ids.length), 2),
       // This client's own CPU while submitting (it shares the machine's cores with the server).
       clientCpuS: round((u1.user + u1.system) / 1e6, 3),
       requestMs: reqMs.map((x) => round(x, 1)),
     };
     if (refused.length) log(`  ${refused.length} refused: ${JSON.stringify(refused[0])}`);
-    log(`  → ${round(ids.length / submitS)} jobs/s; CPU during ${during.total} s, until idle ${untilIdle.total} s (${JSON.stringify(untilIdle)}); client ${round((u1.user + u1.system) / 1e6, 3)} s; requests ${reqMs.map((x) => Math.round(x)).join(" ")} ms`);
+    log(
+      `  → ${round(ids.length / submitS)} jobs/s; CPU during ${during.total} s, until idle ${untilIdle.total} s (${JSON.stringify(untilIdle)}); client ${round((u1.user + u1.system) / 1e6, 3)} s; requests ${reqMs.map((x) => Math.round(x)).join(" ")} ms`,
+    );
 
     // 2. Session upload and download of one large file (one stream each), into a job that waits
     //    for a second input as well, so it stays put while we read the file back.
@@ -140,7 +156,12 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
         const cpu = cpuDelta(s0, snapshot(procs));
         const gib = P.transferBytes / 2 ** 30;
         log(`  → ${what} ${round(s, 2)} s, ${round(P.transferBytes / 2 ** 20 / s)} MiB/s, CPU ${round(cpu.total! / gib, 2)} s/GiB`);
-        return { seconds: round(s, 3), mibPerSecond: round(P.transferBytes / 2 ** 20 / s, 1), cpu, cpuSecondsPerGiB: round(cpu.total! / gib, 2) };
+        return {
+          seconds: round(s, 3),
+          mibPerSecond: round(P.transferBytes / 2 ** 20 / s, 1),
+          cpu,
+          cpuSecondsPerGiB: round(cpu.total! / gib, 2),
+        };
       };
       res.upload = await transfer("put");
       // Reads leave the file as it was, so the download is measured P.downloads times and the
@@ -161,7 +182,12 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
       const e0 = snapshot(procs);
       const ek0 = childSnapshot(procs);
       const te = performance.now();
-      const e2eIds = (await submit(user2, xrslBatch(P.e2eJobs, (i) => `&(executable="/bin/true")(jobname="e2e${i}")`))).ids;
+      const e2eIds = (
+        await submit(
+          user2,
+          xrslBatch(P.e2eJobs, (i) => `&(executable="/bin/true")(jobname="e2e${i}")`),
+        )
+      ).ids;
       let last = new Map<string, string>();
       for (;;) {
         last = await states(user2, e2eIds);
@@ -172,7 +198,14 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
       const e2eS = (performance.now() - te) / 1000;
       const count: Record<string, number> = {};
       for (const s of last.values()) count[s] = (count[s] ?? 0) + 1;
-      res.e2e = { jobs: e2eIds.length, seconds: round(e2eS, 2), states: count, allFinished: count.FINISHED === e2eIds.length, cpu: cpuDelta(e0, snapshot(procs)), childCpu: cpuDelta(ek0, childSnapshot(procs)) };
+      res.e2e = {
+        jobs: e2eIds.length,
+        seconds: round(e2eS, 2),
+        states: count,
+        allFinished: count.FINISHED === e2eIds.length,
+        cpu: cpuDelta(e0, snapshot(procs)),
+        childCpu: cpuDelta(ek0, childSnapshot(procs)),
+      };
       log(`  → ${round(e2eS, 2)} s, states ${JSON.stringify(count)}`);
       await settle(procs, { maxMs: 15_000 });
     }
@@ -219,29 +252,43 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
       // First reads: each of the other sets of 100 jobs asked once (a server may keep what it
       // rendered for jobs that did not change, which the repeated asks above measure).
       const first: number[] = [];
-      for (let k = 1; (k + 1) * P.infoIds <= ids.length; k++) first.push(...(await timed(1, 0, infoCall(statusJson(ids.slice(k * P.infoIds, (k + 1) * P.infoIds))))));
-      res.info = { ids: P.infoIds, p50Ms: round(pct(li, 50), 2), p95Ms: round(pct(li, 95), 2), firstReadP50Ms: round(pct(first, 50), 2), firstReads: first.length };
-      log(`  bulk info of ${P.infoIds}: p50 ${round(pct(li, 50), 1)} ms; first reads of other jobs p50 ${round(pct(first, 50), 1)} ms (${first.length})`);
+      for (let k = 1; (k + 1) * P.infoIds <= ids.length; k++)
+        first.push(...(await timed(1, 0, infoCall(statusJson(ids.slice(k * P.infoIds, (k + 1) * P.infoIds))))));
+      res.info = {
+        ids: P.infoIds,
+        p50Ms: round(pct(li, 50), 2),
+        p95Ms: round(pct(li, 95), 2),
+        firstReadP50Ms: round(pct(first, 50), 2),
+        firstReads: first.length,
+      };
+      log(
+        `  bulk info of ${P.infoIds}: p50 ${round(pct(li, 50), 1)} ms; first reads of other jobs p50 ${round(pct(first, 50), 1)} ms (${first.length})`,
+      );
     }
 
     if (want("loop")) {
       mark("statusLoop");
       // 6. 8 concurrent clients (one connection each) looping bulk status of 50 ids.
-      const loopers = Array.from({ length: P.loopClients }, () => new RestClient({ base: server.base, credFile: join(dir, "user/userproxy.pem"), caFile: ca, sockets: 1 }));
+      const loopers = Array.from(
+        { length: P.loopClients },
+        () => new RestClient({ base: server.base, credFile: join(dir, "user/userproxy.pem"), caFile: ca, sockets: 1 }),
+      );
       const codes: Record<string, number> = {};
       let done = 0;
       for (const l of loopers) expectOk(await l.call("GET", "jobs"), "warm-up"); // open the connections
       const loop = (seconds: number, count: boolean) => {
         const end = performance.now() + seconds * 1000;
-        return Promise.all(loopers.map(async (l, k) => {
-          const b = statusJson(ids.slice((k * P.loopIds) % ids.length, ((k * P.loopIds) % ids.length) + P.loopIds));
-          while (performance.now() < end) {
-            const r = await l.call("POST", "jobs?action=status", b, { "content-type": "application/json" });
-            if (count) codes[r.status] = (codes[r.status] ?? 0) + 1;
-            if (count && r.status >= 200 && r.status < 300) done++;
-            else if (r.status === 429) await sleep(Number(r.headers["retry-after"] ?? 1) * 1000);
-          }
-        }));
+        return Promise.all(
+          loopers.map(async (l, k) => {
+            const b = statusJson(ids.slice((k * P.loopIds) % ids.length, ((k * P.loopIds) % ids.length) + P.loopIds));
+            while (performance.now() < end) {
+              const r = await l.call("POST", "jobs?action=status", b, { "content-type": "application/json" });
+              if (count) codes[r.status] = (codes[r.status] ?? 0) + 1;
+              if (count && r.status >= 200 && r.status < 300) done++;
+              else if (r.status === 429) await sleep(Number(r.headers["retry-after"] ?? 1) * 1000);
+            }
+          }),
+        );
       };
       // Unmeasured warm-up of the same loop (both servers alike, as the other workloads have): the
       // figure is the steady cost per request, not a fresh process's compilation. Then a pause, so
@@ -254,8 +301,19 @@ export async function runWorkloads(server: Server, dir: string, log: (s: string)
       const loopS = (performance.now() - tl) / 1000;
       const lcpu = cpuDelta(l0, snapshot(procs));
       for (const l of loopers) l.close();
-      res.statusLoop = { clients: P.loopClients, ids: P.loopIds, seconds: round(loopS, 2), ok: done, codes, reqPerSecond: round(done / loopS, 1), cpu: lcpu, cpuMsPerRequest: round((lcpu.total! * 1000) / Math.max(1, done), 3) };
-      log(`  ${P.loopClients} status loops: ${round(done / loopS)} req/s, ${round((lcpu.total! * 1000) / Math.max(1, done), 2)} ms CPU/request, codes ${JSON.stringify(codes)}`);
+      res.statusLoop = {
+        clients: P.loopClients,
+        ids: P.loopIds,
+        seconds: round(loopS, 2),
+        ok: done,
+        codes,
+        reqPerSecond: round(done / loopS, 1),
+        cpu: lcpu,
+        cpuMsPerRequest: round((lcpu.total! * 1000) / Math.max(1, done), 3),
+      };
+      log(
+        `  ${P.loopClients} status loops: ${round(done / loopS)} req/s, ${round((lcpu.total! * 1000) / Math.max(1, done), 2)} ms CPU/request, codes ${JSON.stringify(codes)}`,
+      );
     }
 
     // 7. Job list (the user owns exactly the bulk-submitted jobs).

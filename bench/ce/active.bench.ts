@@ -32,7 +32,12 @@ const server = await startCe(state, { log, extraEnv: { CE__QUOTAS__JOBS_PER_OWNE
 const cfg = loadConfig({ env: { ...process.env, ...server.env, CE_CONFIG: join(state, "ce.yaml") } });
 const conn = connectRedis(cfg.redis, "ceadm");
 const store = new JobStore(conn.redis, cfg.redis.prefix);
-const client = new RestClient({ base: server.base, credFile: join(state, "pki/user/proxy.pem"), caFile: join(state, "pki/ca/ca.pem"), sockets: CONCURRENCY });
+const client = new RestClient({
+  base: server.base,
+  credFile: join(state, "pki/user/proxy.pem"),
+  caFile: join(state, "pki/ca/ca.pem"),
+  sockets: CONCURRENCY,
+});
 const procs = server.procs;
 const rssPeak: Record<string, number> = { gateway: 0, jem: 0 };
 const sampler = setInterval(() => {
@@ -42,7 +47,9 @@ const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await conn.redis.
 
 try {
   const before = machine();
-  log(`active-jobs bench: ${N} jobs, ${PER_REQUEST}/request, ${CONCURRENCY} in parallel (load ${before.loadavg.join(" ")}, ${before.nproc} CPUs)`);
+  log(
+    `active-jobs bench: ${N} jobs, ${PER_REQUEST}/request, ${CONCURRENCY} in parallel (load ${before.loadavg.join(" ")}, ${before.nproc} CPUs)`,
+  );
   // Warm-up (TLS, identity cache, JIT), then the baseline.
   await client.call("GET", "jobs");
   await sleep(2000);
@@ -54,24 +61,28 @@ try {
   const requests = Math.ceil(N / PER_REQUEST);
   const c0 = snapshot(procs);
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < requests) {
-      const k = next++;
-      const r = await submit(client, body);
-      created += r.ids.length;
-      refused.push(...r.refused);
-      if ((k + 1) % 20 === 0) log(`  ${created} submitted after ${round((performance.now() - t0) / 1000)} s`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < requests) {
+        const k = next++;
+        const r = await submit(client, body);
+        created += r.ids.length;
+        refused.push(...r.refused);
+        if ((k + 1) % 20 === 0) log(`  ${created} submitted after ${round((performance.now() - t0) / 1000)} s`);
+      }
+    }),
+  );
   const submitS = (performance.now() - t0) / 1000;
   const c1 = snapshot(procs);
-  log(`  ${created} jobs in ${round(submitS, 2)} s → ${round(created / submitS, 0)} jobs/s; ${refused.length} refused${refused[0] ? ` (${JSON.stringify(refused[0])})` : ""}`);
+  log(
+    `  ${created} jobs in ${round(submitS, 2)} s → ${round(created / submitS, 0)} jobs/s; ${refused.length} refused${refused[0] ? ` (${JSON.stringify(refused[0])})` : ""}`,
+  );
 
   // Until no job is ACCEPTING: each one waits for its upload (PREPARING) or for the owner limit (ACCEPTED).
   const tw = performance.now();
   let counts: Record<string, number> = {};
   let waitingS: number | undefined;
-  for (let last = 0; ; ) {
+  for (let last = 0; ;) {
     counts = await store.countByRest(["ACCEPTING", "ACCEPTED", "PREPARING", "PREPARED"]);
     if ((counts.ACCEPTING ?? 0) === 0) {
       waitingS = (performance.now() - tw) / 1000;
@@ -85,7 +96,11 @@ try {
     await sleep(500);
   }
   const c2 = snapshot(procs);
-  log(waitingS === undefined ? `  NOT all in a waiting state after ${WAIT_TIMEOUT_S} s: ${JSON.stringify(counts)}` : `  all in a waiting state ${round(waitingS, 1)} s after the last submission: ${JSON.stringify(counts)}`);
+  log(
+    waitingS === undefined
+      ? `  NOT all in a waiting state after ${WAIT_TIMEOUT_S} s: ${JSON.stringify(counts)}`
+      : `  all in a waiting state ${round(waitingS, 1)} s after the last submission: ${JSON.stringify(counts)}`,
+  );
 
   const mem1 = await usedMemory();
   const listMs: number[] = [];
@@ -104,7 +119,9 @@ try {
   const idle = cpuDelta(i0, snapshot(procs));
   const mem2 = await usedMemory();
   const rssNow = { gateway: round(Math.max(...procs.gateway!.map(rssMb)), 0), jem: round(Math.max(...procs.jem!.map(rssMb)), 0) };
-  log(`  ${waitingS === undefined ? "not idle (jobs still ACCEPTING), " : ""}idle ${IDLE_S} s: CPU ${JSON.stringify(idle)} (JEM ${round((idle.jem! / IDLE_S) * 100, 1)}%, Redis ${round((idle.redis! / IDLE_S) * 100, 1)}% of a core)`);
+  log(
+    `  ${waitingS === undefined ? "not idle (jobs still ACCEPTING), " : ""}idle ${IDLE_S} s: CPU ${JSON.stringify(idle)} (JEM ${round((idle.jem! / IDLE_S) * 100, 1)}%, Redis ${round((idle.redis! / IDLE_S) * 100, 1)}% of a core)`,
+  );
 
   const result = {
     bench: "active",
@@ -115,17 +132,36 @@ try {
     loadAfter: machine().loadavg,
     nproc: before.nproc,
     overrides: server.overrides,
-    submit: { seconds: round(submitS, 2), jobsPerSecond: round(created / submitS, 0), cpuDuring: cpuDelta(c0, c1), cpuUntilWaiting: cpuDelta(c0, c2), cpuMsPerJob: round((cpuDelta(c0, c2).total! * 1000) / Math.max(1, created), 3) },
+    submit: {
+      seconds: round(submitS, 2),
+      jobsPerSecond: round(created / submitS, 0),
+      cpuDuring: cpuDelta(c0, c1),
+      cpuUntilWaiting: cpuDelta(c0, c2),
+      cpuMsPerJob: round((cpuDelta(c0, c2).total! * 1000) / Math.max(1, created), 3),
+    },
     allWaitingAfterSeconds: waitingS === undefined ? null : round(waitingS, 1),
     countsAtEnd: counts,
     rssMb: { peak: { gateway: round(rssPeak.gateway!, 0), jem: round(rssPeak.jem!, 0) }, atRest: rssNow },
-    redisBytesPerJob: { afterWaiting: round((mem1 - mem0) / Math.max(1, created), 0), afterIdle: round((mem2 - mem0) / Math.max(1, created), 0), usedMemoryMb: round(mem2 / 2 ** 20, 0) },
+    redisBytesPerJob: {
+      afterWaiting: round((mem1 - mem0) / Math.max(1, created), 0),
+      afterIdle: round((mem2 - mem0) / Math.max(1, created), 0),
+      usedMemoryMb: round(mem2 / 2 ** 20, 0),
+    },
     listMs: { p50: round(pct(listMs, 50), 0), runs: listMs.map((x) => round(x, 0)), jobs: listed },
     // Only a quiet period when every job had reached its waiting state before it began.
-    idle: { seconds: IDLE_S, afterAllWaiting: waitingS !== undefined, cpu: idle, jemPercent: round((idle.jem! / IDLE_S) * 100, 1), redisPercent: round((idle.redis! / IDLE_S) * 100, 1) },
+    idle: {
+      seconds: IDLE_S,
+      afterAllWaiting: waitingS !== undefined,
+      cpu: idle,
+      jemPercent: round((idle.jem! / IDLE_S) * 100, 1),
+      redisPercent: round((idle.redis! / IDLE_S) * 100, 1),
+    },
   };
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
-  writeFileSync(join(ROOT, "bench/results", `active-${new Date().toISOString().replace(/[:.]/g, "-")}.json`), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(
+    join(ROOT, "bench/results", `active-${new Date().toISOString().replace(/[:.]/g, "-")}.json`),
+    `${JSON.stringify(result, null, 2)}\n`,
+  );
   console.log(JSON.stringify(result));
 } finally {
   clearInterval(sampler);

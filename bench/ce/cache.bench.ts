@@ -59,14 +59,17 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
   const stateDir = mkdtempSync("/tmp/ce-bench-cache-");
   const prefix = `{b${randomUUID().slice(0, 6)}}`;
   const cached = mode === "cache";
-  const config: CompiledConfig = compileConfig({
-    paths: { stateDir },
-    redis: { url: redisUrl, prefix },
-    lrms: { backend: "fork" },
-    staging: { caFile, allowNetworks: ["127.0.0.0/8"], cache: { dirs: cached ? [{ path: join(stateDir, "cache") }] : [] } },
-    delegations: { encryptionKey: SecretBox.generateKey() },
-    logging: { level: "silent" },
-  }, stateDir);
+  const config: CompiledConfig = compileConfig(
+    {
+      paths: { stateDir },
+      redis: { url: redisUrl, prefix },
+      lrms: { backend: "fork" },
+      staging: { caFile, allowNetworks: ["127.0.0.0/8"], cache: { dirs: cached ? [{ path: join(stateDir, "cache") }] : [] } },
+      delegations: { encryptionKey: SecretBox.generateKey() },
+      logging: { level: "silent" },
+    },
+    stateDir,
+  );
   const conn = connectRedis(config.redis, "ceadm");
   const redis = conn.redis;
   const jobs = new JobStore(redis, prefix);
@@ -86,17 +89,42 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     inputFiles: [input("big.dat", big), ...smalls.map((p, i) => input(`small${i}.dat`, p))],
   };
   // The shipped lease and recovery timings (the child's defaults are the crash tests' few seconds).
-  const child = await spawnJem(config, { JEM_CHILD_LOCK_MS: "30000", JEM_CHILD_STALLED_MS: "30000", JEM_CHILD_STAGING_LOCK_MS: "60000", JEM_CHILD_RECOVERY_MS: "30000" });
+  const child = await spawnJem(config, {
+    JEM_CHILD_LOCK_MS: "30000",
+    JEM_CHILD_STALLED_MS: "30000",
+    JEM_CHILD_STAGING_LOCK_MS: "60000",
+    JEM_CHILD_RECOVERY_MS: "30000",
+  });
   const pid = child.pid!;
   const bytes0 = origin.sent.bytes;
   try {
-    const recs = Array.from({ length: JOBS }, () => JobStore.newRecord({
-      id: randomUUID(), owner: OWNER, queue: "main", backend: "fork", language: d.language, rerun: 0, lifetime: 3600,
-      delegations: [deleg], mainDelegation: deleg,
-    }));
+    const recs = Array.from({ length: JOBS }, () =>
+      JobStore.newRecord({
+        id: randomUUID(),
+        owner: OWNER,
+        queue: "main",
+        backend: "fork",
+        language: d.language,
+        rerun: 0,
+        lifetime: 3600,
+        delegations: [deleg],
+        mainDelegation: deleg,
+      }),
+    );
     const files = (r: JobRecord): JobFilesInput => ({
-      id: r.id, description: d, source: JSON.stringify(d), owner: r.owner, queue: r.queue, backend: r.backend, endpointUrl: "https://ce.bench",
-      hostname: "ce.bench", version: "1.1", lifetime: r.lifetime, rerun: r.rerun, requestId: `bench-${mode}`, now: new Date(r.created),
+      id: r.id,
+      description: d,
+      source: JSON.stringify(d),
+      owner: r.owner,
+      queue: r.queue,
+      backend: r.backend,
+      endpointUrl: "https://ce.bench",
+      hostname: "ce.bench",
+      version: "1.1",
+      lifetime: r.lifetime,
+      rerun: r.rerun,
+      requestId: `bench-${mode}`,
+      now: new Date(r.created),
     });
     await sleep(2000); // the JEM's start-up work is not the staging's
     const cpu0 = cpuSeconds(pid);
@@ -104,15 +132,19 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     const t0 = performance.now();
     for (let off = 0; off < recs.length; off += 500) {
       const batch = recs.slice(off, off + 500);
-      const { committed } = await createJobs({ jobs, control }, batch.map((r) => ({ record: r, files: files(r) })), {
-        maxTotal: config.jobs.maxTotal,
-        warn: (what, err) => log(`  ${what}: ${String(err)}`),
-      });
+      const { committed } = await createJobs(
+        { jobs, control },
+        batch.map((r) => ({ record: r, files: files(r) })),
+        {
+          maxTotal: config.jobs.maxTotal,
+          warn: (what, err) => log(`  ${what}: ${String(err)}`),
+        },
+      );
       if (committed.length !== batch.length) throw new Error(`only ${committed.length} of ${batch.length} jobs created`);
     }
     let seconds: number | null = null;
     let failed = 0;
-    for (let last = 0; ; ) {
+    for (let last = 0; ;) {
       const c = await jobs.countByRest([...STAGING, "FAILED"]);
       const staging = STAGING.reduce((s, k) => s + (c[k] ?? 0), 0);
       failed = c.FAILED ?? 0;
@@ -124,7 +156,9 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
       if (now - t0 > TIMEOUT_S * 1000) break;
       if (now - last > 10_000) {
         last = now;
-        log(`  ${mode}: after ${round((now - t0) / 1000, 0)} s ${JOBS - staging}/${JOBS} past staging, origin ${round((origin.sent.bytes - bytes0) / 2 ** 20, 0)} MiB`);
+        log(
+          `  ${mode}: after ${round((now - t0) / 1000, 0)} s ${JOBS - staging}/${JOBS} past staging, origin ${round((origin.sent.bytes - bytes0) / 2 ** 20, 0)} MiB`,
+        );
       }
       await sleep(100);
     }
@@ -145,7 +179,10 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     });
     const st = await redis.hgetall(new Keys(prefix).cacheStats());
     return {
-      mode, jobs: JOBS, failed, ...(firstFailure ? { firstFailure } : {}),
+      mode,
+      jobs: JOBS,
+      failed,
+      ...(firstFailure ? { firstFailure } : {}),
       originBytes: origin.sent.bytes - bytes0,
       originGets: [big, ...smalls].reduce((s, p) => s + origin.count("GET", p), 0),
       originHeads: [big, ...smalls].reduce((s, p) => s + origin.count("HEAD", p), 0),
@@ -166,7 +203,9 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
 }
 
 const before = machine();
-log(`cache bench: ${JOBS} jobs × (one ${MB} MB input + ${SMALL} of ${SMALL_KB} KiB), load ${before.loadavg.join(" ")}, ${before.nproc} CPUs`);
+log(
+  `cache bench: ${JOBS} jobs × (one ${MB} MB input + ${SMALL} of ${SMALL_KB} KiB), load ${before.loadavg.join(" ")}, ${before.nproc} CPUs`,
+);
 const pki = testPki();
 const origin = await startOrigin(pki);
 const caDir = mkdtempSync("/tmp/ce-bench-cache-ca-");
@@ -196,7 +235,9 @@ try {
 
 const mib = (b: number) => round(b / 2 ** 20, 1);
 const row = (label: string, f: (r: RunResult) => string | number | null) => `| ${label} | ${runs.map((r) => String(f(r))).join(" | ")} |`;
-log(`\n| ${JOBS} jobs, ${MB} MB + ${SMALL} × ${SMALL_KB} KiB | ${runs.map((r) => r.mode === "cache" ? "cache=yes" : "no cache").join(" | ")} |`);
+log(
+  `\n| ${JOBS} jobs, ${MB} MB + ${SMALL} × ${SMALL_KB} KiB | ${runs.map((r) => (r.mode === "cache" ? "cache=yes" : "no cache")).join(" | ")} |`,
+);
 log(`|---|${runs.map(() => "---").join("|")}|`);
 log(row("MiB read from the origin", (r) => mib(r.originBytes)));
 log(row("GETs / HEADs at the origin", (r) => `${r.originGets} / ${r.originHeads}`));
@@ -205,7 +246,10 @@ log(row("JEM CPU s (+ children)", (r) => `${r.jemCpuSeconds} (+${r.jemChildCpuSe
 log(row("failed jobs", (r) => r.failed));
 const result = {
   bench: "cache",
-  jobs: JOBS, bigMb: MB, small: SMALL, smallKb: SMALL_KB,
+  jobs: JOBS,
+  bigMb: MB,
+  small: SMALL,
+  smallKb: SMALL_KB,
   versions: versions(),
   loadBefore: before.loadavg,
   loadAfter: machine().loadavg,
@@ -214,5 +258,8 @@ const result = {
   ok: runs.every((r) => r.failed === 0 && r.allPastStagingSeconds !== null && r.bigInputSizeOk),
 };
 mkdirSync(join(ROOT, "bench/results"), { recursive: true });
-writeFileSync(join(ROOT, "bench/results", `cache-${new Date().toISOString().replace(/[:.]/g, "-")}.json`), `${JSON.stringify(result, null, 2)}\n`);
+writeFileSync(
+  join(ROOT, "bench/results", `cache-${new Date().toISOString().replace(/[:.]/g, "-")}.json`),
+  `${JSON.stringify(result, null, 2)}\n`,
+);
 console.log(JSON.stringify(result));

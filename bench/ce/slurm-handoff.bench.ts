@@ -58,19 +58,29 @@ try {
   /** CE ids (tag minus its `.<hex>`) of every job Slurm lists, any state. */
   const inSlurm = async (): Promise<string[]> => {
     const { stdout } = await run("squeue", ["-h", "-t", "all", "-o", "%k"], { env: sEnv });
-    return stdout.split("\n").map((l) => l.trim().replace(/\.[0-9a-f]+$/, "")).filter((l) => l && l !== "(null)");
+    return stdout
+      .split("\n")
+      .map((l) => l.trim().replace(/\.[0-9a-f]+$/, ""))
+      .filter((l) => l && l !== "(null)");
   };
   state = mkdtempSync("/tmp/ce-bench-handoff-");
   server = await startCe(state, { log, extraEnv: { CE__LRMS__BACKEND: "slurm", SLURM_CONF: slurm.conf } });
   const ctld = Number(readFileSync(join(slurm.dir, "run/slurmctld.pid"), "utf8").trim());
   const procs: Procs = { ...server.procs, slurmctld: [ctld] };
-  client = new RestClient({ base: server.base, credFile: join(state, "pki/user/proxy.pem"), caFile: join(state, "pki/ca/ca.pem"), sockets: 2 });
+  client = new RestClient({
+    base: server.base,
+    credFile: join(state, "pki/user/proxy.pem"),
+    caFile: join(state, "pki/ca/ca.pem"),
+    sockets: 2,
+  });
   const c = client;
-  log(`slurm-handoff bench: ${N} jobs in one request, ${RUNS} run(s), target all in squeue within ${TARGET_S} s (load ${before.loadavg.join(" ")}, ${before.nproc} CPUs)`);
+  log(
+    `slurm-handoff bench: ${N} jobs in one request, ${RUNS} run(s), target all in squeue within ${TARGET_S} s (load ${before.loadavg.join(" ")}, ${before.nproc} CPUs)`,
+  );
   // Warm-up (TLS, identity cache, JIT); one job through the whole path so the JEM's Slurm code is warm too.
   await c.call("GET", "jobs");
   const warm = await submit(c, `&(executable="/bin/true")(jobname="warm")`);
-  for (const t = Date.now(); Date.now() - t < 30_000 && !(await inSlurm()).includes(warm.ids[0] ?? "-"); ) await sleep(100);
+  for (const t = Date.now(); Date.now() - t < 30_000 && !(await inSlurm()).includes(warm.ids[0] ?? "-");) await sleep(100);
   await sleep(2000);
 
   const runs = [];
@@ -105,14 +115,16 @@ try {
       // REST status in the background (never delays the squeue polls).
       if (ids.length && !restBusy && restS === undefined) {
         restBusy = true;
-        void states(c, ids).then((m) => {
-          const at = el();
-          for (const [id, s] of m) {
-            restState.set(id, s);
-            if (!BEFORE_LRMS.has(s) && !restSeen.has(id)) restSeen.set(id, at);
-          }
-          if (restSeen.size >= ids.length) restS = at;
-        }).finally(() => (restBusy = false));
+        void states(c, ids)
+          .then((m) => {
+            const at = el();
+            for (const [id, s] of m) {
+              restState.set(id, s);
+              if (!BEFORE_LRMS.has(s) && !restSeen.has(id)) restSeen.set(id, at);
+            }
+            if (restSeen.size >= ids.length) restS = at;
+          })
+          .finally(() => (restBusy = false));
       }
       if (ids.length && squeueS === undefined && ids.every((id) => seen.has(id))) {
         squeueS = el();
@@ -142,7 +154,9 @@ try {
       allInSqueueSeconds: squeueS === undefined ? null : round(squeueS, 3),
       inSqueue: per.length,
       targetMet: squeueS !== undefined && squeueS <= TARGET_S,
-      perJobSqueueSeconds: per.length ? { p50: round(pct(per, 50), 3), max: round(Math.max(...per), 3), first: round(Math.min(...per), 3) } : null,
+      perJobSqueueSeconds: per.length
+        ? { p50: round(pct(per, 50), 3), max: round(Math.max(...per), 3), first: round(Math.min(...per), 3) }
+        : null,
       allPastSubmittingRestSeconds: restS === undefined ? null : round(restS, 3),
       restStates: states1,
       perJobRestSeconds: restPer.length ? { p50: round(pct(restPer, 50), 3), max: round(Math.max(...restPer), 3) } : null,
@@ -152,7 +166,9 @@ try {
       cpuChildrenUntilAllInSqueue: cpuChildren,
       jemPercent: round((cpu.jem! / window) * 100, 0),
     };
-    log(`  run ${r + 1}: request ${one.submitRequestSeconds} s; all ${ids.length} in squeue ${squeueS === undefined ? `NOT within ${TIMEOUT_S} s (${per.length})` : `${one.allInSqueueSeconds} s`} (per job p50 ${one.perJobSqueueSeconds?.p50} max ${one.perJobSqueueSeconds?.max}); REST past SUBMITTING ${one.allPastSubmittingRestSeconds} s ${JSON.stringify(states1)}; sbatch peak ${sbatchPeak}; CPU ${JSON.stringify(cpu)} children ${JSON.stringify(cpuChildren)}`);
+    log(
+      `  run ${r + 1}: request ${one.submitRequestSeconds} s; all ${ids.length} in squeue ${squeueS === undefined ? `NOT within ${TIMEOUT_S} s (${per.length})` : `${one.allInSqueueSeconds} s`} (per job p50 ${one.perJobSqueueSeconds?.p50} max ${one.perJobSqueueSeconds?.max}); REST past SUBMITTING ${one.allPastSubmittingRestSeconds} s ${JSON.stringify(states1)}; sbatch peak ${sbatchPeak}; CPU ${JSON.stringify(cpu)} children ${JSON.stringify(cpuChildren)}`,
+    );
     runs.push(one);
     await cleanUp(c, ids, sEnv);
     // The kill spent rate-limit tokens (lrms.callsPerSecond, one per job): let the bucket refill.
@@ -174,7 +190,10 @@ try {
     overrides: server.overrides,
   };
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
-  writeFileSync(join(ROOT, "bench/results", `slurm-handoff-${new Date().toISOString().replace(/[:.]/g, "-")}.json`), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(
+    join(ROOT, "bench/results", `slurm-handoff-${new Date().toISOString().replace(/[:.]/g, "-")}.json`),
+    `${JSON.stringify(result, null, 2)}\n`,
+  );
   console.log(JSON.stringify(result));
 } finally {
   client?.close();
@@ -182,7 +201,8 @@ try {
   try {
     // A start that failed half-way leaves daemons too: stop-slurm.sh stops them by their pid files.
     if (slurm) slurm.stop();
-    else if (existsSync(slurmDir)) execFileSync("bash", [join(ROOT, "scripts/slurm/stop-slurm.sh"), slurmDir, "--purge"], { stdio: "ignore" });
+    else if (existsSync(slurmDir))
+      execFileSync("bash", [join(ROOT, "scripts/slurm/stop-slurm.sh"), slurmDir, "--purge"], { stdio: "ignore" });
   } catch (e) {
     log(`slurm-handoff bench: stopping Slurm failed: ${String(e)}`);
   }
@@ -193,15 +213,17 @@ try {
 /** Kills the run's jobs through REST, then scancel for anything left; waits until squeue lists none running. */
 async function cleanUp(c: RestClient, ids: string[], env: NodeJS.ProcessEnv): Promise<void> {
   if (ids.length) {
-    const r = await c.call("POST", "jobs?action=kill", JSON.stringify({ job: ids.map((id) => ({ id })) }), { "content-type": "application/json" });
+    const r = await c.call("POST", "jobs?action=kill", JSON.stringify({ job: ids.map((id) => ({ id })) }), {
+      "content-type": "application/json",
+    });
     if (r.status !== 200 && r.status !== 201) log(`  REST kill: ${r.status} ${r.body.toString("utf8").slice(0, 200)}`);
   }
   const live = async () => (await run("squeue", ["-h", "-o", "%i"], { env })).stdout.split("\n").filter(Boolean).length;
-  for (const t = Date.now(); Date.now() - t < 30_000; ) {
+  for (const t = Date.now(); Date.now() - t < 30_000;) {
     if ((await live()) === 0) return;
     await sleep(250);
   }
   log(`  jobs still in Slurm 30 s after the REST kill: scancel --user`);
   await run("scancel", ["-u", (await run("id", ["-un"])).stdout.trim()], { env }).catch(() => undefined);
-  for (const t = Date.now(); Date.now() - t < 15_000 && (await live()) > 0; ) await sleep(250);
+  for (const t = Date.now(); Date.now() - t < 15_000 && (await live()) > 0;) await sleep(250);
 }

@@ -79,7 +79,13 @@ class ChunkedCounter {
 }
 
 /** GET `path` from `host:port` over TLS with `tls` (credentials, CA, servername); counts the body. */
-export function countGet(host: string, port: number, path: string, tls: ConnectionOptions, bufferBytes = 1024 * 1024): Promise<CountGetResult> {
+export function countGet(
+  host: string,
+  port: number,
+  path: string,
+  tls: ConnectionOptions,
+  bufferBytes = 1024 * 1024,
+): Promise<CountGetResult> {
   return new Promise((resolve, reject) => {
     let head: Buffer[] | undefined = [];
     let headLen = 0;
@@ -101,7 +107,8 @@ export function countGet(host: string, port: number, path: string, tls: Connecti
         if (chunked.done) finish();
       } else {
         bytes += to - from;
-        if (length !== undefined && bytes >= length) finish(bytes > length ? new Error(`body longer than Content-Length ${length}`) : undefined);
+        if (length !== undefined && bytes >= length)
+          finish(bytes > length ? new Error(`body longer than Content-Length ${length}`) : undefined);
       }
     };
     const onHead = (all: Buffer, end: number) => {
@@ -153,7 +160,9 @@ export function countGet(host: string, port: number, path: string, tls: Connecti
         },
       },
     } as ConnectionOptions);
-    socket.once("secureConnect", () => socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nAccept: */*\r\nConnection: close\r\n\r\n`));
+    socket.once("secureConnect", () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nAccept: */*\r\nConnection: close\r\n\r\n`),
+    );
     socket.once("error", (e) => finish(e));
     socket.once("end", () => {
       if (head) return finish(new Error("connection closed before the response head"));

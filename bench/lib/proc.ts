@@ -74,7 +74,10 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Waits until the servers are idle: CPU over `windowMs` below `idleShare` of one core, twice in a
  * row, or `maxMs` passed. Returns the snapshot taken at that point and whether it settled.
  */
-export async function settle(procs: Procs, o: { windowMs?: number; idleShare?: number; maxMs?: number } = {}): Promise<{ snap: CpuSnapshot; settled: boolean; ms: number }> {
+export async function settle(
+  procs: Procs,
+  o: { windowMs?: number; idleShare?: number; maxMs?: number } = {},
+): Promise<{ snap: CpuSnapshot; settled: boolean; ms: number }> {
   const windowMs = o.windowMs ?? 1000;
   const t0 = Date.now();
   let quiet = 0;

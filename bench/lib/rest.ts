@@ -41,7 +41,15 @@ export class RestClient {
   }
 
   private opts(method: string, path: string, headers: Record<string, string | number>): RequestOptions {
-    return { host: this.url.hostname, port: this.url.port, method, path: path.startsWith("/") ? path : `${this.root}/${path}`, agent: this.agent, headers, servername: "localhost" };
+    return {
+      host: this.url.hostname,
+      port: this.url.port,
+      method,
+      path: path.startsWith("/") ? path : `${this.root}/${path}`,
+      agent: this.agent,
+      headers,
+      servername: "localhost",
+    };
   }
 
   call(method: string, path: string, body?: string | Buffer, headers: Record<string, string | number> = {}): Promise<Reply> {
@@ -60,7 +68,12 @@ export class RestClient {
 
   /** JSON reply; throws unless the status is in `ok`. */
   async json<T = unknown>(method: string, path: string, body?: unknown, ok = [200, 201]): Promise<T> {
-    const r = await this.call(method, path, body === undefined ? undefined : JSON.stringify(body), body === undefined ? {} : { "content-type": "application/json" });
+    const r = await this.call(
+      method,
+      path,
+      body === undefined ? undefined : JSON.stringify(body),
+      body === undefined ? {} : { "content-type": "application/json" },
+    );
     if (!ok.includes(r.status)) throw new Error(`${method} ${path}: ${r.status} ${r.body.toString("utf8").slice(0, 300)}`);
     return JSON.parse(r.body.toString("utf8")) as T;
   }
@@ -123,7 +136,10 @@ export async function submit(c: RestClient, xrsl: string): Promise<{ ids: string
   const r = await c.call("POST", "jobs?action=new", xrsl, { "content-type": "application/rsl" });
   if (r.status !== 201 && r.status !== 200) throw new Error(`submission: ${r.status} ${r.body.toString("utf8").slice(0, 300)}`);
   const all = items((JSON.parse(r.body.toString("utf8")) as { job?: JobItem | JobItem[] }).job);
-  return { ids: all.filter((j) => j["status-code"] === "201" && j.id).map((j) => j.id!), refused: all.filter((j) => j["status-code"] !== "201") };
+  return {
+    ids: all.filter((j) => j["status-code"] === "201" && j.id).map((j) => j.id!),
+    refused: all.filter((j) => j["status-code"] !== "201"),
+  };
 }
 
 export const statusJson = (ids: string[]) => JSON.stringify({ job: ids.map((id) => ({ id })) });
@@ -133,7 +149,9 @@ export const statusXml = (ids: string[]) => `<jobs>${ids.map((id) => `<job><id>$
 export async function states(c: RestClient, ids: string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (let i = 0; i < ids.length; i += 500) {
-    const r = await c.json<{ job?: JobItem | JobItem[] }>("POST", "jobs?action=status", { job: ids.slice(i, i + 500).map((id) => ({ id })) });
+    const r = await c.json<{ job?: JobItem | JobItem[] }>("POST", "jobs?action=status", {
+      job: ids.slice(i, i + 500).map((id) => ({ id })),
+    });
     for (const j of items(r.job)) if (j.id) out.set(j.id, j.state ?? `status-${j["status-code"]}`);
   }
   return out;

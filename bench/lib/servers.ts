@@ -45,7 +45,10 @@ function exited(child: ChildProcess): Promise<void> {
  * reference's setup-creds.sh, whose host certificate and CA directory the CE then uses; without
  * it the CE uses its own development PKI (`<state>/pki`, user proxy `<state>/pki/user/proxy.pem`).
  */
-export async function startCe(state: string, o: { refPki?: string; extraEnv?: Record<string, string>; log?: (s: string) => void } = {}): Promise<Server> {
+export async function startCe(
+  state: string,
+  o: { refPki?: string; extraEnv?: Record<string, string>; log?: (s: string) => void } = {},
+): Promise<Server> {
   const [port, redisPort, adminPort, jemPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const base = `https://localhost:${port}/arex`;
   const dir = o.refPki;
@@ -57,14 +60,20 @@ export async function startCe(state: string, o: { refPki?: string; extraEnv?: Re
     CE__REDIS__URL: `redis://127.0.0.1:${redisPort}`,
     CE__ADMIN__PORT: String(adminPort),
     CE__ADMIN__JEM_PORT: String(jemPort),
-    ...(dir ? {
-      CE__GATEWAY__TLS__CERT_FILE: join(dir, "host/hostcert.pem"),
-      CE__GATEWAY__TLS__KEY_FILE: join(dir, "host/hostkey.pem"),
-      CE__AUTH__CA_DIR: join(dir, "certificates"),
-    } : {}),
+    ...(dir
+      ? {
+          CE__GATEWAY__TLS__CERT_FILE: join(dir, "host/hostcert.pem"),
+          CE__GATEWAY__TLS__KEY_FILE: join(dir, "host/hostkey.pem"),
+          CE__AUTH__CA_DIR: join(dir, "certificates"),
+        }
+      : {}),
   };
   const extra = o.extraEnv ?? {};
-  const child = spawn("bash", ["scripts/start.sh"], { cwd: ROOT, env: { ...process.env, ...placement, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("bash", ["scripts/start.sh"], {
+    cwd: ROOT,
+    env: { ...process.env, ...placement, ...extra },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
@@ -74,11 +83,15 @@ export async function startCe(state: string, o: { refPki?: string; extraEnv?: Re
     if (Date.now() - t0 > 180_000) throw new Error(`./ce start did not come up in 180 s:\n${out}`);
     await sleep(200);
   }
-  const kids = readdirSync("/proc").filter((p) => /^\d+$/.test(p)).map(Number).filter((p) => ppid(p) === child.pid);
+  const kids = readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number)
+    .filter((p) => ppid(p) === child.pid);
   const byCmd = (s: string) => kids.filter((p) => cmdline(p).includes(s));
   const redisPid = Number(readFileSync(join(state, "redis/redis.pid"), "utf8").trim());
   const procs: Procs = { gateway: byCmd("apps/gateway/dist/main.js"), jem: byCmd("apps/jem/src/main.ts"), redis: [redisPid] };
-  if (!procs.gateway!.length || !procs.jem!.length) throw new Error(`cannot find the CE's processes under ${child.pid}: ${kids.map((k) => `${k}:${cmdline(k)}`).join("; ")}`);
+  if (!procs.gateway!.length || !procs.jem!.length)
+    throw new Error(`cannot find the CE's processes under ${child.pid}: ${kids.map((k) => `${k}:${cmdline(k)}`).join("; ")}`);
   o.log?.(`CE up at ${base} (gateway ${procs.gateway}, JEM ${procs.jem}, redis ${redisPid})`);
   return {
     name: "CE",
@@ -105,7 +118,14 @@ export async function startCe(state: string, o: { refPki?: string; extraEnv?: Re
 export async function startArex(dir: string, o: { log?: (s: string) => void } = {}): Promise<Server> {
   const port = await freePort();
   const env = { ...process.env, AREX_LOGLEVEL: process.env.AREX_LOGLEVEL ?? "3" };
-  const url = execFileSync("bash", [join(AREX_REF, "arex-start.sh"), dir, String(port)], { env, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop()!;
+  const url = execFileSync("bash", [join(AREX_REF, "arex-start.sh"), dir, String(port)], {
+    env,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+    .trim()
+    .split("\n")
+    .pop()!;
   const pids = ["arched-gm.pid", "arched-ws.pid"].map((f) => Number(readFileSync(join(dir, "arex/run", f), "utf8").trim()));
   o.log?.(`A-REX up at ${url} (arched ${pids.join(", ")})`);
   return {
@@ -113,7 +133,11 @@ export async function startArex(dir: string, o: { log?: (s: string) => void } = 
     base: url,
     env: {},
     procs: { arched: pids },
-    overrides: [`AREX_LOGLEVEL=${env.AREX_LOGLEVEL}`, `AREX_INFO_PERIOD=${process.env.AREX_INFO_PERIOD ?? 20}`, `AREX_WAKEUP=${process.env.AREX_WAKEUP ?? 10}`],
+    overrides: [
+      `AREX_LOGLEVEL=${env.AREX_LOGLEVEL}`,
+      `AREX_INFO_PERIOD=${process.env.AREX_INFO_PERIOD ?? 20}`,
+      `AREX_WAKEUP=${process.env.AREX_WAKEUP ?? 10}`,
+    ],
     stop: async () => {
       execFileSync("bash", [join(AREX_REF, "arex-stop.sh"), dir], { stdio: "inherit" });
     },
@@ -138,7 +162,9 @@ function cmdline(pid: number): string {
 
 function tailLogs(dir: string): string {
   if (!existsSync(dir)) return "";
-  return readdirSync(dir).map((f) => `--- ${f}\n${readFileSync(join(dir, f), "utf8").split("\n").slice(-20).join("\n")}`).join("\n");
+  return readdirSync(dir)
+    .map((f) => `--- ${f}\n${readFileSync(join(dir, f), "utf8").split("\n").slice(-20).join("\n")}`)
+    .join("\n");
 }
 
 export function versions(): Record<string, string> {
@@ -153,6 +179,9 @@ export function versions(): Record<string, string> {
     arex: q("dpkg-query", ["-W", "-f=${Version}", "nordugrid-arc-arex"]),
     ce: `${q("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"])}${q("git", ["-C", ROOT, "status", "--porcelain", "--untracked-files=no"]) ? " (+ uncommitted changes)" : ""}`,
     node: process.version,
-    redis: q("redis-server", ["--version"]).replace(/^Redis server /, "").split(" ")[0] ?? "?",
+    redis:
+      q("redis-server", ["--version"])
+        .replace(/^Redis server /, "")
+        .split(" ")[0] ?? "?",
   };
 }

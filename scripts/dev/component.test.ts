@@ -4,7 +4,7 @@ import { reasonLine } from "./component.js";
 describe("reasonLine", () => {
   it("prefers the start-up failure over a log record written after it", () => {
     const lines = [
-      "jem: cannot start: lrms back end \"slurmm\": /x/submit is missing or not executable",
+      'jem: cannot start: lrms back end "slurmm": /x/submit is missing or not executable',
       JSON.stringify({ level: 30, msg: "mapping is on" }),
     ];
     expect(reasonLine(lines)).toBe(lines[0]);

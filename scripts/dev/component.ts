@@ -122,7 +122,11 @@ export class Component {
       const from = Math.max(this.logOffset, size - 65_536);
       const buf = Buffer.alloc(size - from);
       readSync(fd, buf, 0, buf.length, from);
-      return buf.toString("utf8").split("\n").filter((l) => l.trim() !== "").slice(-n);
+      return buf
+        .toString("utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .slice(-n);
     } catch {
       return [];
     } finally {

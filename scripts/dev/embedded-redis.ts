@@ -48,7 +48,8 @@ export async function embeddedRedis(c: CompiledConfig, say: (line: string) => vo
   const state = c.paths.stateDir;
   const users = REDIS_ROLES.map((role) => {
     const auth = redisAuth(c.redis, role);
-    if (!auth.username || !auth.password) throw new StartError(`redis.users.${role}.passwordFile is not set (needed by the embedded Redis)`);
+    if (!auth.username || !auth.password)
+      throw new StartError(`redis.users.${role}.passwordFile is not set (needed by the embedded Redis)`);
     return { username: auth.username, password: auth.password };
   });
   const jem = users[REDIS_ROLES.indexOf("jem")]!;
@@ -61,17 +62,52 @@ export async function embeddedRedis(c: CompiledConfig, say: (line: string) => vo
       say(`ce: reusing the CE's Redis already answering on 127.0.0.1:${port} (ACL users, no anonymous access)`);
       return { port, started: false, stop: noop };
     }
-    const what = anon.startsWith("+PONG") ? "a Redis without the CE's ACL users (it accepts anyone without a password)" : /^[-+]/.test(anon) ? "a Redis without the CE's ACL users" : "another program";
-    throw new StartError(`127.0.0.1:${port} (redis.url) is in use by ${what}; stop it, or run the CE's own Redis on another port: CE__REDIS__URL=redis://127.0.0.1:${port + 1} ./ce start`);
+    const what = anon.startsWith("+PONG")
+      ? "a Redis without the CE's ACL users (it accepts anyone without a password)"
+      : /^[-+]/.test(anon)
+        ? "a Redis without the CE's ACL users"
+        : "another program";
+    throw new StartError(
+      `127.0.0.1:${port} (redis.url) is in use by ${what}; stop it, or run the CE's own Redis on another port: CE__REDIS__URL=redis://127.0.0.1:${port + 1} ./ce start`,
+    );
   }
   const acl = join(state, "redis", "users.acl");
   writeFileSync(acl, redisAclFile(`${c.redis.prefix}*`, users), { mode: 0o600 });
   chmodSync(acl, 0o600);
   const pidFile = join(state, "redis", "redis.pid");
   const logFile = join(state, "logs", "redis.log");
-  const r = spawnSync("redis-server", ["--bind", "127.0.0.1", "--port", String(port), "--protected-mode", "yes", "--aclfile", acl, "--dir", join(state, "redis"),
-    "--appendonly", "yes", "--hash-max-listpack-value", "512", "--hash-max-listpack-entries", "128", "--daemonize", "yes", "--pidfile", pidFile, "--logfile", logFile], { encoding: "utf8" });
-  if (r.status !== 0) throw new StartError(`redis-server did not start (${r.error?.message ?? `exit code ${r.status}`}): ${(r.stderr || r.stdout).trim().split("\n").at(-1) ?? ""}`);
+  const r = spawnSync(
+    "redis-server",
+    [
+      "--bind",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--protected-mode",
+      "yes",
+      "--aclfile",
+      acl,
+      "--dir",
+      join(state, "redis"),
+      "--appendonly",
+      "yes",
+      "--hash-max-listpack-value",
+      "512",
+      "--hash-max-listpack-entries",
+      "128",
+      "--daemonize",
+      "yes",
+      "--pidfile",
+      pidFile,
+      "--logfile",
+      logFile,
+    ],
+    { encoding: "utf8" },
+  );
+  if (r.status !== 0)
+    throw new StartError(
+      `redis-server did not start (${r.error?.message ?? `exit code ${r.status}`}): ${(r.stderr || r.stdout).trim().split("\n").at(-1) ?? ""}`,
+    );
   const pid = () => (existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8").trim()) : undefined);
   const alive = (p: number | undefined) => {
     if (!p) return false;

@@ -55,7 +55,9 @@ function lock(): void {
     const cmd = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, "utf8") : "";
     if (pid > 0 && pid !== process.pid && alive(pid) && (cmd === "" || cmd.includes("scripts/dev/run.ts"))) {
       const url = existsSync(join(STATE, "run", "url")) ? readFileSync(join(STATE, "run", "url"), "utf8").trim() : "";
-      throw new StartError(`a CE is already running from ${STATE} (pid ${pid}${url ? `, ${url}` : ""}); stop it first (Ctrl-C in its terminal, or kill ${pid})`);
+      throw new StartError(
+        `a CE is already running from ${STATE} (pid ${pid}${url ? `, ${url}` : ""}); stop it first (Ctrl-C in its terminal, or kill ${pid})`,
+      );
     }
     rmSync(LOCK, { force: true });
   }
@@ -69,7 +71,10 @@ async function portFree(host: string, port: number, key: string, env: string): P
     s.once("error", (e) => res(e));
     s.listen({ host, port, exclusive: true }, () => s.close(() => res(undefined)));
   });
-  if (err?.code === "EADDRINUSE") throw new StartError(`${host}:${port} (${key}) is already in use by another program; stop it or choose another port: ${env}=<port> ./ce start`);
+  if (err?.code === "EADDRINUSE")
+    throw new StartError(
+      `${host}:${port} (${key}) is already in use by another program; stop it or choose another port: ${env}=<port> ./ce start`,
+    );
   if (err) throw new StartError(`cannot listen on ${host}:${port} (${key}): ${err.code ?? err.message}`);
 }
 
@@ -79,11 +84,14 @@ function buildGateway(): void {
   const built = existsSync(dist) ? statSync(dist).mtimeMs : 0;
   const newer = (dir: string): boolean =>
     existsSync(dir) &&
-    readdirSync(dir, { withFileTypes: true, recursive: true }).some((e) => e.isFile() && e.name.endsWith(".ts") && statSync(join(e.parentPath, e.name)).mtimeMs > built);
+    readdirSync(dir, { withFileTypes: true, recursive: true }).some(
+      (e) => e.isFile() && e.name.endsWith(".ts") && statSync(join(e.parentPath, e.name)).mtimeMs > built,
+    );
   const sources = [join(ROOT, "apps/gateway/src"), ...readdirSync(join(ROOT, "packages")).map((p) => join(ROOT, "packages", p, "src"))];
   if (built && !sources.some(newer)) return;
   const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/build-app.ts", "gateway"], { cwd: ROOT, encoding: "utf8" });
-  if (r.status !== 0) throw new StartError(`building the gateway failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ")}`);
+  if (r.status !== 0)
+    throw new StartError(`building the gateway failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ")}`);
 }
 
 /** Keeps the previous run's log as `<name>.log.1`; this run's starts empty. */
@@ -104,7 +112,10 @@ function loadConfigOrFail(): CompiledConfig {
 async function boot(): Promise<void> {
   lock();
   const setup = spawnSync(process.execPath, ["--import", "tsx", "scripts/dev/setup.ts", STATE], { cwd: ROOT, encoding: "utf8" });
-  if (setup.status !== 0) throw new StartError(`first-start setup failed: ${setup.stderr.trim().split("\n").filter(Boolean).at(-1) ?? `exit code ${setup.status}`}`);
+  if (setup.status !== 0)
+    throw new StartError(
+      `first-start setup failed: ${setup.stderr.trim().split("\n").filter(Boolean).at(-1) ?? `exit code ${setup.status}`}`,
+    );
   process.env.CE_CONFIG ??= join(STATE, "ce.yaml");
   let config = loadConfigOrFail();
   // A port given alone moves the development endpoint with it (the URL clients and the banner use).
@@ -119,7 +130,9 @@ async function boot(): Promise<void> {
     await portFree(config.admin.host, config.admin.port, "admin.port", "CE__ADMIN__PORT");
     await portFree(config.admin.host, config.admin.jemPort, "admin.jemPort", "CE__ADMIN__JEM_PORT");
   }
-  const mapped = config.mapping ? [...new Set(config.mapping.rules.map((r) => r.user ?? (r.pool ? "pool" : "gridmap")))].join(",") : undefined;
+  const mapped = config.mapping
+    ? [...new Set(config.mapping.rules.map((r) => r.user ?? (r.pool ? "pool" : "gridmap")))].join(",")
+    : undefined;
   const me = spawnSync("id", ["-un"], { encoding: "utf8" }).stdout.trim();
   say(
     mapped
@@ -136,8 +149,24 @@ async function boot(): Promise<void> {
   buildGateway();
   const env = { ...process.env };
   const run = join(STATE, "run");
-  const jem = new Component("jem", "the JEM", ["--import", "tsx", "apps/jem/src/main.ts"], env, join(logs, "jem.log"), join(run, "jem.ready"), join(run, "jem.pid"));
-  const gateway = new Component("gateway", "the gateway", ["--max-old-space-size=256", "apps/gateway/dist/main.js"], env, join(logs, "gateway.log"), join(run, "gateway.ready"), join(run, "gateway.pid"));
+  const jem = new Component(
+    "jem",
+    "the JEM",
+    ["--import", "tsx", "apps/jem/src/main.ts"],
+    env,
+    join(logs, "jem.log"),
+    join(run, "jem.ready"),
+    join(run, "jem.pid"),
+  );
+  const gateway = new Component(
+    "gateway",
+    "the gateway",
+    ["--max-old-space-size=256", "apps/gateway/dist/main.js"],
+    env,
+    join(logs, "gateway.log"),
+    join(run, "gateway.ready"),
+    join(run, "gateway.pid"),
+  );
   components.push(jem, gateway);
   for (const c of components) c.start();
   for (const c of components) {
@@ -165,7 +194,9 @@ async function supervise(c: Component): Promise<void> {
     const ran = Date.now() - c.startedAt;
     if (c.readyAt >= c.startedAt && Date.now() - c.readyAt > BACKOFF_RESET_MS) delay = BACKOFF_MS[0]!;
     const last = reasonLine(c.logLines(15));
-    say(`ce: ${c.title} (pid ${c.child?.pid}) exited with ${describeExit(exit)} after ${Math.round(ran / 1000)} s; last log line: ${last ? readable(last) : "(none)"}; restarting in ${delay / 1000} s`);
+    say(
+      `ce: ${c.title} (pid ${c.child?.pid}) exited with ${describeExit(exit)} after ${Math.round(ran / 1000)} s; last log line: ${last ? readable(last) : "(none)"}; restarting in ${delay / 1000} s`,
+    );
     await sleep(delay);
     if (stopping) return;
     delay = Math.min(delay * 2, BACKOFF_MS[1]!);

@@ -38,8 +38,22 @@ if (!existsSync(`${pki}/ca-private/ca.key`)) {
   const user = issueUserCert(ca, { dn: `/DC=org/DC=ce-dev/O=Users/CN=${process.env.USER || "dev"} Dev User`, key: fresh() });
   write(`${pki}/user/cert.pem`, user.certPem);
   write(`${pki}/user/key.pem`, user.keyPem, 0o400);
-  execFileSync("openssl", ["pkcs12", "-export", "-in", `${pki}/user/cert.pem`, "-inkey", `${pki}/user/key.pem`,
-    "-certfile", `${pki}/ca/ca.pem`, "-out", `${pki}/user/user.p12`, "-passout", `pass:${P12_PASSWORD}`, "-name", "CE dev user"]);
+  execFileSync("openssl", [
+    "pkcs12",
+    "-export",
+    "-in",
+    `${pki}/user/cert.pem`,
+    "-inkey",
+    `${pki}/user/key.pem`,
+    "-certfile",
+    `${pki}/ca/ca.pem`,
+    "-out",
+    `${pki}/user/user.p12`,
+    "-passout",
+    `pass:${P12_PASSWORD}`,
+    "-name",
+    "CE dev user",
+  ]);
   created = true;
 }
 
@@ -75,7 +89,9 @@ if (asRoot) {
   // A user group of its own (gid ≥ 1000), no home, no login shell. Parallel setups (test stacks)
   // race here: /etc/passwd locked (exit 10) is retried, "exists" (9) is success.
   for (let i = 0; !known(); i++) {
-    const r = spawnSync("useradd", ["-M", "-U", "-s", "/usr/sbin/nologin", "-c", "CE jobs (embedded default)", JOB_ACCOUNT], { encoding: "utf8" });
+    const r = spawnSync("useradd", ["-M", "-U", "-s", "/usr/sbin/nologin", "-c", "CE jobs (embedded default)", JOB_ACCOUNT], {
+      encoding: "utf8",
+    });
     if (r.status === 0 || r.status === 9) break;
     if (i >= 50) throw new Error(`useradd ${JOB_ACCOUNT} failed: ${r.stderr}`);
     execFileSync("sleep", ["0.1"]);

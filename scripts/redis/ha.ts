@@ -16,10 +16,15 @@ if (kind !== "sentinel" && kind !== "cluster") {
   console.error("usage: scripts/redis/ha.ts sentinel|cluster [--replicas N] [--aof no|everysec|always]");
   process.exit(2);
 }
-const set = kind === "sentinel" ? await startSentinelSet({ durability: aof, replicas: Number(values.replicas ?? 1) }) : await startRedisCluster({ durability: aof });
+const set =
+  kind === "sentinel"
+    ? await startSentinelSet({ durability: aof, replicas: Number(values.replicas ?? 1) })
+    : await startRedisCluster({ durability: aof });
 const procs: RedisProc[] = "sentinels" in set ? [...set.servers, ...set.sentinels] : set.nodes;
 console.log(YAML.stringify({ redis: set.ceConfig() }));
-console.log(`# passwords (write each to redis.users.<app>.passwordFile, mode 0600): gateway=${set.users.gateway.password} jem=${set.users.jem.password}`);
+console.log(
+  `# passwords (write each to redis.users.<app>.passwordFile, mode 0600): gateway=${set.users.gateway.password} jem=${set.users.jem.password}`,
+);
 console.log(`# pids: ${procs.map((p) => `${p.port}=${p.pid}`).join(" ")}`);
 console.log("# running; Ctrl-C stops every server");
 for (const sig of ["SIGINT", "SIGTERM"] as const) {

@@ -85,12 +85,16 @@ describe.skipIf(!HAS_SLURMDBD || !ROOT)("Slurm with slurmdbd: VO placement by ac
   const call = (vo: Vo, method: string, path: string, body?: string, type = "application/json"): Promise<Http> =>
     new Promise((resolve, reject) => {
       const headers = { authorization: `Bearer ${tokens[vo]}`, accept: "application/json", ...(body ? { "content-type": type } : {}) };
-      const req = request(`${stack.url}/rest/1.0/${path}`, { method, ca: readFileSync(join(stack.pki, "ca", "ca.pem")), agent: false, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (d: Buffer) => chunks.push(d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", reject);
-      });
+      const req = request(
+        `${stack.url}/rest/1.0/${path}`,
+        { method, ca: readFileSync(join(stack.pki, "ca", "ca.pem")), agent: false, headers },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (d: Buffer) => chunks.push(d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+          res.on("error", reject);
+        },
+      );
       req.on("error", reject);
       req.end(body);
     });
@@ -98,72 +102,109 @@ describe.skipIf(!HAS_SLURMDBD || !ROOT)("Slurm with slurmdbd: VO placement by ac
     const j = (JSON.parse(r.body) as { job?: unknown }).job;
     return (Array.isArray(j) ? j[0] : j) as Record<string, unknown>;
   };
-  const state = async (vo: Vo) => first(await call(vo, "POST", "jobs?action=status", JSON.stringify({ job: [{ id: jobs[vo] }] }))).state as string;
+  const state = async (vo: Vo) =>
+    first(await call(vo, "POST", "jobs?action=status", JSON.stringify({ job: [{ id: jobs[vo] }] }))).state as string;
   const sacct = (localId: string, fields: string) =>
-    execFileSync("sacct", ["-n", "-P", "-D", "-j", localId, "-o", fields], { env: { ...process.env, SLURM_CONF: slurm.conf, SLURM_TIME_FORMAT: "%s" }, encoding: "utf8" })
+    execFileSync("sacct", ["-n", "-P", "-D", "-j", localId, "-o", fields], {
+      env: { ...process.env, SLURM_CONF: slurm.conf, SLURM_TIME_FORMAT: "%s" },
+      encoding: "utf8",
+    })
       .trim()
       .split("\n")
       .map((l) => l.split("|"));
   const recordOf = async (vo: Vo) => {
     const db = await AccountingDb.open(undefined, stack.state);
     try {
-      return await waitFor(`usage record of the ${vo} job`, async () => (await db.endedBetween(0, 2 ** 31)).find((r) => r.jobId === jobs[vo]), 60_000, 500);
+      return await waitFor(
+        `usage record of the ${vo} job`,
+        async () => (await db.endedBetween(0, 2 ** 31)).find((r) => r.jobId === jobs[vo]),
+        60_000,
+        500,
+      );
     } finally {
       await db.close();
     }
   };
   let records: Partial<Record<Vo, UsageRecord>> = {};
 
-  it("each VO's job runs under its Slurm account and QOS; an unknown account fails the job with Slurm's reason", { timeout: 120_000 }, async () => {
-    for (const vo of VOS) {
-      const r = await call(vo, "POST", "jobs?action=new", vo === "atlas" ? BURN : `&(executable="/bin/true")(jobname="${vo}")`, "application/rsl");
-      expect(r.status, r.body).toBe(201);
-      jobs[vo] = first(r).id as string;
-    }
-    const terminal = new Set(["FINISHED", "FAILED", "KILLED"]);
-    for (const vo of VOS) await waitFor(`${vo} job ended`, async () => (terminal.has(await state(vo)) ? true : undefined), 90_000, 500);
-    expect(await state("atlas")).toBe("FINISHED");
-    expect(await state("cms")).toBe("FINISHED");
-    expect(await state("ghost")).toBe("FAILED");
+  it(
+    "each VO's job runs under its Slurm account and QOS; an unknown account fails the job with Slurm's reason",
+    { timeout: 120_000 },
+    async () => {
+      for (const vo of VOS) {
+        const r = await call(
+          vo,
+          "POST",
+          "jobs?action=new",
+          vo === "atlas" ? BURN : `&(executable="/bin/true")(jobname="${vo}")`,
+          "application/rsl",
+        );
+        expect(r.status, r.body).toBe(201);
+        jobs[vo] = first(r).id as string;
+      }
+      const terminal = new Set(["FINISHED", "FAILED", "KILLED"]);
+      for (const vo of VOS) await waitFor(`${vo} job ended`, async () => (terminal.has(await state(vo)) ? true : undefined), 90_000, 500);
+      expect(await state("atlas")).toBe("FINISHED");
+      expect(await state("cms")).toBe("FINISHED");
+      expect(await state("ghost")).toBe("FAILED");
 
-    records = { atlas: await recordOf("atlas"), cms: await recordOf("cms"), ghost: await recordOf("ghost") };
-    for (const vo of ["atlas", "cms"] as const) {
-      const id = records[vo]!.batchId!;
-      // slurmdbd fills the job's QOS in after its start: wait for the final row.
-      const row = await waitFor(`sacct account/QOS of ${vo} job ${id}`, async () => {
-        const [acc, qos] = sacct(id, "Account,QOS")[0] ?? [];
-        return qos && qos !== "Unknown" ? [acc, qos] : undefined;
-      }, 30_000, 500);
-      expect(row, `sacct -j ${id} -o account,qos`).toEqual([vo, `${vo}q`]);
-    }
+      records = { atlas: await recordOf("atlas"), cms: await recordOf("cms"), ghost: await recordOf("ghost") };
+      for (const vo of ["atlas", "cms"] as const) {
+        const id = records[vo]!.batchId!;
+        // slurmdbd fills the job's QOS in after its start: wait for the final row.
+        const row = await waitFor(
+          `sacct account/QOS of ${vo} job ${id}`,
+          async () => {
+            const [acc, qos] = sacct(id, "Account,QOS")[0] ?? [];
+            return qos && qos !== "Unknown" ? [acc, qos] : undefined;
+          },
+          30_000,
+          500,
+        );
+        expect(row, `sacct -j ${id} -o account,qos`).toEqual([vo, `${vo}q`]);
+      }
 
-    // Refused by sbatch, never queued: the reason the user sees is Slurm's own.
-    expect(records.ghost!.batchId).toBeNull();
-    const info = await call("ghost", "POST", "jobs?action=info", JSON.stringify({ job: [{ id: jobs.ghost }] }));
-    expect(info.body).toMatch(/Invalid account/);
-    expect(records.ghost!.failure).toMatch(/Invalid account/);
-  });
+      // Refused by sbatch, never queued: the reason the user sees is Slurm's own.
+      expect(records.ghost!.batchId).toBeNull();
+      const info = await call("ghost", "POST", "jobs?action=info", JSON.stringify({ job: [{ id: jobs.ghost }] }));
+      expect(info.body).toMatch(/Invalid account/);
+      expect(records.ghost!.failure).toMatch(/Invalid account/);
+    },
+  );
 
-  it("the usage record holds sacct's CPU (user + system), MaxRSS, start, end and wall of a CPU-burning job", { timeout: 30_000 }, async () => {
-    const r = records.atlas;
-    expect(r, "the placement test ran first").toBeDefined();
-    const rows = sacct(r!.batchId!, "JobID,Start,End,ElapsedRaw,TotalCPU,UserCPU,SystemCPU,MaxRSS");
-    const secs = (v: string) => {
-      const m = /^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$/.exec(v);
-      return m ? ((Number(m[1] ?? 0) * 24 + Number(m[2] ?? 0)) * 60 + Number(m[3])) * 60 + Number(m[4]) : Number.NaN;
-    };
-    const alloc = rows.find((x) => x[0] === r!.batchId)!;
-    const rssKb = Math.max(...rows.map((x) => (/^\d+K$/.test(x[7] ?? "") ? Number(x[7]!.slice(0, -1)) : 0)));
-    const s = { start: Number(alloc[1]), end: Number(alloc[2]), wall: Number(alloc[3]), cpu: secs(alloc[4]!), user: secs(alloc[5]!), sys: secs(alloc[6]!) };
-    console.log(`sacct of ${r!.batchId}: ${JSON.stringify({ ...s, rssKb })}; record: ${JSON.stringify({ cpu: r!.cpuSeconds, user: r!.cpuUserSeconds, sys: r!.cpuSystemSeconds, rss: r!.maxRssKb, wall: r!.wallSeconds })}`);
-    expect(s.cpu).toBeGreaterThanOrEqual(2);
-    expect(rssKb).toBeGreaterThan(150 * 1024);
-    expect({ start: r!.startTime, end: r!.endTime, wall: r!.wallSeconds }).toEqual({ start: s.start, end: s.end, wall: s.wall });
-    expect(Math.abs(r!.cpuSeconds - s.cpu)).toBeLessThanOrEqual(0.5);
-    expect(Math.abs(r!.cpuUserSeconds - s.user)).toBeLessThanOrEqual(0.5);
-    expect(Math.abs(r!.cpuSystemSeconds - s.sys)).toBeLessThanOrEqual(0.5);
-    // KiB exactly as sacct has it (the wrapper only knows whole MB).
-    expect(r!.maxRssKb).toBe(rssKb);
-    expect(r!.vo).toBe("atlas");
-  });
+  it(
+    "the usage record holds sacct's CPU (user + system), MaxRSS, start, end and wall of a CPU-burning job",
+    { timeout: 30_000 },
+    async () => {
+      const r = records.atlas;
+      expect(r, "the placement test ran first").toBeDefined();
+      const rows = sacct(r!.batchId!, "JobID,Start,End,ElapsedRaw,TotalCPU,UserCPU,SystemCPU,MaxRSS");
+      const secs = (v: string) => {
+        const m = /^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$/.exec(v);
+        return m ? ((Number(m[1] ?? 0) * 24 + Number(m[2] ?? 0)) * 60 + Number(m[3])) * 60 + Number(m[4]) : Number.NaN;
+      };
+      const alloc = rows.find((x) => x[0] === r!.batchId)!;
+      const rssKb = Math.max(...rows.map((x) => (/^\d+K$/.test(x[7] ?? "") ? Number(x[7]!.slice(0, -1)) : 0)));
+      const s = {
+        start: Number(alloc[1]),
+        end: Number(alloc[2]),
+        wall: Number(alloc[3]),
+        cpu: secs(alloc[4]!),
+        user: secs(alloc[5]!),
+        sys: secs(alloc[6]!),
+      };
+      console.log(
+        `sacct of ${r!.batchId}: ${JSON.stringify({ ...s, rssKb })}; record: ${JSON.stringify({ cpu: r!.cpuSeconds, user: r!.cpuUserSeconds, sys: r!.cpuSystemSeconds, rss: r!.maxRssKb, wall: r!.wallSeconds })}`,
+      );
+      expect(s.cpu).toBeGreaterThanOrEqual(2);
+      expect(rssKb).toBeGreaterThan(150 * 1024);
+      expect({ start: r!.startTime, end: r!.endTime, wall: r!.wallSeconds }).toEqual({ start: s.start, end: s.end, wall: s.wall });
+      expect(Math.abs(r!.cpuSeconds - s.cpu)).toBeLessThanOrEqual(0.5);
+      expect(Math.abs(r!.cpuUserSeconds - s.user)).toBeLessThanOrEqual(0.5);
+      expect(Math.abs(r!.cpuSystemSeconds - s.sys)).toBeLessThanOrEqual(0.5);
+      // KiB exactly as sacct has it (the wrapper only knows whole MB).
+      expect(r!.maxRssKb).toBe(rssKb);
+      expect(r!.vo).toBe("atlas");
+    },
+  );
 });

@@ -29,7 +29,8 @@ import { arc, HAS_ARC, ok, parseArcstat, restCall, submittedJobs, waitFor, type 
 
 const HAS_PROXY_RTE = existsSync("/usr/share/arc/rte/ENV/PROXY");
 const READY = HAS_ARC && haveApache() && haveXrootd() && HAS_PROXY_RTE;
-if (!READY) console.warn("arc-atlas.test.ts SKIPPED: needs nordugrid-arc-client, nordugrid-arc-arex (RTEs), apache2, xrootd-server/xrootd-client");
+if (!READY)
+  console.warn("arc-atlas.test.ts SKIPPED: needs nordugrid-arc-client, nordugrid-arc-arex (RTEs), apache2, xrootd-server/xrootd-client");
 if (READY && !HAS_SLURM) console.warn("arc-atlas.test.ts: slurm back end SKIPPED (slurm-wlm/munge not installed)");
 
 const BACKENDS = (HAS_SLURM ? ["fork", "slurm"] : ["fork"]) as Array<"fork" | "slurm">;
@@ -43,7 +44,11 @@ const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
 
 const RUCIO_OPTS = "accesslatency=disk;cache=invariant;httpgetpartial=no;rucioaccount=pilot;transferprotocol=https";
 const optionElements = (opts: string) =>
-  opts.split(";").map((o) => o.split("=")).map(([k, v]) => `<Option><Name>${k}</Name><Value>${v}</Value></Option>`).join("");
+  opts
+    .split(";")
+    .map((o) => o.split("="))
+    .map(([k, v]) => `<Option><Name>${k}</Name><Value>${v}</Value></Option>`)
+    .join("");
 
 /** The ADL aCT posts (production-site.md §1), with this test's hosts and payload. */
 function atlasAdl(o: { name: string; rucioUri: string; queuedata: string; cric: string }): string {
@@ -133,19 +138,27 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
     return { out: r.stdout, jobs: parseArcstat(r.stdout) };
   };
   const until = (ce: Ce, want: Record<string, string>, timeoutMs = 60_000) =>
-    waitFor(`${ce.backend}: arcstat states ${JSON.stringify(want)}`, async () => {
-      const s = await statL(ce, Object.keys(want));
-      const seen = Object.fromEntries(Object.keys(want).map((id) => [id, s.jobs.get(id)?.state]));
-      for (const [id, st] of Object.entries(want)) if (seen[id] !== st) throw new Error(`seen ${JSON.stringify(seen)}`);
-      return s;
-    }, timeoutMs);
+    waitFor(
+      `${ce.backend}: arcstat states ${JSON.stringify(want)}`,
+      async () => {
+        const s = await statL(ce, Object.keys(want));
+        const seen = Object.fromEntries(Object.keys(want).map((id) => [id, s.jobs.get(id)?.state]));
+        for (const [id, st] of Object.entries(want)) if (seen[id] !== st) throw new Error(`seen ${JSON.stringify(seen)}`);
+        return s;
+      },
+      timeoutMs,
+    );
 
   /** arcstat -l once every job is over (whatever the end), so a wrong end fails at once with the client's text. */
   const settled = (ce: Ce, ids: string[], timeoutMs: number) =>
-    waitFor(`${ce.backend}: jobs ${ids.join(", ")} over`, async () => {
-      const s = await statL(ce, ids);
-      return ids.every((id) => ["Finished", "Failed", "Killed", "Deleted"].includes(s.jobs.get(id)?.state ?? "")) ? s : undefined;
-    }, timeoutMs);
+    waitFor(
+      `${ce.backend}: jobs ${ids.join(", ")} over`,
+      async () => {
+        const s = await statL(ce, ids);
+        return ids.every((id) => ["Finished", "Failed", "Killed", "Deleted"].includes(s.jobs.get(id)?.state ?? "")) ? s : undefined;
+      },
+      timeoutMs,
+    );
 
   async function startCe(backend: "fork" | "slurm", caFile: string): Promise<Ce> {
     const stack = await startStack({
@@ -155,12 +168,22 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       env: slurm && backend === "slurm" ? { SLURM_CONF: slurm.conf } : {},
       config: {
         jobs: { queues: [{ name: "main" }] },
-        staging: { caFile, allowNetworks: ["127.0.0.0/8", "::1/128"], localInputPrefixes: [cvmfs], maxRetries: 1, retryBaseMs: 200, timeoutMs: 30_000 },
+        staging: {
+          caFile,
+          allowNetworks: ["127.0.0.0/8", "::1/128"],
+          localInputPrefixes: [cvmfs],
+          maxRetries: 1,
+          retryBaseMs: 200,
+          timeoutMs: 30_000,
+        },
       },
       prepare(state) {
         // The site's RTEs as `ceadm rte` leaves them: Debian's stock ENV/PROXY (the CA dir it
         // copies is a parameter) and a site-written APPS/HEP/ATLAS-SITE.
-        const cfg = { paths: { controlDir: join(state, "control"), rteDir: join(state, "rte") }, jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] } };
+        const cfg = {
+          paths: { controlDir: join(state, "control"), rteDir: join(state, "rte") },
+          jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] },
+        };
         mkdirSync(join(state, "rte", "APPS", "HEP"), { recursive: true });
         writeFileSync(join(state, "rte", "APPS", "HEP", "ATLAS-SITE"), '[ "$1" = 1 ] && export ATLAS_SITE_NAME=LOOPBACK\ntrue\n');
         enableRte(cfg, "APPS/HEP/ATLAS-SITE");
@@ -172,8 +195,25 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
     mkdirSync(work, { recursive: true });
     const proxyFile = join(stack.state, "home", "proxy.pem");
     const a = stack.arcEnv;
-    ok(await arc("arcproxy", ["-C", a.X509_USER_CERT!, "-K", a.X509_USER_KEY!, "-P", proxyFile, "-T", a.X509_CERT_DIR!, "-S", "", "-c", "validityPeriod=6H"], { env: a }), "arcproxy");
-    return { backend, stack, env: { ...a, X509_USER_PROXY: proxyFile }, work, jobsDat: join(stack.state, "home", "jobs.dat"), proxyFile, good: "", bad: "", local: "" };
+    ok(
+      await arc(
+        "arcproxy",
+        ["-C", a.X509_USER_CERT!, "-K", a.X509_USER_KEY!, "-P", proxyFile, "-T", a.X509_CERT_DIR!, "-S", "", "-c", "validityPeriod=6H"],
+        { env: a },
+      ),
+      "arcproxy",
+    );
+    return {
+      backend,
+      stack,
+      env: { ...a, X509_USER_PROXY: proxyFile },
+      work,
+      jobsDat: join(stack.state, "home", "jobs.dat"),
+      proxyFile,
+      good: "",
+      bad: "",
+      local: "",
+    };
   }
 
   /**
@@ -184,7 +224,14 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
    */
   async function postLocalJob(ce: Ce, cric: string): Promise<string> {
     const rest = (path: string, body: string, type: string) =>
-      restCall({ url: `${ce.stack.url}/rest/1.0${path}`, proxyFile: ce.proxyFile, caFile: join(ce.stack.pki, "ca", "ca.pem"), method: "POST", body, headers: { "content-type": type } });
+      restCall({
+        url: `${ce.stack.url}/rest/1.0${path}`,
+        proxyFile: ce.proxyFile,
+        caFile: join(ce.stack.pki, "ca", "ca.pem"),
+        method: "POST",
+        body,
+        headers: { "content-type": type },
+      });
     const d = await rest("/jobs?action=delegations", JSON.stringify({ job: [{ id: ce.good }] }), "application/json");
     const delegation = [(JSON.parse(d.body) as { job: Array<{ delegation_id: string | string[] }> }).job[0]!.delegation_id].flat()[0]!;
     const adl = `<?xml version="1.0"?>
@@ -245,31 +292,40 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
   }, 120_000);
 
   it("arcsub submits the good and the wrong-checksum job to every CE at once", async () => {
-    await Promise.all([...ces.values()].map(async (ce) => {
-      const b = ce.backend;
-      const rucioUri = `rucio://${rucio.url.slice("https://".length)};${RUCIO_OPTS}/replicas/mc23_13p6TeV/EVNT.pool.root.1`;
-      const queuedata = `${apache.httpsUrl};cache=check/queuedata.json`;
-      const cric = join(cvmfs, "repo", "cric.json");
-      const goodList = [
-        `HITS.pool.root.1 ${davsBase()}/atlas/${b}/HITS.pool.root.1:checksumtype=adler32:checksumvalue=${adler32(hits)}`,
-        `log.tgz ${xrd.url}//atlas/${b}/log.tgz:checksumtype=md5:checksumvalue=${md5(log)}`,
-        // The pilot's S3 object-store line: uploading it may fail without failing the job.
-        `log.os.tgz rucio://${rucio.url.slice("https://".length)};failureallowed=yes/objectstores/s3+rucio://os.example.org:443/LOOPBACK_OS/write`,
-      ].join("\n");
-      const badList = `HITS.pool.root.1 ${davsBase()}/atlas/${b}/bad/HITS.pool.root.1:checksumtype=adler32:checksumvalue=0badc0de`;
-      mkdirSync(join(ce.work, "good"));
-      mkdirSync(join(ce.work, "bad"));
-      writeFileSync(join(ce.work, "good", "runpilot2-wrapper.sh"), wrapper(goodList), { mode: 0o755 });
-      writeFileSync(join(ce.work, "bad", "runpilot2-wrapper.sh"), wrapper(badList), { mode: 0o755 });
-      writeFileSync(join(ce.work, "good", "job.adl"), atlasAdl({ name: `atlas-good-${b}`, rucioUri, queuedata, cric }));
-      writeFileSync(join(ce.work, "bad", "job.adl"), atlasAdl({ name: `atlas-bad-${b}`, rucioUri, queuedata, cric }));
-      // One arcsub per job: the client resolves an input's relative path against its cwd.
-      const [g, x] = await Promise.all(["good", "bad"].map((k) =>
-        arc("arcsub", ["-C", ce.stack.url, "-T", "arcrest", "-j", ce.jobsDat, "job.adl"], { env: ce.env, cwd: join(ce.work, k), timeoutMs: 60_000 })));
-      ce.good = submittedJobs(ok(g!, `arcsub (${b}, good)`).stdout)[0]!.replace(/.*\//, "");
-      ce.bad = submittedJobs(ok(x!, `arcsub (${b}, bad)`).stdout)[0]!.replace(/.*\//, "");
-      ce.local = await postLocalJob(ce, cric);
-    }));
+    await Promise.all(
+      [...ces.values()].map(async (ce) => {
+        const b = ce.backend;
+        const rucioUri = `rucio://${rucio.url.slice("https://".length)};${RUCIO_OPTS}/replicas/mc23_13p6TeV/EVNT.pool.root.1`;
+        const queuedata = `${apache.httpsUrl};cache=check/queuedata.json`;
+        const cric = join(cvmfs, "repo", "cric.json");
+        const goodList = [
+          `HITS.pool.root.1 ${davsBase()}/atlas/${b}/HITS.pool.root.1:checksumtype=adler32:checksumvalue=${adler32(hits)}`,
+          `log.tgz ${xrd.url}//atlas/${b}/log.tgz:checksumtype=md5:checksumvalue=${md5(log)}`,
+          // The pilot's S3 object-store line: uploading it may fail without failing the job.
+          `log.os.tgz rucio://${rucio.url.slice("https://".length)};failureallowed=yes/objectstores/s3+rucio://os.example.org:443/LOOPBACK_OS/write`,
+        ].join("\n");
+        const badList = `HITS.pool.root.1 ${davsBase()}/atlas/${b}/bad/HITS.pool.root.1:checksumtype=adler32:checksumvalue=0badc0de`;
+        mkdirSync(join(ce.work, "good"));
+        mkdirSync(join(ce.work, "bad"));
+        writeFileSync(join(ce.work, "good", "runpilot2-wrapper.sh"), wrapper(goodList), { mode: 0o755 });
+        writeFileSync(join(ce.work, "bad", "runpilot2-wrapper.sh"), wrapper(badList), { mode: 0o755 });
+        writeFileSync(join(ce.work, "good", "job.adl"), atlasAdl({ name: `atlas-good-${b}`, rucioUri, queuedata, cric }));
+        writeFileSync(join(ce.work, "bad", "job.adl"), atlasAdl({ name: `atlas-bad-${b}`, rucioUri, queuedata, cric }));
+        // One arcsub per job: the client resolves an input's relative path against its cwd.
+        const [g, x] = await Promise.all(
+          ["good", "bad"].map((k) =>
+            arc("arcsub", ["-C", ce.stack.url, "-T", "arcrest", "-j", ce.jobsDat, "job.adl"], {
+              env: ce.env,
+              cwd: join(ce.work, k),
+              timeoutMs: 60_000,
+            }),
+          ),
+        );
+        ce.good = submittedJobs(ok(g!, `arcsub (${b}, good)`).stdout)[0]!.replace(/.*\//, "");
+        ce.bad = submittedJobs(ok(x!, `arcsub (${b}, bad)`).stdout)[0]!.replace(/.*\//, "");
+        ce.local = await postLocalJob(ce, cric);
+      }),
+    );
     for (const ce of ces.values()) expect([ce.good, ce.bad, ce.local].every((id) => /^[0-9a-f-]{36}$/.test(id))).toBe(true);
   }, 90_000);
 
@@ -293,7 +349,13 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
     it("arcresume (rerun=2) after the list is corrected in the session: the stage-out is redone, FINISHED", async () => {
       const ce = ces.get(backend)!;
       const fixed = `HITS.pool.root.1 ${davsBase()}/atlas/${backend}/bad/HITS.pool.root.1:checksumtype=adler32:checksumvalue=${adler32(hits)}\n`;
-      const put = await restCall({ url: `${jobUrl(ce, ce.bad)}/session/output.list`, method: "PUT", body: fixed, proxyFile: ce.proxyFile, caFile: join(ce.stack.pki, "ca", "ca.pem") });
+      const put = await restCall({
+        url: `${jobUrl(ce, ce.bad)}/session/output.list`,
+        method: "PUT",
+        body: fixed,
+        proxyFile: ce.proxyFile,
+        caFile: join(ce.stack.pki, "ca", "ca.pem"),
+      });
       expect(put.status, put.body).toBeLessThan(300);
       ok(await run(ce, "arcresume", ["-j", ce.jobsDat, jobUrl(ce, ce.bad)]), "arcresume");
       const s = await until(ce, { [ce.bad]: "Finished" }, 60_000);
@@ -318,7 +380,9 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       expect(out).toContain(`evnt md5: ${md5(evnt)}`);
       expect(readFileSync(join(dl, ce.good, "heartbeat.json"), "utf8")).toBe('{"state":"finished"}\n');
       expect(rucio.requests.some((q) => q.path === "/replicas/mc23_13p6TeV/EVNT.pool.root.1" && q.account === "pilot")).toBe(true);
-      expect((await apache.requests()).some((q) => q.method === "GET" && q.path === "/rucio/mc23/EVNT.pool.root.1" && q.status === 200)).toBe(true);
+      expect(
+        (await apache.requests()).some((q) => q.method === "GET" && q.path === "/rucio/mc23/EVNT.pool.root.1" && q.status === 200),
+      ).toBe(true);
       expect(readFileSync(join(dl, ce.good, "output.list"), "utf8")).toContain(`${davsBase()}/atlas/${backend}/HITS.pool.root.1`);
       // The job's log (REST diagnose/errors, what aCT fetches as gmlog/errors) names the replica used.
       const log = ok(await run(ce, "arccat", ["-j", ce.jobsDat, "-l", jobUrl(ce, ce.good)]), "arccat -l").stdout;
@@ -330,16 +394,22 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       const ce = ces.get(backend)!;
       const synced = join(ce.work, "synced.dat");
       ok(await run(ce, "arcsync", ["-C", ce.stack.url, "-j", synced, "-f"]), "arcsync");
-      const s = await waitFor(`${backend}: local-input job finished`, async () => {
-        const r = await run(ce, "arcstat", ["-j", synced, "-l", jobUrl(ce, ce.local)]);
-        const j = parseArcstat(r.stdout).get(ce.local);
-        if (j?.state === "Failed") throw new Error(r.stdout);
-        return j?.state === "Finished" ? j : undefined;
-      }, 60_000);
+      const s = await waitFor(
+        `${backend}: local-input job finished`,
+        async () => {
+          const r = await run(ce, "arcstat", ["-j", synced, "-l", jobUrl(ce, ce.local)]);
+          const j = parseArcstat(r.stdout).get(ce.local);
+          if (j?.state === "Failed") throw new Error(r.stdout);
+          return j?.state === "Finished" ? j : undefined;
+        },
+        60_000,
+      );
       expect(s.exitCode).toBe(0);
       const dl = join(ce.work, "dl-local");
       ok(await run(ce, "arcget", ["-j", synced, "-D", dl, jobUrl(ce, ce.local)]), "arcget (local)");
-      expect(readFileSync(join(dl, ce.local, "local.out"), "utf8")).toBe(`cric.json -> ${join(cvmfs, "repo", "cric.json")}\n{"queue":"LOOPBACK"}`);
+      expect(readFileSync(join(dl, ce.local, "local.out"), "utf8")).toBe(
+        `cric.json -> ${join(cvmfs, "repo", "cric.json")}\n{"queue":"LOOPBACK"}`,
+      );
     }, 90_000);
 
     it("the outputs are on Apache (davs://) and xrootd (root://) with matching adler32 and md5", () => {
@@ -349,7 +419,10 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       const onXrd = readFileSync(join(xrd.dataDir, "atlas", backend, "log.tgz"));
       expect(md5(onXrd)).toBe(md5(log));
       const port = xrd.url.replace(/.*:/, "");
-      const served = execFileSync("xrdfs", [`localhost:${port}`, "query", "checksum", `/atlas/${backend}/log.tgz`], { encoding: "utf8", timeout: 10_000 });
+      const served = execFileSync("xrdfs", [`localhost:${port}`, "query", "checksum", `/atlas/${backend}/log.tgz`], {
+        encoding: "utf8",
+        timeout: 10_000,
+      });
       expect(served.trim()).toBe(`adler32 ${adler32(log)}`);
     });
   });

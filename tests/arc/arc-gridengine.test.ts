@@ -49,23 +49,37 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
   const ids: Record<string, string> = {};
   const run = (tool: string, args: string[], timeoutMs?: number) => arc(tool, args, { env, cwd: work, timeoutMs });
   const jobUrl = (id: string) => `${stack.url}/rest/1.0/jobs/${id}`;
-  const stat = async (jobIds: string[]): Promise<Map<string, ArcJob>> => parseArcstat((await run("arcstat", ["-j", jobsDat, "-l", ...jobIds.map(jobUrl)])).stdout);
+  const stat = async (jobIds: string[]): Promise<Map<string, ArcJob>> =>
+    parseArcstat((await run("arcstat", ["-j", jobsDat, "-l", ...jobIds.map(jobUrl)])).stdout);
   const until = (want: Record<string, string>, timeoutMs = 40_000) =>
-    waitFor(`arcstat states ${JSON.stringify(want)}`, async () => {
-      const s = await stat(Object.keys(want));
-      const seen = Object.fromEntries(Object.keys(want).map((id) => [id, s.get(id)?.state]));
-      for (const [id, st] of Object.entries(want)) if (seen[id] !== st) throw new Error(`seen ${JSON.stringify(seen)}`);
-      return s;
-    }, timeoutMs);
+    waitFor(
+      `arcstat states ${JSON.stringify(want)}`,
+      async () => {
+        const s = await stat(Object.keys(want));
+        const seen = Object.fromEntries(Object.keys(want).map((id) => [id, s.get(id)?.state]));
+        for (const [id, st] of Object.entries(want)) if (seen[id] !== st) throw new Error(`seen ${JSON.stringify(seen)}`);
+        return s;
+      },
+      timeoutMs,
+    );
   /** qstat's state letters of the Grid Engine job with this name ("" once it has left qstat). */
   const qstate = (name: string) => {
     const out = execFileSync("qstat", ["-u", "*"], { env: { ...process.env, ...sge.env }, encoding: "utf8" });
-    return out.split("\n").map((l) => l.trim().split(/\s+/)).find((f) => f[2] === name)?.[4] ?? "";
+    return (
+      out
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/))
+        .find((f) => f[2] === name)?.[4] ?? ""
+    );
   };
 
   beforeAll(async () => {
     sge = await startGridEngine(`/tmp/ce-sge-e${process.pid}`, { queues: ["main", "short"], slots: SLOTS });
-    stack = await startStack({ redisUrl: inject("redisUrl"), redisUsers: inject("redisUsers"), backend: "sge", env: sge.env,
+    stack = await startStack({
+      redisUrl: inject("redisUrl"),
+      redisUsers: inject("redisUsers"),
+      backend: "sge",
+      env: sge.env,
       // CE queues = Grid Engine queues; a job in "short" gets a 4 s h_rt unless it asks for more.
       config: { jobs: { queues: [{ name: "main" }, { name: "short", defaultWallTimeSeconds: 4 }] }, lrms: { pollIntervalMs: 300 } },
     });
@@ -87,7 +101,10 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
     for (const [daemon, pid] of Object.entries(sge.pids)) {
       const addrs = listeningAddresses(pid);
       expect(addrs.length, `${daemon} (pid ${pid}) listens nowhere`).toBeGreaterThan(0);
-      expect(addrs.filter((a) => !isLoopback(a)), `${daemon}: ${addrs.join(" ")}`).toEqual([]);
+      expect(
+        addrs.filter((a) => !isLoopback(a)),
+        `${daemon}: ${addrs.join(" ")}`,
+      ).toEqual([]);
     }
   });
 
@@ -101,12 +118,23 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
     const info = ok(await run("arcinfo", ["-c", stack.url, "-l"]), "arcinfo -l");
     expect(info.stdout).toMatch(/Resource manager: SGE/i);
     // Slot numbers from Grid Engine (qhost -q): the one host counted once, each queue its own.
-    const xml = (await restCall({ url: `${stack.url}/rest/1.0/info`, proxyFile: env.X509_USER_PROXY!, caFile: join(stack.pki, "ca", "ca.pem"), headers: { accept: "text/xml" } })).body;
+    const xml = (
+      await restCall({
+        url: `${stack.url}/rest/1.0/info`,
+        proxyFile: env.X509_USER_PROXY!,
+        caFile: join(stack.pki, "ca", "ca.pem"),
+        headers: { accept: "text/xml" },
+      })
+    ).body;
     expect(/<ComputingManager\b[\s\S]*?<TotalSlots>(\d+)<\/TotalSlots>/.exec(xml)?.[1]).toBe(String(SLOTS));
     const shares = [...xml.matchAll(/<ComputingShare\b[\s\S]*?<MappingQueue>(\w+)<\/MappingQueue>[\s\S]*?<\/ComputingShare>/g)];
-    const slotsOf = (share: string) => ["FreeSlots", "UsedSlots"].reduce((n, k) => n + Number(new RegExp(`<${k}>(\\d+)<`).exec(share)?.[1] ?? NaN), 0);
+    const slotsOf = (share: string) =>
+      ["FreeSlots", "UsedSlots"].reduce((n, k) => n + Number(new RegExp(`<${k}>(\\d+)<`).exec(share)?.[1] ?? NaN), 0);
     // Free + used of one qhost answer: the queue's slots, whichever jobs run at this moment.
-    expect(shares.map((m) => [m[1], slotsOf(m[0])])).toEqual([["main", SLOTS], ["short", SLOTS]]);
+    expect(shares.map((m) => [m[1], slotsOf(m[0])])).toEqual([
+      ["main", SLOTS],
+      ["short", SLOTS],
+    ]);
   }, 60_000);
 
   it("arcstat follows the jobs: the I/O job FINISHED, the sleeps Running in Grid Engine", async () => {
@@ -130,13 +158,24 @@ describe.skipIf(SKIP)("real ARC client against the CE (Grid Engine back end)", (
   it("the usage record of the finished job carries Grid Engine's figures (sge/usage reads the accounting file)", async () => {
     const db = await AccountingDb.open(undefined, stack.state);
     try {
-      const rec = await waitFor("the usage record of sge-io", async () => (await db.endedBetween(0, 2 ** 31)).find((r) => r.jobId === ids["sge-io"]), 30_000);
+      const rec = await waitFor(
+        "the usage record of sge-io",
+        async () => (await db.endedBetween(0, 2 ** 31)).find((r) => r.jobId === ids["sge-io"]),
+        30_000,
+      );
       // accounting(5): 6 job_number 10 start_time 11 end_time 14 ru_wallclock 35 slots; the job's record.
       const acct = readFileSync(join(sge.env.SGE_ROOT!, sge.env.SGE_CELL!, "common", "accounting"), "utf8");
-      const f = acct.split("\n").map((l) => l.split(":")).find((x) => x[5] === rec.batchId);
+      const f = acct
+        .split("\n")
+        .map((l) => l.split(":"))
+        .find((x) => x[5] === rec.batchId);
       expect(f, `accounting record of Grid Engine job ${rec.batchId}`).toBeDefined();
       expect({ start: rec.startTime, end: rec.endTime, wall: rec.wallSeconds, processors: rec.processors, nodes: rec.nodeCount }).toEqual({
-        start: Number(f![9]), end: Number(f![10]), wall: Math.round(Number(f![13])), processors: Number(f![34]), nodes: 1,
+        start: Number(f![9]),
+        end: Number(f![10]),
+        wall: Math.round(Number(f![13])),
+        processors: Number(f![34]),
+        nodes: 1,
       });
     } finally {
       await db.close();

@@ -8,7 +8,19 @@ import { X509Certificate } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { request } from "node:https";
 
-export const ARC_TOOLS = ["arcproxy", "arcinfo", "arcsub", "arcstat", "arcget", "arckill", "arcclean", "arcrenew", "arcresume", "arcsync", "arccat"];
+export const ARC_TOOLS = [
+  "arcproxy",
+  "arcinfo",
+  "arcsub",
+  "arcstat",
+  "arcget",
+  "arckill",
+  "arcclean",
+  "arcrenew",
+  "arcresume",
+  "arcsync",
+  "arccat",
+];
 export const HAS_ARC = ARC_TOOLS.every((t) => existsSync(`/usr/bin/${t}`));
 
 export interface RunResult {
@@ -20,10 +32,15 @@ export interface RunResult {
 /** Runs `/usr/bin/<tool>`; never throws on a non-zero exit (the caller asserts the code). */
 export function arc(tool: string, args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number }): Promise<RunResult> {
   return new Promise((resolve) => {
-    execFile(`/usr/bin/${tool}`, args, { env: opts.env, cwd: opts.cwd, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    execFile(
+      `/usr/bin/${tool}`,
+      args,
+      { env: opts.env, cwd: opts.cwd, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 16 << 20 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
   });
 }
 
@@ -99,12 +116,26 @@ export interface RestResponse {
 }
 
 /** One HTTPS request authenticated with an X.509 proxy file (certificate chain + key in one PEM). */
-export function restCall(opts: { url: string; proxyFile: string; caFile: string; method?: string; body?: string; headers?: Record<string, string> }): Promise<RestResponse> {
+export function restCall(opts: {
+  url: string;
+  proxyFile: string;
+  caFile: string;
+  method?: string;
+  body?: string;
+  headers?: Record<string, string>;
+}): Promise<RestResponse> {
   const pem = readFileSync(opts.proxyFile, "utf8");
   return new Promise((resolve, reject) => {
     const req = request(
       opts.url,
-      { method: opts.method ?? "GET", cert: pem, key: pem, ca: readFileSync(opts.caFile), headers: { accept: "application/json", ...opts.headers }, agent: false },
+      {
+        method: opts.method ?? "GET",
+        cert: pem,
+        key: pem,
+        ca: readFileSync(opts.caFile),
+        headers: { accept: "application/json", ...opts.headers },
+        agent: false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (d: Buffer) => chunks.push(d));
@@ -132,7 +163,8 @@ export function processesIn(dir: string, comm: string): number[] {
     try {
       const cwd = readlinkSync(`/proc/${p}/cwd`);
       const state = readFileSync(`/proc/${p}/stat`, "utf8").replace(/^.*\) /, "")[0];
-      if ((cwd === dir || cwd.startsWith(`${dir}/`)) && readFileSync(`/proc/${p}/comm`, "utf8").trim() === comm && state !== "Z") pids.push(Number(p));
+      if ((cwd === dir || cwd.startsWith(`${dir}/`)) && readFileSync(`/proc/${p}/comm`, "utf8").trim() === comm && state !== "Z")
+        pids.push(Number(p));
     } catch {
       // gone or not ours
     }

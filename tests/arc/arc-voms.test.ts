@@ -50,18 +50,31 @@ describe.skipIf(!HAS_ARC || !HAS_VOMS_FAKE)("ARC client with a VOMS proxy agains
     const [url] = submittedJobs(sub.stdout);
     expect(url).toBeDefined();
     const id = url!.split("/").pop()!;
-    await waitFor("job finished", async () => {
-      const st = parseArcstat((await run(proxies.prod, "arcstat", ["-j", jobsDat, "-l", url!])).stdout).get(id)?.state;
-      if (st === "Failed") throw new Error("job failed");
-      return st === "Finished" ? st : undefined;
-    }, 90_000);
+    await waitFor(
+      "job finished",
+      async () => {
+        const st = parseArcstat((await run(proxies.prod, "arcstat", ["-j", jobsDat, "-l", url!])).stdout).get(id)?.state;
+        if (st === "Failed") throw new Error("job failed");
+        return st === "Finished" ? st : undefined;
+      },
+      90_000,
+    );
     // The server recorded the FQANs in effect at submission (before arcget cleans the job).
-    const r = await restCall({ url: `${stack.url}/rest/1.0/jobs/${id}/diagnose/local`, proxyFile: proxies.prod, caFile: join(stack.pki, "ca", "ca.pem") });
+    const r = await restCall({
+      url: `${stack.url}/rest/1.0/jobs/${id}/diagnose/local`,
+      proxyFile: proxies.prod,
+      caFile: join(stack.pki, "ca", "ca.pem"),
+    });
     expect(r.body).toMatch(/^voms=\/atlas\/Role=production$/m);
     // The delegation arcsub made keeps the VOMS attributes (storage elements authorize by VO).
     const deleg = /^delegationid=(.+)$/m.exec(r.body)?.[1];
     expect(deleg).toBeDefined();
-    const d = await restCall({ url: `${stack.url}/rest/1.0/delegations/${deleg}?action=get`, method: "POST", proxyFile: proxies.prod, caFile: join(stack.pki, "ca", "ca.pem") });
+    const d = await restCall({
+      url: `${stack.url}/rest/1.0/delegations/${deleg}?action=get`,
+      method: "POST",
+      proxyFile: proxies.prod,
+      caFile: join(stack.pki, "ca", "ca.pem"),
+    });
     expect(d.status).toBe(200);
     const certs = d.body.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
     const withAc = certs.map((p) => new X509Certificate(p)).filter((c) => c.raw.includes(Buffer.from("2b06010401be45646405", "hex")));
@@ -80,8 +93,12 @@ describe.skipIf(!HAS_ARC || !HAS_VOMS_FAKE)("ARC client with a VOMS proxy agains
     }
     // What the client was told, through the same interface: a per-item 403 naming the queue.
     const direct = await restCall({
-      url: `${stack.url}/rest/1.0/jobs?action=new`, method: "POST", body: XRSL, headers: { "content-type": "application/rsl" },
-      proxyFile: proxies.pilot, caFile: join(stack.pki, "ca", "ca.pem"),
+      url: `${stack.url}/rest/1.0/jobs?action=new`,
+      method: "POST",
+      body: XRSL,
+      headers: { "content-type": "application/rsl" },
+      proxyFile: proxies.pilot,
+      caFile: join(stack.pki, "ca", "ca.pem"),
     });
     const item = (JSON.parse(direct.body) as { job: { "status-code": string; reason: string }[] }).job[0]!;
     expect(item["status-code"]).toBe("403");

@@ -3,7 +3,12 @@ import { readFileSync } from "node:fs";
 
 /** Minimal REST client for the stack under test: the dev user's certificate, the dev CA trusted. */
 export interface CeClient {
-  call(method: string, path: string, body?: string, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>;
+  call(
+    method: string,
+    path: string,
+    body?: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>;
   /** Submits one xRSL description (1.1); returns the new job id. */
   submit(xrsl: string): Promise<string>;
   /** Polls `action=status` until every job is in one of `final`; returns id → state. */
@@ -24,7 +29,14 @@ export function ceClient(url: string, pki: string): CeClient {
   const call: CeClient["call"] = (method, path, body, headers = {}) =>
     new Promise((res, rej) => {
       const req = request(
-        { host: u.hostname, port: u.port, method, path: `${u.pathname}${path}`, ...tls, headers: { accept: "application/json", ...headers } },
+        {
+          host: u.hostname,
+          port: u.port,
+          method,
+          path: `${u.pathname}${path}`,
+          ...tls,
+          headers: { accept: "application/json", ...headers },
+        },
         (r) => {
           let data = "";
           r.setEncoding("utf8");

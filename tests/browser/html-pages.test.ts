@@ -26,7 +26,8 @@ import {
  * to tests/artifacts/screenshots/.
  */
 const HAVE_CHROMIUM = ensureChromium();
-if (!HAVE_CHROMIUM) console.warn(`browser tests skipped: ${CHROMIUM} is absent and scripts/ensure-system-deps.sh browser could not install it`);
+if (!HAVE_CHROMIUM)
+  console.warn(`browser tests skipped: ${CHROMIUM} is absent and scripts/ensure-system-deps.sh browser could not install it`);
 
 const XSS_IMG = "<img src=x onerror=alert(1)>";
 const XSS_SCRIPT = "<script>alert(1)</script>";
@@ -66,7 +67,9 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
 
     remote = await launchBrowser({ caFile: `${stack.pki}/ca/ca.pem` });
     context = await remote.browser.newContext({
-      clientCertificates: [{ origin: new URL(stack.url).origin, certPath: `${stack.pki}/user/cert.pem`, keyPath: `${stack.pki}/user/key.pem` }],
+      clientCertificates: [
+        { origin: new URL(stack.url).origin, certPath: `${stack.pki}/user/cert.pem`, keyPath: `${stack.pki}/user/key.pem` },
+      ],
       ignoreHTTPSErrors: false,
       acceptDownloads: true,
       viewport: { width: 1100, height: 700 },
@@ -85,7 +88,9 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     const untrusting = await launchBrowser();
     try {
       const ctx = await untrusting.browser.newContext({
-        clientCertificates: [{ origin: new URL(stack.url).origin, certPath: `${stack.pki}/user/cert.pem`, keyPath: `${stack.pki}/user/key.pem` }],
+        clientCertificates: [
+          { origin: new URL(stack.url).origin, certPath: `${stack.pki}/user/cert.pem`, keyPath: `${stack.pki}/user/key.pem` },
+        ],
         ignoreHTTPSErrors: false,
       });
       const p = await ctx.newPage();
@@ -117,11 +122,26 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
   it("/rest/1.1/jobs is a table: name → job page, state, owner, times, exit code, files → session directory", async () => {
     const { links } = await visitHtml(page, `${rest}/1.1/jobs`, "jobs");
     const jobsPath = `${new URL(rest).pathname}/1.1/jobs`;
-    for (const [id, name] of [[jobs.listing, "browse me"], [jobs.failing, "fails"], [jobs.scriptName, XSS_SCRIPT]] as const) {
+    for (const [id, name] of [
+      [jobs.listing, "browse me"],
+      [jobs.failing, "fails"],
+      [jobs.scriptName, XSS_SCRIPT],
+    ] as const) {
       expect(new URL(links.find((l) => l.text === name)!.href).pathname, name).toBe(`${jobsPath}/${id}`);
-      expect(links.some((l) => new URL(l.href).pathname === `${jobsPath}/${id}/session/`), `files of ${name}`).toBe(true);
+      expect(
+        links.some((l) => new URL(l.href).pathname === `${jobsPath}/${id}/session/`),
+        `files of ${name}`,
+      ).toBe(true);
     }
-    expect(await page.locator("thead th").allTextContents()).toEqual(["Name", "State", "Owner", "Submitted ▼", "Last change", "Exit code", "Files"]);
+    expect(await page.locator("thead th").allTextContents()).toEqual([
+      "Name",
+      "State",
+      "Owner",
+      "Submitted ▼",
+      "Last change",
+      "Exit code",
+      "Files",
+    ]);
     const failing = page.locator("tr", { has: page.getByRole("link", { name: "fails", exact: true }) });
     expect(await failing.locator("td").nth(1).textContent()).toBe("FAILED");
     expect(await failing.locator("td").nth(5).textContent()).toBe("3");
@@ -147,7 +167,13 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     expect(await fileNames(page)).toEqual(["sub", XSS_IMG, ODD_NAME, "err.txt", "out.txt"]);
     // Names are shown as text, never markup; sizes are shown.
     expect(await page.getByRole("link", { name: XSS_IMG, exact: true }).count()).toBe(1);
-    expect(await page.locator("tr", { has: page.getByRole("link", { name: "out.txt", exact: true }) }).locator("td").nth(1).textContent()).toBe("6 B");
+    expect(
+      await page
+        .locator("tr", { has: page.getByRole("link", { name: "out.txt", exact: true }) })
+        .locator("td")
+        .nth(1)
+        .textContent(),
+    ).toBe("6 B");
 
     const out = await followFile(page, "out.txt");
     expect(out.content).toBe("hello\n");
@@ -165,7 +191,14 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     expect(await fileNames(page)).toEqual(["d.txt"]);
     expect((await followFile(page, "d.txt")).content).toBe("deep\n");
     // Breadcrumbs and the parent link lead back up.
-    expect(await page.locator("nav.crumbs li").allTextContents()).toEqual([new URL(stack.url).hostname, "Jobs", "browse me", "session", "sub", "deep"]);
+    expect(await page.locator("nav.crumbs li").allTextContents()).toEqual([
+      new URL(stack.url).hostname,
+      "Jobs",
+      "browse me",
+      "session",
+      "sub",
+      "deep",
+    ]);
     await checkHtmlPage(page, await follow(page, ".. (parent directory)"), "session-sub-again");
     expect(new URL(page.url()).pathname).toMatch(/\/session\/sub\/$/);
     await checkHtmlPage(page, await follow(page, "session"), "session-root-again");
@@ -258,11 +291,16 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     expect(await page.locator("h1").textContent()).toBe("Job browse me");
     // State history with reasons, from the errors file.
     const history = await page.locator("table").first().locator("tbody tr").allTextContents();
-    expect(history.some((r) => /→ FINISHED/.test(r)), history.join("\n")).toBe(true);
+    expect(
+      history.some((r) => /→ FINISHED/.test(r)),
+      history.join("\n"),
+    ).toBe(true);
     await checkHtmlPage(page, await follow(page, "Session files"), "walk-4-session");
     expect((await followFile(page, "out.txt")).content).toBe("hello\n");
     await checkHtmlPage(page, await follow(page, "Diagnose files"), "walk-5-diagnose");
-    expect(await page.locator("tbody td.mono a").allTextContents()).toEqual(expect.arrayContaining(["errors", "local", "description", "status", "xml"]));
+    expect(await page.locator("tbody td.mono a").allTextContents()).toEqual(
+      expect.arrayContaining(["errors", "local", "description", "status", "xml"]),
+    );
     const errors = await followFile(page, "errors");
     expect(errors.content).toMatch(/Job state change .* -> FINISHED/);
     await screenshot(page, "walk-6-diagnose-errors");
@@ -311,12 +349,18 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
   it("keyboard: Tab reaches the links and buttons of the job page, Enter follows a link", async () => {
     await visitHtml(page, `${rest}/1.1/jobs/${jobs.failing}`, "job-failed");
     const stops = await tabStops(page, 25);
-    for (const want of ["a:Jobs", "a:Session files", "a:Diagnose files", "button:Restart", "button:Clean (remove the job and its files)"]) expect(stops, stops.join(" | ")).toContain(want);
+    for (const want of ["a:Jobs", "a:Session files", "a:Diagnose files", "button:Restart", "button:Clean (remove the job and its files)"])
+      expect(stops, stops.join(" | ")).toContain(want);
     // Back to the top, then to "Diagnose files" and Enter.
     await page.goto(`${rest}/1.1/jobs/${jobs.failing}`);
     for (let i = 0; i < 25; i++) {
       await page.keyboard.press("Tab");
-      if ((await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent)) === "Diagnose files") break;
+      if (
+        (await page.evaluate(
+          () => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent,
+        )) === "Diagnose files"
+      )
+        break;
     }
     await Promise.all([page.waitForURL(/\/diagnose$/), page.keyboard.press("Enter")]);
     expect(await page.locator("h1").textContent()).toBe("Diagnose files of fails");
@@ -328,7 +372,10 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     const sleeper = await ce.submit(`&(executable="/bin/sleep")(arguments="300")(jobname="sleeper")`);
     await ce.waitForStates([sleeper], ["RUNNING", "QUEUING", "SUBMITTING", "PREPARED", "PREPARING", "ACCEPTED"], 30_000);
     await visitHtml(page, `${rest}/1.1/jobs/${sleeper}`, "job-sleeper");
-    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Kill" }).click()]);
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === "POST"),
+      page.getByRole("button", { name: "Kill" }).click(),
+    ]);
     expect(answer.status()).toBe(202);
     await page.waitForLoadState("load");
     expect(await page.locator("[role=status]").textContent()).toContain("Queued for killing");

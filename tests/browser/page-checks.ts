@@ -57,7 +57,9 @@ export interface Link {
 }
 
 export async function linksOf(page: Page): Promise<Link[]> {
-  return page.$$eval("a[href]", (as: DomNode[]) => as.map((a) => ({ text: a.textContent ?? "", href: a.href ?? "", raw: a.getAttribute("href") ?? "" })));
+  return page.$$eval("a[href]", (as: DomNode[]) =>
+    as.map((a) => ({ text: a.textContent ?? "", href: a.href ?? "", raw: a.getAttribute("href") ?? "" })),
+  );
 }
 
 const resolved = new Map<string, number>();
@@ -107,12 +109,18 @@ export async function overflowX(page: Page): Promise<{ by: number; culprits: str
   return page.evaluate(() => {
     type R = { right: number };
     type E = { tagName: string; className: string; textContent: string | null; getBoundingClientRect(): R };
-    const g = globalThis as unknown as { document: { documentElement: { scrollWidth: number }; querySelectorAll(s: string): ArrayLike<E> }; innerWidth: number };
+    const g = globalThis as unknown as {
+      document: { documentElement: { scrollWidth: number }; querySelectorAll(s: string): ArrayLike<E> };
+      innerWidth: number;
+    };
     const by = g.document.documentElement.scrollWidth - g.innerWidth;
-    const culprits = by <= 0 ? [] : Array.from(g.document.querySelectorAll("body *"))
-      .filter((e) => e.getBoundingClientRect().right > g.innerWidth + 1)
-      .slice(-3)
-      .map((e) => `<${e.tagName.toLowerCase()} class="${e.className}"> ${(e.textContent ?? "").slice(0, 60)}`);
+    const culprits =
+      by <= 0
+        ? []
+        : Array.from(g.document.querySelectorAll("body *"))
+            .filter((e) => e.getBoundingClientRect().right > g.innerWidth + 1)
+            .slice(-3)
+            .map((e) => `<${e.tagName.toLowerCase()} class="${e.className}"> ${(e.textContent ?? "").slice(0, 60)}`);
     return { by, culprits };
   });
 }

@@ -12,7 +12,15 @@ export const rawText: fc.Arbitrary<string> = fc.oneof(
   fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString("latin1")),
 );
 
-const edit = fc.record({ at: fc.nat(), drop: fc.nat({ max: 8 }), insert: fc.oneof(fc.constant(""), fc.string({ unit: "binary", maxLength: 6 }), fc.constantFrom("<", ">", "\"", "{", "}", "[", "]", ",", ":", "&", "\\", "\0", "-----", "\n")) });
+const edit = fc.record({
+  at: fc.nat(),
+  drop: fc.nat({ max: 8 }),
+  insert: fc.oneof(
+    fc.constant(""),
+    fc.string({ unit: "binary", maxLength: 6 }),
+    fc.constantFrom("<", ">", '"', "{", "}", "[", "]", ",", ":", "&", "\\", "\0", "-----", "\n"),
+  ),
+});
 
 /** Small edits (delete a few characters, insert a few) at random places of a well-formed text. */
 export function mutated(base: fc.Arbitrary<string>, maxEdits = 4): fc.Arbitrary<string> {
@@ -54,16 +62,30 @@ const xmlJob = fc.oneof(
   fc.tuple(fc.nat({ max: 12 }), id).map(([d, i]) => `<job>${"<id>".repeat(d)}${i}${"</id>".repeat(d)}</job>`),
 );
 const xmlList = fc
-  .tuple(fc.constantFrom("", '<?xml version="1.0" encoding="UTF-8"?>', "<!-- c -->", "\uFEFF"), tag, fc.array(xmlJob, { maxLength: MAX_IDS + 5 }))
+  .tuple(
+    fc.constantFrom("", '<?xml version="1.0" encoding="UTF-8"?>', "<!-- c -->", "\uFEFF"),
+    tag,
+    fc.array(xmlJob, { maxLength: MAX_IDS + 5 }),
+  )
   .map(([pre, root, jobs]) => `${pre}<${root}>${jobs.join("")}</${root}>`);
 const xmlBomb = fc.oneof(
   fc.integer({ min: 1, max: 5000 }).map((n) => "<a>".repeat(n) + "</a>".repeat(n)),
-  fc.integer({ min: 1, max: 50 }).map((n) => `<!DOCTYPE l [<!ENTITY a "${"x".repeat(n)}">${Array.from({ length: 8 }, (_, i) => `<!ENTITY a${i + 1} "${"&a;".repeat(n)}">`).join("")}]><jobs><job><id>&a8;</id></job></jobs>`),
+  fc
+    .integer({ min: 1, max: 50 })
+    .map(
+      (n) =>
+        `<!DOCTYPE l [<!ENTITY a "${"x".repeat(n)}">${Array.from({ length: 8 }, (_, i) => `<!ENTITY a${i + 1} "${"&a;".repeat(n)}">`).join("")}]><jobs><job><id>&a8;</id></job></jobs>`,
+    ),
   fc.integer({ min: MAX_IDS, max: 3000 }).map((n) => `<jobs>${"<job><id>x</id></job>".repeat(n)}</jobs>`),
 );
 const jsonId = fc.oneof(id, fc.integer(), fc.double(), fc.constant(null), fc.jsonValue({ maxDepth: 2 }));
 const jsonList = fc.oneof(
-  fc.array(jsonId.map((i) => ({ id: i })), { maxLength: MAX_IDS + 5 }).map((job) => JSON.stringify({ job })),
+  fc
+    .array(
+      jsonId.map((i) => ({ id: i })),
+      { maxLength: MAX_IDS + 5 },
+    )
+    .map((job) => JSON.stringify({ job })),
   jsonId.map((i) => JSON.stringify({ job: { id: i } })),
   fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify({ job: v })),
   fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),

@@ -24,12 +24,24 @@ const forged = victimLoopChain(alice);
 const store = TrustStore.fromPem(ca.certPem);
 
 const pool: X509Certificate[] = [
-  ca.cert, rogue.cert, alice.cert, bob.cert, fakeAlice.cert, p1.cert, p2.cert, limited.cert, bad.cert, ...forged.certs,
+  ca.cert,
+  rogue.cert,
+  alice.cert,
+  bob.cert,
+  fakeAlice.cert,
+  p1.cert,
+  p2.cert,
+  limited.cert,
+  bad.cert,
+  ...forged.certs,
 ];
 /** Which end-entity each certificate genuinely descends from (absent: none under the trusted CA). */
 const realOwner = new Map<string, string>([
-  [alice.cert.fingerprint256, alice.dn], [p1.cert.fingerprint256, alice.dn], [p2.cert.fingerprint256, alice.dn],
-  [bob.cert.fingerprint256, bob.dn], [limited.cert.fingerprint256, bob.dn],
+  [alice.cert.fingerprint256, alice.dn],
+  [p1.cert.fingerprint256, alice.dn],
+  [p2.cert.fingerprint256, alice.dn],
+  [bob.cert.fingerprint256, bob.dn],
+  [limited.cert.fingerprint256, bob.dn],
 ]);
 
 function mutate(der: Buffer, edits: { at: number; byte: number }[], cut: number): Buffer {

@@ -22,14 +22,50 @@ const kp: KeyPair = { privateKey: priv, publicKey: createPublicKey(priv) };
 const valid = signCsrAsProxy(createCsr(kp), proxy);
 const validDers = pemBlocks(valid).map((b) => b.der);
 
-const CODES = new Set(["EXPIRED", "NOT_YET_VALID", "UNTRUSTED_ISSUER", "BAD_SIGNATURE", "PROXY_RULES", "REVOKED", "MALFORMED", "EMPTY", "KEY_MISMATCH", "IDENTITY_MISMATCH", "NOT_A_PROXY", "TOO_MANY_CERTIFICATES", "KEY_REJECTED", "NAMESPACE", "CRL_UNUSABLE", "LIMITS"]);
-const LABELS = ["CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE", "RSA PRIVATE KEY", "PRIVATE KEY", "CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST", "X509 CRL", "A"];
+const CODES = new Set([
+  "EXPIRED",
+  "NOT_YET_VALID",
+  "UNTRUSTED_ISSUER",
+  "BAD_SIGNATURE",
+  "PROXY_RULES",
+  "REVOKED",
+  "MALFORMED",
+  "EMPTY",
+  "KEY_MISMATCH",
+  "IDENTITY_MISMATCH",
+  "NOT_A_PROXY",
+  "TOO_MANY_CERTIFICATES",
+  "KEY_REJECTED",
+  "NAMESPACE",
+  "CRL_UNUSABLE",
+  "LIMITS",
+]);
+const LABELS = [
+  "CERTIFICATE",
+  "X509 CERTIFICATE",
+  "TRUSTED CERTIFICATE",
+  "RSA PRIVATE KEY",
+  "PRIVATE KEY",
+  "CERTIFICATE REQUEST",
+  "NEW CERTIFICATE REQUEST",
+  "X509 CRL",
+  "A",
+];
 const label = fc.constantFrom(...LABELS);
-const b64 = fc.oneof(fc.base64String({ maxLength: 400 }), fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString("base64")));
+const b64 = fc.oneof(
+  fc.base64String({ maxLength: 400 }),
+  fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString("base64")),
+);
 
 /** DER of one of the valid certificates with a few bytes changed, dropped, inserted or cut off. */
 const mutatedDer = fc
-  .tuple(fc.constantFrom(...validDers), fc.array(fc.record({ at: fc.nat(), op: fc.constantFrom("set", "drop", "insert", "cut"), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 4 }))
+  .tuple(
+    fc.constantFrom(...validDers),
+    fc.array(fc.record({ at: fc.nat(), op: fc.constantFrom("set", "drop", "insert", "cut"), byte: fc.integer({ min: 0, max: 255 }) }), {
+      minLength: 1,
+      maxLength: 4,
+    }),
+  )
   .map(([der, edits]) => {
     let b = Buffer.from(der);
     for (const e of edits) {
@@ -43,14 +79,28 @@ const mutatedDer = fc
   });
 const certBlock = fc.oneof(fc.constantFrom(...validDers), mutatedDer).map((d) => derToPem(d));
 const pemLooking = fc
-  .array(fc.oneof(fc.tuple(label, b64).map(([l, b]) => `-----BEGIN ${l}-----\n${b}\n-----END ${l}-----\n`), certBlock, fc.constantFrom("-----BEGIN CERTIFICATE-----\n", "-----END CERTIFICATE-----\n", "junk\r\n", "Proc-Type: 4,ENCRYPTED\n\n")), { maxLength: 12 })
+  .array(
+    fc.oneof(
+      fc.tuple(label, b64).map(([l, b]) => `-----BEGIN ${l}-----\n${b}\n-----END ${l}-----\n`),
+      certBlock,
+      fc.constantFrom("-----BEGIN CERTIFICATE-----\n", "-----END CERTIFICATE-----\n", "junk\r\n", "Proc-Type: 4,ENCRYPTED\n\n"),
+    ),
+    { maxLength: 12 },
+  )
   .map((parts) => parts.join(""));
 /** The chain's blocks reordered, dropped, duplicated, with mutated members mixed in. */
 const chainVariant = fc
-  .array(fc.oneof({ arbitrary: fc.constantFrom(...validDers), weight: 3 }, { arbitrary: mutatedDer, weight: 1 }), { minLength: 1, maxLength: 6 })
+  .array(fc.oneof({ arbitrary: fc.constantFrom(...validDers), weight: 3 }, { arbitrary: mutatedDer, weight: 1 }), {
+    minLength: 1,
+    maxLength: 6,
+  })
   .map((ders) => ders.map((d) => derToPem(d)).join(""));
-const manyBlocks = fc.tuple(fc.integer({ min: 20, max: 300 }), fc.boolean()).map(([n, real]) => (real ? derToPem(validDers[0]!) : "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n").repeat(n));
-const huge = fc.integer({ min: 1_000, max: 300_000 }).map((n) => `-----BEGIN CERTIFICATE-----\n${"MIIB".repeat(n)}\n-----END CERTIFICATE-----\n`);
+const manyBlocks = fc
+  .tuple(fc.integer({ min: 20, max: 300 }), fc.boolean())
+  .map(([n, real]) => (real ? derToPem(validDers[0]!) : "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n").repeat(n));
+const huge = fc
+  .integer({ min: 1_000, max: 300_000 })
+  .map((n) => `-----BEGIN CERTIFICATE-----\n${"MIIB".repeat(n)}\n-----END CERTIFICATE-----\n`);
 const unmatched = fc.integer({ min: 100, max: 10_000 }).map((n) => "-----BEGIN CERTIFICATE-----\n".repeat(n));
 
 const body = fc.oneof(
@@ -100,7 +150,17 @@ describe("fuzz: delegation bodies", () => {
 
   it("pemBlocks pairs markers exactly as the former BEGIN…END\\1 regex did", async () => {
     const REF = /-----BEGIN ([A-Z0-9 ]{1,64})-----([\s\S]*?)-----END \1-----/g;
-    const small = fc.array(fc.oneof(label.map((l) => `-----BEGIN ${l}-----`), label.map((l) => `-----END ${l}-----`), fc.constantFrom("\n", "-", "--", "AAAA", " ", "\r\n"), b64), { maxLength: 12 }).map((p) => p.join(""));
+    const small = fc
+      .array(
+        fc.oneof(
+          label.map((l) => `-----BEGIN ${l}-----`),
+          label.map((l) => `-----END ${l}-----`),
+          fc.constantFrom("\n", "-", "--", "AAAA", " ", "\r\n"),
+          b64,
+        ),
+        { maxLength: 12 },
+      )
+      .map((p) => p.join(""));
     await fuzz("pem-blocks-reference", small, async (text) => {
       await breathe();
       const src = text.replace(/\r\n?/g, "\n");

@@ -76,7 +76,26 @@ function checkOne(body: string): void {
 
 // ---------------------------------------------------------------- xRSL
 const word = fc.stringMatching(/^[A-Za-z0-9_./:-]{1,12}$/);
-const ATTRS = ["executable", "arguments", "inputfiles", "outputfiles", "stdout", "walltime", "cputime", "lifetime", "gridtime", "count", "memory", "jobname", "environment", "runtimeenvironment", "rsl_substitution", "queue", "notify", "rerun"];
+const ATTRS = [
+  "executable",
+  "arguments",
+  "inputfiles",
+  "outputfiles",
+  "stdout",
+  "walltime",
+  "cputime",
+  "lifetime",
+  "gridtime",
+  "count",
+  "memory",
+  "jobname",
+  "environment",
+  "runtimeenvironment",
+  "rsl_substitution",
+  "queue",
+  "notify",
+  "rerun",
+];
 const VARS = ["A", "B", "C", "D"];
 
 const xrslValue = fc.letrec<{ value: string }>((tie) => ({
@@ -92,11 +111,16 @@ const xrslValue = fc.letrec<{ value: string }>((tie) => ({
 })).value;
 
 const relation = fc.oneof(
-  fc.tuple(fc.constantFrom(...ATTRS), fc.constantFrom("=", "!=", "<", ">="), fc.array(xrslValue, { maxLength: 4 })).map(([a, op, vs]) => `(${a}${op}${vs.join(" ")})`),
+  fc
+    .tuple(fc.constantFrom(...ATTRS), fc.constantFrom("=", "!=", "<", ">="), fc.array(xrslValue, { maxLength: 4 }))
+    .map(([a, op, vs]) => `(${a}${op}${vs.join(" ")})`),
   // Substitutions referring to each other: the raw material of expansion bombs.
   fc
     .array(fc.tuple(fc.constantFrom(...VARS), fc.array(fc.constantFrom(...VARS), { minLength: 1, maxLength: 4 })), { maxLength: 6 })
-    .map((defs) => `(rsl_substitution=("A" "seed")("B" "x")("C" "y")("D" "z")${defs.map(([v, refs]) => `("${v}" ${refs.map((r) => `$(${r})`).join("#")})`).join("")})`),
+    .map(
+      (defs) =>
+        `(rsl_substitution=("A" "seed")("B" "x")("C" "y")("D" "z")${defs.map(([v, refs]) => `("${v}" ${refs.map((r) => `$(${r})`).join("#")})`).join("")})`,
+    ),
 );
 
 const job = fc.letrec<{ job: string }>((tie) => ({
@@ -107,7 +131,10 @@ const job = fc.letrec<{ job: string }>((tie) => ({
   ),
 })).job;
 
-const xrslBody = fc.oneof(job, fc.array(job, { minLength: 1, maxLength: 6 }).map((js) => `+${js.map((j) => `(${j})`).join("")}`));
+const xrslBody = fc.oneof(
+  job,
+  fc.array(job, { minLength: 1, maxLength: 6 }).map((js) => `+${js.map((j) => `(${j})`).join("")}`),
+);
 
 const VALID_XRSL = [
   '&(executable="/bin/echo")(arguments="hi")(stdout="out.txt")(outputfiles=("out.txt" ""))(walltime="1 hour 30 minutes")',
@@ -117,7 +144,12 @@ const VALID_XRSL = [
 
 /** Random edits of a text: insert, delete or replace a slice, or repeat one. */
 function mutated(seeds: fc.Arbitrary<string>): fc.Arbitrary<string> {
-  const edit = fc.tuple(fc.nat(), fc.nat({ max: 20 }), fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("(", ")", '"', "'", "$(", "#", "+", "(*", "^", "<", "</", "/>", "&amp;", "]]>")), fc.nat({ max: 50 }));
+  const edit = fc.tuple(
+    fc.nat(),
+    fc.nat({ max: 20 }),
+    fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("(", ")", '"', "'", "$(", "#", "+", "(*", "^", "<", "</", "/>", "&amp;", "]]>")),
+    fc.nat({ max: 50 }),
+  );
   return fc.tuple(seeds, fc.array(edit, { minLength: 1, maxLength: 6 })).map(([seed, edits]) => {
     let s = seed;
     for (const [at, len, ins, times] of edits) {
@@ -131,7 +163,16 @@ function mutated(seeds: fc.Arbitrary<string>): fc.Arbitrary<string> {
 
 describe("fuzz: xRSL reader", () => {
   it("random text", async () => {
-    await fuzz("xrsl-random", fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.string().map((s) => `&${s}`), fc.string().map((s) => `+(${s})`)), checkBody);
+    await fuzz(
+      "xrsl-random",
+      fc.oneof(
+        fc.string(),
+        fc.string({ unit: "binary" }),
+        fc.string().map((s) => `&${s}`),
+        fc.string().map((s) => `+(${s})`),
+      ),
+      checkBody,
+    );
   });
   it("grammar-aware bodies (nested lists, |, +, substitution chains)", async () => {
     await fuzz("xrsl-grammar", xrslBody, checkBody);
@@ -140,25 +181,63 @@ describe("fuzz: xRSL reader", () => {
     await fuzz("xrsl-mutated", mutated(fc.oneof(fc.constantFrom(...VALID_XRSL), xrslBody)), checkBody);
   });
   it("deep and wide shapes", async () => {
-    const shape = fc.tuple(fc.nat({ max: 400 }), fc.constantFrom("(", "(&", "(a=", "$(", '("A" $(A)#')).map(([n, open]) => `&(executable=/bin/true)(rsl_substitution=("A" "xy"))${open.repeat(n)}${")".repeat(n)}`);
+    const shape = fc
+      .tuple(fc.nat({ max: 400 }), fc.constantFrom("(", "(&", "(a=", "$(", '("A" $(A)#'))
+      .map(([n, open]) => `&(executable=/bin/true)(rsl_substitution=("A" "xy"))${open.repeat(n)}${")".repeat(n)}`);
     await fuzz("xrsl-deep", shape, checkBody, 100);
   });
 });
 
 // ---------------------------------------------------------------- ADL
 const ADL_NS = 'xmlns="http://www.eu-emi.eu/es/2010/12/adl"';
-const ELEMENTS = ["ActivityIdentification", "Name", "Application", "Executable", "Path", "Argument", "Output", "Environment", "Value", "Resources", "WallTime", "TotalCPUTime", "SlotRequirement", "NumberOfSlots", "DataStaging", "InputFile", "OutputFile", "Source", "Target", "URI", "Option", "RuntimeEnvironment", "Notification", "OnState", "Recipient"];
+const ELEMENTS = [
+  "ActivityIdentification",
+  "Name",
+  "Application",
+  "Executable",
+  "Path",
+  "Argument",
+  "Output",
+  "Environment",
+  "Value",
+  "Resources",
+  "WallTime",
+  "TotalCPUTime",
+  "SlotRequirement",
+  "NumberOfSlots",
+  "DataStaging",
+  "InputFile",
+  "OutputFile",
+  "Source",
+  "Target",
+  "URI",
+  "Option",
+  "RuntimeEnvironment",
+  "Notification",
+  "OnState",
+  "Recipient",
+];
 
 const xml = fc.letrec<{ el: string }>((tie) => ({
   el: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
-    fc.tuple(fc.constantFrom(...ELEMENTS), fc.oneof(word, fc.constantFrom("600", "PT10M", "true", "a &amp; b", "&#x41;", "<![CDATA[x<y]]>", ""))).map(([n, t]) => `<${n}>${t}</${n}>`),
-    fc.tuple(fc.constantFrom(...ELEMENTS), fc.array(tie("el"), { maxLength: 4 }), fc.option(word)).map(([n, cs, attr]) => `<${n}${attr ? ` a="${attr}"` : ""}>${cs.join("")}</${n}>`),
+    fc
+      .tuple(
+        fc.constantFrom(...ELEMENTS),
+        fc.oneof(word, fc.constantFrom("600", "PT10M", "true", "a &amp; b", "&#x41;", "<![CDATA[x<y]]>", "")),
+      )
+      .map(([n, t]) => `<${n}>${t}</${n}>`),
+    fc
+      .tuple(fc.constantFrom(...ELEMENTS), fc.array(tie("el"), { maxLength: 4 }), fc.option(word))
+      .map(([n, cs, attr]) => `<${n}${attr ? ` a="${attr}"` : ""}>${cs.join("")}</${n}>`),
   ),
 })).el;
 
 const adlDoc = fc.array(xml, { maxLength: 5 }).map((cs) => `<ActivityDescription ${ADL_NS}>${cs.join("")}</ActivityDescription>`);
-const adlBody = fc.oneof(adlDoc, fc.array(adlDoc, { minLength: 1, maxLength: 5 }).map((ds) => `<ActivityDescriptions>${ds.join("")}</ActivityDescriptions>`));
+const adlBody = fc.oneof(
+  adlDoc,
+  fc.array(adlDoc, { minLength: 1, maxLength: 5 }).map((ds) => `<ActivityDescriptions>${ds.join("")}</ActivityDescriptions>`),
+);
 const VALID_ADL = [
   `<ActivityDescription ${ADL_NS}><ActivityIdentification><Name>n</Name></ActivityIdentification><Application><Executable><Path>/bin/echo</Path><Argument>hi</Argument></Executable><Output>out</Output></Application><Resources><WallTime>600</WallTime></Resources><DataStaging><OutputFile><Name>out</Name></OutputFile></DataStaging></ActivityDescription>`,
   `<a:ActivityDescriptions xmlns:a="http://www.eu-emi.eu/es/2010/12/adl"><a:ActivityDescription><a:Application><a:Executable><a:Path>/bin/a</a:Path></a:Executable></a:Application></a:ActivityDescription><a:ActivityDescription/></a:ActivityDescriptions>`,
@@ -166,7 +245,14 @@ const VALID_ADL = [
 
 describe("fuzz: ADL reader", () => {
   it("random text", async () => {
-    await fuzz("adl-random", fc.oneof(fc.string().map((s) => `<${s}`), fc.string({ unit: "binary" }).map((s) => `<ActivityDescription>${s}</ActivityDescription>`)), checkBody);
+    await fuzz(
+      "adl-random",
+      fc.oneof(
+        fc.string().map((s) => `<${s}`),
+        fc.string({ unit: "binary" }).map((s) => `<ActivityDescription>${s}</ActivityDescription>`),
+      ),
+      checkBody,
+    );
   });
   it("grammar-aware documents and bundles", async () => {
     await fuzz("adl-grammar", adlBody, checkBody);
@@ -177,11 +263,32 @@ describe("fuzz: ADL reader", () => {
 });
 
 // ---------------------------------------------------------------- validator
-const text = fc.oneof(word, fc.string({ maxLength: 20 }), fc.constantFrom("../x", "/abs", "a/../../b", "@list", "dir/", "", "a\0b", "file:///etc/passwd", "https://h/p", "é"));
+const text = fc.oneof(
+  word,
+  fc.string({ maxLength: 20 }),
+  fc.constantFrom("../x", "/abs", "a/../../b", "@list", "dir/", "", "a\0b", "file:///etc/passwd", "https://h/p", "é"),
+);
 const num = fc.oneof(fc.integer(), fc.double(), fc.constantFrom(0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 60));
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
-const input = fc.record({ name: text, source: opt(text), size: opt(num), checksum: opt(text), executable: fc.boolean(), delegationId: opt(text), options: fc.dictionary(text, text, { maxKeys: 3 }), locations: opt(fc.array(text, { maxLength: 2 })) });
-const output = fc.record({ name: text, target: opt(text), delegationId: opt(text), options: fc.dictionary(text, text, { maxKeys: 3 }), useIfSuccess: fc.boolean(), useIfFailure: fc.boolean(), useIfCancel: fc.boolean() });
+const input = fc.record({
+  name: text,
+  source: opt(text),
+  size: opt(num),
+  checksum: opt(text),
+  executable: fc.boolean(),
+  delegationId: opt(text),
+  options: fc.dictionary(text, text, { maxKeys: 3 }),
+  locations: opt(fc.array(text, { maxLength: 2 })),
+});
+const output = fc.record({
+  name: text,
+  target: opt(text),
+  delegationId: opt(text),
+  options: fc.dictionary(text, text, { maxKeys: 3 }),
+  useIfSuccess: fc.boolean(),
+  useIfFailure: fc.boolean(),
+  useIfCancel: fc.boolean(),
+});
 const description: fc.Arbitrary<JobDescription> = fc.record({
   language: fc.constantFrom("nordugrid:xrsl" as const, "emies:adl" as const),
   jobName: opt(text),
@@ -214,14 +321,18 @@ const description: fc.Arbitrary<JobDescription> = fc.record({
 
 describe("fuzz: validator", () => {
   it("arbitrary normalized descriptions: a copy or an InvalidDescriptionError, input untouched", async () => {
-    await fuzz("validate", description, yielding((d: JobDescription) => {
-      const before = JSON.stringify(d);
-      try {
-        validateDescription(d, { maxRerun: 5 });
-      } catch (e) {
-        if (!(e instanceof InvalidDescriptionError)) throw e;
-      }
-      if (JSON.stringify(d) !== before) throw new Error("validateDescription mutated its input");
-    }));
+    await fuzz(
+      "validate",
+      description,
+      yielding((d: JobDescription) => {
+        const before = JSON.stringify(d);
+        try {
+          validateDescription(d, { maxRerun: 5 });
+        } catch (e) {
+          if (!(e instanceof InvalidDescriptionError)) throw e;
+        }
+        if (JSON.stringify(d) !== before) throw new Error("validateDescription mutated its input");
+      }),
+    );
   });
 });

@@ -13,14 +13,18 @@ function quote(dn: string, hexNonAscii: boolean): string {
   let out = "";
   for (const ch of dn) {
     if (ch === '"' || ch === "\\") out += `\\${ch}`;
-    else if (hexNonAscii && ch.codePointAt(0)! > 0x7e) out += [...Buffer.from(ch, "utf8")].map((b) => `\\x${b.toString(16).padStart(2, "0")}`).join("");
+    else if (hexNonAscii && ch.codePointAt(0)! > 0x7e)
+      out += [...Buffer.from(ch, "utf8")].map((b) => `\\x${b.toString(16).padStart(2, "0")}`).join("");
     else out += ch;
   }
   return `"${out}"`;
 }
 
 // DNs: printable text incl. quotes, backslashes, `#`, commas, spaces and non-ASCII; no line breaks.
-const dnChar = fc.oneof(fc.constantFrom('"', "\\", "#", ",", " ", "\t", "=", "/", "x", "é", "ü", "€", "😀"), fc.string({ minLength: 1, maxLength: 1, unit: "grapheme" }));
+const dnChar = fc.oneof(
+  fc.constantFrom('"', "\\", "#", ",", " ", "\t", "=", "/", "x", "é", "ü", "€", "😀"),
+  fc.string({ minLength: 1, maxLength: 1, unit: "grapheme" }),
+);
 const dn = fc.array(dnChar, { minLength: 1, maxLength: 60 }).map((a) => a.join("").replace(/[\r\n]/g, "_"));
 const account = fc.stringMatching(/^[a-z_][a-z0-9_.-]{0,12}$/);
 
@@ -28,7 +32,13 @@ describe("fuzz: grid-mapfile", () => {
   it("a quoted DN and its accounts come back exactly, among comments and other lines", async () => {
     await fuzz(
       "gridmap-roundtrip",
-      fc.record({ dn, accounts: fc.array(account, { minLength: 1, maxLength: 4 }), hex: fc.boolean(), comment: fc.boolean(), sep: fc.constantFrom(" ", "\t", "  ") }),
+      fc.record({
+        dn,
+        accounts: fc.array(account, { minLength: 1, maxLength: 4 }),
+        hex: fc.boolean(),
+        comment: fc.boolean(),
+        sep: fc.constantFrom(" ", "\t", "  "),
+      }),
       ({ dn, accounts, hex, comment, sep }) => {
         const line = `${quote(dn, hex)}${sep}${accounts.join(",")}${comment ? "  # note" : ""}`;
         const m = parseGridMap(`# header\n\n"/CN=other" other\n${line}\n`);
@@ -40,14 +50,18 @@ describe("fuzz: grid-mapfile", () => {
   });
 
   it("arbitrary text never throws; every entry has a DN and space-free accounts", async () => {
-    await fuzz("gridmap-arbitrary", fc.string({ maxLength: 400, unit: fc.constantFrom('"', "\\", "x", "4", "1", " ", "\n", "#", ",", "a", "/", "\t", "\r") }), (text) => {
-      const m = parseGridMap(text);
-      for (const [k, e] of m.entries) {
-        expect(k).toBe(e.dn);
-        expect(e.dn.length).toBeGreaterThan(0);
-        expect(e.accounts.length).toBeGreaterThan(0);
-        for (const a of e.accounts) expect(a).toMatch(/^\S+$/);
-      }
-    });
+    await fuzz(
+      "gridmap-arbitrary",
+      fc.string({ maxLength: 400, unit: fc.constantFrom('"', "\\", "x", "4", "1", " ", "\n", "#", ",", "a", "/", "\t", "\r") }),
+      (text) => {
+        const m = parseGridMap(text);
+        for (const [k, e] of m.entries) {
+          expect(k).toBe(e.dn);
+          expect(e.dn.length).toBeGreaterThan(0);
+          expect(e.accounts.length).toBeGreaterThan(0);
+          for (const a of e.accounts) expect(a).toMatch(/^\S+$/);
+        }
+      },
+    );
   });
 });

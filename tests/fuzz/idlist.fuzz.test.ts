@@ -9,7 +9,17 @@ import { isListedId, parseIdList } from "../../apps/gateway/src/services/idlist.
 import { fc, fuzz } from "../support/fuzz.js";
 import { breathe, idListBody, MAX_IDS } from "./arbitraries.js";
 
-const contentType = fc.constantFrom(undefined, "application/json", "application/xml", "text/xml", "text/plain", "application/octet-stream", "application/x+json", "image/png", "*/*");
+const contentType = fc.constantFrom(
+  undefined,
+  "application/json",
+  "application/xml",
+  "text/xml",
+  "text/plain",
+  "application/octet-stream",
+  "application/x+json",
+  "image/png",
+  "*/*",
+);
 
 describe("fuzz: job-id lists", () => {
   it("ids in the id syntax within the cap, or the designed 400/413/415", async () => {

@@ -16,16 +16,38 @@ import { parseContentRange } from "../../apps/gateway/src/services/session/accou
 import { fc, fuzz } from "../support/fuzz.js";
 import { mutated, rawText } from "./arbitraries.js";
 
-const num = fc.oneof(fc.nat({ max: 100 }), fc.nat(), fc.constantFrom(0, 1, 2 ** 53 - 1, 2 ** 53, 1e21), fc.bigInt({ min: 0n, max: 10n ** 30n }));
+const num = fc.oneof(
+  fc.nat({ max: 100 }),
+  fc.nat(),
+  fc.constantFrom(0, 1, 2 ** 53 - 1, 2 ** 53, 1e21),
+  fc.bigInt({ min: 0n, max: 10n ** 30n }),
+);
 const digits = num.map(String);
 const ws = fc.constantFrom("", " ", "  ", "\t");
 
 const rangeHeader = fc.oneof(
-  fc.tuple(ws, fc.constantFrom("bytes", "BYTES", "Bytes", "items"), ws, fc.oneof(digits, fc.constant("")), ws, fc.oneof(digits, fc.constant(""))).map(([a, u, b, x, c, y]) => `${a}${u}${b}=${c}${x}-${y}`),
+  fc
+    .tuple(
+      ws,
+      fc.constantFrom("bytes", "BYTES", "Bytes", "items"),
+      ws,
+      fc.oneof(digits, fc.constant("")),
+      ws,
+      fc.oneof(digits, fc.constant("")),
+    )
+    .map(([a, u, b, x, c, y]) => `${a}${u}${b}=${c}${x}-${y}`),
   fc.array(fc.tuple(digits, digits), { minLength: 2, maxLength: 4 }).map((l) => `bytes=${l.map(([a, b]) => `${a}-${b}`).join(",")}`),
 );
 const contentRangeHeader = fc
-  .tuple(ws, fc.constantFrom("bytes", "BYTES", "octets"), fc.constantFrom(" ", "  ", ""), digits, digits, fc.oneof(digits, fc.constant("*")), ws)
+  .tuple(
+    ws,
+    fc.constantFrom("bytes", "BYTES", "octets"),
+    fc.constantFrom(" ", "  ", ""),
+    digits,
+    digits,
+    fc.oneof(digits, fc.constant("*")),
+    ws,
+  )
   .map(([a, u, s, x, y, t, b]) => `${a}${u}${s}${x}-${y}/${t}${b}`);
 
 /** The numbers a header names, for comparing with what the parser made of it. */
@@ -33,30 +55,34 @@ const ints = (h: string) => [...h.matchAll(/\d+/g)].map((m) => BigInt(m[0]));
 
 describe("Range (downloads)", () => {
   it("never throws but 416; a returned range lies inside the file and is the one the header names", async () => {
-    await fuzz("range-header", fc.tuple(fc.oneof(rangeHeader, mutated(rangeHeader), rawText), fc.oneof(fc.nat({ max: 1000 }), fc.nat())), ([h, size]) => {
-      let r;
-      try {
-        r = parseRange(h, size);
-      } catch (e) {
-        expect(e).toBeInstanceOf(CeError);
-        expect((e as CeError).status).toBe(416);
-        return;
-      }
-      if (!r) return;
-      expect(Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end)).toBe(true);
-      expect(0 <= r.start && r.start <= r.end && r.end < size).toBe(true);
-      const m = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(h);
-      expect(m).not.toBeNull();
-      const [, a = "", b = ""] = m!;
-      if (a === "") {
-        expect(r.end).toBe(size - 1);
-        expect(BigInt(r.start)).toBe(BigInt(size) - BigInt(b) > 0n ? BigInt(size) - BigInt(b) : 0n);
-      } else {
-        expect(BigInt(r.start)).toBe(BigInt(a));
-        if (b !== "") expect(BigInt(r.end)).toBe(BigInt(b) < BigInt(size - 1) ? BigInt(b) : BigInt(size - 1));
-        else expect(r.end).toBe(size - 1);
-      }
-    });
+    await fuzz(
+      "range-header",
+      fc.tuple(fc.oneof(rangeHeader, mutated(rangeHeader), rawText), fc.oneof(fc.nat({ max: 1000 }), fc.nat())),
+      ([h, size]) => {
+        let r;
+        try {
+          r = parseRange(h, size);
+        } catch (e) {
+          expect(e).toBeInstanceOf(CeError);
+          expect((e as CeError).status).toBe(416);
+          return;
+        }
+        if (!r) return;
+        expect(Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end)).toBe(true);
+        expect(0 <= r.start && r.start <= r.end && r.end < size).toBe(true);
+        const m = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(h);
+        expect(m).not.toBeNull();
+        const [, a = "", b = ""] = m!;
+        if (a === "") {
+          expect(r.end).toBe(size - 1);
+          expect(BigInt(r.start)).toBe(BigInt(size) - BigInt(b) > 0n ? BigInt(size) - BigInt(b) : 0n);
+        } else {
+          expect(BigInt(r.start)).toBe(BigInt(a));
+          if (b !== "") expect(BigInt(r.end)).toBe(BigInt(b) < BigInt(size - 1) ? BigInt(b) : BigInt(size - 1));
+          else expect(r.end).toBe(size - 1);
+        }
+      },
+    );
   });
 });
 

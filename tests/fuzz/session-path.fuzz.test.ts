@@ -15,12 +15,56 @@ import { breathe, rawText } from "./arbitraries.js";
 const ROOT = "/arex/rest/1.1/jobs/0b7e2c1a-9f3d-4e2b-8c1d-2a3b4c5d6e7f/session";
 
 const piece = fc.oneof(
-  fc.constantFrom("..", ".", "", "%2e%2e", "%2E.", ".%2e", "%2e", "...", "..%00", "%00", "%2f", "%2F", "%5c", "\\", "..\\..", "%c0%ae%c0%ae", "%c0%af", "%e0%80%ae", "%ff", "%", "%2", "%zz", "a%20b", "%25", "%252e%252e", "~", "..;", ";", "?", "#", "\u0000", "é", "%C3%A9", "x".repeat(256), "%41", "jobs", "session"),
+  fc.constantFrom(
+    "..",
+    ".",
+    "",
+    "%2e%2e",
+    "%2E.",
+    ".%2e",
+    "%2e",
+    "...",
+    "..%00",
+    "%00",
+    "%2f",
+    "%2F",
+    "%5c",
+    "\\",
+    "..\\..",
+    "%c0%ae%c0%ae",
+    "%c0%af",
+    "%e0%80%ae",
+    "%ff",
+    "%",
+    "%2",
+    "%zz",
+    "a%20b",
+    "%25",
+    "%252e%252e",
+    "~",
+    "..;",
+    ";",
+    "?",
+    "#",
+    "\u0000",
+    "é",
+    "%C3%A9",
+    "x".repeat(256),
+    "%41",
+    "jobs",
+    "session",
+  ),
   fc.stringMatching(/^[A-Za-z0-9._~-]{1,12}$/),
   fc.string({ unit: "binary", maxLength: 6 }),
   fc.uint8Array({ minLength: 1, maxLength: 4 }).map((b) => [...b].map((x) => `%${x.toString(16).padStart(2, "0")}`).join("")),
 );
-const rel = fc.array(piece, { maxLength: 10 }).chain((ps) => fc.array(fc.constantFrom("/", "//", "/./", "/../"), { minLength: ps.length, maxLength: ps.length }).map((seps) => ps.map((p, i) => seps[i] + p).join("")));
+const rel = fc
+  .array(piece, { maxLength: 10 })
+  .chain((ps) =>
+    fc
+      .array(fc.constantFrom("/", "//", "/./", "/../"), { minLength: ps.length, maxLength: ps.length })
+      .map((seps) => ps.map((p, i) => seps[i] + p).join("")),
+  );
 /** Mostly under the session root, sometimes reaching it through another job's route or dot segments. */
 const target = fc.oneof(
   { arbitrary: rel.map((r) => ROOT + r), weight: 6 },
@@ -39,7 +83,8 @@ describe("fuzz: session paths", () => {
       try {
         p = parseSessionPath(raw, ROOT);
       } catch (e) {
-        if (!(e instanceof CeError) || e.status !== 400 || e.code !== "BAD_PATH" || !e.message.startsWith("Invalid session path: ")) throw e;
+        if (!(e instanceof CeError) || e.status !== 400 || e.code !== "BAD_PATH" || !e.message.startsWith("Invalid session path: "))
+          throw e;
         return;
       }
       for (const s of p.segments) {
@@ -54,7 +99,15 @@ describe("fuzz: session paths", () => {
   });
 
   it("routingPath: one slash per separator, no trailing slash, never the query", async () => {
-    const url = fc.tuple(target, fc.oneof(fc.constant(""), rawText.map((q) => `?${q}`))).map(([p, q]) => `https://localhost:8443${p}${q}`);
+    const url = fc
+      .tuple(
+        target,
+        fc.oneof(
+          fc.constant(""),
+          rawText.map((q) => `?${q}`),
+        ),
+      )
+      .map(([p, q]) => `https://localhost:8443${p}${q}`);
     await fuzz("routing-path", url, async (u) => {
       await breathe();
       let req: Request;

@@ -8,8 +8,27 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseVomsExtension, TrustStore, verifyChain, verifyVomsAc, VomsDir, VomsParseError, vomsAttributesOf, type VerifyOk } from "@ce/x509";
-import { acsOf, createCA, HAS_VOMS_FAKE, issueHostCert, issueUserCert, lscFor, proxyWithAcs, vomsProxy, writeCADir } from "@ce/x509/testing";
+import {
+  parseVomsExtension,
+  TrustStore,
+  verifyChain,
+  verifyVomsAc,
+  VomsDir,
+  VomsParseError,
+  vomsAttributesOf,
+  type VerifyOk,
+} from "@ce/x509";
+import {
+  acsOf,
+  createCA,
+  HAS_VOMS_FAKE,
+  issueHostCert,
+  issueUserCert,
+  lscFor,
+  proxyWithAcs,
+  vomsProxy,
+  writeCADir,
+} from "@ce/x509/testing";
 import { fc, fuzz } from "../support/fuzz.js";
 
 const ca = createCA({ dn: "/C=XX/O=Fuzz/CN=VOMS Fuzz CA" });
@@ -22,10 +41,16 @@ const vomsdir = VomsDir.fromFiles({ atlas: { "voms.example.org.lsc": lscFor(serv
 const opts = { hostNames: ["ce.example.org"] };
 
 describe.skipIf(!HAS_VOMS_FAKE)("fuzz: VOMS attribute certificates", () => {
-  const ac = acsOf(vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=production", "/atlas"] }, writeCADir(join(dir, "ca"), [ca])))[0]!;
+  const ac = acsOf(
+    vomsProxy(user, server, { vo: "atlas", fqans: ["/atlas/Role=production", "/atlas"] }, writeCADir(join(dir, "ca"), [ca])),
+  )[0]!;
 
   // The proxy extension around one AC: SEQUENCE { SEQUENCE { AC } } (lengths in long form).
-  const wrap = (der: Buffer) => Buffer.concat([Buffer.from([0x30, 0x82, (der.length + 4) >> 8, (der.length + 4) & 0xff, 0x30, 0x82, der.length >> 8, der.length & 0xff]), der]);
+  const wrap = (der: Buffer) =>
+    Buffer.concat([
+      Buffer.from([0x30, 0x82, (der.length + 4) >> 8, (der.length + 4) & 0xff, 0x30, 0x82, der.length >> 8, der.length & 0xff]),
+      der,
+    ]);
 
   it("random bytes in the extension: VomsParseError or ACs, nothing else", async () => {
     await fuzz("voms: random extension", fc.uint8Array({ maxLength: 2048 }), (bytes) => {
@@ -43,24 +68,32 @@ describe.skipIf(!HAS_VOMS_FAKE)("fuzz: VOMS attribute certificates", () => {
   });
 
   it("byte mutations of a real AC: refused with a reason, never an exception or attributes", async () => {
-    const arb = fc.record({ edits: fc.array(fc.record({ at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 4 }), cut: fc.nat({ max: 32 }) });
-    await fuzz("voms: AC mutations", arb, ({ edits, cut }) => {
-      const m = Buffer.from(ac.subarray(0, ac.length - cut));
-      for (const e of edits) m[e.at % m.length] = e.byte;
-      if (m.equals(ac)) return;
-      let acs;
-      try {
-        acs = parseVomsExtension(wrap(m));
-      } catch (e) {
-        if (e instanceof VomsParseError) return;
-        throw e;
-      }
-      for (const parsed of acs) {
-        const r = verifyVomsAc(parsed, user.cert, store, vomsdir, opts);
-        // Whatever verifies must carry exactly what the server signed.
-        if (typeof r !== "string") expect(r.fqans).toEqual(["/atlas/Role=production", "/atlas"]);
-        else expect(r.length).toBeGreaterThan(0);
-      }
-    }, 100);
+    const arb = fc.record({
+      edits: fc.array(fc.record({ at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 4 }),
+      cut: fc.nat({ max: 32 }),
+    });
+    await fuzz(
+      "voms: AC mutations",
+      arb,
+      ({ edits, cut }) => {
+        const m = Buffer.from(ac.subarray(0, ac.length - cut));
+        for (const e of edits) m[e.at % m.length] = e.byte;
+        if (m.equals(ac)) return;
+        let acs;
+        try {
+          acs = parseVomsExtension(wrap(m));
+        } catch (e) {
+          if (e instanceof VomsParseError) return;
+          throw e;
+        }
+        for (const parsed of acs) {
+          const r = verifyVomsAc(parsed, user.cert, store, vomsdir, opts);
+          // Whatever verifies must carry exactly what the server signed.
+          if (typeof r !== "string") expect(r.fqans).toEqual(["/atlas/Role=production", "/atlas"]);
+          else expect(r.length).toBeGreaterThan(0);
+        }
+      },
+      100,
+    );
   });
 });

@@ -42,13 +42,17 @@ export class CeClient {
   call(method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Reply> {
     const url = path.startsWith("https:") ? path : `${this.api}${path}`;
     return new Promise((resolve, reject) => {
-      const req = request(url, { method, agent: this.agent, headers: { Accept: "application/json", ...headers }, timeout: 30_000 }, (res) => {
-        let data = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => (data += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
-        res.on("error", reject);
-      });
+      const req = request(
+        url,
+        { method, agent: this.agent, headers: { Accept: "application/json", ...headers }, timeout: 30_000 },
+        (res) => {
+          let data = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => (data += d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+          res.on("error", reject);
+        },
+      );
       req.on("timeout", () => req.destroy(new Error("request timed out")));
       req.on("error", reject);
       req.end(body ?? "");
@@ -64,7 +68,9 @@ export class CeClient {
 
   /** A bulk action (status, kill, clean, restart, delegations, ...) on `ids`. */
   async bulk(action: string, ids: readonly string[]): Promise<Reply & { items: JobItem[] }> {
-    const r = await this.call("POST", `/jobs?action=${action}`, JSON.stringify({ job: ids.map((id) => ({ id })) }), { "Content-Type": "application/json" });
+    const r = await this.call("POST", `/jobs?action=${action}`, JSON.stringify({ job: ids.map((id) => ({ id })) }), {
+      "Content-Type": "application/json",
+    });
     return { ...r, items: r.status < 300 ? jobItems(r.body) : [] };
   }
 
@@ -86,7 +92,10 @@ export class CeClient {
       const s = await this.states(ids).catch(() => new Map<string, string>());
       if (ids.every((id) => want.includes(s.get(id) ?? ""))) return s;
       if (Date.now() > end) {
-        const stuck = ids.filter((id) => !want.includes(s.get(id) ?? "")).slice(0, 5).map((id) => `${id}=${s.get(id) ?? "missing"}`);
+        const stuck = ids
+          .filter((id) => !want.includes(s.get(id) ?? ""))
+          .slice(0, 5)
+          .map((id) => `${id}=${s.get(id) ?? "missing"}`);
         throw new Error(`jobs not ${want.join("/")} after ${ms} ms: ${stuck.join(" ")}\n${logs?.().slice(-3000) ?? ""}`);
       }
       await new Promise((r) => setTimeout(r, 300));
@@ -100,7 +109,11 @@ export class CeClient {
     const location = String(n.headers.location);
     const id = location.slice(location.lastIndexOf("/") + 1);
     const pki = stack.pki;
-    const proxy = signCsrAsProxy(n.body, readFileSync(join(pki, "user", "cert.pem"), "utf8"), readFileSync(join(pki, "user", "key.pem"), "utf8"));
+    const proxy = signCsrAsProxy(
+      n.body,
+      readFileSync(join(pki, "user", "cert.pem"), "utf8"),
+      readFileSync(join(pki, "user", "key.pem"), "utf8"),
+    );
     const put = await this.call("PUT", `/delegations/${id}`, proxy, { "Content-Type": "application/x-pem-file" });
     if (put.status !== 200) throw new Error(`delegation PUT: HTTP ${put.status} ${put.body}`);
     return id;

@@ -18,7 +18,12 @@ describe("CE on a 3-primary Redis Cluster", () => {
 
   beforeAll(async () => {
     cluster = await startRedisCluster({ primaries: 3 });
-    stack = await startStack({ redisUrl: "redis://127.0.0.1:1", redisUsers: cluster.users, backend: "fork", config: { redis: cluster.ceConfig() } });
+    stack = await startStack({
+      redisUrl: "redis://127.0.0.1:1",
+      redisUsers: cluster.users,
+      backend: "fork",
+      config: { redis: cluster.ceConfig() },
+    });
     ce = new CeClient(stack, stack.url);
   }, 120_000);
 

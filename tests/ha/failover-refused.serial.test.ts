@@ -12,7 +12,8 @@ import { startStack, type Stack } from "../support/stack.js";
 import { CeClient } from "./client.js";
 import { allJobIds, broken, runLog, type RunLog } from "./runs.js";
 
-if (!HAS_SENTINEL) console.warn("tests/ha/failover-refused.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
+if (!HAS_SENTINEL)
+  console.warn("tests/ha/failover-refused.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
@@ -98,11 +99,21 @@ describe.skipIf(!HAS_SENTINEL)("Sentinel failover with waitReplicas 1 and one re
     const states = await ce.waitStates(all, ["FINISHED", "FAILED", "KILLED"], 40_000, stack.logs);
     const unanswered = all.filter((id) => !acked.has(id));
     const { ranTwice, ranUnacknowledged } = broken(runs.runs(), acked);
-    console.log("failover with one replica:", JSON.stringify({
-      electedMs, requests: seq, replies: Object.fromEntries(replies), acked: acked.size, jobs: all.length, unanswered: unanswered.length,
-      unansweredFinished: unanswered.filter((id) => states.get(id) === "FINISHED").length,
-      ackedNotFinished: [...acked].filter((id) => states.get(id) !== "FINISHED").length, ranTwice: ranTwice.length, ranUnacknowledged: ranUnacknowledged.length,
-    }));
+    console.log(
+      "failover with one replica:",
+      JSON.stringify({
+        electedMs,
+        requests: seq,
+        replies: Object.fromEntries(replies),
+        acked: acked.size,
+        jobs: all.length,
+        unanswered: unanswered.length,
+        unansweredFinished: unanswered.filter((id) => states.get(id) === "FINISHED").length,
+        ackedNotFinished: [...acked].filter((id) => states.get(id) !== "FINISHED").length,
+        ranTwice: ranTwice.length,
+        ranUnacknowledged: ranUnacknowledged.length,
+      }),
+    );
     expect(stack.exited()).toEqual([]);
     // The refused submissions did create jobs (the path under test ran), and they never ran.
     expect(unanswered.length).toBeGreaterThan(0);

@@ -44,7 +44,9 @@ function balancer(ports: () => { victim: number | undefined; other: number }): P
     client.on("error", () => undefined);
     tryConnect(victim !== undefined ? [victim, other] : [other]);
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as { port: number }).port, server })));
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as { port: number }).port, server })),
+  );
 }
 
 describe("a gateway SIGKILLed mid-request behind a balancer", () => {
@@ -83,13 +85,17 @@ describe("a gateway SIGKILLed mid-request behind a balancer", () => {
     };
     const send = (body: string) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request(`https://localhost:${lb.port}/arex/rest/1.1/jobs?action=new`, { ...tls, method: "POST", headers: { Accept: "application/json", "Content-Type": "application/rsl" }, timeout: 20_000 }, (res) => {
-          let data = "";
-          res.setEncoding("utf8");
-          res.on("data", (d: string) => (data += d));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: data }));
-          res.on("error", reject);
-        });
+        const req = request(
+          `https://localhost:${lb.port}/arex/rest/1.1/jobs?action=new`,
+          { ...tls, method: "POST", headers: { Accept: "application/json", "Content-Type": "application/rsl" }, timeout: 20_000 },
+          (res) => {
+            let data = "";
+            res.setEncoding("utf8");
+            res.on("data", (d: string) => (data += d));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: data }));
+            res.on("error", reject);
+          },
+        );
         req.on("timeout", () => req.destroy(new Error("timed out")));
         req.on("error", reject);
         req.end(body);
@@ -168,11 +174,22 @@ describe("a gateway SIGKILLed mid-request behind a balancer", () => {
       const states = await ce.waitStates(all, ["FINISHED", "FAILED", "KILLED"], 150_000, stack.logs);
       const unanswered = all.filter((id) => !acked.has(id));
       const { ranTwice, ranUnacknowledged } = broken(runs.runs(), acked);
-      console.log("gateway kills:", JSON.stringify({
-        kills, requests: seq, resent, statuses: Object.fromEntries(statuses), acked: acked.size, jobs: all.length,
-        unanswered: unanswered.length, unansweredFinished: unanswered.filter((id) => states.get(id) === "FINISHED").length,
-        ackedFailed: [...acked].filter((id) => states.get(id) !== "FINISHED").length, ranTwice: ranTwice.length, ranUnacknowledged: ranUnacknowledged.length,
-      }));
+      console.log(
+        "gateway kills:",
+        JSON.stringify({
+          kills,
+          requests: seq,
+          resent,
+          statuses: Object.fromEntries(statuses),
+          acked: acked.size,
+          jobs: all.length,
+          unanswered: unanswered.length,
+          unansweredFinished: unanswered.filter((id) => states.get(id) === "FINISHED").length,
+          ackedFailed: [...acked].filter((id) => states.get(id) !== "FINISHED").length,
+          ranTwice: ranTwice.length,
+          ranUnacknowledged: ranUnacknowledged.length,
+        }),
+      );
       expect(kills).toBeGreaterThanOrEqual(2);
       // Some requests were committed and never answered (the case under test happened).
       expect(unanswered.length).toBeGreaterThan(0);

@@ -18,7 +18,9 @@ export async function coreLifecycle(stack: Stack, ce: CeClient): Promise<void> {
   const sleeper = await ce.submit('&(executable="/bin/sleep")(arguments="300")(jobname="ha-sleep")');
   expect(sleeper.ids).toHaveLength(1);
   // Fails on its first run and succeeds on the second (the marker is an output file, so FINISHING keeps it in the session directory).
-  const flaky = await ce.submit('&(executable="/bin/sh")(arguments="-c" "if [ -e ran-once ]; then exit 0; fi; touch ran-once; exit 1")(outputfiles=("ran-once" ""))(rerun=1)(jobname="ha-rerun")');
+  const flaky = await ce.submit(
+    '&(executable="/bin/sh")(arguments="-c" "if [ -e ran-once ]; then exit 0; fi; touch ran-once; exit 1")(outputfiles=("ran-once" ""))(rerun=1)(jobname="ha-rerun")',
+  );
   expect(flaky.ids).toHaveLength(1);
   const all = [...sub.ids, ...sleeper.ids, ...flaky.ids];
 

@@ -31,10 +31,13 @@ export function runLog(): RunLog {
     xrsl: (tags) => (tags.length === 1 ? `&${one(tags[0]!).slice(2, -1)}` : `+${tags.map(one).join("")}`),
     runs: () =>
       existsSync(log)
-        ? readFileSync(log, "utf8").split("\n").filter(Boolean).map((l) => {
-            const [tag = "", path = ""] = l.split(" ");
-            return { tag, id: path.slice(path.lastIndexOf("/") + 1) };
-          })
+        ? readFileSync(log, "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => {
+              const [tag = "", path = ""] = l.split(" ");
+              return { tag, id: path.slice(path.lastIndexOf("/") + 1) };
+            })
         : [],
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
@@ -49,7 +52,10 @@ export async function allJobIds(ce: CeClient, base: string): Promise<string[]> {
 }
 
 /** What the at-most-once promise forbids, from the run log and the ids of the 201s received. */
-export function broken(runs: readonly { tag: string; id: string }[], acked: ReadonlySet<string>): { ranTwice: string[]; ranUnacknowledged: string[] } {
+export function broken(
+  runs: readonly { tag: string; id: string }[],
+  acked: ReadonlySet<string>,
+): { ranTwice: string[]; ranUnacknowledged: string[] } {
   const seen = new Map<string, number>();
   for (const r of runs) seen.set(r.tag, (seen.get(r.tag) ?? 0) + 1);
   return {

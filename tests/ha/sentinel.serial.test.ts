@@ -12,7 +12,8 @@ import { startStack, type Stack } from "../support/stack.js";
 import { CeClient, echoJobs } from "./client.js";
 import { coreLifecycle } from "./lifecycle.js";
 
-if (!HAS_SENTINEL) console.warn("tests/ha/sentinel.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
+if (!HAS_SENTINEL)
+  console.warn("tests/ha/sentinel.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
@@ -120,7 +121,18 @@ describe.skipIf(!HAS_SENTINEL)("CE on Redis Sentinel (primary + 2 replicas + 3 s
       running = false;
       await Promise.all(loops);
       clearInterval(ticker);
-      console.log("sentinel failover:", JSON.stringify({ acked: acked.size, electedMs, replies: Object.fromEntries(replies), transportErrors, transport, maxTickGap, maxPingMs }));
+      console.log(
+        "sentinel failover:",
+        JSON.stringify({
+          acked: acked.size,
+          electedMs,
+          replies: Object.fromEntries(replies),
+          transportErrors,
+          transport,
+          maxTickGap,
+          maxPingMs,
+        }),
+      );
     }
     expect(stack.exited()).toEqual([]);
     // Every acknowledged job is on the new primary and finishes (the JEM reconnected by itself).

@@ -49,7 +49,10 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
       // A real VOMS proxy (voms-proxy-fake) whose AC a test VOMS server in the vomsdir signed.
       prepare: (state) => {
         if (!HAS_VOMS_FAKE) return;
-        vomsFile = stackVoms(state, ["atlas"]).proxy(join(state, "pki", "user", "voms-proxy.pem"), { vo: "atlas", fqans: ["/atlas/Role=production"] });
+        vomsFile = stackVoms(state, ["atlas"]).proxy(join(state, "pki", "user", "voms-proxy.pem"), {
+          vo: "atlas",
+          fqans: ["/atlas/Role=production"],
+        });
       },
     });
   }, 120_000);
@@ -67,9 +70,25 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
     const deleg = await issuer.mint({ aud: "https://storage.example.org", sub: "py-user", scope: "storage.read:/ storage.create:/" });
     const deleg2 = await issuer.mint({ aud: "https://storage.example.org", sub: "py-user", scope: "storage.read:/" });
     const r = await python(
-      ["--url", stack.url, "--cafile", join(stack.pki, "ca", "ca.pem"), "--token", token, "--read-token", readToken,
-        "--deleg-token", deleg, "--deleg-token2", deleg2, "--proxy", stack.arcEnv.X509_USER_PROXY!, "--max-per-request", String(MAX_PER_REQUEST),
-        ...(vomsFile ? ["--voms-proxy", vomsFile] : [])],
+      [
+        "--url",
+        stack.url,
+        "--cafile",
+        join(stack.pki, "ca", "ca.pem"),
+        "--token",
+        token,
+        "--read-token",
+        readToken,
+        "--deleg-token",
+        deleg,
+        "--deleg-token2",
+        deleg2,
+        "--proxy",
+        stack.arcEnv.X509_USER_PROXY!,
+        "--max-per-request",
+        String(MAX_PER_REQUEST),
+        ...(vomsFile ? ["--voms-proxy", vomsFile] : []),
+      ],
       150_000,
     );
     const summary = /^(\d+) passed, (\d+) failed$/m.exec(r.out);
@@ -78,7 +97,11 @@ describe.skipIf(!HAS_PYTHON)("Python JSON client (tokens, REST 1.1) against the 
     expect(r.out.split("\n").filter((l) => l.startsWith("FAIL"))).toEqual([]);
     expect(summary?.[2]).toBe("0");
     if (HAS_VOMS_FAKE) {
-      for (const step of ["voms: submit to the VO queue '201'", "voms: activity carries the FQAN", "voms: plain proxy refused on the VO queue (per-item '403')"]) {
+      for (const step of [
+        "voms: submit to the VO queue '201'",
+        "voms: activity carries the FQAN",
+        "voms: plain proxy refused on the VO queue (per-item '403')",
+      ]) {
         expect(r.out).toContain(`ok   ${step}`);
       }
     }

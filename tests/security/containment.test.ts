@@ -37,15 +37,45 @@ function issue(stack: Stack, cn: string): Cred {
 function client(stack: Stack, cred: Cred) {
   const api = `${stack.url}/rest/1.1`;
   const curl = (args: string[], body = "") => {
-    const r = spawnSync("curl", ["-s", "-w", "\n%{http_code}", "--cacert", join(stack.pki, "ca", "ca.pem"), "--cert", cred.cert, "--key", cred.key, ...args], { encoding: "utf8", input: body });
+    const r = spawnSync(
+      "curl",
+      ["-s", "-w", "\n%{http_code}", "--cacert", join(stack.pki, "ca", "ca.pem"), "--cert", cred.cert, "--key", cred.key, ...args],
+      { encoding: "utf8", input: body },
+    );
     const i = r.stdout.lastIndexOf("\n");
     return { status: Number(r.stdout.slice(i + 1)), body: r.stdout.slice(0, i) };
   };
   const action = (name: string, id: string) =>
-    curl(["-X", "POST", "-H", "Content-Type: application/json", "-H", "Accept: application/json", "--data-binary", "@-", `${api}/jobs?action=${name}`], JSON.stringify({ job: [{ id }] }));
+    curl(
+      [
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "-H",
+        "Accept: application/json",
+        "--data-binary",
+        "@-",
+        `${api}/jobs?action=${name}`,
+      ],
+      JSON.stringify({ job: [{ id }] }),
+    );
   return {
     submit(xrsl: string): { id?: string; body: string } {
-      const r = curl(["-X", "POST", "-H", "Content-Type: application/rsl", "-H", "Accept: application/json", "--data-binary", "@-", `${api}/jobs?action=new`], xrsl);
+      const r = curl(
+        [
+          "-X",
+          "POST",
+          "-H",
+          "Content-Type: application/rsl",
+          "-H",
+          "Accept: application/json",
+          "--data-binary",
+          "@-",
+          `${api}/jobs?action=new`,
+        ],
+        xrsl,
+      );
       let item: { id?: string } | undefined;
       try {
         item = (JSON.parse(r.body) as { job?: Array<{ id?: string }> }).job?.[0];
@@ -113,12 +143,21 @@ describe.skipIf(!ROOT)("no process of a job outlives it; no pool account changes
   }, 60_000);
 
   it("a setsid double-forked daemon ends with its job", async () => {
-    const s = first.submit(`&(executable="/bin/sh")(arguments="-c" "setsid sh -c 'sleep 300 &' </dev/null >/dev/null 2>&1; env -i setsid sh -c 'sleep 301 &' </dev/null >/dev/null 2>&1; sleep 1")`);
+    const s = first.submit(
+      `&(executable="/bin/sh")(arguments="-c" "setsid sh -c 'sleep 300 &' </dev/null >/dev/null 2>&1; env -i setsid sh -c 'sleep 301 &' </dev/null >/dev/null 2>&1; sleep 1")`,
+    );
     expect(s.id, s.body).toBeTruthy();
     await first.waitState(s.id!, ["RUNNING", "FINISHED"]);
     expect(await first.waitState(s.id!, ["FINISHED", "FAILED"])).toBe("FINISHED");
     await until("no process of the account", () => procs() === "", 10_000).catch((e: Error) => {
-      throw new Error(`${e.message}: ${spawnSync("ps", ["-o", "pid,args", "-u", acct], { encoding: "utf8" }).stdout}\n${stack.logs().split("\n").filter((l) => /contain|cgroup|lrms/.test(l)).slice(-20).join("\n")}`);
+      throw new Error(
+        `${e.message}: ${spawnSync("ps", ["-o", "pid,args", "-u", acct], { encoding: "utf8" }).stdout}\n${stack
+          .logs()
+          .split("\n")
+          .filter((l) => /contain|cgroup|lrms/.test(l))
+          .slice(-20)
+          .join("\n")}`,
+      );
     });
     ids.daemon = s.id!;
   }, 120_000);
@@ -145,7 +184,7 @@ describe.skipIf(!ROOT)("no process of a job outlives it; no pool account changes
     expect(await second.waitState(next.id!, ["FINISHED", "FAILED"])).toBe("FINISHED");
   }, 120_000);
 
-  it("sleep 120 with a 1-minute walltime ends FAILED with \"walltime exceeded\"", async () => {
+  it('sleep 120 with a 1-minute walltime ends FAILED with "walltime exceeded"', async () => {
     const s = second.submit(`&(executable="/bin/sleep")(arguments="120")(walltime="1")`);
     expect(s.id, s.body).toBeTruthy();
     const t0 = Date.now();

@@ -33,7 +33,10 @@ beforeAll(async () => {
   env = await testEnv({ jobs: { sessionLifetimeSeconds: 3600, wipedRecordSeconds: 3600 } });
   jem = await testJem(env);
   victimRoot = await mkdtemp(join(tmpdir(), "deletion-race-victim-"));
-  attacker = fork(join(import.meta.dirname, "../support/swap-attacker.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  attacker = fork(join(import.meta.dirname, "../support/swap-attacker.ts"), [], {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
 }, 30_000);
 afterAll(async () => {
   attacker?.kill();
@@ -59,7 +62,10 @@ function next<T>(key: string): Promise<T> {
  * runs and armed against the victim once it is FINISHED; undefined when the JEM removed the
  * job's files before the trap was set (a round without an attack).
  */
-async function armedJob(round: number, lifetime?: number): Promise<{ id: string; victim: string; swapped: Promise<{ swapped: boolean }> } | undefined> {
+async function armedJob(
+  round: number,
+  lifetime?: number,
+): Promise<{ id: string; victim: string; swapped: Promise<{ swapped: boolean }> } | undefined> {
   const victim = join(victimRoot, `r${round}`);
   await mkdir(victim);
   for (const n of VICTIM_FILES) await writeFile(join(victim, n), "precious");

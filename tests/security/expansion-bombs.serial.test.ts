@@ -65,7 +65,9 @@ describe("expansion bombs: refused while reading, with the cap named", () => {
   });
 
   it("variables redefined through each other (mutual references)", async () => {
-    const mutual = '(rsl_substitution=("A" "abababababababab")("B" "babababababababa"))' + '(rsl_substitution=("A" $(B)#$(A)#$(B))("B" $(A)#$(B)#$(A)))'.repeat(40);
+    const mutual =
+      '(rsl_substitution=("A" "abababababababab")("B" "babababababababa"))' +
+      '(rsl_substitution=("A" $(B)#$(A)#$(B))("B" $(A)#$(B)#$(A)))'.repeat(40);
     const item = await oneItem(JOB(`${mutual}(arguments=$(A) $(B))`));
     expect(item["status-code"]).toBe("400");
     expect(item.reason).toMatch(/exceeds the limit (maxValueChars|maxSubstitutionDepth)=/);

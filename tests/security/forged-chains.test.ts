@@ -9,7 +9,16 @@ import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createCA, createCrl, createProxy, issueUserCert, subjectHash, victimLoopChain, writeCADir, type TestCredential } from "@ce/x509/testing";
+import {
+  createCA,
+  createCrl,
+  createProxy,
+  issueUserCert,
+  subjectHash,
+  victimLoopChain,
+  writeCADir,
+  type TestCredential,
+} from "@ce/x509/testing";
 import { createPki, startTestGateway, XRSL, type TestGateway } from "../../apps/gateway/test/harness.js";
 
 interface Res {
@@ -22,8 +31,18 @@ function tlsGet(t: TestGateway, path: string, cert: string, key: string, method 
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
       {
-        host: "127.0.0.1", port: t.gw.port, path, method, cert, key, rejectUnauthorized: false, agent: false,
-        headers: { accept: "application/json", ...(body ? { "content-type": "application/rsl", "content-length": Buffer.byteLength(body) } : {}) },
+        host: "127.0.0.1",
+        port: t.gw.port,
+        path,
+        method,
+        cert,
+        key,
+        rejectUnauthorized: false,
+        agent: false,
+        headers: {
+          accept: "application/json",
+          ...(body ? { "content-type": "application/rsl", "content-length": Buffer.byteLength(body) } : {}),
+        },
       },
       (res) => {
         let text = "";
@@ -62,13 +81,23 @@ describe("forged chains", () => {
 
   beforeAll(async () => {
     tls = await startTestGateway(inject("redisUrl"));
-    plain = await startTestGateway(inject("redisUrl"), { gateway: { plainHttp: { enabled: true, trustedProxies: ["127.0.0.1"] } } }, {
-      prefix: tls.prefix, stateDir: tls.stateDir, encryptionKey: tls.config.delegations.encryptionKey!,
-    });
+    plain = await startTestGateway(
+      inject("redisUrl"),
+      { gateway: { plainHttp: { enabled: true, trustedProxies: ["127.0.0.1"] } } },
+      {
+        prefix: tls.prefix,
+        stateDir: tls.stateDir,
+        encryptionKey: tls.config.delegations.encryptionKey!,
+      },
+    );
     const { X509Certificate } = await import("node:crypto");
     const alicePem = pki.creds.aliceCert!.cert;
     victim = { dn: pki.dn.alice, cert: new X509Certificate(alicePem), certPem: alicePem } as TestCredential;
-    const r = await tls.request("POST", `${tls.rest}/1.0/jobs?action=new`, { body: XRSL("victim-job"), headers: { "content-type": "application/rsl" }, accept: "application/json" });
+    const r = await tls.request("POST", `${tls.rest}/1.0/jobs?action=new`, {
+      body: XRSL("victim-job"),
+      headers: { "content-type": "application/rsl" },
+      accept: "application/json",
+    });
     expect(r.status).toBe(201);
     aliceJob = r.json().job.id;
   });
@@ -87,14 +116,20 @@ describe("forged chains", () => {
 
   it("[X, Y, V] over direct TLS is refused (handshake failure or 401), never the victim", async () => {
     const forged = victimLoopChain(victim);
-    const outcome = await tlsGet(tls, `${tls.rest}/1.0/jobs`, forged.pem, forged.keyPem).catch((e: Error) => ({ status: -1, text: e.message }));
+    const outcome = await tlsGet(tls, `${tls.rest}/1.0/jobs`, forged.pem, forged.keyPem).catch((e: Error) => ({
+      status: -1,
+      text: e.message,
+    }));
     expect([401, -1]).toContain(outcome.status);
     expect(outcome.text).not.toContain(aliceJob);
   });
 
   it("the victim's certificate appended to the attacker's own chain changes nothing: the attacker is the attacker", async () => {
     const pem = malloryProxy.chainPem + victim.certPem;
-    for (const r of [await tlsGet(tls, `${tls.rest}/1.0/jobs`, pem, malloryProxy.keyPem), await headerGet(plain, `${plain.rest}/1.0/jobs`, pem)]) {
+    for (const r of [
+      await tlsGet(tls, `${tls.rest}/1.0/jobs`, pem, malloryProxy.keyPem),
+      await headerGet(plain, `${plain.rest}/1.0/jobs`, pem),
+    ]) {
       expect(r.status).toBe(200);
       expect(r.text).not.toContain(aliceJob);
     }
@@ -135,7 +170,9 @@ describe("CA policy through the gateway", () => {
   };
 
   it("a CA vouching for a subject outside its .namespaces is refused", async () => {
-    const dir = caDir((d, h) => writeFileSync(join(d, `${h}.namespaces`), `TO Issuer "${pki.ca.dn}" PERMIT Subject "/DC=org/DC=cetest/CN=Bob.*"\n`));
+    const dir = caDir((d, h) =>
+      writeFileSync(join(d, `${h}.namespaces`), `TO Issuer "${pki.ca.dn}" PERMIT Subject "/DC=org/DC=cetest/CN=Bob.*"\n`),
+    );
     const t = await startTestGateway(inject("redisUrl"), { auth: { caDir: dir } });
     try {
       const alice = await t.request("GET", `${t.rest}/1.0/jobs`, { as: "alice", accept: "application/json" });
@@ -148,7 +185,10 @@ describe("CA policy through the gateway", () => {
   });
 
   it("a CRL past its nextUpdate closes its CA (and a setting reopens it)", async () => {
-    const stale = createCrl(pki.ca, [], { thisUpdate: new Date(Date.now() - 3 * 86_400_000), nextUpdate: new Date(Date.now() - 3_600_000) });
+    const stale = createCrl(pki.ca, [], {
+      thisUpdate: new Date(Date.now() - 3 * 86_400_000),
+      nextUpdate: new Date(Date.now() - 3_600_000),
+    });
     const dir = caDir(() => undefined, [stale]);
     const t = await startTestGateway(inject("redisUrl"), { auth: { caDir: dir } });
     try {
@@ -171,7 +211,10 @@ describe("CA policy through the gateway", () => {
     const sub = createCA({ dn: "/DC=org/DC=cetest/CN=Sub CA", issuer: pki.ca });
     const forged = createProxy(issueUserCert(sub, { dn: "/DC=org/DC=elsewhere/CN=Someone Else" }));
     const insider = createProxy(issueUserCert(sub, { dn: "/DC=org/DC=cetest/CN=Sub Insider" }));
-    const dir = caDir((d, h) => writeFileSync(join(d, `${h}.namespaces`), `TO Issuer "${pki.ca.dn}" PERMIT Subject "/DC=org/DC=cetest/.*"\n`), [createCrl(sub, [])]);
+    const dir = caDir(
+      (d, h) => writeFileSync(join(d, `${h}.namespaces`), `TO Issuer "${pki.ca.dn}" PERMIT Subject "/DC=org/DC=cetest/.*"\n`),
+      [createCrl(sub, [])],
+    );
     for (const namespaces of ["enforce", "require"] as const) {
       const t = await startTestGateway(inject("redisUrl"), { auth: { caDir: dir, x509: { namespaces } } });
       try {

@@ -43,10 +43,14 @@ function issue(stack: Stack, cn: string): Cred {
 
 function client(stack: Stack, cred: Cred) {
   const curl = (args: string[], body?: string) => {
-    const r = spawnSync("curl", ["-s", "-w", "\n%{http_code}", "--cacert", join(stack.pki, "ca", "ca.pem"), "--cert", cred.cert, "--key", cred.key, ...args], {
-      encoding: "utf8",
-      input: body ?? "",
-    });
+    const r = spawnSync(
+      "curl",
+      ["-s", "-w", "\n%{http_code}", "--cacert", join(stack.pki, "ca", "ca.pem"), "--cert", cred.cert, "--key", cred.key, ...args],
+      {
+        encoding: "utf8",
+        input: body ?? "",
+      },
+    );
     const i = r.stdout.lastIndexOf("\n");
     return { status: Number(r.stdout.slice(i + 1)), body: r.stdout.slice(0, i) };
   };
@@ -55,13 +59,39 @@ function client(stack: Stack, cred: Cred) {
     curl,
     api,
     submit(xrsl: string): string {
-      const r = curl(["-X", "POST", "-H", "Content-Type: application/rsl", "-H", "Accept: application/json", "--data-binary", "@-", `${api}/jobs?action=new`], xrsl);
+      const r = curl(
+        [
+          "-X",
+          "POST",
+          "-H",
+          "Content-Type: application/rsl",
+          "-H",
+          "Accept: application/json",
+          "--data-binary",
+          "@-",
+          `${api}/jobs?action=new`,
+        ],
+        xrsl,
+      );
       const job = (JSON.parse(r.body) as { job: Array<{ id?: string; reason?: string }> }).job[0]!;
       if (!job.id) throw new Error(`submission refused: ${r.body}`);
       return job.id;
     },
     state(id: string): string {
-      const r = curl(["-X", "POST", "-H", "Content-Type: application/json", "-H", "Accept: application/json", "--data-binary", "@-", `${api}/jobs?action=status`], JSON.stringify({ job: [{ id }] }));
+      const r = curl(
+        [
+          "-X",
+          "POST",
+          "-H",
+          "Content-Type: application/json",
+          "-H",
+          "Accept: application/json",
+          "--data-binary",
+          "@-",
+          `${api}/jobs?action=status`,
+        ],
+        JSON.stringify({ job: [{ id }] }),
+      );
       return (JSON.parse(r.body) as { job: Array<{ state?: string }> }).job[0]?.state ?? "?";
     },
     async waitState(id: string, want: string[], ms = 90_000): Promise<string> {
@@ -115,7 +145,13 @@ mkdir -p sub && echo nested > sub/n.txt
 `;
 }
 
-const probes = (out: string) => Object.fromEntries(out.split("\n").filter((l) => /^(cat|ls|write):/.test(l)).map((l) => [l.slice(0, l.lastIndexOf(":")), l.slice(l.lastIndexOf(":") + 1)]));
+const probes = (out: string) =>
+  Object.fromEntries(
+    out
+      .split("\n")
+      .filter((l) => /^(cat|ls|write):/.test(l))
+      .map((l) => [l.slice(0, l.lastIndexOf(":")), l.slice(l.lastIndexOf(":") + 1)]),
+  );
 
 describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE's or of others (fork)", () => {
   const accounts = new TestAccounts();
@@ -135,7 +171,14 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
       redisUrl: inject("redisUrl"),
       redisUsers: inject("redisUsers"),
       backend: "fork",
-      config: { mapping: { rules: [{ name: "fixed", match: "dn:*CN=Fixed*", user: fixed }, { name: "pool", match: "*", pool: { accounts: pool } }] } },
+      config: {
+        mapping: {
+          rules: [
+            { name: "fixed", match: "dn:*CN=Fixed*", user: fixed },
+            { name: "pool", match: "*", pool: { accounts: pool } },
+          ],
+        },
+      },
     });
     second = issue(stack, "Second User");
     third = issue(stack, "Fixed User");
@@ -149,11 +192,35 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
   it("id -u is the mapped account; two pool identities get two accounts; a fixed rule its own; the ARC client round trip works", async () => {
     const env = { ...stack.arcEnv, X509_USER_PROXY: join(stack.state, "home", "proxy.pem") };
     const a = stack.arcEnv;
-    execFileSync("arcproxy", ["-C", a.X509_USER_CERT!, "-K", a.X509_USER_KEY!, "-P", env.X509_USER_PROXY, "-T", a.X509_CERT_DIR!, "-S", "", "-c", "validityPeriod=2H"], { env, stdio: "ignore" });
+    execFileSync(
+      "arcproxy",
+      [
+        "-C",
+        a.X509_USER_CERT!,
+        "-K",
+        a.X509_USER_KEY!,
+        "-P",
+        env.X509_USER_PROXY,
+        "-T",
+        a.X509_CERT_DIR!,
+        "-S",
+        "",
+        "-c",
+        "validityPeriod=2H",
+      ],
+      { env, stdio: "ignore" },
+    );
     const work = join(stack.state, "work");
     mkdirSync(work, { recursive: true });
-    writeFileSync(join(work, "s.xrsl"), `&(executable="/bin/sh")(arguments="-c" "id -u > id.txt; echo mine > mine.txt; sleep 20")(outputfiles=("id.txt" "")("mine.txt" ""))(jobname="iso-s")`);
-    const sub = spawnSync("arcsub", ["-C", stack.url, "-T", "arcrest", "-j", join(work, "jobs.dat"), join(work, "s.xrsl")], { env, encoding: "utf8", cwd: work });
+    writeFileSync(
+      join(work, "s.xrsl"),
+      `&(executable="/bin/sh")(arguments="-c" "id -u > id.txt; echo mine > mine.txt; sleep 20")(outputfiles=("id.txt" "")("mine.txt" ""))(jobname="iso-s")`,
+    );
+    const sub = spawnSync("arcsub", ["-C", stack.url, "-T", "arcrest", "-j", join(work, "jobs.dat"), join(work, "s.xrsl")], {
+      env,
+      encoding: "utf8",
+      cwd: work,
+    });
     const m = /jobid: (\S+)/.exec(sub.stdout);
     expect(m, `${sub.stdout}${sub.stderr}`).toBeTruthy();
     const jobUrl = m![1]!;
@@ -167,8 +234,13 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
     expect(proxy.mode & 0o777).toBe(0o600);
 
     const c2 = client(stack, second);
-    const p = c2.submit(`&(executable="probe.sh")(inputfiles=("probe.sh" ""))(stdout="out.txt")(stderr="err.txt")(outputfiles=("out.txt" "")("err.txt" "")("id.txt" "")("result.txt" "")("sub/n.txt" ""))`);
-    const put = c2.curl(["-X", "PUT", "--data-binary", "@-", `${c2.api}/jobs/${p}/session/probe.sh`], probeScript(stack, { id: s }, new URL(inject("redisUrl")).port));
+    const p = c2.submit(
+      `&(executable="probe.sh")(inputfiles=("probe.sh" ""))(stdout="out.txt")(stderr="err.txt")(outputfiles=("out.txt" "")("err.txt" "")("id.txt" "")("result.txt" "")("sub/n.txt" ""))`,
+    );
+    const put = c2.curl(
+      ["-X", "PUT", "--data-binary", "@-", `${c2.api}/jobs/${p}/session/probe.sh`],
+      probeScript(stack, { id: s }, new URL(inject("redisUrl")).port),
+    );
     expect(put.status).toBe(200);
     const c3 = client(stack, third);
     const f = c3.submit(`&(executable="/bin/sh")(arguments="-c" "id -u > id.txt")(outputfiles=("id.txt" ""))`);
@@ -197,10 +269,27 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
     const out = client(stack, second).get(ids.p, "out.txt").body;
     const r = probes(out);
     const denied = [
-      "cat:other-session-file", "ls:other-session", "write:other-session", "cat:other-proxy", "ls:other-batch", "cat:other-local",
-      "cat:tls-key", "cat:ca-key", "cat:delegation-key", "cat:admin-token", "cat:redis-gateway-password", "cat:redis-jem-password",
-      "ls:secrets", "ls:control", "ls:control-jobs", "ls:control-events", "ls:session-root",
-      "ls:own-jobdir", "cat:own-local", "cat:own-description", "write:own-status",
+      "cat:other-session-file",
+      "ls:other-session",
+      "write:other-session",
+      "cat:other-proxy",
+      "ls:other-batch",
+      "cat:other-local",
+      "cat:tls-key",
+      "cat:ca-key",
+      "cat:delegation-key",
+      "cat:admin-token",
+      "cat:redis-gateway-password",
+      "cat:redis-jem-password",
+      "ls:secrets",
+      "ls:control",
+      "ls:control-jobs",
+      "ls:control-events",
+      "ls:session-root",
+      "ls:own-jobdir",
+      "cat:own-local",
+      "cat:own-description",
+      "write:own-status",
     ];
     for (const k of denied) expect.soft(r[k], `${k} in\n${out}`).toBe("DENIED");
     // Its own batch dir (job.sh, comment, diag) is the one part of the control dir it reaches.
@@ -245,14 +334,28 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
     await c.waitState(id, ["RUNNING"]);
     const running = () => spawnSync("pgrep", ["-u", pool[1]!, "-f", "sleep 300"], { encoding: "utf8" }).stdout.trim();
     expect(running()).not.toBe("");
-    const r = c.curl(["-X", "POST", "-H", "Content-Type: application/json", "-H", "Accept: application/json", "--data-binary", "@-", `${c.api}/jobs?action=kill`], JSON.stringify({ job: [{ id }] }));
+    const r = c.curl(
+      [
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "-H",
+        "Accept: application/json",
+        "--data-binary",
+        "@-",
+        `${c.api}/jobs?action=kill`,
+      ],
+      JSON.stringify({ job: [{ id }] }),
+    );
     expect(r.status).toBe(201);
     expect(await c.waitState(id, ["KILLED", "FAILED", "FINISHED"])).toBe("KILLED");
     expect(running()).toBe("");
   }, 120_000);
 
   it("session dirs are not readable by another local user", () => {
-    for (const id of [ids.p, ids.f]) { // S was fetched (and cleaned) by arcget
+    for (const id of [ids.p, ids.f]) {
+      // S was fetched (and cleaned) by arcget
       const r = spawnSync("runuser", ["-u", other, "--", "ls", join(stack.state, "session", id)], { encoding: "utf8" });
       expect(r.status).not.toBe(0);
       expect(r.stderr).toMatch(/Permission denied/);
@@ -299,9 +402,14 @@ describe.skipIf(!ROOT || !HAS_SLURM)("Slurm jobs run as the mapped account", () 
   it("id -u in the batch job is the mapped account, and Slurm records that user", async () => {
     const a = stack.arcEnv;
     const c = client(stack, { cert: a.X509_USER_CERT!, key: a.X509_USER_KEY! });
-    const id = c.submit(`&(executable="/bin/sh")(arguments="-c" "id -u > id.txt; cat ${stack.state}/secrets/admin.token > leak.txt 2>&1; true")(jobname="isoslurm")(outputfiles=("id.txt" "")("leak.txt" ""))`);
+    const id = c.submit(
+      `&(executable="/bin/sh")(arguments="-c" "id -u > id.txt; cat ${stack.state}/secrets/admin.token > leak.txt 2>&1; true")(jobname="isoslurm")(outputfiles=("id.txt" "")("leak.txt" ""))`,
+    );
     await c.waitState(id, ["RUNNING", "FINISHED", "FAILED"], 120_000);
-    const user = execFileSync("squeue", ["-h", "-t", "all", "-n", "isoslurm", "-o", "%u"], { env: { ...process.env, SLURM_CONF: slurm.conf }, encoding: "utf8" }).trim();
+    const user = execFileSync("squeue", ["-h", "-t", "all", "-n", "isoslurm", "-o", "%u"], {
+      env: { ...process.env, SLURM_CONF: slurm.conf },
+      encoding: "utf8",
+    }).trim();
     expect(user.split("\n")[0]).toBe(acct);
     expect(await c.waitState(id, ["FINISHED", "FAILED"], 120_000)).toBe("FINISHED");
     expect(Number(c.get(id, "id.txt").body.trim())).toBe(uidOf(acct));

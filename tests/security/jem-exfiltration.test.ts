@@ -16,7 +16,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../../apps/jem/src/daemon.js";
-import { OWNER, output, sendCommand, shellJob, submitTestJob, testEnv, testJem, waitFor, waitForRest, type TestEnv } from "../../apps/jem/test/helpers.js";
+import {
+  OWNER,
+  output,
+  sendCommand,
+  shellJob,
+  submitTestJob,
+  testEnv,
+  testJem,
+  waitFor,
+  waitForRest,
+  type TestEnv,
+} from "../../apps/jem/test/helpers.js";
 import { startStorage, testJwt, testPki, type Storage, type TestPki } from "../../apps/jem/test/support/storage.js";
 
 const SECRET_TEXT = "-----BEGIN PRIVATE KEY----- host key -----END PRIVATE KEY-----\n";
@@ -52,7 +63,11 @@ afterAll(async () => {
 const uploaded = () => [...storage.files.entries()].filter(([, v]) => v.toString().includes("PRIVATE KEY"));
 
 /** Runs a job uploading `outputs` with the X.509 delegation; returns its final record and errors file. */
-async function run(script: string, outputs: ReturnType<typeof output>[], record: Record<string, unknown> = { mainDelegation: x509, delegations: [x509] }) {
+async function run(
+  script: string,
+  outputs: ReturnType<typeof output>[],
+  record: Record<string, unknown> = { mainDelegation: x509, delegations: [x509] },
+) {
   const id = await submitTestJob(env, shellJob(script, { outputFiles: outputs }), record);
   const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
   return { id, r, errors: (await env.control.read(id, "errors")) ?? "" };
@@ -102,9 +117,10 @@ describe("the JEM never uploads what a job links to", () => {
   });
 
   it("an output directory with a symlink and a hard link inside: the rest is uploaded, those are refused", async () => {
-    const { r } = await run(`mkdir -p res/sub; echo ok > res/a; ln -s ${secret} res/leak; ln -s ${outside} res/sub/dir; ln ${secret} res/hard`, [
-      output("res/", { target: `${storage.url}/x509/dir/` }),
-    ]);
+    const { r } = await run(
+      `mkdir -p res/sub; echo ok > res/a; ln -s ${secret} res/leak; ln -s ${outside} res/sub/dir; ln ${secret} res/hard`,
+      [output("res/", { target: `${storage.url}/x509/dir/` })],
+    );
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(/refused \/res\/leak: it is or passes through a symbolic link/);
     expect(r?.failure).toMatch(/refused \/res\/sub\/dir: it is or passes through a symbolic link/);
@@ -156,7 +172,11 @@ describe("purge and wipe delete links, never their targets", () => {
     const target = join(outside, "purge-target");
     await mkdir(join(target, "inner"), { recursive: true });
     await writeFile(join(target, "inner/precious"), "keep me");
-    const { id, r } = await run(`ln -s ${target} junk; mkdir -p a/b; ln -s ${target} a/b/link; ln ${secret} hard; ln -s ${target} kept`, [output("kept")], {});
+    const { id, r } = await run(
+      `ln -s ${target} junk; mkdir -p a/b; ln -s ${target} a/b/link; ln ${secret} hard; ln -s ${target} kept`,
+      [output("kept")],
+      {},
+    );
     expect(r?.rest).toBe("FINISHED");
     const session = env.control.sessionDir(id);
     expect(existsSync(join(session, "junk"))).toBe(false); // purged: the link itself
@@ -173,7 +193,11 @@ describe("purge and wipe delete links, never their targets", () => {
     const target = join(outside, "wipe-target");
     await mkdir(target, { recursive: true });
     await writeFile(join(target, "precious"), "keep me");
-    const id = await submitTestJob(env, shellJob(`ln -s ${target} kept; mkdir -p d/e; ln -s ${target} d/e/l`, { outputFiles: [output("kept"), output("d/")] }), { lifetime: 1 });
+    const id = await submitTestJob(
+      env,
+      shellJob(`ln -s ${target} kept; mkdir -p d/e; ln -s ${target} d/e/l`, { outputFiles: [output("kept"), output("d/")] }),
+      { lifetime: 1 },
+    );
     await waitForRest(env, id, "WIPED", 30_000);
     expect(existsSync(env.control.sessionDir(id))).toBe(false);
     expect(await readFile(join(target, "precious"), "utf8")).toBe("keep me");
@@ -190,15 +214,27 @@ describe("secrets", () => {
   });
 
   it("a token is not sent to an endpoint outside its audience (upload and download)", async () => {
-    const tok = await env.delegations.create(OWNER, "jwt", { token: testJwt("https://storage.elsewhere.example"), expires: Date.now() + 3_600_000 });
+    const tok = await env.delegations.create(OWNER, "jwt", {
+      token: testJwt("https://storage.elsewhere.example"),
+      expires: Date.now() + 3_600_000,
+    });
     const before = storage.requests.length;
-    const { r, errors } = await run("echo x > out", [output("out", { target: `${storage.url}/token/aud/out` })], { mainDelegation: tok, delegations: [tok] });
+    const { r, errors } = await run("echo x > out", [output("out", { target: `${storage.url}/token/aud/out` })], {
+      mainDelegation: tok,
+      delegations: [tok],
+    });
     expect(r?.rest).toBe("FAILED");
-    expect(r?.failure).toMatch(/out: token not sent to https:\/\/127\.0\.0\.1:\d+\/token\/aud\/out: the endpoint https:\/\/127\.0\.0\.1:\d+ is not the token's audience \(https:\/\/storage\.elsewhere\.example\)/);
+    expect(r?.failure).toMatch(
+      /out: token not sent to https:\/\/127\.0\.0\.1:\d+\/token\/aud\/out: the endpoint https:\/\/127\.0\.0\.1:\d+ is not the token's audience \(https:\/\/storage\.elsewhere\.example\)/,
+    );
     expect(errors).toMatch(/token not sent to/);
     expect(storage.requests.length).toBe(before); // not even a connection with the token
     storage.files.set("/token/in.bin", Buffer.from("in"));
-    const id = await submitTestJob(env, shellJob("true", { inputFiles: [{ name: "in.bin", source: `${storage.url}/token/in.bin`, executable: false, options: {} }] }), { mainDelegation: tok, delegations: [tok] });
+    const id = await submitTestJob(
+      env,
+      shellJob("true", { inputFiles: [{ name: "in.bin", source: `${storage.url}/token/in.bin`, executable: false, options: {} }] }),
+      { mainDelegation: tok, delegations: [tok] },
+    );
     const r2 = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r2?.failure).toMatch(/in\.bin: token not sent to .* is not the token's audience/);
     expect(storage.requests.length).toBe(before);
@@ -241,7 +277,11 @@ describe("secrets", () => {
     try {
       const origin = `https://127.0.0.1:${(aud.address() as { port: number }).port}`;
       const tok = await env.delegations.create(OWNER, "jwt", { token: testJwt(origin), expires: Date.now() + 3_600_000 });
-      const id = await submitTestJob(env, shellJob("true", { inputFiles: [{ name: "in.bin", source: `${origin}/in.bin`, executable: false, options: {} }] }), { mainDelegation: tok, delegations: [tok] });
+      const id = await submitTestJob(
+        env,
+        shellJob("true", { inputFiles: [{ name: "in.bin", source: `${origin}/in.bin`, executable: false, options: {} }] }),
+        { mainDelegation: tok, delegations: [tok] },
+      );
       await waitForRest(env, id, ["FINISHED", "FAILED"]);
       expect(seen).toEqual(["aud:token", "(none)"]); // the audience got it, the redirect target did not
     } finally {
@@ -255,7 +295,10 @@ describe("secrets", () => {
   it("the WLCG any-audience is refused unless the operator allows it", async () => {
     const any = testJwt("https://wlcg.cern.ch/jwt/v1/any");
     const tok = await env.delegations.create(OWNER, "jwt", { token: any, expires: Date.now() + 3_600_000 });
-    const { r } = await run("echo x > out", [output("out", { target: `${storage.url}/token/any/out` })], { mainDelegation: tok, delegations: [tok] });
+    const { r } = await run("echo x > out", [output("out", { target: `${storage.url}/token/any/out` })], {
+      mainDelegation: tok,
+      delegations: [tok],
+    });
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(/WLCG any-audience, which this CE does not accept \(staging\.allowAnyAudienceTokens\)/);
     expect(storage.files.has("/token/any/out")).toBe(false);
@@ -267,9 +310,15 @@ describe("secrets", () => {
     const jem2 = await testJem(env2);
     try {
       const tok2 = await env2.delegations.create(OWNER, "jwt", { token: any, expires: Date.now() + 3_600_000 });
-      const id = await submitTestJob(env2, shellJob("echo x > out", { outputFiles: [output("out", { target: `${storage.url}/token/any2/out` })] }), { mainDelegation: tok2, delegations: [tok2] });
+      const id = await submitTestJob(
+        env2,
+        shellJob("echo x > out", { outputFiles: [output("out", { target: `${storage.url}/token/any2/out` })] }),
+        { mainDelegation: tok2, delegations: [tok2] },
+      );
       await waitForRest(env2, id, ["FINISHED", "FAILED"]);
-      await waitFor("the PUT with the any-audience token", async () => storage.requests.find((q) => q.path === "/token/any2/out" && q.authorization === `Bearer ${any}`));
+      await waitFor("the PUT with the any-audience token", async () =>
+        storage.requests.find((q) => q.path === "/token/any2/out" && q.authorization === `Bearer ${any}`),
+      );
     } finally {
       await jem2.stop();
       await env2.close();

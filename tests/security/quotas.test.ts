@@ -19,7 +19,13 @@ let t: TestGateway;
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"), {
     jobs: { maxTotal: MAX_TOTAL },
-    quotas: { jobsPerOwner: JOBS_PER_OWNER, sessionBytesPerJob: PER_JOB, sessionBytesPerOwner: PER_OWNER, delegationsPerOwner: 3, delegationRenewalsPerMinute: 2 },
+    quotas: {
+      jobsPerOwner: JOBS_PER_OWNER,
+      sessionBytesPerJob: PER_JOB,
+      sessionBytesPerOwner: PER_OWNER,
+      delegationsPerOwner: 3,
+      delegationRenewalsPerMinute: 2,
+    },
   });
 });
 afterAll(async () => {
@@ -33,7 +39,12 @@ interface Item {
 }
 
 async function submit(as: CredName): Promise<Item> {
-  const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, { as, body: XRSL(), accept: "application/json", headers: { "content-type": "application/rsl" } });
+  const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, {
+    as,
+    body: XRSL(),
+    accept: "application/json",
+    headers: { "content-type": "application/rsl" },
+  });
   expect(r.status).toBe(201);
   return r.json().job[0] as Item;
 }
@@ -44,14 +55,25 @@ async function wipe(id: string): Promise<void> {
 }
 
 const sess = (id: string, rel: string) => `${t.rest}/1.1/jobs/${id}/session/${rel}`;
-const put = (id: string, rel: string, body: string, headers: Record<string, string> = {}) => t.request("PUT", sess(id, rel), { body, headers, accept: "application/json" });
+const put = (id: string, rel: string, body: string, headers: Record<string, string> = {}) =>
+  t.request("PUT", sess(id, rel), { body, headers, accept: "application/json" });
 
 /** A chunked PUT (no Content-Length): the quota can only be checked while the body streams. */
 function putChunked(id: string, rel: string, chunks: string[]): Promise<{ status: number; text: string }> {
   const c = createPki().creds.alice!;
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
-      { host: "127.0.0.1", port: t.gw.port, method: "PUT", path: sess(id, rel), agent: false, rejectUnauthorized: false, cert: c.cert, key: c.key, headers: { accept: "application/json" } },
+      {
+        host: "127.0.0.1",
+        port: t.gw.port,
+        method: "PUT",
+        path: sess(id, rel),
+        agent: false,
+        rejectUnauthorized: false,
+        cert: c.cert,
+        key: c.key,
+        headers: { accept: "application/json" },
+      },
       (res) => {
         let text = "";
         res.on("data", (d: Buffer) => (text += d.toString()));
@@ -139,7 +161,9 @@ describe("session bytes per job and per owner", () => {
   it("the owner total spans jobs; deleting a file or wiping a job gives its bytes back", async () => {
     const over = await put(b, "in", "q".repeat(700));
     expect(over.status).toBe(507);
-    expect(over.text).toMatch(/quotas\.sessionBytesPerOwner \(1500 bytes\) would be exceeded; 900 bytes are already uploaded for all jobs of this owner/);
+    expect(over.text).toMatch(
+      /quotas\.sessionBytesPerOwner \(1500 bytes\) would be exceeded; 900 bytes are already uploaded for all jobs of this owner/,
+    );
     expect((await t.request("DELETE", sess(a, "one"))).status).toBe(202);
     expect((await put(b, "in", "q".repeat(700))).status).toBe(200);
     expect((await bytes().usage(owner(), b)).owner).toBe(700);
@@ -159,7 +183,8 @@ describe("session bytes per job and per owner", () => {
 });
 
 describe("delegations per owner and renewals per minute", () => {
-  const newJwt = (as: CredName) => t.request("POST", `${t.rest}/1.1/delegations?action=new&type=jwt`, { as, headers: { "x-token-delegation": "opaque-token" } });
+  const newJwt = (as: CredName) =>
+    t.request("POST", `${t.rest}/1.1/delegations?action=new&type=jwt`, { as, headers: { "x-token-delegation": "opaque-token" } });
 
   it("refuses the owner's delegation over quotas.delegationsPerOwner (403 naming it), not other owners", async () => {
     const made = [];
@@ -177,7 +202,8 @@ describe("delegations per owner and renewals per minute", () => {
     // Not across a minute boundary: the window is per calendar minute.
     if (Date.now() % 60_000 > 55_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     const id = (await newJwt("bob")).headers.location!.split("/").pop()!;
-    const renew = () => t.request("POST", `${t.rest}/1.1/delegations/${id}?action=renew`, { as: "bob", headers: { "x-token-delegation": "renewed-token" } });
+    const renew = () =>
+      t.request("POST", `${t.rest}/1.1/delegations/${id}?action=renew`, { as: "bob", headers: { "x-token-delegation": "renewed-token" } });
     expect((await renew()).status).toBe(200);
     expect((await renew()).status).toBe(200);
     const over = await renew();

@@ -18,7 +18,10 @@ import { startRedis, type RedisHandle } from "../support/redis-server.js";
 
 type Logger = NonNullable<StartOptions["logger"]>;
 // pino is the gateway's dependency, not this package's: the same module the gateway logs through.
-const pino = createRequire(new URL("../../apps/gateway/package.json", import.meta.url))("pino") as (opts: object, dest?: Writable) => Logger;
+const pino = createRequire(new URL("../../apps/gateway/package.json", import.meta.url))("pino") as (
+  opts: object,
+  dest?: Writable,
+) => Logger;
 const PREFIX = "{ce}";
 let r: RedisHandle;
 const open: Redis[] = [];
@@ -33,13 +36,25 @@ afterAll(async () => {
 });
 
 function client(auth: { username?: string; password?: string } = {}): Redis {
-  const c = new Redis({ host: "127.0.0.1", port: r.port, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: () => null, ...auth });
+  const c = new Redis({
+    host: "127.0.0.1",
+    port: r.port,
+    lazyConnect: true,
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    ...auth,
+  });
   c.on("error", () => {}); // refused AUTH surfaces on the command promises below
   open.push(c);
   return c;
 }
 
-const err = (p: Promise<unknown>) => p.then(() => "OK (no error)", (e: Error) => e.message);
+const err = (p: Promise<unknown>) =>
+  p.then(
+    () => "OK (no error)",
+    (e: Error) => e.message,
+  );
 
 describe("a client without the CE's credentials (what a job can do)", () => {
   it("gets NOAUTH for every data command, and cannot log in as default", async () => {
@@ -102,7 +117,9 @@ describe.each(["gateway", "jem"] as const)("the %s user", (role) => {
     expect(await err(c.get("other:secret"))).toMatch(/^NOPERM/);
     expect(await err(c.set("{other}:x", "1"))).toMatch(/^NOPERM/);
     expect(await err(c.publish("other-channel", "x"))).toMatch(/^NOPERM/);
-    expect(await err(c.eval("return redis.call('GET', KEYS[1])", 1, "other:secret"))).toMatch(/can't access at least one of the keys|NOPERM/);
+    expect(await err(c.eval("return redis.call('GET', KEYS[1])", 1, "other:secret"))).toMatch(
+      /can't access at least one of the keys|NOPERM/,
+    );
     expect(await err(c.eval("return redis.call('FLUSHALL')", 0))).toMatch(/can't run this command|NOPERM/);
     // The server is still up and the data is still there (SHUTDOWN and FLUSHALL were refused).
     expect(await c.get(`${PREFIX}:probe:${role}`)).toBe("v");
@@ -127,8 +144,12 @@ describe("boot with password files", () => {
     const users = { gateway: { username: "gateway", passwordFile: loose }, jem: { username: "jem", passwordFile: loose } };
     const gw = startGateway(config(users), { logger: pino({ level: "silent" }) });
     await expect(gw).rejects.toThrow(RedisSecretError);
-    await expect(gw).rejects.toThrow(`redis.users.gateway.passwordFile ${loose} is readable by group or others (mode 0644); run: chmod 600 ${loose}`);
-    await expect(startJem(config(users), { logger: pino({ level: "silent" }), watch: false })).rejects.toThrow(`redis.users.jem.passwordFile ${loose} is readable by group or others`);
+    await expect(gw).rejects.toThrow(
+      `redis.users.gateway.passwordFile ${loose} is readable by group or others (mode 0644); run: chmod 600 ${loose}`,
+    );
+    await expect(startJem(config(users), { logger: pino({ level: "silent" }), watch: false })).rejects.toThrow(
+      `redis.users.jem.passwordFile ${loose} is readable by group or others`,
+    );
     const missing = join(dir, "missing.password");
     await expect(startGateway(config({ ...users, gateway: { username: "gateway", passwordFile: missing } }))).rejects.toThrow(
       `redis.users.gateway.passwordFile ${missing} cannot be read: ENOENT`,
@@ -141,7 +162,10 @@ describe("boot with password files", () => {
     const sink = new Writable({ write: (chunk: Buffer, _e, cb) => (lines.push(chunk.toString("utf8")), cb()) });
     const logger = pino({ level: "debug", redact: { paths: REDACT_PATHS, censor: "[redacted]" } }, sink);
     const gwFile = file("gateway.password", `${pw}\n`, 0o600);
-    const gw = await startGateway(config({ gateway: { username: "gateway", passwordFile: gwFile }, jem: { username: "jem" } }), { logger, drainMs: 50 });
+    const gw = await startGateway(config({ gateway: { username: "gateway", passwordFile: gwFile }, jem: { username: "jem" } }), {
+      logger,
+      drainMs: 50,
+    });
     try {
       expect(await gw.services.redis.call("ACL", "WHOAMI")).toBe("gateway");
     } finally {

@@ -18,7 +18,11 @@ let id: string;
 
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"), { gateway: { limits: { listingEntries: LISTING, uploadRanges: 3 } } });
-  const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, { body: XRSL(), accept: "application/json", headers: { "content-type": "application/rsl" } });
+  const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, {
+    body: XRSL(),
+    accept: "application/json",
+    headers: { "content-type": "application/rsl" },
+  });
   id = r.json().job[0].id;
 });
 afterAll(async () => {
@@ -91,7 +95,11 @@ describe("deletion", () => {
   it("DELETE of a 5,000-deep tree the job made succeeds (iterative, one descriptor at a time)", async () => {
     const root = t.gw.services.control.sessionDir(id);
     // Far deeper than PATH_MAX allows to name at once: built by descending one level at a time.
-    execFileSync("python3", ["-c", "import os,sys\nos.chdir(sys.argv[1])\nfor i in range(5000):\n os.mkdir('d'); os.chdir('d')\nopen('leaf','w').write('x')", root]);
+    execFileSync("python3", [
+      "-c",
+      "import os,sys\nos.chdir(sys.argv[1])\nfor i in range(5000):\n os.mkdir('d'); os.chdir('d')\nopen('leaf','w').write('x')",
+      root,
+    ]);
     const r = await t.request("DELETE", sess("/d"));
     expect(r.status).toBe(202);
     expect(existsSync(join(root, "d"))).toBe(false);

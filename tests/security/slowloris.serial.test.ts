@@ -15,7 +15,15 @@ let t: TestGateway;
 
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"), {
-    gateway: { connections: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 2, idleTimeoutSeconds: 2, keepAliveTimeoutSeconds: 1, maxPerAddress: MAX_PER_ADDRESS } },
+    gateway: {
+      connections: {
+        headersTimeoutSeconds: 1,
+        requestTimeoutSeconds: 2,
+        idleTimeoutSeconds: 2,
+        keepAliveTimeoutSeconds: 1,
+        maxPerAddress: MAX_PER_ADDRESS,
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -47,7 +55,17 @@ function get(path: string, localAddress = "127.0.0.1"): Promise<number> {
   const c = createPki().creds.alice!;
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
-      { host: "127.0.0.1", port: t.gw.port, path, localAddress, agent: false, rejectUnauthorized: false, cert: c.cert, key: c.key, headers: { accept: "application/json" } },
+      {
+        host: "127.0.0.1",
+        port: t.gw.port,
+        path,
+        localAddress,
+        agent: false,
+        rejectUnauthorized: false,
+        cert: c.cert,
+        key: c.key,
+        headers: { accept: "application/json" },
+      },
       (res) => {
         res.resume();
         res.on("end", () => resolve(res.statusCode ?? 0));
@@ -85,7 +103,9 @@ describe("slow clients are cut off", () => {
     const s = await open();
     const closed = untilClosed(s);
     const body = "&(executable=/bin/true)".padEnd(400, " ");
-    s.write(`POST ${t.rest}/1.1/jobs?action=new HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/rsl\r\nContent-Length: ${body.length}\r\n\r\n`);
+    s.write(
+      `POST ${t.rest}/1.1/jobs?action=new HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/rsl\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
     trickle(s, body, 100); // would take 40 s; each byte keeps the socket from being idle
     const { text, ms } = await closed;
     expect(text).toMatch(/^HTTP\/1\.1 408/);

@@ -24,17 +24,33 @@ afterAll(() => slurm?.stop());
 describe("soak: exactly once while the JEM is SIGKILLed", () => {
   it(`fork: ${FORK_JOBS} jobs, ${KILLS} kills`, async () => {
     env = await testEnv({ lrms: { backend: "fork" } });
-    const r = await runSoak(env, { jobs: FORK_JOBS, kills: KILLS, killEveryMs: 3_000, submitOverMs: KILLS * 3_000, settleTimeoutMs: 600_000, log: console.log });
-    expectExactlyOnce(r);
-  }, 900_000);
-
-  it.skipIf(!HAS_SLURM)(`slurm: ${SLURM_JOBS} jobs, ${KILLS} kills`, async () => {
-    slurm = await startSlurm();
-    env = await testEnv({ lrms: { backend: "slurm" } });
     const r = await runSoak(env, {
-      jobs: SLURM_JOBS, kills: KILLS, killEveryMs: 3_000, submitOverMs: KILLS * 3_000, settleTimeoutMs: 600_000,
-      jemEnv: { SLURM_CONF: slurm.conf }, log: console.log,
+      jobs: FORK_JOBS,
+      kills: KILLS,
+      killEveryMs: 3_000,
+      submitOverMs: KILLS * 3_000,
+      settleTimeoutMs: 600_000,
+      log: console.log,
     });
     expectExactlyOnce(r);
   }, 900_000);
+
+  it.skipIf(!HAS_SLURM)(
+    `slurm: ${SLURM_JOBS} jobs, ${KILLS} kills`,
+    async () => {
+      slurm = await startSlurm();
+      env = await testEnv({ lrms: { backend: "slurm" } });
+      const r = await runSoak(env, {
+        jobs: SLURM_JOBS,
+        kills: KILLS,
+        killEveryMs: 3_000,
+        submitOverMs: KILLS * 3_000,
+        settleTimeoutMs: 600_000,
+        jemEnv: { SLURM_CONF: slurm.conf },
+        log: console.log,
+      });
+      expectExactlyOnce(r);
+    },
+    900_000,
+  );
 });

@@ -54,7 +54,9 @@ async function until(what: string, ms: number, done: () => Promise<boolean>): Pr
 async function states(c: RestClient, ids: string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (let i = 0; i < ids.length; i += 500) {
-    const r = await c.json<{ job?: JobItem | JobItem[] }>("POST", "jobs?action=status", { job: ids.slice(i, i + 500).map((id) => ({ id })) });
+    const r = await c.json<{ job?: JobItem | JobItem[] }>("POST", "jobs?action=status", {
+      job: ids.slice(i, i + 500).map((id) => ({ id })),
+    });
     for (const j of items(r.job)) if (j.id) out.set(j.id, j["status-code"] === "404" ? "gone" : (j.state ?? `status-${j["status-code"]}`));
   }
   return out;
@@ -62,7 +64,9 @@ async function states(c: RestClient, ids: string[]): Promise<Map<string, string>
 
 async function bulk(c: RestClient, action: "kill" | "clean", ids: string[]): Promise<void> {
   for (let i = 0; i < ids.length; i += 500) {
-    const r = await c.call("POST", `jobs?action=${action}`, JSON.stringify({ job: ids.slice(i, i + 500).map((id) => ({ id })) }), { "content-type": "application/json" });
+    const r = await c.call("POST", `jobs?action=${action}`, JSON.stringify({ job: ids.slice(i, i + 500).map((id) => ({ id })) }), {
+      "content-type": "application/json",
+    });
     if (r.status !== 201 && r.status !== 200) throw new Error(`${action}: ${r.status} ${r.body.toString("utf8").slice(0, 300)}`);
   }
 }
@@ -79,7 +83,10 @@ async function round(s: Stack, c: RestClient, loopers: RestClient[], n: number, 
   const ids: string[] = [];
   const body = xrslBatch(PER_REQUEST, waitingJob(n));
   for (let k = 0; k < Math.ceil(JOBS / PER_REQUEST); k += 2) {
-    const got = await Promise.all([submit(c, body), k + 1 < Math.ceil(JOBS / PER_REQUEST) ? submit(c, body) : Promise.resolve({ ids: [] })]);
+    const got = await Promise.all([
+      submit(c, body),
+      k + 1 < Math.ceil(JOBS / PER_REQUEST) ? submit(c, body) : Promise.resolve({ ids: [] }),
+    ]);
     for (const g of got) ids.push(...g.ids);
   }
   await watchJem();
@@ -119,7 +126,10 @@ async function round(s: Stack, c: RestClient, loopers: RestClient[], n: number, 
   const cleanS = (Date.now() - t1) / 1000;
 
   const log = s.logs();
-  const badLines = log.slice(seenLog.at).split("\n").filter((l) => BAD.test(l));
+  const badLines = log
+    .slice(seenLog.at)
+    .split("\n")
+    .filter((l) => BAD.test(l));
   seenLog.at = log.length;
   return { jobs: ids.length, statusCalls, killS, cleanS, badLines, jemExits, stuck: allKilled ? left.length : ids.length };
 }
@@ -127,7 +137,8 @@ async function round(s: Stack, c: RestClient, loopers: RestClient[], n: number, 
 async function soak(sigkill: boolean): Promise<void> {
   stack = await startStack({ redisUrl: inject("redisUrl"), redisUsers: inject("redisUsers"), backend: "fork" });
   const s = stack;
-  const client = (sockets: number) => new RestClient({ base: s.url, credFile: join(s.pki, "user", "proxy.pem"), caFile: join(s.pki, "ca", "ca.pem"), sockets });
+  const client = (sockets: number) =>
+    new RestClient({ base: s.url, credFile: join(s.pki, "user", "proxy.pem"), caFile: join(s.pki, "ca", "ca.pem"), sockets });
   const c = client(2);
   const loopers = Array.from({ length: CLIENTS }, () => client(1));
   const seenLog = { at: 0 };
@@ -149,7 +160,9 @@ async function soak(sigkill: boolean): Promise<void> {
     c.close();
     for (const l of loopers) l.close();
   }
-  console.log(`kill/clean${sigkill ? " +SIGKILL" : ""}: ${ROUNDS} rounds, ${totals.jobs} jobs, ${totals.badLines.length} EBADF/assertion lines, ${totals.jemExits} JEM exits, ${totals.stuck} stuck`);
+  console.log(
+    `kill/clean${sigkill ? " +SIGKILL" : ""}: ${ROUNDS} rounds, ${totals.jobs} jobs, ${totals.badLines.length} EBADF/assertion lines, ${totals.jemExits} JEM exits, ${totals.stuck} stuck`,
+  );
   expect(totals.badLines).toEqual([]);
   expect(totals.jemExits).toBe(0);
   expect(s.exited()).toEqual([]);

@@ -21,7 +21,10 @@ const PACKAGES = ["busybox-static", "base-files"];
 const MARKER = "etc/ce-test-image";
 // After unpacking (no chroot, so it needs no root of the image's own): busybox's applets as
 // relative links, and the marker holding the key.
-const HOOK = 'for a in $("$1"/bin/busybox --list); do [ -e "$1/bin/$a" ] || ln -s busybox "$1/bin/$a"; done; printf "%s\\n" "$CE_IMAGE_KEY" > "$1/' + MARKER + '"';
+const HOOK =
+  'for a in $("$1"/bin/busybox --list); do [ -e "$1/bin/$a" ] || ln -s busybox "$1/bin/$a"; done; printf "%s\\n" "$CE_IMAGE_KEY" > "$1/' +
+  MARKER +
+  '"';
 
 export interface TestImage {
   /** The images directory (CONTAINER_IMAGES) and the image's name in it. */
@@ -41,7 +44,10 @@ export interface TestImage {
  */
 export async function testImage(): Promise<TestImage> {
   const images = process.env.CE_TEST_IMAGE_CACHE ?? "/var/cache/ce-test-images";
-  const key = createHash("sha256").update(JSON.stringify({ SUITE, PACKAGES, HOOK, variant: "extract" })).digest("hex").slice(0, 16);
+  const key = createHash("sha256")
+    .update(JSON.stringify({ SUITE, PACKAGES, HOOK, variant: "extract" }))
+    .digest("hex")
+    .slice(0, 16);
   const name = `busybox-${SUITE}-${key}`;
   const dir = join(images, name);
   const marker = `${key}\n`;
@@ -58,10 +64,14 @@ export async function testImage(): Promise<TestImage> {
   rmSync(tmp, { recursive: true, force: true });
   const t0 = Date.now();
   try {
-    await run("mmdebstrap", ["--quiet", "--variant=extract", `--include=${PACKAGES.join(",")}`, `--extract-hook=${HOOK}`, SUITE, tmp, MIRROR], {
-      env: { ...process.env, CE_IMAGE_KEY: key },
-      timeout: 300_000,
-    });
+    await run(
+      "mmdebstrap",
+      ["--quiet", "--variant=extract", `--include=${PACKAGES.join(",")}`, `--extract-hook=${HOOK}`, SUITE, tmp, MIRROR],
+      {
+        env: { ...process.env, CE_IMAGE_KEY: key },
+        timeout: 300_000,
+      },
+    );
     try {
       renameSync(tmp, dir);
     } catch (e) {

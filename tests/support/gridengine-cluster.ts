@@ -15,7 +15,9 @@ const SCRIPTS = resolve(import.meta.dirname, "../../scripts/gridengine");
 
 /** Debian's gridengine-master/-exec/-client are installed. */
 export const HAS_GRIDENGINE =
-  existsSync("/usr/lib/gridengine/sge_qmaster") && existsSync("/usr/lib/gridengine/sge_execd") && spawnSync("sh", ["-c", "command -v qsub && command -v qstat"]).status === 0;
+  existsSync("/usr/lib/gridengine/sge_qmaster") &&
+  existsSync("/usr/lib/gridengine/sge_execd") &&
+  spawnSync("sh", ["-c", "command -v qsub && command -v qstat"]).status === 0;
 
 export interface GridEngineCluster {
   dir: string;
@@ -28,7 +30,10 @@ export interface GridEngineCluster {
   stop(): void;
 }
 
-export async function startGridEngine(dir = `/tmp/ce-sge-e${process.pid}`, opts: { queues?: string[]; slots?: number } = {}): Promise<GridEngineCluster> {
+export async function startGridEngine(
+  dir = `/tmp/ce-sge-e${process.pid}`,
+  opts: { queues?: string[]; slots?: number } = {},
+): Promise<GridEngineCluster> {
   const [qmaster, execd] = [await freePort(), await freePort()];
   const stop = () => execFileSync("bash", [join(SCRIPTS, "stop-sge.sh"), dir, "--purge"], { stdio: "ignore" });
   let out: string;
@@ -36,14 +41,22 @@ export async function startGridEngine(dir = `/tmp/ce-sge-e${process.pid}`, opts:
     out = execFileSync("bash", [join(SCRIPTS, "start-sge.sh"), dir], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, SGE_QMASTER_PORT: String(qmaster), SGE_EXECD_PORT: String(execd), SGE_QUEUES: (opts.queues ?? ["main"]).join(" "), SGE_SLOTS: String(opts.slots ?? 4) },
+      env: {
+        ...process.env,
+        SGE_QMASTER_PORT: String(qmaster),
+        SGE_EXECD_PORT: String(execd),
+        SGE_QUEUES: (opts.queues ?? ["main"]).join(" "),
+        SGE_SLOTS: String(opts.slots ?? 4),
+      },
     });
   } catch (e) {
     stop(); // whatever half started
     const err = e as { stderr?: string; message: string };
     throw new Error(`start-sge.sh failed: ${err.stderr ?? err.message}`);
   }
-  const env = Object.fromEntries([...out.matchAll(/\b(SGE_ROOT|SGE_CELL|SGE_QMASTER_PORT|SGE_EXECD_PORT)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
+  const env = Object.fromEntries(
+    [...out.matchAll(/\b(SGE_ROOT|SGE_CELL|SGE_QMASTER_PORT|SGE_EXECD_PORT)=(\S+)/g)].map((m) => [m[1]!, m[2]!]),
+  );
   const host = /SGE_HOST=(\S+)/.exec(out)?.[1];
   const pids = /qmaster pid (\d+), execd pid (\d+)/.exec(out);
   if (Object.keys(env).length !== 4 || !host || !pids) {

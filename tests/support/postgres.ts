@@ -16,7 +16,13 @@ export interface PostgresHandle {
 
 function binDir(): string {
   const base = "/usr/lib/postgresql";
-  const versions = existsSync(base) ? execFileSync("ls", [base]).toString().split("\n").filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(base)
+    ? execFileSync("ls", [base])
+        .toString()
+        .split("\n")
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   const dir = versions.map((v) => join(base, v, "bin")).find((d) => existsSync(join(d, "initdb")));
   if (!dir) throw new Error("PostgreSQL server binaries not found under /usr/lib/postgresql (install the Debian package `postgresql`)");
   return dir;
@@ -31,10 +37,13 @@ export async function startPostgres(): Promise<PostgresHandle> {
   const uid = root ? Number(execFileSync("id", ["-u", "postgres"]).toString()) : undefined;
   const gid = root ? Number(execFileSync("id", ["-g", "postgres"]).toString()) : undefined;
   if (root) chownSync(dir, uid!, gid!);
-  const as = (cmd: string, args: string[]) => (root ? ["runuser", ["-u", "postgres", "--", cmd, ...args]] : [cmd, args]) as [string, string[]];
+  const as = (cmd: string, args: string[]) =>
+    (root ? ["runuser", ["-u", "postgres", "--", cmd, ...args]] : [cmd, args]) as [string, string[]];
   execFileSync(...as(join(bin, "initdb"), ["-D", data, "-U", "ce", "--auth=trust", "-E", "UTF8", "--no-sync"]), { stdio: "ignore" });
   const port = await freePort();
-  const proc = spawn(...as(join(bin, "postgres"), ["-D", data, "-h", "127.0.0.1", "-p", String(port), "-k", dir, "-c", "fsync=off"]), { stdio: "ignore" });
+  const proc = spawn(...as(join(bin, "postgres"), ["-D", data, "-h", "127.0.0.1", "-p", String(port), "-k", dir, "-c", "fsync=off"]), {
+    stdio: "ignore",
+  });
   const url = `postgres://ce@127.0.0.1:${port}/postgres`;
   const deadline = Date.now() + 30_000;
   for (;;) {

@@ -91,8 +91,23 @@ function aclFile(dir: string, users: Users, extra: { username: string; password:
 /** redis-server arguments shared by every node; `durability` is the AOF policy (`no`: no AOF). */
 function serverArgs(port: number, dir: string, durability: "no" | "everysec" | "always"): string[] {
   mkdirSync(dir, { recursive: true });
-  return ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--protected-mode", "yes", "--aclfile", join(dir, "..", "users.acl"),
-    "--appendonly", durability === "no" ? "no" : "yes", ...(durability === "no" ? [] : ["--appendfsync", durability])];
+  return [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--protected-mode",
+    "yes",
+    "--aclfile",
+    join(dir, "..", "users.acl"),
+    "--appendonly",
+    durability === "no" ? "no" : "yes",
+    ...(durability === "no" ? [] : ["--appendfsync", durability]),
+  ];
 }
 
 export interface SentinelSet {
@@ -115,7 +130,9 @@ export interface SentinelSet {
 }
 
 /** Primary + `replicas` replicas (default 1) + three sentinels (quorum 2, primary declared down after `downAfterMs`). */
-export async function startSentinelSet(opts: { durability?: "no" | "everysec" | "always"; downAfterMs?: number; failoverTimeoutMs?: number; replicas?: number } = {}): Promise<SentinelSet> {
+export async function startSentinelSet(
+  opts: { durability?: "no" | "everysec" | "always"; downAfterMs?: number; failoverTimeoutMs?: number; replicas?: number } = {},
+): Promise<SentinelSet> {
   const dir = mkdtempSync(join(tmpdir(), "ce-sentinel-"));
   const masterName = "ce";
   const users: Users = { gateway: { username: "gateway", password: pw() }, jem: { username: "jem", password: pw() } };
@@ -123,7 +140,8 @@ export async function startSentinelSet(opts: { durability?: "no" | "everysec" | 
   const sentinelUser = {
     username: "ce-sentinel",
     password: pw(),
-    rules: "allchannels +multi +slaveof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill",
+    rules:
+      "allchannels +multi +slaveof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill",
   };
   const admin = { username: "ce-admin", password: pw() };
   const testPassword = aclFile(dir, users, [repl, sentinelUser, { ...admin, rules: "~* &* +@all" }]);
@@ -141,27 +159,42 @@ export async function startSentinelSet(opts: { durability?: "no" | "everysec" | 
     const [p0, ...rest] = await Promise.all(Array.from({ length: 1 + nReplicas + 3 }, () => freePort()));
     const sp = rest.slice(nReplicas);
     const replication = ["--masteruser", repl.username, "--masterauth", repl.password];
-    const primary = await spawnRedis("redis-server", [...serverArgs(p0!, join(dir, "r0"), durability), ...replication], /Ready to accept connections/);
+    const primary = await spawnRedis(
+      "redis-server",
+      [...serverArgs(p0!, join(dir, "r0"), durability), ...replication],
+      /Ready to accept connections/,
+    );
     procs.push(primary);
     const servers = [primary];
     for (const [i, port] of rest.slice(0, nReplicas).entries()) {
-      const replica = await spawnRedis("redis-server", [...serverArgs(port!, join(dir, `r${i + 1}`), durability), ...replication, "--replicaof", "127.0.0.1", String(p0)], /MASTER <-> REPLICA sync: Finished with success/);
+      const replica = await spawnRedis(
+        "redis-server",
+        [...serverArgs(port!, join(dir, `r${i + 1}`), durability), ...replication, "--replicaof", "127.0.0.1", String(p0)],
+        /MASTER <-> REPLICA sync: Finished with success/,
+      );
       procs.push(replica);
       servers.push(replica);
     }
     const sentinels: RedisProc[] = [];
     for (const port of sp) {
       const conf = join(dir, `sentinel-${port}.conf`);
-      writeFileSync(conf, [
-        `port ${port}`, "bind 127.0.0.1", `dir ${dir}`, `requirepass ${sentinelPassword}`,
-        `sentinel monitor ${masterName} 127.0.0.1 ${p0} 2`,
-        `sentinel auth-user ${masterName} ${sentinelUser.username}`,
-        `sentinel auth-pass ${masterName} ${sentinelUser.password}`,
-        `sentinel down-after-milliseconds ${masterName} ${opts.downAfterMs ?? 1000}`,
-        `sentinel failover-timeout ${masterName} ${opts.failoverTimeoutMs ?? 3000}`,
-        `sentinel parallel-syncs ${masterName} 1`,
-        "",
-      ].join("\n"), { mode: 0o600 });
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          "bind 127.0.0.1",
+          `dir ${dir}`,
+          `requirepass ${sentinelPassword}`,
+          `sentinel monitor ${masterName} 127.0.0.1 ${p0} 2`,
+          `sentinel auth-user ${masterName} ${sentinelUser.username}`,
+          `sentinel auth-pass ${masterName} ${sentinelUser.password}`,
+          `sentinel down-after-milliseconds ${masterName} ${opts.downAfterMs ?? 1000}`,
+          `sentinel failover-timeout ${masterName} ${opts.failoverTimeoutMs ?? 3000}`,
+          `sentinel parallel-syncs ${masterName} 1`,
+          "",
+        ].join("\n"),
+        { mode: 0o600 },
+      );
       const s = await spawnRedis("redis-sentinel", [conf, "--port", String(port)], /\+monitor master/);
       sentinels.push(s);
       procs.push(s);
@@ -173,7 +206,10 @@ export async function startSentinelSet(opts: { durability?: "no" | "everysec" | 
       sentinels,
       servers,
       sentinelPasswordFile,
-      ceConfig: () => ({ mode: "sentinel", sentinel: { nodes: sentinels.map((s) => `127.0.0.1:${s.port}`), masterName, passwordFile: sentinelPasswordFile } }),
+      ceConfig: () => ({
+        mode: "sentinel",
+        sentinel: { nodes: sentinels.map((s) => `127.0.0.1:${s.port}`), masterName, passwordFile: sentinelPasswordFile },
+      }),
       testClientOptions: () => ({
         sentinels: sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
         name: masterName,
@@ -185,7 +221,11 @@ export async function startSentinelSet(opts: { durability?: "no" | "everysec" | 
       }),
       async primary() {
         for (const s of sentinels.filter((x) => x.alive)) {
-          const r = spawnSync("redis-cli", ["-p", String(s.port), "--no-auth-warning", "-a", sentinelPassword, "sentinel", "get-master-addr-by-name", masterName], { encoding: "utf8" });
+          const r = spawnSync(
+            "redis-cli",
+            ["-p", String(s.port), "--no-auth-warning", "-a", sentinelPassword, "sentinel", "get-master-addr-by-name", masterName],
+            { encoding: "utf8" },
+          );
           const port = Number(r.stdout.trim().split("\n")[1]);
           const p = servers.find((x) => x.port === port);
           if (p) return p;
@@ -211,7 +251,9 @@ export interface RedisClusterSet {
 }
 
 /** A local Redis Cluster of `primaries` primaries (no replicas), slots spread by `redis-cli --cluster create`. */
-export async function startRedisCluster(opts: { primaries?: number; durability?: "no" | "everysec" | "always" } = {}): Promise<RedisClusterSet> {
+export async function startRedisCluster(
+  opts: { primaries?: number; durability?: "no" | "everysec" | "always" } = {},
+): Promise<RedisClusterSet> {
   const dir = mkdtempSync(join(tmpdir(), "ce-cluster-"));
   const users: Users = { gateway: { username: "gateway", password: pw() }, jem: { username: "jem", password: pw() } };
   const admin = { username: "ce-admin", password: pw(), rules: "~* &* +@all" };
@@ -226,20 +268,55 @@ export async function startRedisCluster(opts: { primaries?: number; durability?:
     const ports = await Promise.all(Array.from({ length: 2 * n }, () => freePort()));
     for (let i = 0; i < n; i++) {
       // Bus port chosen explicitly (default port+10000 may be taken or out of range).
-      procs.push(await spawnRedis("redis-server", [
-        ...serverArgs(ports[i]!, join(dir, `n${i}`), opts.durability ?? "no"),
-        "--cluster-enabled", "yes", "--cluster-config-file", join(dir, `n${i}`, "nodes.conf"), "--cluster-port", String(ports[n + i]),
-        "--cluster-node-timeout", "2000", "--masteruser", admin.username, "--masterauth", admin.password,
-      ], /Ready to accept connections/));
+      procs.push(
+        await spawnRedis(
+          "redis-server",
+          [
+            ...serverArgs(ports[i]!, join(dir, `n${i}`), opts.durability ?? "no"),
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            join(dir, `n${i}`, "nodes.conf"),
+            "--cluster-port",
+            String(ports[n + i]),
+            "--cluster-node-timeout",
+            "2000",
+            "--masteruser",
+            admin.username,
+            "--masterauth",
+            admin.password,
+          ],
+          /Ready to accept connections/,
+        ),
+      );
     }
-    const create = spawnSync("redis-cli", ["--user", admin.username, "--pass", admin.password, "--no-auth-warning", "--cluster", "create",
-      ...procs.map((p) => `127.0.0.1:${p.port}`), "--cluster-replicas", "0", "--cluster-yes"], { encoding: "utf8", timeout: 30_000 });
+    const create = spawnSync(
+      "redis-cli",
+      [
+        "--user",
+        admin.username,
+        "--pass",
+        admin.password,
+        "--no-auth-warning",
+        "--cluster",
+        "create",
+        ...procs.map((p) => `127.0.0.1:${p.port}`),
+        "--cluster-replicas",
+        "0",
+        "--cluster-yes",
+      ],
+      { encoding: "utf8", timeout: 30_000 },
+    );
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
     // Wait until every node sees the cluster as ok (slots gossiped).
     const deadline = Date.now() + 20_000;
     for (const p of procs) {
       for (;;) {
-        const r = spawnSync("redis-cli", ["-p", String(p.port), "--user", admin.username, "--pass", admin.password, "--no-auth-warning", "cluster", "info"], { encoding: "utf8" });
+        const r = spawnSync(
+          "redis-cli",
+          ["-p", String(p.port), "--user", admin.username, "--pass", admin.password, "--no-auth-warning", "cluster", "info"],
+          { encoding: "utf8" },
+        );
         if (r.stdout.includes("cluster_state:ok")) break;
         if (Date.now() > deadline) throw new Error(`cluster did not converge: ${r.stdout}`);
         await new Promise((res) => setTimeout(res, 100));
@@ -249,7 +326,10 @@ export async function startRedisCluster(opts: { primaries?: number; durability?:
       users,
       nodes: procs,
       ceConfig: () => ({ mode: "cluster", cluster: { nodes: procs.map((p) => `127.0.0.1:${p.port}`) } }),
-      testClient: () => ({ nodes: procs.map((p) => ({ host: "127.0.0.1", port: p.port })), options: { redisOptions: { username: "ce-test", password: testPassword } } }),
+      testClient: () => ({
+        nodes: procs.map((p) => ({ host: "127.0.0.1", port: p.port })),
+        options: { redisOptions: { username: "ce-test", password: testPassword } },
+      }),
       stop,
     };
   } catch (e) {
@@ -273,7 +353,11 @@ export async function startStandalone(opts: { durability?: "no" | "everysec" | "
   const admin = { username: "ce-admin", password: pw() };
   aclFile(dir, users, [{ ...admin, rules: "~* &* +@all" }]);
   const port = await freePort();
-  const server = await spawnRedis("redis-server", serverArgs(port, join(dir, "r0"), opts.durability ?? "everysec"), /Ready to accept connections/);
+  const server = await spawnRedis(
+    "redis-server",
+    serverArgs(port, join(dir, "r0"), opts.durability ?? "everysec"),
+    /Ready to accept connections/,
+  );
   return {
     users,
     admin,

@@ -56,15 +56,36 @@ export async function startRedis(opts: { keyPattern?: string; aof?: boolean } = 
   const users = { gateway: { username: "gateway", password: pw() }, jem: { username: "jem", password: pw() } };
   const test = { username: "ce-test", password: pw(), extraRules: "+keys" };
   const admin = { username: "admin", password: pw() };
-  const acl = redisAclFile(opts.keyPattern ?? TEST_KEY_PATTERN, [users.gateway, users.jem, test]) + `user admin on #${aclPasswordHash(admin.password)} ~* &* +@all\n`;
+  const acl =
+    redisAclFile(opts.keyPattern ?? TEST_KEY_PATTERN, [users.gateway, users.jem, test]) +
+    `user admin on #${aclPasswordHash(admin.password)} ~* &* +@all\n`;
   writeFileSync(join(dir, "users.acl"), acl, { mode: 0o600 });
-  const persistence = [...(opts.aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]), "--hash-max-listpack-value", "512", "--hash-max-listpack-entries", "128"];
+  const persistence = [
+    ...(opts.aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]),
+    "--hash-max-listpack-value",
+    "512",
+    "--hash-max-listpack-entries",
+    "128",
+  ];
   let child: ChildProcess;
   const launch = async () => {
     child = spawn(
       "redis-server",
-      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...persistence, "--protected-mode", "yes",
-        "--aclfile", join(dir, "users.acl")],
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        dir,
+        "--save",
+        "",
+        ...persistence,
+        "--protected-mode",
+        "yes",
+        "--aclfile",
+        join(dir, "users.acl"),
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     let log = "";

@@ -17,10 +17,12 @@ const SCRIPTS = resolve(import.meta.dirname, "../../scripts/slurm");
 
 /** Slurm daemons and the project's start script are present (CI installs slurm-wlm + munge). */
 export const HAS_SLURM =
-  existsSync(join(SCRIPTS, "start-slurm.sh")) && spawnSync("sh", ["-c", "command -v sbatch && command -v slurmctld && command -v munged"]).status === 0;
+  existsSync(join(SCRIPTS, "start-slurm.sh")) &&
+  spawnSync("sh", ["-c", "command -v sbatch && command -v slurmctld && command -v munged"]).status === 0;
 
 /** MariaDB and slurmdbd are installed too (scripts/ensure-system-deps.sh slurmdbd). */
-export const HAS_SLURMDBD = HAS_SLURM && spawnSync("sh", ["-c", "command -v slurmdbd && command -v mariadbd && command -v mariadb-install-db"]).status === 0;
+export const HAS_SLURMDBD =
+  HAS_SLURM && spawnSync("sh", ["-c", "command -v slurmdbd && command -v mariadbd && command -v mariadb-install-db"]).status === 0;
 
 export interface SlurmCluster {
   dir: string;
@@ -33,13 +35,26 @@ export interface SlurmCluster {
 }
 
 /** `dir` must be short (munge socket path ≤ 100 bytes); default /tmp/ce-slurm-e<pid>. */
-export async function startSlurm(dir = `/tmp/ce-slurm-e${process.pid}`, opts: { gpus?: number; accounting?: boolean } = {}): Promise<SlurmCluster> {
+export async function startSlurm(
+  dir = `/tmp/ce-slurm-e${process.pid}`,
+  opts: { gpus?: number; accounting?: boolean } = {},
+): Promise<SlurmCluster> {
   const [ctldPort, slurmdPort] = [await freePort(), await freePort()];
-  const accounting = opts.accounting ? { SLURMDBD_PORT: String(await freePort()), SLURM_DB_PORT: String(await freePort()), SLURM_ACCT_GATHER_SECONDS: "1" } : {};
+  const accounting = opts.accounting
+    ? { SLURMDBD_PORT: String(await freePort()), SLURM_DB_PORT: String(await freePort()), SLURM_ACCT_GATHER_SECONDS: "1" }
+    : {};
   const out = execFileSync("bash", [join(SCRIPTS, "start-slurm.sh"), dir], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, SLURM_CPUS: "8", SLURMCTLD_PORT: String(ctldPort), SLURMD_PORT: String(slurmdPort), SLURM_MIN_JOB_AGE: "300", SLURM_GPUS: String(opts.gpus ?? 0), ...accounting },
+    env: {
+      ...process.env,
+      SLURM_CPUS: "8",
+      SLURMCTLD_PORT: String(ctldPort),
+      SLURMD_PORT: String(slurmdPort),
+      SLURM_MIN_JOB_AGE: "300",
+      SLURM_GPUS: String(opts.gpus ?? 0),
+      ...accounting,
+    },
   });
   const conf = /SLURM_CONF=(\S+)/.exec(out)?.[1]?.replace(/^'|'$/g, "");
   if (!conf || !existsSync(conf)) throw new Error(`start-slurm.sh printed no usable SLURM_CONF:\n${out}`);
@@ -52,7 +67,10 @@ export async function startSlurm(dir = `/tmp/ce-slurm-e${process.pid}`, opts: { 
       return execFileSync("sacctmgr", ["-i", ...args], { encoding: "utf8", env: { ...process.env, SLURM_CONF: conf } });
     },
     stop() {
-      execFileSync("bash", [join(SCRIPTS, "stop-slurm.sh"), dir, "--purge"], { stdio: "ignore", env: { ...process.env, SLURM_CONF: conf } });
+      execFileSync("bash", [join(SCRIPTS, "stop-slurm.sh"), dir, "--purge"], {
+        stdio: "ignore",
+        env: { ...process.env, SLURM_CONF: conf },
+      });
     },
   };
 }

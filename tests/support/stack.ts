@@ -57,7 +57,10 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   const out = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const p = out[k];
-    out[k] = v && typeof v === "object" && !Array.isArray(v) && p && typeof p === "object" && !Array.isArray(p) ? merge(p as Record<string, unknown>, v as Record<string, unknown>) : v;
+    out[k] =
+      v && typeof v === "object" && !Array.isArray(v) && p && typeof p === "object" && !Array.isArray(p)
+        ? merge(p as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
   }
   return out;
 }
@@ -102,13 +105,22 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     return p;
   };
   const configs = Array.from({ length: n }, (_, i) => configFor(i));
-  const spawnJem = () => spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[0] }, stdio: ["ignore", out, out] });
+  const spawnJem = () =>
+    spawn("node", ["--import", "tsx", "apps/jem/src/main.ts"], {
+      cwd: ROOT,
+      env: { ...env, CE_CONFIG: configs[0] },
+      stdio: ["ignore", out, out],
+    });
   let jem: ChildProcess | undefined;
   const killed = new Set<ChildProcess>();
   if (o.jem !== false) procs.push((jem = spawnJem()));
   const gateways: ChildProcess[] = [];
   const spawnGateway = (i: number) => {
-    const p = spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], { cwd: ROOT, env: { ...env, CE_CONFIG: configs[i] }, stdio: ["ignore", out, out] });
+    const p = spawn("node", ["--import", "tsx", "apps/gateway/src/main.ts"], {
+      cwd: ROOT,
+      env: { ...env, CE_CONFIG: configs[i] },
+      stdio: ["ignore", out, out],
+    });
     const at = procs.indexOf(gateways[i]!);
     if (at >= 0) procs.splice(at, 1);
     gateways[i] = p;
@@ -184,7 +196,10 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         }),
       restart: () => spawnGateway(i),
     }),
-    exited: () => procs.filter((p) => !killed.has(p) && (p.exitCode !== null || p.signalCode !== null)).map((p) => `${p.spawnargs.at(-1)} (pid ${p.pid}): ${p.exitCode ?? p.signalCode}`),
+    exited: () =>
+      procs
+        .filter((p) => !killed.has(p) && (p.exitCode !== null || p.signalCode !== null))
+        .map((p) => `${p.spawnargs.at(-1)} (pid ${p.pid}): ${p.exitCode ?? p.signalCode}`),
     jemAlive: () => jem !== undefined && jem.exitCode === null && jem.signalCode === null,
     async restartJem(opts = {}) {
       const old = jem;

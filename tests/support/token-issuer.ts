@@ -48,16 +48,52 @@ interface SignKey {
 
 async function makeKey(kid: string, alg: "RS256" | "ES256"): Promise<SignKey> {
   const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true });
-  return { kid, alg, privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg, use: "sig" }, spkiPem: await exportSPKI(publicKey) };
+  return {
+    kid,
+    alg,
+    privateKey,
+    publicJwk: { ...(await exportJWK(publicKey)), kid, alg, use: "sig" },
+    spkiPem: await exportSPKI(publicKey),
+  };
 }
 
 /** CA + host certificate for 127.0.0.1/localhost, made with the openssl CLI. */
 function hostPki(dir: string): { ca: string; cert: string; key: string } {
   const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-  run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Test Token Issuer CA");
+  run(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.pem",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=Test Token Issuer CA",
+  );
   run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "host.key", "-out", "host.csr", "-subj", "/CN=127.0.0.1");
   writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
-  run("x509", "-req", "-in", "host.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "host.pem", "-days", "2", "-extfile", "ext.cnf");
+  run(
+    "x509",
+    "-req",
+    "-in",
+    "host.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "host.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "ext.cnf",
+  );
   return { ca: join(dir, "ca.pem"), cert: readFileSync(join(dir, "host.pem"), "utf8"), key: readFileSync(join(dir, "host.key"), "utf8") };
 }
 
@@ -77,7 +113,8 @@ export async function startTokenIssuer(opts: { audience: string; path?: string }
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(v));
     };
-    if (req.url === `${base}/.well-known/openid-configuration`) return json({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ["RS256", "ES256"] });
+    if (req.url === `${base}/.well-known/openid-configuration`)
+      return json({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ["RS256", "ES256"] });
     if (req.url === `${base}/jwks`) {
       state.jwksFetches++;
       return json({ keys: keys.map((k) => k.publicJwk) });
@@ -108,7 +145,9 @@ export async function startTokenIssuer(opts: { audience: string; path?: string }
     if (alg === "none") return `${b64({ alg: "none", typ: "JWT", ...(kid ? { kid } : {}) })}.${b64(payload)}.`;
     if (alg === "HS256-pubkey") {
       // The classic confusion attack: HMAC keyed with the bytes of the published public key.
-      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg: "HS256", typ: "JWT", ...(kid ? { kid } : {}) }).sign(new TextEncoder().encode(key.spkiPem));
+      return new SignJWT(payload as JWTPayload)
+        .setProtectedHeader({ alg: "HS256", typ: "JWT", ...(kid ? { kid } : {}) })
+        .sign(new TextEncoder().encode(key.spkiPem));
     }
     const signer = o.foreignKey ? stranger[alg] : key;
     return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg, typ: "JWT", ...(kid ? { kid } : {}) }).sign(signer.privateKey);

@@ -15,13 +15,20 @@ export interface StackVoms {
 
 export function stackVoms(state: string, vos: string[]): StackVoms {
   const pki = join(state, "pki");
-  const ca = credential(new X509Certificate(readFileSync(join(pki, "ca", "ca.pem"))), createPrivateKey(readFileSync(join(pki, "ca-private", "ca.key"))));
+  const ca = credential(
+    new X509Certificate(readFileSync(join(pki, "ca", "ca.pem"))),
+    createPrivateKey(readFileSync(join(pki, "ca-private", "ca.key"))),
+  );
   const server = issueHostCert(ca, { hostnames: ["voms.example.org"], dn: "/DC=org/DC=ce-dev/CN=voms.example.org" });
   for (const vo of vos) {
     mkdirSync(join(pki, "vomsdir", vo), { recursive: true });
     writeFileSync(join(pki, "vomsdir", vo, "voms.example.org.lsc"), lscFor(server));
   }
-  const user = credential(new X509Certificate(readFileSync(join(pki, "user", "cert.pem"))), createPrivateKey(readFileSync(join(pki, "user", "key.pem"))), ca);
+  const user = credential(
+    new X509Certificate(readFileSync(join(pki, "user", "cert.pem"))),
+    createPrivateKey(readFileSync(join(pki, "user", "key.pem"))),
+    ca,
+  );
   return {
     proxy(file, o) {
       writeFileSync(file, vomsProxy(user, server, o, join(pki, "ca")), { mode: 0o600 });

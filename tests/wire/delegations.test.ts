@@ -5,7 +5,21 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { signCsrAsProxy } from "@ce/x509/testing";
 import { startTestGateway, type CredName, type Reply, type TestGateway } from "../../apps/gateway/test/harness.js";
-import { ACCEPT, FORMATS, VERSIONS, bulk, errorOf, expectFormat, expectItemBasics, kid, kids, local, parseXml, submit, type Version } from "./wire.js";
+import {
+  ACCEPT,
+  FORMATS,
+  VERSIONS,
+  bulk,
+  errorOf,
+  expectFormat,
+  expectItemBasics,
+  kid,
+  kids,
+  local,
+  parseXml,
+  submit,
+  type Version,
+} from "./wire.js";
 
 let t: TestGateway;
 let strict: TestGateway;
@@ -44,7 +58,10 @@ async function newX509(g: TestGateway, version: Version, query = ""): Promise<st
   expect(r.text).toContain("-----BEGIN CERTIFICATE REQUEST-----");
   const id = idFrom(g, r, version);
   // X.509 creation 2: PUT the signed certificate, Content-Type application/x-pem-file → 200.
-  const put = await g.request("PUT", `${g.rest}/${version}/delegations/${id}`, { body: signAs(g, r.text), headers: { "content-type": PEM } });
+  const put = await g.request("PUT", `${g.rest}/${version}/delegations/${id}`, {
+    body: signAs(g, r.text),
+    headers: { "content-type": PEM },
+  });
   expect(put.status).toBe(200);
   return id;
 }
@@ -73,7 +90,10 @@ describe("E8 X.509 creation (two steps) and E9 get/renew/delete", () => {
       expect(renew.status).toBe(201);
       expect(renew.headers["content-type"]).toBe(PEM);
       expect(renew.text).toContain("-----BEGIN CERTIFICATE REQUEST-----");
-      const put = await t.request("PUT", `${t.rest}/${version}/delegations/${id}`, { body: signAs(t, renew.text), headers: { "content-type": PEM } });
+      const put = await t.request("PUT", `${t.rest}/${version}/delegations/${id}`, {
+        body: signAs(t, renew.text),
+        headers: { "content-type": PEM },
+      });
       expect(put.status).toBe(200);
     });
     it(`${version}: delete → no body; 202 (the interface text says 200: Deviation #3); gone afterwards`, async () => {
@@ -84,7 +104,7 @@ describe("E8 X.509 creation (two steps) and E9 get/renew/delete", () => {
       expect((await action(t, version, id, "get")).status).toBe(404);
     });
   }
-  it("1.1: type defaults to x509 (E8: \"type default is x509\")", async () => {
+  it('1.1: type defaults to x509 (E8: "type default is x509")', async () => {
     const id = await newX509(t, "1.1");
     const list = (await t.request("GET", `${t.rest}/1.1/delegations`, { accept: ACCEPT.json })).json();
     expect(list.delegation).toContainEqual({ id, type: "x509" });
@@ -116,7 +136,10 @@ describe("E8 JWT creation (1.1) and E9 get/renew/delete of a JWT delegation", ()
   });
   it("renew replaces the token from X-Delegation or X-Token-Delegation → 200", async () => {
     const { id } = await newJwt(t, JWT("b"));
-    for (const [header, tok, sub] of [["X-Delegation", JWT("c"), "wire-c"], ["X-Token-Delegation", JWT("d"), "wire-d"]] as const) {
+    for (const [header, tok, sub] of [
+      ["X-Delegation", JWT("c"), "wire-c"],
+      ["X-Token-Delegation", JWT("d"), "wire-d"],
+    ] as const) {
       const r = await action(t, "1.1", id, "renew", { [header]: `bearer ${tok}` });
       expect(r.status, header).toBe(200);
       expect((await action(t, "1.1", id, "get", { Accept: ACCEPT.json })).json().subject).toBe(sub);
@@ -231,15 +254,19 @@ describe("E5 action=delegations: the delegations of a job", () => {
     for (const fmt of FORMATS) {
       it(`${version} ${fmt}: items 200 with status-code, reason, id, delegation_id (array of strings)`, async () => {
         // 1.0: the id must be in the description; 1.1 may use the delegation_id parameter (E9, last paragraph).
-        const sub = version === "1.0"
-          ? await submit(t, version, `&(executable="/bin/echo")(delegationid="${deleg}")`, "json")
-          : await submit(t, version, '&(executable="/bin/echo")', "json", { query: `&delegation_id=${deleg}` });
+        const sub =
+          version === "1.0"
+            ? await submit(t, version, `&(executable="/bin/echo")(delegationid="${deleg}")`, "json")
+            : await submit(t, version, '&(executable="/bin/echo")', "json", { query: `&delegation_id=${deleg}` });
         const plain = await submit(t, version, '&(executable="/bin/echo")', "json");
         const ids = [sub.items[0]!.id!, plain.items[0]!.id!];
         const { r, items } = await bulk(t, version, "delegations", ids, fmt);
         expect(r.status).toBe(201); // Deviation #1
         expectItemBasics(items, fmt, r);
-        expect(items.map((i) => [i["status-code"], i.id])).toEqual([["200", ids[0]], ["200", ids[1]]]);
+        expect(items.map((i) => [i["status-code"], i.id])).toEqual([
+          ["200", ids[0]],
+          ["200", ids[1]],
+        ]);
         if (fmt === "json") {
           expect(items[0]!.delegation_id).toEqual([deleg]);
           expect(items[1]!.delegation_id).toEqual([]);

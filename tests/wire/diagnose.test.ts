@@ -47,7 +47,7 @@ describe("E7 diagnostic files", () => {
       expect(String(r.headers.allow)).toContain("GET");
     }
   });
-  it("a file type not in the list → 404 (as A-REX: \"Diagnostic item not found\")", async () => {
+  it('a file type not in the list → 404 (as A-REX: "Diagnostic item not found")', async () => {
     for (const type of ["proxy", "grami", "description/x", "../description"]) {
       const r = await t.request("GET", diag("1.1", encodeURIComponent(type)));
       expect([400, 404], type).toContain(r.status);

@@ -22,7 +22,15 @@ afterAll(async () => {
 
 // Deviation #17: GLUE2 times are exactly YYYY-MM-DDTHH:MM:SSZ (one bad timestamp breaks pyarcrest's whole bulk call).
 const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
-const TIME_FIELDS = ["SubmissionTime", "EndTime", "WorkingAreaEraseTime", "ProxyExpirationTime", "ComputingManagerSubmissionTime", "StartTime", "ComputingManagerEndTime"];
+const TIME_FIELDS = [
+  "SubmissionTime",
+  "EndTime",
+  "WorkingAreaEraseTime",
+  "ProxyExpirationTime",
+  "ComputingManagerSubmissionTime",
+  "StartTime",
+  "ComputingManagerEndTime",
+];
 
 describe("E5 action=info", () => {
   for (const version of VERSIONS) {

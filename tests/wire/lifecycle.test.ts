@@ -38,7 +38,13 @@ beforeAll(async () => {
           res.on("data", (d: Buffer) => chunks.push(d));
           res.on("end", () => {
             const text = Buffer.concat(chunks).toString("utf8");
-            resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? "", headers: res.headers, text, json: () => JSON.parse(text) });
+            resolve({
+              status: res.statusCode ?? 0,
+              statusMessage: res.statusMessage ?? "",
+              headers: res.headers,
+              text,
+              json: () => JSON.parse(text),
+            });
           });
         });
         req.on("error", reject);
@@ -63,10 +69,14 @@ async function stateOf(id: string, fmt: "json" | "xml" = "json"): Promise<string
   return s;
 }
 const waitState = (id: string, want: readonly string[], ms = 60_000) =>
-  until(async () => {
-    const s = await stateOf(id);
-    return want.includes(s) ? s : undefined;
-  }, ms, `job ${id} in ${want.join("/")}`);
+  until(
+    async () => {
+      const s = await stateOf(id);
+      return want.includes(s) ? s : undefined;
+    },
+    ms,
+    `job ${id} in ${want.join("/")}`,
+  );
 
 /** A job of its own that ran to FINISHED, for the checks about finished jobs (shared, made once). */
 let finished: Promise<string> | undefined;
@@ -81,7 +91,12 @@ const aFinishedJob = () =>
 describe("States and transitions, through a whole CE", () => {
   it("a job waiting for client uploads: submitted ACCEPTING, then FINISHED once its input arrives; info says arcrest:FINISHED", async () => {
     for (const fmt of FORMATS) {
-      const { r, items } = await submit(client, "1.1", '&(executable="/bin/cat")(arguments="in.txt")(inputfiles=("in.txt" ""))(stdout="out.txt")(outputfiles=("out.txt" ""))', fmt);
+      const { r, items } = await submit(
+        client,
+        "1.1",
+        '&(executable="/bin/cat")(arguments="in.txt")(inputfiles=("in.txt" ""))(stdout="out.txt")(outputfiles=("out.txt" ""))',
+        fmt,
+      );
       expect(r.status).toBe(201);
       expectItemBasics(items, fmt, r);
       // E4: "A successful item has status-code 201, reason text for Created, the job id and state ACCEPTING."

@@ -50,7 +50,10 @@ describe("E5 kill and clean: 202 per item (request queued)", () => {
     it(`${action} of an unknown id or another user's job: 404 with the id, no state`, async () => {
       const [mine] = await newJobs(t, 1);
       const { items } = await bulk(t, "1.1", action, [MISSING, mine!], "json", { as: "bob" });
-      expect(items.map((i) => [i["status-code"], i.id, i.state])).toEqual([["404", MISSING, undefined], ["404", mine, undefined]]);
+      expect(items.map((i) => [i["status-code"], i.id, i.state])).toEqual([
+        ["404", MISSING, undefined],
+        ["404", mine, undefined],
+      ]);
       // Bob's attempt did not touch alice's job.
       const st = await bulk(t, "1.1", "status", [mine!], "json");
       expect(st.items[0]!.state).toBe("ACCEPTING");

@@ -4,7 +4,22 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../../apps/gateway/test/harness.js";
-import { ACCEPT, FORMATS, REST_STATE_NAMES, VERSIONS, bulk, errorOf, expectFormat, expectItemBasics, itemsOf, kid, kids, local, newJobs, parseXml } from "./wire.js";
+import {
+  ACCEPT,
+  FORMATS,
+  REST_STATE_NAMES,
+  VERSIONS,
+  bulk,
+  errorOf,
+  expectFormat,
+  expectItemBasics,
+  itemsOf,
+  kid,
+  kids,
+  local,
+  newJobs,
+  parseXml,
+} from "./wire.js";
 
 let t: TestGateway;
 let strict: TestGateway;
@@ -42,7 +57,7 @@ describe("E3 list jobs (GET <base>/jobs)", () => {
       for (const j of jobs) expect(j.children.map((c) => local(c.name))).toEqual(["id"]);
     });
   }
-  it("Authentication 1: the list is scoped to the authenticated user (bob sees none of alice's jobs); empty list is {\"job\":[]} (Deviation #6)", async () => {
+  it('Authentication 1: the list is scoped to the authenticated user (bob sees none of alice\'s jobs); empty list is {"job":[]} (Deviation #6)', async () => {
     const r = await t.request("GET", `${t.rest}/1.1/jobs`, { accept: ACCEPT.json, as: "bob" });
     expect(r.status).toBe(200);
     expect(r.json()).toEqual({ job: [] });
@@ -53,12 +68,21 @@ describe("E3 list jobs (GET <base>/jobs)", () => {
   it("state filter: a comma-separated list of states; only jobs in those states", async () => {
     const hit = await t.request("GET", `${t.rest}/1.1/jobs?state=FINISHED,ACCEPTING`, { accept: ACCEPT.json });
     expect(hit.status).toBe(200);
-    expect(hit.json().job.map((j: { id: string }) => j.id).sort()).toEqual([...ids].sort());
+    expect(
+      hit
+        .json()
+        .job.map((j: { id: string }) => j.id)
+        .sort(),
+    ).toEqual([...ids].sort());
     // E3 says "job list (ids only)"; with a filter each item also carries its state, as A-REX does
     // (Deviation #32).
     for (const j of hit.json().job) expect(j).toEqual({ id: j.id, state: "ACCEPTING" });
     const x = parseXml((await t.request("GET", `${t.rest}/1.1/jobs?state=ACCEPTING`, { accept: ACCEPT.xml })).text);
-    for (const j of kids(x, "job")) expect(j.children.map((c) => [local(c.name), c.children.length ? "" : c.text])).toEqual([["id", kid(j, "id")!.text], ["state", "ACCEPTING"]]);
+    for (const j of kids(x, "job"))
+      expect(j.children.map((c) => [local(c.name), c.children.length ? "" : c.text])).toEqual([
+        ["id", kid(j, "id")!.text],
+        ["state", "ACCEPTING"],
+      ]);
     const miss = await t.request("GET", `${t.rest}/1.1/jobs?state=FINISHED,KILLED`, { accept: ACCEPT.json });
     expect(miss.json()).toEqual({ job: [] });
   });
@@ -119,12 +143,20 @@ describe("E5 action=status", () => {
     for (const fmt of FORMATS) {
       const list = await t.request("GET", `${t.rest}/1.1/jobs`, { accept: ACCEPT[fmt] });
       const ct = fmt === "json" ? "application/json" : "application/xml";
-      const r = await t.request("POST", `${t.rest}/1.1/jobs?action=status`, { body: list.text, headers: { "content-type": ct }, accept: ACCEPT[fmt] });
+      const r = await t.request("POST", `${t.rest}/1.1/jobs?action=status`, {
+        body: list.text,
+        headers: { "content-type": ct },
+        accept: ACCEPT[fmt],
+      });
       expect(r.status).toBe(201);
-      expect(itemsOf(r, fmt).map((i) => i.id).sort()).toEqual([...ids].sort());
+      expect(
+        itemsOf(r, fmt)
+          .map((i) => i.id)
+          .sort(),
+      ).toEqual([...ids].sort());
     }
   });
-  it("an empty id list → no items: {\"job\":[]} and <jobs/> (Deviation #6)", async () => {
+  it('an empty id list → no items: {"job":[]} and <jobs/> (Deviation #6)', async () => {
     const j = await bulk(t, "1.1", "status", [], "json");
     expect(j.r.json()).toEqual({ job: [] });
     const x = await bulk(t, "1.1", "status", [], "xml");
@@ -143,7 +175,11 @@ describe("E5 action=status", () => {
     expect((await t.request("POST", `${t.rest}/1.1/jobs`, { body: "<jobs/>", accept: ACCEPT.json })).status).toBe(400);
   });
   it("a malformed id list → 400 (Deviation #9)", async () => {
-    const r = await t.request("POST", `${t.rest}/1.1/jobs?action=status`, { body: '{"job": [', headers: { "content-type": "application/json" }, accept: ACCEPT.json });
+    const r = await t.request("POST", `${t.rest}/1.1/jobs?action=status`, {
+      body: '{"job": [',
+      headers: { "content-type": "application/json" },
+      accept: ACCEPT.json,
+    });
     expect(r.status).toBe(400);
     expect(errorOf(r, "json").code).toBe("400");
   });

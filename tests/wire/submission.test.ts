@@ -150,7 +150,13 @@ describe("E4 submission: the 1.1 query parameters", () => {
   it("queue: the default for descriptions naming none; a value inside the description wins", async () => {
     const { items } = await submit(t, "1.1", `+(${XRSL()})(${XRSL('(queue="main")')})`, "json", { query: "&queue=short" });
     items.forEach(expectCreated);
-    const info = await bulk(t, "1.1", "info", items.map((i) => i.id!), "json");
+    const info = await bulk(
+      t,
+      "1.1",
+      "info",
+      items.map((i) => i.id!),
+      "json",
+    );
     const queues = info.items.map((i) => (i.info_document as { ComputingActivity: { Queue: string } }).ComputingActivity.Queue);
     expect(queues).toEqual(["short", "main"]);
   });

@@ -38,7 +38,11 @@ describe("General rules 2: all URL parts right of the host name are case-sensiti
     for (const path of [`${mount}/REST`, `${t.rest}/1.1/Info`, `${t.rest}/1.1/JOBS`]) {
       expect((await t.request("GET", path, { accept: ACCEPT.json })).status, path).toBe(404);
     }
-    const r = await t.request("POST", `${t.rest}/1.1/jobs?action=NEW`, { body: '&(executable="/bin/echo")', headers: { "content-type": "application/rsl" }, accept: ACCEPT.json });
+    const r = await t.request("POST", `${t.rest}/1.1/jobs?action=NEW`, {
+      body: '&(executable="/bin/echo")',
+      headers: { "content-type": "application/rsl" },
+      accept: ACCEPT.json,
+    });
     expect(r.status).toBe(400);
     expect(errorOf(r, "json").reason).toContain("NEW");
   });

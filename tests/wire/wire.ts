@@ -25,13 +25,41 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 /** States and transitions: the 17 REST state names a client may see. */
 export const REST_STATE_NAMES = [
-  "ACCEPTING", "ACCEPTED", "PREPARING", "PREPARED", "SUBMITTING", "QUEUING", "RUNNING", "HELD", "EXITINGLRMS",
-  "OTHER", "EXECUTED", "FINISHING", "FINISHED", "FAILED", "KILLING", "KILLED", "WIPED",
+  "ACCEPTING",
+  "ACCEPTED",
+  "PREPARING",
+  "PREPARED",
+  "SUBMITTING",
+  "QUEUING",
+  "RUNNING",
+  "HELD",
+  "EXITINGLRMS",
+  "OTHER",
+  "EXECUTED",
+  "FINISHING",
+  "FINISHED",
+  "FAILED",
+  "KILLING",
+  "KILLED",
+  "WIPED",
 ] as const;
 
 /** E7: "<file type> is one of" these fourteen. */
 export const DIAGNOSE_TYPES = [
-  "failed", "local", "errors", "description", "diag", "comment", "status", "acl", "xml", "input", "output", "input_status", "output_status", "statistics",
+  "failed",
+  "local",
+  "errors",
+  "description",
+  "diag",
+  "comment",
+  "status",
+  "acl",
+  "xml",
+  "input",
+  "output",
+  "input_status",
+  "output_status",
+  "statistics",
 ] as const;
 
 // ---- a minimal XML reader (elements, attributes, text; enough for the service's documents) ----
@@ -130,7 +158,8 @@ export function expectItemBasics(items: Item[], fmt: Fmt, raw?: Reply): void {
     expect((it.reason as string).length, "Errors 3: a reason text accompanies each code").toBeGreaterThan(0);
   }
   if (fmt === "json" && raw) {
-    for (const o of raw.json().job as Record<string, unknown>[]) expect(typeof o["status-code"], "Deviation #5: status-code is a JSON string").toBe("string");
+    for (const o of raw.json().job as Record<string, unknown>[])
+      expect(typeof o["status-code"], "Deviation #5: status-code is a JSON string").toBe("string");
   }
 }
 
@@ -152,9 +181,21 @@ export function idList(ids: readonly string[], fmt: Fmt, single = false): { body
 }
 
 /** `POST <base>/jobs?action=<action>` with an id list; returns the reply and its items. */
-export async function bulk(t: Pick<TestGateway, "request" | "rest">, version: Version, action: string, ids: readonly string[], fmt: Fmt, opts: RequestOptions & { single?: boolean } = {}) {
+export async function bulk(
+  t: Pick<TestGateway, "request" | "rest">,
+  version: Version,
+  action: string,
+  ids: readonly string[],
+  fmt: Fmt,
+  opts: RequestOptions & { single?: boolean } = {},
+) {
   const { body, headers } = idList(ids, fmt, opts.single);
-  const r = await t.request("POST", `${t.rest}/${version}/jobs?action=${action}`, { ...opts, body, headers: { ...headers, ...opts.headers }, accept: ACCEPT[fmt] });
+  const r = await t.request("POST", `${t.rest}/${version}/jobs?action=${action}`, {
+    ...opts,
+    body,
+    headers: { ...headers, ...opts.headers },
+    accept: ACCEPT[fmt],
+  });
   if (r.status !== 201 && r.status !== 200) return { r, items: [] as Item[] };
   return { r, items: itemsOf(r, fmt) };
 }
@@ -163,14 +204,29 @@ export const XRSL_TYPE = { "content-type": "application/rsl" };
 export const ADL_TYPE = { "content-type": "application/xml" };
 
 /** `POST <base>/jobs?action=new`; returns the reply and its items (none when not 201). */
-export async function submit(t: Pick<TestGateway, "request" | "rest">, version: Version, body: string, fmt: Fmt, opts: RequestOptions & { query?: string } = {}) {
+export async function submit(
+  t: Pick<TestGateway, "request" | "rest">,
+  version: Version,
+  body: string,
+  fmt: Fmt,
+  opts: RequestOptions & { query?: string } = {},
+) {
   const headers = { ...(body.trimStart().startsWith("<") ? ADL_TYPE : XRSL_TYPE), ...opts.headers };
-  const r = await t.request("POST", `${t.rest}/${version}/jobs?action=new${opts.query ?? ""}`, { ...opts, body, headers, accept: ACCEPT[fmt] });
+  const r = await t.request("POST", `${t.rest}/${version}/jobs?action=new${opts.query ?? ""}`, {
+    ...opts,
+    body,
+    headers,
+    accept: ACCEPT[fmt],
+  });
   return { r, items: r.status === 201 ? itemsOf(r, fmt) : [] };
 }
 
 /** Submits `n` plain jobs (one request) and returns their ids. */
-export async function newJobs(t: Pick<TestGateway, "request" | "rest">, n: number, xrsl = '&(executable="/bin/echo")(arguments="hi")(stdout="out.txt")'): Promise<string[]> {
+export async function newJobs(
+  t: Pick<TestGateway, "request" | "rest">,
+  n: number,
+  xrsl = '&(executable="/bin/echo")(arguments="hi")(stdout="out.txt")',
+): Promise<string[]> {
   const { r, items } = await submit(t, "1.1", n === 1 ? xrsl : `+${Array.from({ length: n }, () => `(${xrsl})`).join("")}`, "json");
   expect(r.status).toBe(201);
   const ids = items.map((i) => i.id!);

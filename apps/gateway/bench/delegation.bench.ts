@@ -35,7 +35,10 @@ for (let i = 0; i < N; i++) {
   const signed = signCsrAsProxy(d.csr, alice.cert, alice.key);
   const put = await t.request("PUT", `${t.rest}/1.0/delegations/${d.id}`, { body: signed });
   if (put.status !== 200) throw new Error(`delegation PUT: ${put.status} ${put.text}`);
-  const sub = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, { body: XRSL(`b${i}`, `(delegationid="${d.id}")`), accept: "application/json" });
+  const sub = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, {
+    body: XRSL(`b${i}`, `(delegationid="${d.id}")`),
+    accept: "application/json",
+  });
   if (sub.status !== 201) throw new Error(`submit: ${sub.status} ${sub.text}`);
 }
 await new Promise((r) => setTimeout(r, 3000));
@@ -50,8 +53,12 @@ const figures = {
   delegation_new_burst_p99_ms: round(pct(burst, 99)),
   n: N,
 };
-console.log(`delegation creation at ARC-client pace: p50 ${figures.delegation_new_paced_p50_ms} ms, p99 ${figures.delegation_new_paced_p99_ms} ms (target p50 ≤ 20 ms)`);
-console.log(`delegation creation back to back:      p50 ${figures.delegation_new_burst_p50_ms} ms, p99 ${figures.delegation_new_burst_p99_ms} ms`);
+console.log(
+  `delegation creation at ARC-client pace: p50 ${figures.delegation_new_paced_p50_ms} ms, p99 ${figures.delegation_new_paced_p99_ms} ms (target p50 ≤ 20 ms)`,
+);
+console.log(
+  `delegation creation back to back:      p50 ${figures.delegation_new_burst_p50_ms} ms, p99 ${figures.delegation_new_burst_p99_ms} ms`,
+);
 console.log(JSON.stringify(figures));
 await t.close();
 await redis.stop();

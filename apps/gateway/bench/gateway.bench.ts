@@ -68,7 +68,11 @@ async function main() {
       port,
       tls: { certFile: pki.hostCertFile, keyFile: pki.hostKeyFile },
       // The shipped per-identity rate limit unless BENCH_RATE_LIMIT says otherwise (0 disables).
-      limits: { jobsPerSubmission: 1000, idsPerRequest: 10_000, ...(process.env.BENCH_RATE_LIMIT ? { requestsPerSecond: Number(process.env.BENCH_RATE_LIMIT) } : {}) },
+      limits: {
+        jobsPerSubmission: 1000,
+        idsPerRequest: 10_000,
+        ...(process.env.BENCH_RATE_LIMIT ? { requestsPerSecond: Number(process.env.BENCH_RATE_LIMIT) } : {}),
+      },
     },
     auth: { caDir: pki.caDir },
     delegations: { keyPoolSize: 0, encryptionKey: Buffer.alloc(32, 1).toString("base64") },
@@ -81,7 +85,11 @@ async function main() {
   const cfgFile = join(dir, "config.json");
   writeFileSync(cfgFile, JSON.stringify(config));
   // BENCH_ENTRY: a gateway build kept from before a change (before/after on the same machine).
-  const entry = process.env.BENCH_ENTRY ? [process.env.BENCH_ENTRY] : process.env.BENCH_RUNTIME === "tsx" ? ["--import", "tsx", join(ROOT, "apps/gateway/src/main.ts")] : [await bundle()];
+  const entry = process.env.BENCH_ENTRY
+    ? [process.env.BENCH_ENTRY]
+    : process.env.BENCH_RUNTIME === "tsx"
+      ? ["--import", "tsx", join(ROOT, "apps/gateway/src/main.ts")]
+      : [await bundle()];
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? GATEWAY_NODE_FLAGS;
   const logFile = join(dir, "gateway.log");
   const logFd = openSync(logFile, "a");
@@ -116,15 +124,19 @@ async function main() {
   };
   const serverCpuMs = () => cpuMs() + redisCpuMs();
 
-  const agent = (who: "alice" | "bob") => new Agent({ keepAlive: true, maxSockets: 16, rejectUnauthorized: false, cert: pki.creds[who]!.cert, key: pki.creds[who]!.key });
+  const agent = (who: "alice" | "bob") =>
+    new Agent({ keepAlive: true, maxSockets: 16, rejectUnauthorized: false, cert: pki.creds[who]!.cert, key: pki.creds[who]!.key });
   const agents = { alice: agent("alice"), bob: agent("bob") };
   const call = (method: string, path: string, body?: string, who: "alice" | "bob" = "alice", headers: Record<string, string> = {}) =>
     new Promise<{ status: number; text: string }>((res, rej) => {
-      const req = request({ host: "127.0.0.1", port, method, path, agent: agents[who], headers: { accept: "application/json", ...headers } }, (r) => {
-        const chunks: Buffer[] = [];
-        r.on("data", (d: Buffer) => chunks.push(d));
-        r.on("end", () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-      });
+      const req = request(
+        { host: "127.0.0.1", port, method, path, agent: agents[who], headers: { accept: "application/json", ...headers } },
+        (r) => {
+          const chunks: Buffer[] = [];
+          r.on("data", (d: Buffer) => chunks.push(d));
+          r.on("end", () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+        },
+      );
       req.on("error", rej);
       req.end(body);
     });
@@ -142,7 +154,12 @@ async function main() {
     sampleRss();
     console.log(`gateway RSS after start: ${round(rssMax, 0)} MB`);
     // 1. Bulk submission.
-    const body = "+" + Array.from({ length: PER_REQUEST }, (_, i) => `(${XRSL(`bench${i}`, '(inputfiles=("in.dat" ""))(outputfiles=("out.txt" ""))')})`).join("");
+    const body =
+      "+" +
+      Array.from(
+        { length: PER_REQUEST },
+        (_, i) => `(${XRSL(`bench${i}`, '(inputfiles=("in.dat" ""))(outputfiles=("out.txt" ""))')})`,
+      ).join("");
     await call("POST", "/arex/rest/1.0/jobs?action=new", body); // warm-up (JIT, first files)
     const ids: string[] = [];
     const requests = Math.ceil(SUBMIT_JOBS / PER_REQUEST);
@@ -162,7 +179,9 @@ async function main() {
     const submitS = (performance.now() - t0) / 1000;
     const jobsPerS = ids.length / submitS;
     const cpuPerJob = (cpuMs() - cpu0) / ids.length;
-    console.log(`bulk submission: ${ids.length} jobs in ${round(submitS, 2)} s → ${round(jobsPerS, 0)} jobs/s (${PER_REQUEST}/request, ${SUBMIT_CONCURRENCY} parallel); gateway CPU ${round(cpuPerJob, 2)} ms/job; load ${loadavg()[0]!.toFixed(1)}`);
+    console.log(
+      `bulk submission: ${ids.length} jobs in ${round(submitS, 2)} s → ${round(jobsPerS, 0)} jobs/s (${PER_REQUEST}/request, ${SUBMIT_CONCURRENCY} parallel); gateway CPU ${round(cpuPerJob, 2)} ms/job; load ${loadavg()[0]!.toFixed(1)}`,
+    );
 
     console.log(`gateway RSS max so far: ${round(rssMax, 0)} MB`);
     // 2. Bulk status of 1,000 ids.
@@ -186,7 +205,11 @@ async function main() {
         await fn();
         if (i >= warm) out.push(performance.now() - s);
       }
-      return { p50: round(pct(out, 50), 2), cpuMs: round((serverCpuMs() - c0) / (n + warm), 3), gatewayCpuMs: round((cpuMs() - g0) / (n + warm), 3) };
+      return {
+        p50: round(pct(out, 50), 2),
+        cpuMs: round((serverCpuMs() - c0) / (n + warm), 3),
+        gatewayCpuMs: round((cpuMs() - g0) / (n + warm), 3),
+      };
     };
     const st500 = ids.slice(0, 500);
     const expect2xx = (r: { status: number; text: string }, what: string) => {
@@ -194,43 +217,81 @@ async function main() {
     };
     const sj = JSON.stringify({ job: st500.map((id) => ({ id })) });
     const sx = `<jobs>${st500.map((id) => `<job><id>${id}</id></job>`).join("")}</jobs>`;
-    const statusJ = await timedCalls(40, 5, async () => expect2xx(await call("POST", "/arex/rest/1.1/jobs?action=status", sj, "alice", { "content-type": "application/json", accept: "application/json" }), "status json"));
-    const statusX = await timedCalls(40, 5, async () => expect2xx(await call("POST", "/arex/rest/1.1/jobs?action=status", sx, "alice", { "content-type": "application/xml", accept: "application/xml" }), "status xml"));
+    const statusJ = await timedCalls(40, 5, async () =>
+      expect2xx(
+        await call("POST", "/arex/rest/1.1/jobs?action=status", sj, "alice", {
+          "content-type": "application/json",
+          accept: "application/json",
+        }),
+        "status json",
+      ),
+    );
+    const statusX = await timedCalls(40, 5, async () =>
+      expect2xx(
+        await call("POST", "/arex/rest/1.1/jobs?action=status", sx, "alice", {
+          "content-type": "application/xml",
+          accept: "application/xml",
+        }),
+        "status xml",
+      ),
+    );
     const ij = JSON.stringify({ job: ids.slice(0, 100).map((id) => ({ id })) });
-    const info = await timedCalls(30, 3, async () => expect2xx(await call("POST", "/arex/rest/1.1/jobs?action=info", ij, "alice", { "content-type": "application/json" }), "info"));
+    const info = await timedCalls(30, 3, async () =>
+      expect2xx(await call("POST", "/arex/rest/1.1/jobs?action=info", ij, "alice", { "content-type": "application/json" }), "info"),
+    );
     const cpuOf = (r: { cpuMs: number; gatewayCpuMs: number }) => `server CPU ${r.cpuMs} ms, gateway ${r.gatewayCpuMs}`;
-    console.log(`bulk status (500 ids): JSON p50 ${statusJ.p50} ms (${cpuOf(statusJ)}), XML p50 ${statusX.p50} ms (${cpuOf(statusX)}); bulk info (100 ids): p50 ${info.p50} ms (${cpuOf(info)})`);
+    console.log(
+      `bulk status (500 ids): JSON p50 ${statusJ.p50} ms (${cpuOf(statusJ)}), XML p50 ${statusX.p50} ms (${cpuOf(statusX)}); bulk info (100 ids): p50 ${info.p50} ms (${cpuOf(info)})`,
+    );
 
     // 2b. 8 keep-alive clients looping bulk status of 50 ids (server CPU per request).
-    const loopAgents = Array.from({ length: 8 }, () => new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false, cert: pki.creds.alice!.cert, key: pki.creds.alice!.key }));
+    const loopAgents = Array.from(
+      { length: 8 },
+      () =>
+        new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false, cert: pki.creds.alice!.cert, key: pki.creds.alice!.key }),
+    );
     let loops = 0;
     const codes: Record<number, number> = {};
     const loopCpu0 = cpuMs();
     const loopRedis0 = redisCpuMs();
     const loopT0 = performance.now();
-    await Promise.all(loopAgents.map(async (ag, k) => {
-      const body = JSON.stringify({ job: ids.slice(k * 50, k * 50 + 50).map((id) => ({ id })) });
-      while (performance.now() - loopT0 < STATUS_LOOP_MS) {
-        const r = await new Promise<number>((res, rej) => {
-          const req = request({ host: "127.0.0.1", port, method: "POST", path: "/arex/rest/1.0/jobs?action=status", agent: ag, headers: { accept: "application/json", "content-type": "application/json" } }, (rr) => {
-            rr.resume();
-            rr.on("end", () => res(rr.statusCode === 429 ? -Number(rr.headers["retry-after"] ?? 1) : (rr.statusCode ?? 0)));
+    await Promise.all(
+      loopAgents.map(async (ag, k) => {
+        const body = JSON.stringify({ job: ids.slice(k * 50, k * 50 + 50).map((id) => ({ id })) });
+        while (performance.now() - loopT0 < STATUS_LOOP_MS) {
+          const r = await new Promise<number>((res, rej) => {
+            const req = request(
+              {
+                host: "127.0.0.1",
+                port,
+                method: "POST",
+                path: "/arex/rest/1.0/jobs?action=status",
+                agent: ag,
+                headers: { accept: "application/json", "content-type": "application/json" },
+              },
+              (rr) => {
+                rr.resume();
+                rr.on("end", () => res(rr.statusCode === 429 ? -Number(rr.headers["retry-after"] ?? 1) : (rr.statusCode ?? 0)));
+              },
+            );
+            req.on("error", rej);
+            req.end(body);
           });
-          req.on("error", rej);
-          req.end(body);
-        });
-        // A 429 is counted and obeyed (as bench:arex does), anything else but 201 is a failure.
-        codes[r < 0 ? 429 : r] = (codes[r < 0 ? 429 : r] ?? 0) + 1;
-        if (r < 0) await new Promise((w) => setTimeout(w, -r * 1000));
-        else if (r !== 201) throw new Error(`status loop: ${r}`);
-        else loops++;
-      }
-    }));
+          // A 429 is counted and obeyed (as bench:arex does), anything else but 201 is a failure.
+          codes[r < 0 ? 429 : r] = (codes[r < 0 ? 429 : r] ?? 0) + 1;
+          if (r < 0) await new Promise((w) => setTimeout(w, -r * 1000));
+          else if (r !== 201) throw new Error(`status loop: ${r}`);
+          else loops++;
+        }
+      }),
+    );
     const loopS = (performance.now() - loopT0) / 1000;
     const loopCpuMsPerRequest = (cpuMs() - loopCpu0) / loops;
     const loopRedisMsPerRequest = (redisCpuMs() - loopRedis0) / loops;
     for (const ag of loopAgents) ag.destroy();
-    console.log(`8 clients looping status of 50: ${round(loops / loopS, 0)} req/s, CPU per request: gateway ${round(loopCpuMsPerRequest, 3)} ms + redis ${round(loopRedisMsPerRequest, 3)} ms; codes ${JSON.stringify(codes)}`);
+    console.log(
+      `8 clients looping status of 50: ${round(loops / loopS, 0)} req/s, CPU per request: gateway ${round(loopCpuMsPerRequest, 3)} ms + redis ${round(loopRedisMsPerRequest, 3)} ms; codes ${JSON.stringify(codes)}`,
+    );
 
     console.log(`gateway RSS max so far: ${round(rssMax, 0)} MB`);
     // 3. GET /jobs with 100,000 jobs of one owner (records created directly in Redis; BENCH_LIST_JOBS=0: an empty list).
@@ -238,7 +299,16 @@ async function main() {
     const store = new JobStore(r2, prefix);
     for (let i = 0; i < LIST_JOBS; i += 1000) {
       const recs = Array.from({ length: 1000 }, () =>
-        JobStore.newRecord({ id: randomUUID(), owner: pki.dn.bob, queue: "main", backend: "fork", language: "nordugrid:xrsl", delegations: [], rerun: 0, lifetime: 3600 }),
+        JobStore.newRecord({
+          id: randomUUID(),
+          owner: pki.dn.bob,
+          queue: "main",
+          backend: "fork",
+          language: "nordugrid:xrsl",
+          delegations: [],
+          rerun: 0,
+          lifetime: 3600,
+        }),
       );
       await store.create(recs, 1_000_000);
     }
@@ -279,7 +349,13 @@ async function main() {
     console.log(JSON.stringify(result));
   } catch (e) {
     // The gateway's own account of the failure (its log is removed with the state directory).
-    console.error(readFileSync(logFile, "utf8").split("\n").filter((l) => !l.includes('"msg":"request"')).slice(-20).join("\n"));
+    console.error(
+      readFileSync(logFile, "utf8")
+        .split("\n")
+        .filter((l) => !l.includes('"msg":"request"'))
+        .slice(-20)
+        .join("\n"),
+    );
     throw e;
   } finally {
     clearInterval(rssTimer);

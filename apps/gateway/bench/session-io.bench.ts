@@ -19,7 +19,20 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, createReadStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync, writeSync, ftruncateSync } from "node:fs";
+import {
+  closeSync,
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+  ftruncateSync,
+} from "node:fs";
 import { request } from "node:https";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
@@ -58,11 +71,16 @@ interface Curl {
 /** One curl transfer; the body goes to `out` (/dev/null unless given). */
 function curl(args: string[], out = "/dev/null"): Promise<Curl> {
   return new Promise((res, rej) => {
-    execFile("curl", ["-sS", "-k", "-o", out, "-w", "%{http_code} %{time_total} %{size_download} %{size_upload}", ...args], { maxBuffer: MiB }, (err, stdout, stderr) => {
-      if (err) return rej(new Error(`curl ${args.join(" ")}: ${err.message} ${stderr}`));
-      const [code, t, down, up] = stdout.trim().split(" ").map(Number);
-      res({ code: code!, seconds: t!, bytes: Math.max(down!, up!) });
-    });
+    execFile(
+      "curl",
+      ["-sS", "-k", "-o", out, "-w", "%{http_code} %{time_total} %{size_download} %{size_upload}", ...args],
+      { maxBuffer: MiB },
+      (err, stdout, stderr) => {
+        if (err) return rej(new Error(`curl ${args.join(" ")}: ${err.message} ${stderr}`));
+        const [code, t, down, up] = stdout.trim().split(" ").map(Number);
+        res({ code: code!, seconds: t!, bytes: Math.max(down!, up!) });
+      },
+    );
   });
 }
 
@@ -95,7 +113,11 @@ async function main() {
 
   const entry = process.env.BENCH_RUNTIME === "tsx" ? ["--import", "tsx", join(ROOT, "apps/gateway/src/main.ts")] : [await bundle()];
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? GATEWAY_NODE_FLAGS;
-  const child = spawn(process.execPath, [...nodeArgs, ...entry], { cwd: ROOT, env: { ...process.env, CE_CONFIG: cfgFile }, stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn(process.execPath, [...nodeArgs, ...entry], {
+    cwd: ROOT,
+    env: { ...process.env, CE_CONFIG: cfgFile },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   let rssMax = 0;
   const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
   const sampleRss = () => {
@@ -132,7 +154,22 @@ async function main() {
     }
     const submit = async (): Promise<string> => {
       const out = await new Promise<string>((res, rej) =>
-        execFile("curl", ["-sS", "-k", ...tls, "-H", "Accept: application/json", "-H", "Content-Type: application/rsl", "--data-binary", XRSL("io", '(inputfiles=("big" ""))'), `${base}/jobs?action=new`], (e, so) => (e ? rej(e) : res(so))),
+        execFile(
+          "curl",
+          [
+            "-sS",
+            "-k",
+            ...tls,
+            "-H",
+            "Accept: application/json",
+            "-H",
+            "Content-Type: application/rsl",
+            "--data-binary",
+            XRSL("io", '(inputfiles=("big" ""))'),
+            `${base}/jobs?action=new`,
+          ],
+          (e, so) => (e ? rej(e) : res(so)),
+        ),
       );
       const id = (JSON.parse(out).job as { id?: string }).id ?? (JSON.parse(out).job[0] as { id: string }).id;
       if (!id) throw new Error(`submission failed: ${out}`);
@@ -168,7 +205,8 @@ async function main() {
         rmSync(got);
       }
       gets.push({ s: get.r.seconds, cpu: get.cpu });
-      const split = (a: { user: number; sys: number }, b: { user: number; sys: number }) => `user ${round(b.user - a.user)} + sys ${round(b.sys - a.sys)}`;
+      const split = (a: { user: number; sys: number }, b: { user: number; sys: number }) =>
+        `user ${round(b.user - a.user)} + sys ${round(b.sys - a.sys)}`;
       console.log(
         `run ${i + 1}: PUT 1 GiB ${round(put.r.seconds)} s (gateway CPU ${round(put.cpu)} s: ${split(t0, t1)}), ` +
           `GET 1 GiB ${round(get.r.seconds)} s (CPU ${round(get.cpu)} s); load ${loadavg()[0]!.toFixed(1)}`,
@@ -189,19 +227,32 @@ async function main() {
       const pf = join(shm, `part${k}.bin`);
       const buf = Buffer.alloc(part);
       const inFd = openSync(src, "r");
-      for (let got = 0; got < part; ) got += readSync(inFd, buf, got, part - got, k * part + got);
+      for (let got = 0; got < part;) got += readSync(inFd, buf, got, part - got, k * part + got);
       closeSync(inFd);
       writeFileSync(pf, buf);
       return pf;
     });
     const par = await measured(() =>
-      Promise.all(parts.map((pf, k) => curl([...tls, "-H", `Content-Range: bytes ${k * part}-${(k + 1) * part - 1}/${GiB}`, "-T", pf, `${base}/jobs/${job2}/session/big`]))),
+      Promise.all(
+        parts.map((pf, k) =>
+          curl([
+            ...tls,
+            "-H",
+            `Content-Range: bytes ${k * part}-${(k + 1) * part - 1}/${GiB}`,
+            "-T",
+            pf,
+            `${base}/jobs/${job2}/session/big`,
+          ]),
+        ),
+      ),
     );
     for (const pf of parts) rmSync(pf);
     for (const r of par.r) if (r.code !== 200) throw new Error(`parallel PUT: ${r.code}`);
     const parWall = Math.max(...par.r.map((r) => r.seconds));
     if ((await sha256File(join(sessionRoot, job2, "big"))) !== srcHash) throw new Error("parallel PUT: assembled bytes differ");
-    console.log(`4 × 256 MiB parallel PUT (Content-Range parts of one file): ${round(parWall)} s (gateway CPU ${round(par.cpu)} s/GiB); bytes verified`);
+    console.log(
+      `4 × 256 MiB parallel PUT (Content-Range parts of one file): ${round(parWall)} s (gateway CPU ${round(par.cpu)} s/GiB); bytes verified`,
+    );
 
     // 3. Ranged GETs from a 10 GiB sparse file, with marker bytes at the range edges.
     const sparse = join(sessionRoot, job, "sparse");
@@ -215,14 +266,23 @@ async function main() {
     closeSync(sfd);
     const got = join(shm, "range.bin");
     const rssBefore = rssMax;
-    const ranged = await measured(() => curl([...tls, "-H", `Range: bytes=${from}-${from + GiB - 1}`, `${base}/jobs/${job}/session/sparse`], got));
+    const ranged = await measured(() =>
+      curl([...tls, "-H", `Range: bytes=${from}-${from + GiB - 1}`, `${base}/jobs/${job}/session/sparse`], got),
+    );
     if (ranged.r.code !== 206 || ranged.r.bytes !== GiB) throw new Error(`ranged GET: ${ranged.r.code} ${ranged.r.bytes}`);
     if ((await sha256File(got)) !== (await sha256File(sparse, from, from + GiB - 1))) throw new Error("ranged GET: bytes differ");
     // Again, now from the page cache: the first read of a hole costs the kernel (zero-filled pages).
     const warm = await measured(() => curl([...tls, "-H", `Range: bytes=${from}-${from + GiB - 1}`, `${base}/jobs/${job}/session/sparse`]));
     if (warm.r.code !== 206 || warm.r.bytes !== GiB) throw new Error(`ranged GET (warm): ${warm.r.code} ${warm.r.bytes}`);
     const tail = await curl([...tls, "-H", "Range: bytes=-1048576", `${base}/jobs/${job}/session/sparse`], got);
-    if (tail.code !== 206 || tail.bytes !== MiB || !readFileSync(got).subarray(MiB - 64).equals(marker)) throw new Error(`suffix range GET: ${tail.code} ${tail.bytes}`);
+    if (
+      tail.code !== 206 ||
+      tail.bytes !== MiB ||
+      !readFileSync(got)
+        .subarray(MiB - 64)
+        .equals(marker)
+    )
+      throw new Error(`suffix range GET: ${tail.code} ${tail.bytes}`);
     rmSync(got);
     rmSync(sparse);
     console.log(
@@ -232,23 +292,29 @@ async function main() {
 
     // 4. A client that stops reading: the gateway must stop reading the file, not buffer it.
     const slow = await new Promise<{ grewMB: number; bytes: number }>((res, rej) => {
-      const req = request(`${base}/jobs/${job}/session/big`, { cert: readFileSync(certFile), key: readFileSync(keyFile), rejectUnauthorized: false, agent: false }, (r) => {
-        r.pause();
-        const rss0 = rss();
-        setTimeout(() => {
-          const grewMB = rss() - rss0;
-          let bytes = 0;
-          r.on("data", (d: Buffer) => (bytes += d.length));
-          r.on("end", () => res({ grewMB, bytes }));
-          r.on("error", rej);
-          r.resume();
-        }, 3000);
-      });
+      const req = request(
+        `${base}/jobs/${job}/session/big`,
+        { cert: readFileSync(certFile), key: readFileSync(keyFile), rejectUnauthorized: false, agent: false },
+        (r) => {
+          r.pause();
+          const rss0 = rss();
+          setTimeout(() => {
+            const grewMB = rss() - rss0;
+            let bytes = 0;
+            r.on("data", (d: Buffer) => (bytes += d.length));
+            r.on("end", () => res({ grewMB, bytes }));
+            r.on("error", rej);
+            r.resume();
+          }, 3000);
+        },
+      );
       req.on("error", rej);
       req.end();
     });
     if (slow.bytes !== GiB) throw new Error(`paused GET: ${slow.bytes} bytes`);
-    console.log(`GET of 1 GiB paused by its client for 3 s: gateway RSS ${slow.grewMB >= 0 ? "+" : ""}${round(slow.grewMB, 1)} MB meanwhile; then all bytes received`);
+    console.log(
+      `GET of 1 GiB paused by its client for 3 s: gateway RSS ${slow.grewMB >= 0 ? "+" : ""}${round(slow.grewMB, 1)} MB meanwhile; then all bytes received`,
+    );
 
     sampleRss();
     const bp = best(puts);
@@ -269,7 +335,14 @@ async function main() {
       pausedGetRssGrowthMB: round(slow.grewMB, 1),
       rssMaxMB: round(rssMax, 0),
       loadAvg: round(loadavg()[0]!, 1),
-      targets: { put: bp.s <= 2.4, get: bg.s <= 1.45, putCpu: bp.cpu < 1.78, getCpu: bg.cpu < 1.56, rss: rssMax <= 200, pausedGet: slow.grewMB < 16 },
+      targets: {
+        put: bp.s <= 2.4,
+        get: bg.s <= 1.45,
+        putCpu: bp.cpu < 1.78,
+        getCpu: bg.cpu < 1.56,
+        rss: rssMax <= 200,
+        pausedGet: slow.grewMB < 16,
+      },
     };
     console.log(JSON.stringify(result));
   } finally {

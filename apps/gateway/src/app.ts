@@ -81,7 +81,9 @@ export function createApp(services: Services): Hono<AppEnv> {
   });
   app.route(rest, r);
   // The endpoint URL itself (what /info publishes): a browser is sent on to the landing page.
-  app.get(services.config.mountPath || "/", (c, next) => (isPageRequest(c) ? c.redirect(`${rest}/${SUPPORTED_VERSIONS.at(-1)}`, 302) : next()));
+  app.get(services.config.mountPath || "/", (c, next) =>
+    isPageRequest(c) ? c.redirect(`${rest}/${SUPPORTED_VERSIONS.at(-1)}`, 302) : next(),
+  );
 
   app.notFound((c) => renderError(c, new NotFound(`No resource at ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => {

@@ -21,7 +21,10 @@ export function capConnectionsPerAddress(server: Server, max: number, exempt: re
       refused++;
       // One line per minute at most: an attacker must not be able to flood the log either.
       if (Date.now() - lastLog > 60_000) {
-        log.warn({ client: addr, max, refused }, "connection refused: too many concurrent connections from one address (gateway.connections.maxPerAddress)");
+        log.warn(
+          { client: addr, max, refused },
+          "connection refused: too many concurrent connections from one address (gateway.connections.maxPerAddress)",
+        );
         lastLog = Date.now();
         refused = 0;
       }

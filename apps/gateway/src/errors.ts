@@ -19,7 +19,9 @@ export class CeError extends HTTPException {
 }
 
 export class BadRequest extends CeError {
-  constructor(message: string, code = "BAD_REQUEST") { super(400, code, message); }
+  constructor(message: string, code = "BAD_REQUEST") {
+    super(400, code, message);
+  }
 }
 export class Unauthorized extends CeError {
   /** `wwwAuthenticate` is the full header value, e.g. `Bearer error="invalid_token", error_description="..."` */
@@ -28,10 +30,14 @@ export class Unauthorized extends CeError {
   }
 }
 export class Forbidden extends CeError {
-  constructor(message: string, code = "FORBIDDEN", headers: Record<string, string> = {}) { super(403, code, message, headers); }
+  constructor(message: string, code = "FORBIDDEN", headers: Record<string, string> = {}) {
+    super(403, code, message, headers);
+  }
 }
 export class NotFound extends CeError {
-  constructor(message = "Not Found", code = "NOT_FOUND") { super(404, code, message); }
+  constructor(message = "Not Found", code = "NOT_FOUND") {
+    super(404, code, message);
+  }
 }
 export class MethodNotAllowed extends CeError {
   constructor(allow: readonly string[]) {
@@ -39,13 +45,19 @@ export class MethodNotAllowed extends CeError {
   }
 }
 export class PayloadTooLarge extends CeError {
-  constructor(what: string, limit: number) { super(413, "PAYLOAD_TOO_LARGE", `${what} exceeds the limit of ${limit} bytes`); }
+  constructor(what: string, limit: number) {
+    super(413, "PAYLOAD_TOO_LARGE", `${what} exceeds the limit of ${limit} bytes`);
+  }
 }
 export class UnsupportedMediaType extends CeError {
-  constructor(message: string) { super(415, "UNSUPPORTED_MEDIA_TYPE", message); }
+  constructor(message: string) {
+    super(415, "UNSUPPORTED_MEDIA_TYPE", message);
+  }
 }
 export class RangeNotSatisfiable extends CeError {
-  constructor(size: number) { super(416, "RANGE_NOT_SATISFIABLE", "Range not satisfiable", { "Content-Range": `bytes */${size}` }); }
+  constructor(size: number) {
+    super(416, "RANGE_NOT_SATISFIABLE", "Range not satisfiable", { "Content-Range": `bytes */${size}` });
+  }
 }
 export class TooManyRequests extends CeError {
   constructor(retryAfterSeconds: number, reason = `Too many requests; retry after ${retryAfterSeconds} s`, code = "RATE_LIMITED") {
@@ -53,7 +65,9 @@ export class TooManyRequests extends CeError {
   }
 }
 export class ServiceUnavailable extends CeError {
-  constructor(message: string, code = "UNAVAILABLE") { super(503, code, message); }
+  constructor(message: string, code = "UNAVAILABLE") {
+    super(503, code, message);
+  }
 }
 /**
  * Redis (the job store and the queues) is down, restarting, out of memory or refusing writes:

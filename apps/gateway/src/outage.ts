@@ -20,8 +20,12 @@ export function outageOf(s: Pick<Services, "redis" | "config" | "logger">): Redi
     o = new RedisOutage({
       probe: writeProbe(s.redis, s.config.redis.prefix, `gateway-${process.pid}-${randomBytes(3).toString("hex")}`),
       onDown: ({ kind, err, aftershock }) =>
-        log[aftershock ? "debug" : "warn"]({ kind, err: (err as Error)?.message }, `redis unavailable since ${new Date().toISOString()}: ${TROUBLE_TEXT[kind]}; requests that need it answer 503`),
-      onUp: ({ downMs, kind, aftershock }) => log[aftershock ? "debug" : "info"]({ kind, downMs }, `redis back after ${Math.round(downMs / 100) / 10} s`),
+        log[aftershock ? "debug" : "warn"](
+          { kind, err: (err as Error)?.message },
+          `redis unavailable since ${new Date().toISOString()}: ${TROUBLE_TEXT[kind]}; requests that need it answer 503`,
+        ),
+      onUp: ({ downMs, kind, aftershock }) =>
+        log[aftershock ? "debug" : "info"]({ kind, downMs }, `redis back after ${Math.round(downMs / 100) / 10} s`),
       maxDelayMs: RETRY_AFTER_SECONDS * 1000,
     });
     episodes.set(s.redis, o);
@@ -30,7 +34,11 @@ export function outageOf(s: Pick<Services, "redis" | "config" | "logger">): Redi
 }
 
 /** The 503 for `err` if it is Redis trouble (recorded in the episode), else undefined. */
-export function storeUnavailable(s: Pick<Services, "redis" | "config" | "logger">, err: unknown, code?: string): StoreUnavailable | undefined {
+export function storeUnavailable(
+  s: Pick<Services, "redis" | "config" | "logger">,
+  err: unknown,
+  code?: string,
+): StoreUnavailable | undefined {
   const kind = redisTrouble(err);
   if (!kind) return undefined;
   outageOf(s).report(err);

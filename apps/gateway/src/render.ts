@@ -64,7 +64,13 @@ export function sendRendered(c: Context<AppEnv>, body: string, fmt: Format, opts
  * A body streamed in `fmt` whose exact byte length is known beforehand: the same headers as
  * sendRendered (Content-Length included, so no chunked encoding and HEAD stays as it was).
  */
-export function sendStreamed(c: Context<AppEnv>, body: ReadableStream<Uint8Array>, length: number, fmt: "json" | "xml", opts: RespondOptions = {}): Response {
+export function sendStreamed(
+  c: Context<AppEnv>,
+  body: ReadableStream<Uint8Array>,
+  length: number,
+  fmt: "json" | "xml",
+  opts: RespondOptions = {},
+): Response {
   const headers: Record<string, string> = { "Content-Type": contentTypeFor(fmt), "Content-Length": String(length), ...opts.headers };
   if (opts.statusText) setStatusText(c, opts.statusText);
   return c.body(body, opts.status ?? 200, headers);
@@ -90,7 +96,10 @@ export function renderError(c: Context<AppEnv>, err: CeError): Response {
 export function setStatusText(c: Context<AppEnv>, text: string): void {
   const out = c.env?.outgoing;
   if (!out || out.headersSent) return;
-  const clean = text.replace(/[^\x20-\x7e]+/g, " ").trim().slice(0, 200);
+  const clean = text
+    .replace(/[^\x20-\x7e]+/g, " ")
+    .trim()
+    .slice(0, 200);
   if (clean) out.statusMessage = clean;
 }
 

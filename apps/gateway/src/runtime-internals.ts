@@ -49,15 +49,16 @@ export const RUNTIME_INTERNALS: readonly RuntimeInternal[] = [
     id: "pino-access-log",
     where: "middleware/request-context/access-log.ts accessLogWriter",
     assumes:
-      "`logger[pino.symbols.streamSym]` is the logger's destination (with `write(string)`) and `logger[pino.symbols.chindingsSym]` its bindings already serialized as `,\"key\":value…`",
+      '`logger[pino.symbols.streamSym]` is the logger\'s destination (with `write(string)`) and `logger[pino.symbols.chindingsSym]` its bindings already serialized as `,"key":value…`',
     gain: "the access line (one per request) is one string written to the destination, without pino's serializer loop and redaction",
     setting: "pinoAccessLog",
-    fallback: "`logger.info(fields, \"request\")`",
+    fallback: '`logger.info(fields, "request")`',
   },
   {
     id: "v8-array-buffer-sweeping",
     where: "main.ts (applyV8Flags)",
-    assumes: "V8 knows `--no-concurrent-array-buffer-sweeping`, and `v8.setFlagsFromString` after start still changes how array buffers are swept",
+    assumes:
+      "V8 knows `--no-concurrent-array-buffer-sweeping`, and `v8.setFlagsFromString` after start still changes how array buffers are swept",
     gain: "the 16 KiB record buffers of an upload are freed during the scavenge instead of counting against the external-memory limit, which started a full GC every ~64 MB uploaded",
     setting: "v8ArrayBufferSweeping",
     fallback: "V8's default sweeping",

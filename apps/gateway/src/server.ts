@@ -7,7 +7,15 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { AdvanceSet, DelegationStore, JobStore, connectRedis, openQueue, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
+import {
+  AdvanceSet,
+  DelegationStore,
+  JobStore,
+  connectRedis,
+  openQueue,
+  loadSecretBox as loadStoreSecretBox,
+  type SecretBox,
+} from "@ce/store";
 import { ControlDir } from "@ce/controldir";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { configuredVos, createLogger as createOpsLogger, createMetrics } from "@ce/ops";
@@ -46,7 +54,13 @@ export const LOG_FLUSH_MS = 100;
  * `fd`: where the lines go (tests); stdout by default.
  */
 export function createLogger(config: CompiledConfig, fd = 1): Logger {
-  const dest = pino.destination({ dest: fd, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS, maxLength: 16 * 2 ** 20 });
+  const dest = pino.destination({
+    dest: fd,
+    sync: false,
+    minLength: LOG_BLOCK_BYTES,
+    periodicFlush: LOG_FLUSH_MS,
+    maxLength: 16 * 2 ** 20,
+  });
   return createOpsLogger("gateway", config.logging.level, {}, dest);
 }
 
@@ -62,7 +76,10 @@ function adaptorErrors(logger: Logger) {
       return new Response(body, { status: 400, headers: { "content-type": "application/json", "X-Error-Code": "BAD_REQUEST_TARGET" } });
     }
     logger.error({ err: e }, "request failed outside the app");
-    return new Response(JSON.stringify({ "status-code": "500", reason: "Internal server error" }), { status: 500, headers: { "content-type": "application/json" } });
+    return new Response(JSON.stringify({ "status-code": "500", reason: "Internal server error" }), {
+      status: 500,
+      headers: { "content-type": "application/json" },
+    });
   };
 }
 
@@ -114,7 +131,12 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   for (const w of voms.warnings) logger.warn({ warning: w }, "vomsdir");
   // Bad rules, forbidden or missing accounts and unreadable grid-mapfiles stop the boot here.
   const onWarning = (warning: string) => logger.warn({ warning }, "identity mapping");
-  const mapper = config.mapping ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch(async (e: unknown) => { await clients.close(); throw e; }) : undefined;
+  const mapper = config.mapping
+    ? await Mapper.create(config.mapping, { redis, prefix, onWarning }).catch(async (e: unknown) => {
+        await clients.close();
+        throw e;
+      })
+    : undefined;
   if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
   const connection = clients.bull;
   const queues = { commands: openQueue("commands", connection, prefix) };
@@ -147,7 +169,9 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
  * (openssl speed here: 3.2 vs 2.8 GB/s; a 1 GiB upload: ~0.08 CPU s less on the gateway). Both
  * are in every TLS 1.3 profile; nothing is added to the default list, only reordered.
  */
-export const GATEWAY_CIPHERS = ["TLS_AES_128_GCM_SHA256", ...DEFAULT_CIPHERS.split(":").filter((c) => c !== "TLS_AES_128_GCM_SHA256")].join(":");
+export const GATEWAY_CIPHERS = ["TLS_AES_128_GCM_SHA256", ...DEFAULT_CIPHERS.split(":").filter((c) => c !== "TLS_AES_128_GCM_SHA256")].join(
+  ":",
+);
 
 /**
  * HTTPS with client certificates requested but verified by the application (Node cannot verify
@@ -191,7 +215,10 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
   // Slowloris bounds: the head within headersTimeout, the whole request within requestTimeout
   // (long: uploads are big), no silence longer than the idle timeout, and a cap per address.
   server.requestTimeout = conn.requestTimeoutSeconds * 1000;
-  server.headersTimeout = conn.requestTimeoutSeconds > 0 ? Math.min(conn.headersTimeoutSeconds, conn.requestTimeoutSeconds) * 1000 : conn.headersTimeoutSeconds * 1000;
+  server.headersTimeout =
+    conn.requestTimeoutSeconds > 0
+      ? Math.min(conn.headersTimeoutSeconds, conn.requestTimeoutSeconds) * 1000
+      : conn.headersTimeoutSeconds * 1000;
   server.keepAliveTimeout = conn.keepAliveTimeoutSeconds * 1000;
   server.timeout = conn.idleTimeoutSeconds * 1000;
   capConnectionsPerAddress(server, conn.maxPerAddress, plain ? config.gateway.plainHttp.trustedProxies : [], logger);

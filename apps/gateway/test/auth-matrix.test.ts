@@ -21,7 +21,10 @@ interface Cred {
 let t: TestGateway;
 let idp: TokenIssuer;
 const now = () => Math.floor(Date.now() / 1000);
-const mint = (claims: Record<string, unknown> = {}, o: MintOptions = {}) => () => idp.mint(claims, o);
+const mint =
+  (claims: Record<string, unknown> = {}, o: MintOptions = {}) =>
+  () =>
+    idp.mint(claims, o);
 
 /** The proxy chain with one bit of the proxy certificate's signature flipped. */
 function tampered(chainPem: string): string {
@@ -47,7 +50,11 @@ const CREDS: Record<string, Cred> = {
   "token alg none": { token: mint({}, { alg: "none" }), expect: 401, reason: /algorithm not allowed/ },
   "token HS256 keyed with the public key": { token: mint({}, { alg: "HS256-pubkey" }), expect: 401, reason: /algorithm not allowed/ },
   "token without kid": { token: mint({}, { kid: null }), expect: 401, reason: /no kid/ },
-  "token missing the scope": { token: mint({ scope: "storage.read:/ compute.nothing" }), expect: 403, reason: /needs token scope compute\./ },
+  "token missing the scope": {
+    token: mint({ scope: "storage.read:/ compute.nothing" }),
+    expect: 403,
+    reason: /needs token scope compute\./,
+  },
 };
 
 /** Per identity that can act: a job and two delegations of its own. */
@@ -71,7 +78,14 @@ const ids = (o: Own) => JSON.stringify({ job: [{ id: o.job }] });
 const JSON_H = { "content-type": "application/json", accept: "application/json" };
 const OPS: Record<string, Op> = {
   "list jobs": { method: "GET", path: () => "/1.1/jobs", ok: 200, scope: "compute.read" },
-  submit: { method: "POST", path: () => "/1.1/jobs?action=new", body: () => XRSL("matrix"), headers: { "content-type": "application/rsl" }, ok: 201, scope: "compute.create" },
+  submit: {
+    method: "POST",
+    path: () => "/1.1/jobs?action=new",
+    body: () => XRSL("matrix"),
+    headers: { "content-type": "application/rsl" },
+    ok: 201,
+    scope: "compute.create",
+  },
   "bulk status": { method: "POST", path: () => "/1.1/jobs?action=status", body: ids, headers: JSON_H, ok: 201, scope: "compute.read" },
   "session GET": { method: "GET", path: (o) => `/1.1/jobs/${o.job}/session`, ok: 200, scope: "compute.read" },
   "session PUT": { method: "PUT", path: (o) => `/1.1/jobs/${o.job}/session/in.txt`, body: () => "data", ok: 200, scope: "compute.modify" },
@@ -105,7 +119,11 @@ function call(cred: Cred, method: string, path: string, opts: { body?: string; h
 
 async function setup(cred: Cred): Promise<Own> {
   const token = cred.token ? await cred.token() : undefined;
-  const sub = await call(cred, "POST", "/1.1/jobs?action=new", { body: XRSL("owned"), headers: { "content-type": "application/rsl" }, ...(token ? { token } : {}) });
+  const sub = await call(cred, "POST", "/1.1/jobs?action=new", {
+    body: XRSL("owned"),
+    headers: { "content-type": "application/rsl" },
+    ...(token ? { token } : {}),
+  });
   expect(sub.status).toBe(201);
   const job = JSON.parse(sub.text).job[0].id as string;
   const deleg = async () => {
@@ -224,11 +242,17 @@ describe("precedence and identity", () => {
 
   it("pyarcrest-style JWT delegation: X-Token-Delegation: Bearer T with Authorization: Bearer T", async () => {
     const token = await idp.mint();
-    const res = await call({ expect: "ok" }, "POST", "/1.1/delegations?action=new&type=jwt", { token, headers: { "x-token-delegation": `Bearer ${token}` } });
+    const res = await call({ expect: "ok" }, "POST", "/1.1/delegations?action=new&type=jwt", {
+      token,
+      headers: { "x-token-delegation": `Bearer ${token}` },
+    });
     expect(res.status).toBe(201);
     const loc = String(res.headers.location);
     expect(loc).toMatch(/^\/arex\/rest\/1\.1\/delegations\/[0-9a-f]+$/);
-    const got = await call({ expect: "ok" }, "POST", `${loc.slice(t.rest.length)}?action=get`, { token, headers: { accept: "application/json" } });
+    const got = await call({ expect: "ok" }, "POST", `${loc.slice(t.rest.length)}?action=get`, {
+      token,
+      headers: { accept: "application/json" },
+    });
     // Its metadata, never the token itself.
     expect(got.status).toBe(200);
     expect(got.text).not.toContain(token);
@@ -239,7 +263,11 @@ describe("precedence and identity", () => {
 
   it("the site policy answers 403 naming the rule (deny wins; allow list by kind)", async () => {
     const g = await startTestGateway(inject("redisUrl"), {
-      auth: { allow: ["kind:x509", `iss:${idp.issuer}`], deny: [`dn:*Bob*`, `sub:${idp.issuer}/banned`], tokens: { issuers: [{ issuer: idp.issuer, caFile: idp.caFile }] } },
+      auth: {
+        allow: ["kind:x509", `iss:${idp.issuer}`],
+        deny: [`dn:*Bob*`, `sub:${idp.issuer}/banned`],
+        tokens: { issuers: [{ issuer: idp.issuer, caFile: idp.caFile }] },
+      },
     });
     try {
       const ok = await g.request("GET", `${g.rest}/1.1/jobs`, { accept: "application/json" });
@@ -247,9 +275,17 @@ describe("precedence and identity", () => {
       const bob = await g.request("GET", `${g.rest}/1.1/jobs`, { as: "bob", accept: "application/json" });
       expect(bob.status).toBe(403);
       expect(bob.json().reason).toMatch(/deny rule dn:\*Bob\*/);
-      const banned = await g.request("GET", `${g.rest}/1.1/jobs`, { as: "none", accept: "application/json", headers: { authorization: `Bearer ${await idp.mint({ sub: "banned" })}` } });
+      const banned = await g.request("GET", `${g.rest}/1.1/jobs`, {
+        as: "none",
+        accept: "application/json",
+        headers: { authorization: `Bearer ${await idp.mint({ sub: "banned" })}` },
+      });
       expect([banned.status, banned.json().reason]).toEqual([403, expect.stringMatching(/deny rule sub:/)]);
-      const fine = await g.request("GET", `${g.rest}/1.1/jobs`, { as: "none", accept: "application/json", headers: { authorization: `Bearer ${await idp.mint()}` } });
+      const fine = await g.request("GET", `${g.rest}/1.1/jobs`, {
+        as: "none",
+        accept: "application/json",
+        headers: { authorization: `Bearer ${await idp.mint()}` },
+      });
       expect(fine.status).toBe(200);
     } finally {
       await g.close();

@@ -28,11 +28,21 @@ describe("X.509 client authentication", () => {
     const { Agent, request } = await import("node:https");
     const agent = new Agent({ cert: p2.chainPem, key: p2.keyPem, rejectUnauthorized: false });
     const body = await new Promise<string>((resolve, reject) => {
-      const req = request({ host: "127.0.0.1", port: t.gw.port, method: "POST", path: `${t.rest}/1.0/jobs?action=new`, agent, headers: { accept: "application/json" } }, (res) => {
-        let b = "";
-        res.on("data", (d) => (b += d));
-        res.on("end", () => resolve(b));
-      });
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port: t.gw.port,
+          method: "POST",
+          path: `${t.rest}/1.0/jobs?action=new`,
+          agent,
+          headers: { accept: "application/json" },
+        },
+        (res) => {
+          let b = "";
+          res.on("data", (d) => (b += d));
+          res.on("end", () => resolve(b));
+        },
+      );
       req.on("error", reject);
       req.end(XRSL("carol"));
     });
@@ -64,7 +74,10 @@ describe("X.509 client authentication", () => {
     expect(r.status).toBe(200); // the versions list is always public (identity/index.ts isPublic)
   });
   it("a client-cert header is ignored over TLS", async () => {
-    const r = await t.request("GET", `${t.rest}/1.0/jobs`, { as: "none", headers: { "x-ssl-client-cert": encodeURIComponent(createPki().creds.alice!.cert) } });
+    const r = await t.request("GET", `${t.rest}/1.0/jobs`, {
+      as: "none",
+      headers: { "x-ssl-client-cert": encodeURIComponent(createPki().creds.alice!.cert) },
+    });
     expect(r.status).toBe(401);
   });
 });
@@ -73,7 +86,8 @@ describe("plain-HTTP mode behind a TLS proxy", () => {
   it("believes the header only from trusted proxies", async () => {
     const { request } = await import("node:http");
     const pki = createPki();
-    const mk = async (trusted: string[]) => startTestGateway(inject("redisUrl"), { gateway: { plainHttp: { enabled: true, trustedProxies: trusted } } });
+    const mk = async (trusted: string[]) =>
+      startTestGateway(inject("redisUrl"), { gateway: { plainHttp: { enabled: true, trustedProxies: trusted } } });
     const get = (port: number, headers: Record<string, string>) =>
       new Promise<number>((resolve, reject) => {
         const req = request({ host: "127.0.0.1", port, path: "/arex/rest/1.0/jobs", headers }, (res) => {

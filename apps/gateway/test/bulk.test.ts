@@ -8,7 +8,10 @@ let mine: string[] = [];
 let bobs: string;
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"), { gateway: { limits: { idsPerRequest: 20, idListBytes: 4096 } } });
-  const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new&instances=3`, { body: XRSL("bulk", "(rerun=2)"), accept: "application/json" });
+  const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new&instances=3`, {
+    body: XRSL("bulk", "(rerun=2)"),
+    accept: "application/json",
+  });
   mine = r.json().job.map((j: J) => j.id);
   const b = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, { body: XRSL("bob"), accept: "application/json", as: "bob" });
   bobs = b.json().job[0].id;
@@ -17,7 +20,11 @@ afterAll(async () => t?.close());
 
 const xmlIds = (ids: string[]) => `<jobs>${ids.map((i) => `<job><id>${i}</id></job>`).join("")}</jobs>`;
 const bulk = (v: string, action: string, body: string, o: { ct?: string; accept?: string } = {}) =>
-  t.request("POST", `${t.rest}/${v}/jobs?action=${action}`, { body, accept: o.accept ?? "application/json", headers: o.ct ? { "content-type": o.ct } : {} });
+  t.request("POST", `${t.rest}/${v}/jobs?action=${action}`, {
+    body,
+    accept: o.accept ?? "application/json",
+    headers: o.ct ? { "content-type": o.ct } : {},
+  });
 
 describe.each(["1.0", "1.1"])("E5 bulk under %s", (v) => {
   it("status: XML body without Content-Type, order kept, others' and unknown ids → 404 None", async () => {
@@ -53,7 +60,16 @@ describe("kill / clean / restart", () => {
   it("kill → 202 Queued for killing and one command each; final job → 202 without a command", async () => {
     const s = t.gw.services;
     const done = randomUUID();
-    const rec = JobStore.newRecord({ id: done, owner: t.pki.dn.alice, queue: "main", backend: "fork", language: "nordugrid:xrsl", delegations: [], rerun: 0, lifetime: 60 });
+    const rec = JobStore.newRecord({
+      id: done,
+      owner: t.pki.dn.alice,
+      queue: "main",
+      backend: "fork",
+      language: "nordugrid:xrsl",
+      delegations: [],
+      rerun: 0,
+      lifetime: 60,
+    });
     await s.jobs.create([{ ...rec }], 1e6);
     const cur = (await s.jobs.get(done))!;
     await s.jobs.update({ ...cur, state: "FINISHING" }, { state: "FINISHED", outcome: "success" });
@@ -143,12 +159,13 @@ describe("E3 list", () => {
     expect(bad.status).toBe(400);
     expect(bad.json().reason).toContain("Bogus");
   });
-  it("an empty list is {\"job\":[]} for a user with no jobs", async () => {
+  it('an empty list is {"job":[]} for a user with no jobs', async () => {
     const r = await t.request("GET", `${t.rest}/1.0/jobs`, { accept: "application/json", as: "aliceCert" });
     expect(r.json().job.length).toBeGreaterThan(0);
   });
   it("GET /jobs/<id> is not a resource → 404 (a browser gets the job page: docs/pages.md)", async () => {
-    for (const accept of ["application/json", "application/xml"]) expect((await t.request("GET", `${t.rest}/1.0/jobs/${mine[0]}`, { accept })).status).toBe(404);
+    for (const accept of ["application/json", "application/xml"])
+      expect((await t.request("GET", `${t.rest}/1.0/jobs/${mine[0]}`, { accept })).status).toBe(404);
     expect((await t.request("GET", `${t.rest}/1.0/jobs/${mine[0]}`)).status).toBe(200);
   });
 });
@@ -158,7 +175,14 @@ describe("strictSpecCodes", () => {
     const strict = await startTestGateway(inject("redisUrl"), { compat: { strictSpecCodes: true } });
     try {
       const body = xmlIds([randomUUID()]);
-      for (const [a, code] of [["status", 200], ["kill", 200], ["clean", 200], ["restart", 200], ["delegations", 200], ["info", 201]] as const) {
+      for (const [a, code] of [
+        ["status", 200],
+        ["kill", 200],
+        ["clean", 200],
+        ["restart", 200],
+        ["delegations", 200],
+        ["info", 201],
+      ] as const) {
         const r = await strict.request("POST", `${strict.rest}/1.0/jobs?action=${a}`, { body });
         expect(r.status, a).toBe(code);
       }
@@ -171,7 +195,8 @@ describe("strictSpecCodes", () => {
 describe("repeated ids", () => {
   it("one command per job however often a list repeats its id; every item still answered", async () => {
     const s = t.gw.services;
-    const countFor = async (id: string) => (await s.queues.commands.getJobs(["waiting"])).filter((j) => j.data.jobId === id && j.data.action === "clean").length;
+    const countFor = async (id: string) =>
+      (await s.queues.commands.getJobs(["waiting"])).filter((j) => j.data.jobId === id && j.data.action === "clean").length;
     const before = await countFor(mine[1]!);
     const r = await bulk("1.1", "clean", JSON.stringify({ job: Array(15).fill({ id: mine[1] }) }), { ct: "application/json" });
     expect(r.json().job).toHaveLength(15);

@@ -34,7 +34,20 @@ beforeAll(async () => {
   const user = t.pki.creds.aliceCert!;
   writeFileSync(join(home, "usercert.pem"), user.cert);
   writeFileSync(join(home, "userkey.pem"), user.key, { mode: 0o600 });
-  await arc("/usr/bin/arcproxy", ["-C", join(home, "usercert.pem"), "-K", join(home, "userkey.pem"), "-P", proxy, "-T", caDir, "-S", "", "-c", "validityPeriod=2H"]);
+  await arc("/usr/bin/arcproxy", [
+    "-C",
+    join(home, "usercert.pem"),
+    "-K",
+    join(home, "userkey.pem"),
+    "-P",
+    proxy,
+    "-T",
+    caDir,
+    "-S",
+    "",
+    "-c",
+    "validityPeriod=2H",
+  ]);
 }, 60_000);
 afterAll(async () => {
   await t?.close();
@@ -57,12 +70,17 @@ const leaf = (pem: string) => new X509Certificate(pem.slice(0, pem.indexOf("----
 describe.skipIf(!haveArc)("ARC 6 client delegation", () => {
   it("arcsub delegates (verified chain stored) and arcrenew replaces the proxy", async () => {
     const desc = join(home, "job.xrsl");
-    writeFileSync(desc, '&(executable="/bin/echo")(arguments="hi")(jobname="deleg")(inputfiles=("remote.dat" "https://example.org/remote.dat"))');
+    writeFileSync(
+      desc,
+      '&(executable="/bin/echo")(arguments="hi")(jobname="deleg")(inputfiles=("remote.dat" "https://example.org/remote.dat"))',
+    );
     const joblist = join(home, "jobs.dat");
     const ce = `https://localhost:${t.gw.port}${t.config.mountPath}`;
-    const sub = await arc("/usr/bin/arcsub", ["-C", ce, "-T", "arcrest", "-j", joblist, "-d", "WARNING", desc]).catch((e: { stdout: string; stderr: string }) => {
-      throw new Error(`arcsub failed:\n${e.stdout}\n${e.stderr}`);
-    });
+    const sub = await arc("/usr/bin/arcsub", ["-C", ce, "-T", "arcrest", "-j", joblist, "-d", "WARNING", desc]).catch(
+      (e: { stdout: string; stderr: string }) => {
+        throw new Error(`arcsub failed:\n${e.stdout}\n${e.stderr}`);
+      },
+    );
     expect(sub.stdout).toMatch(/Job submitted with jobid/);
 
     const owner = t.pki.dn.alice;

@@ -21,7 +21,11 @@ import { delegationRoutes } from "../src/routes/delegations.js";
 export interface DelegationHarness {
   services: Services;
   store: DelegationStore;
-  call(method: string, path: string, opts?: { subject?: string; scopes?: string; headers?: Record<string, string>; body?: string }): Promise<Response>;
+  call(
+    method: string,
+    path: string,
+    opts?: { subject?: string; scopes?: string; headers?: Record<string, string>; body?: string },
+  ): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -74,7 +78,7 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
   app.route(`${config.mountPath}/rest`, r);
   app.onError((err, c) => {
     if (err instanceof CeError) return renderError(c, err);
-     
+
     console.error(err);
     return renderError(c, new CeError(500, "INTERNAL", "Internal server error"));
   });
@@ -86,7 +90,9 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
       const headers: Record<string, string> = { ...(opts.headers ?? {}) };
       if (opts.subject) headers["x-test-subject"] = opts.subject;
       if (opts.scopes !== undefined) headers["x-test-scopes"] = opts.scopes;
-      return Promise.resolve(app.request(`https://localhost:8443${path}`, { method, headers, ...(opts.body !== undefined ? { body: opts.body } : {}) }));
+      return Promise.resolve(
+        app.request(`https://localhost:8443${path}`, { method, headers, ...(opts.body !== undefined ? { body: opts.body } : {}) }),
+      );
     },
     async close() {
       await keyPool.close();

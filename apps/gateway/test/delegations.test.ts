@@ -121,7 +121,8 @@ describe("X.509 delegation", () => {
   it("another user's delegation is not found, for every operation", async () => {
     const { csr, location } = await newX509();
     expect((await h.call("PUT", location, { subject: BOB, body: sign(csr, bobProxy) })).status).toBe(404);
-    for (const a of ["get", "renew", "delete"]) expect((await h.call("POST", `${location}?action=${a}`, { subject: BOB })).status).toBe(404);
+    for (const a of ["get", "renew", "delete"])
+      expect((await h.call("POST", `${location}?action=${a}`, { subject: BOB })).status).toBe(404);
     expect((await h.call("PUT", `${REST}/1.1/delegations/0123456789abcdef`, { subject: ALICE, body: "x" })).status).toBe(404);
     expect((await h.call("POST", `${REST}/1.1/delegations/not..an:id?action=get`, { subject: ALICE })).status).toBe(404);
   });
@@ -138,7 +139,6 @@ describe("X.509 delegation", () => {
     expect(res.status).toBe(200);
   });
 });
-
 
 const PY_SIGN = new URL("./fixtures/pyarcrest_sign.py", import.meta.url).pathname;
 const havePyCrypto = spawnSync("python3", ["-c", "import cryptography"]).status === 0;
@@ -163,7 +163,10 @@ describe.skipIf(!havePyCrypto)("pyarcrest-style signing (python cryptography)", 
 describe("JWT delegation (1.1)", () => {
   it("new (Bearer prefix) → get → renew (X-Delegation, raw) → delete", async () => {
     const t1 = await jwt(Math.floor(Date.now() / 1000) + 3600);
-    const res = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, { subject: ALICE, headers: { "X-Token-Delegation": `Bearer ${t1}` } });
+    const res = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, {
+      subject: ALICE,
+      headers: { "X-Token-Delegation": `Bearer ${t1}` },
+    });
     expect(res.status).toBe(201);
     const location = res.headers.get("location")!;
     const id = location.slice(location.lastIndexOf("/") + 1);
@@ -174,7 +177,14 @@ describe("JWT delegation (1.1)", () => {
     expect(got.headers.get("content-type")).toMatch(/^application\/json/);
     const meta = await got.text();
     expect(meta).not.toContain(t1);
-    expect(JSON.parse(meta)).toEqual({ id, type: "jwt", format: "jwt", subject: "alice", audience: [], expires: new Date((Math.floor(Date.now() / 1000) + 3600) * 1000).toISOString() });
+    expect(JSON.parse(meta)).toEqual({
+      id,
+      type: "jwt",
+      format: "jwt",
+      subject: "alice",
+      audience: [],
+      expires: new Date((Math.floor(Date.now() / 1000) + 3600) * 1000).toISOString(),
+    });
     await h.store.redis.hset(h.store.keys.job("job-j"), { id: "job-j", mainDelegation: id });
     await h.store.bind([id], ["job-j"]);
     expect(await h.store.credential(ALICE, id)).toMatchObject({ type: "jwt", token: t1 });
@@ -197,10 +207,21 @@ describe("JWT delegation (1.1)", () => {
 
   it("a compute.read token gets a delegated token's metadata, never the token (which may carry broader scopes)", async () => {
     const T = "https://issuer/erin";
-    const secret = await new SignJWT({ iss: "https://idp.example", sub: "erin", aud: ["https://se.example"], scope: "storage.modify:/ compute.create", iat: 1_700_000_000, exp: Math.floor(Date.now() / 1000) + 3600 })
+    const secret = await new SignJWT({
+      iss: "https://idp.example",
+      sub: "erin",
+      aud: ["https://se.example"],
+      scope: "storage.modify:/ compute.create",
+      iat: 1_700_000_000,
+      exp: Math.floor(Date.now() / 1000) + 3600,
+    })
       .setProtectedHeader({ alg: "HS256" })
       .sign(new TextEncoder().encode("0123456789abcdef0123456789abcdef"));
-    const res = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, { subject: T, scopes: "compute.create", headers: { "x-token-delegation": `Bearer ${secret}` } });
+    const res = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, {
+      subject: T,
+      scopes: "compute.create",
+      headers: { "x-token-delegation": `Bearer ${secret}` },
+    });
     expect(res.status).toBe(201);
     const loc = res.headers.get("location")!;
     for (const accept of ["application/json", "application/xml", "text/html"]) {
@@ -212,16 +233,43 @@ describe("JWT delegation (1.1)", () => {
       expect(text).toContain("storage.modify:/ compute.create");
       expect(got.headers.get("cache-control")).toBe("no-store");
     }
-    const json = JSON.parse(await (await h.call("POST", `${loc}?action=get`, { subject: T, scopes: "compute.read", headers: { accept: "application/json" } })).text());
-    expect(json).toMatchObject({ type: "jwt", format: "jwt", issuer: "https://idp.example", subject: "erin", audience: ["https://se.example"], issued: "2023-11-14T22:13:20.000Z" });
+    const json = JSON.parse(
+      await (
+        await h.call("POST", `${loc}?action=get`, { subject: T, scopes: "compute.read", headers: { accept: "application/json" } })
+      ).text(),
+    );
+    expect(json).toMatchObject({
+      type: "jwt",
+      format: "jwt",
+      issuer: "https://idp.example",
+      subject: "erin",
+      audience: ["https://se.example"],
+      issued: "2023-11-14T22:13:20.000Z",
+    });
     // An opaque token has no claims to show: only that it exists.
-    const opaque = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, { subject: T, scopes: "compute.create", headers: { "x-token-delegation": "opaque-secret-value" } });
-    const o = await h.call("POST", `${opaque.headers.get("location")!}?action=get`, { subject: T, scopes: "compute.read", headers: { accept: "application/json" } });
-    expect(JSON.parse(await o.text())).toEqual({ id: opaque.headers.get("location")!.split("/").pop(), type: "jwt", format: "opaque", audience: [] });
+    const opaque = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, {
+      subject: T,
+      scopes: "compute.create",
+      headers: { "x-token-delegation": "opaque-secret-value" },
+    });
+    const o = await h.call("POST", `${opaque.headers.get("location")!}?action=get`, {
+      subject: T,
+      scopes: "compute.read",
+      headers: { accept: "application/json" },
+    });
+    expect(JSON.parse(await o.text())).toEqual({
+      id: opaque.headers.get("location")!.split("/").pop(),
+      type: "jwt",
+      format: "opaque",
+      audience: [],
+    });
   });
 
   it("an opaque (non-JWT) token is stored without expiry; a missing header is 400", async () => {
-    const res = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, { subject: ALICE, headers: { "x-token-delegation": "opaque-token-value" } });
+    const res = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, {
+      subject: ALICE,
+      headers: { "x-token-delegation": "opaque-token-value" },
+    });
     expect(res.status).toBe(201);
     const id = res.headers.get("location")!.split("/").pop()!;
     expect((await h.store.get(id, ALICE))?.expires).toBeUndefined();
@@ -231,7 +279,10 @@ describe("JWT delegation (1.1)", () => {
   });
 
   it("1.0 ignores type=jwt: an x509 CSR is issued", async () => {
-    const res = await h.call("POST", `${REST}/1.0/delegations?action=new&type=jwt`, { subject: ALICE, headers: { "x-token-delegation": "t" } });
+    const res = await h.call("POST", `${REST}/1.0/delegations?action=new&type=jwt`, {
+      subject: ALICE,
+      headers: { "x-token-delegation": "t" },
+    });
     expect(res.status).toBe(201);
     expect(await res.text()).toContain("CERTIFICATE REQUEST");
   });
@@ -243,11 +294,19 @@ describe("listing", () => {
     const empty = await h.call("GET", `${REST}/1.1/delegations`, { subject: carol, headers: { accept: "application/json" } });
     expect(await empty.json()).toEqual({ delegation: [] });
     const { id: x } = await newX509("1.1", carol);
-    const j = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, { subject: carol, headers: { "x-token-delegation": "tok" } });
+    const j = await h.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, {
+      subject: carol,
+      headers: { "x-token-delegation": "tok" },
+    });
     const jid = j.headers.get("location")!.split("/").pop()!;
     const json = async (path: string) => (await h.call("GET", path, { subject: carol, headers: { accept: "application/json" } })).json();
     const all = (await json(`${REST}/1.1/delegations`)) as { delegation: { id: string; type: string }[] };
-    expect(all.delegation.sort((a, b) => a.id.localeCompare(b.id))).toEqual([{ id: x, type: "x509" }, { id: jid, type: "jwt" }].sort((a, b) => a.id.localeCompare(b.id)));
+    expect(all.delegation.sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+      [
+        { id: x, type: "x509" },
+        { id: jid, type: "jwt" },
+      ].sort((a, b) => a.id.localeCompare(b.id)),
+    );
     expect(await json(`${REST}/1.1/delegations?type=jwt`)).toEqual({ delegation: [{ id: jid, type: "jwt" }] });
     expect(await json(`${REST}/1.1/delegations?type=x509`)).toEqual({ delegation: [{ id: x, type: "x509" }] });
     expect(await json(`${REST}/1.0/delegations?type=jwt`)).toEqual({ delegation: [{ id: x }] });
@@ -298,11 +357,17 @@ describe("strict spec codes", () => {
   it("jwt new 200, delete 200, 1.0 renew 200, 1.1 renew 201", async () => {
     const s = await startDelegationHarness(inject("redisUrl"), ca.certPem, { compat: { strictSpecCodes: true } });
     try {
-      const j = await s.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, { subject: ALICE, headers: { "x-token-delegation": "t" } });
+      const j = await s.call("POST", `${REST}/1.1/delegations?action=new&type=jwt`, {
+        subject: ALICE,
+        headers: { "x-token-delegation": "t" },
+      });
       expect(j.status).toBe(200);
       expect(j.headers.get("location")).toMatch(/\/delegations\/[0-9a-f]+$/);
       expect((await s.call("POST", `${j.headers.get("location")}?action=delete`, { subject: ALICE })).status).toBe(200);
-      for (const [v, code] of [["1.0", 200], ["1.1", 201]] as const) {
+      for (const [v, code] of [
+        ["1.0", 200],
+        ["1.1", 201],
+      ] as const) {
         const n = await s.call("POST", `${REST}/${v}/delegations?action=new`, { subject: ALICE });
         expect(n.status).toBe(201);
         const r = await s.call("POST", `${n.headers.get("location")}?action=renew`, { subject: ALICE });

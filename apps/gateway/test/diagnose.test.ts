@@ -84,7 +84,11 @@ describe("E7 diagnose files", () => {
 
   it("input and output are A-REX's file lists rendered from the stored description; no spec → 404", async () => {
     const job = await h.newJob();
-    await h.services.control.write(job, "spec", JSON.stringify({ inputFiles: [{ name: "in 1.txt", source: "https://x/a" }, { name: "up.dat" }], outputFiles: [{ name: "out.txt" }] }));
+    await h.services.control.write(
+      job,
+      "spec",
+      JSON.stringify({ inputFiles: [{ name: "in 1.txt", source: "https://x/a" }, { name: "up.dat" }], outputFiles: [{ name: "out.txt" }] }),
+    );
     const input = await h.raw("GET", diag("input", job));
     expect(input.status).toBe(200);
     expect(input.headers["content-type"]).toBe("text/plain; charset=utf-8");
@@ -134,7 +138,11 @@ describe("E7 diagnose files", () => {
     expect(a.text).toBe(b.text);
     // xml, input and output are rendered (from the record, from spec): the same ownership check,
     // nothing of theirs leaks.
-    await h.services.control.write(other, "spec", JSON.stringify({ inputFiles: [{ name: "in", source: "https://secret.example/theirs" }] }));
+    await h.services.control.write(
+      other,
+      "spec",
+      JSON.stringify({ inputFiles: [{ name: "in", source: "https://secret.example/theirs" }] }),
+    );
     for (const type of ["xml", "input", "output"]) {
       for (const id of [other, "00000000-0000-4000-8000-000000000000", "..%2F..%2Fetc", "x".repeat(5000)]) {
         const x = await h.raw("GET", diag(type, id), { headers: { accept: "application/json" } });

@@ -63,7 +63,8 @@ function keepAliveConnection(port: number, cred: { cert: string; key: string }) 
           }
         }
         const left = deadline - Date.now();
-        if (left <= 0 || sock.destroyed) throw new Error(`no complete answer within ${timeoutMs} ms (have ${buf.length} bytes: ${buf.toString("latin1").slice(0, 300)})`);
+        if (left <= 0 || sock.destroyed)
+          throw new Error(`no complete answer within ${timeoutMs} ms (have ${buf.length} bytes: ${buf.toString("latin1").slice(0, 300)})`);
         await Promise.race([more(), new Promise((r) => setTimeout(r, left))]);
       }
     },
@@ -85,7 +86,10 @@ describe("durability check (redis.waitReplicas) refusing a 201", () => {
         expect(r.headers.get("retry-after")).toBeDefined();
         expect(r.headers.get("x-error-code")).toBe("NOT_REPLICATED");
         expect(r.headers.get("content-type")).toMatch(/json/);
-        expect(JSON.parse(r.body.toString("utf8"))).toMatchObject({ "status-code": "503", reason: expect.stringMatching(/not confirmed by 1 replica/) });
+        expect(JSON.parse(r.body.toString("utf8"))).toMatchObject({
+          "status-code": "503",
+          reason: expect.stringMatching(/not confirmed by 1 replica/),
+        });
       }
       // Only an answered 201 runs: the two refused submissions' jobs exist (written before the
       // check) but were withdrawn before the 503 left, and are due now for the JEM to fail them.
@@ -116,7 +120,11 @@ describe("submission holds without replicas", () => {
   afterAll(async () => g?.close());
 
   it("a 201 releases its jobs once written (one hold per request, gone after the answer)", async () => {
-    const r = await g.request("POST", `${g.rest}/1.0/jobs?action=new`, { body: `+(${XRSL("a")})(${XRSL("b")})`, headers: { "content-type": "application/rsl" }, accept: "application/json" });
+    const r = await g.request("POST", `${g.rest}/1.0/jobs?action=new`, {
+      body: `+(${XRSL("a")})(${XRSL("b")})`,
+      headers: { "content-type": "application/rsl" },
+      accept: "application/json",
+    });
     expect(r.status).toBe(201);
     const deadline = Date.now() + 5_000;
     let jobs = await jobsOf(g.prefix);
@@ -134,14 +142,19 @@ describe("submission holds without replicas", () => {
     const cred = g.pki.creds.alice!;
     const sock = tlsConnect({ host: "127.0.0.1", port: g.gw.port, rejectUnauthorized: false, cert: cred.cert, key: cred.key });
     await new Promise<void>((r) => sock.once("secureConnect", () => r()));
-    sock.write(`POST ${g.rest}/1.0/jobs?action=new HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nContent-Type: application/rsl\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    sock.write(
+      `POST ${g.rest}/1.0/jobs?action=new HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nContent-Type: application/rsl\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     // Gone once the request is in, while the 100 jobs are still being created.
     await new Promise((r) => setTimeout(r, 20));
     sock.destroy();
     const keys = new Keys(g.prefix);
     const deadline = Date.now() + 10_000;
     let jobs = await jobsOf(g.prefix);
-    while ((jobs.filter((j) => j.jobName?.startsWith("gone")).length < 100 || (await redis.zcard(keys.holds())) > 0) && Date.now() < deadline) {
+    while (
+      (jobs.filter((j) => j.jobName?.startsWith("gone")).length < 100 || (await redis.zcard(keys.holds())) > 0) &&
+      Date.now() < deadline
+    ) {
       await new Promise((r) => setTimeout(r, 20));
       jobs = await jobsOf(g.prefix);
     }

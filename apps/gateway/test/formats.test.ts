@@ -35,7 +35,10 @@ describe.each(["1.0", "1.1"])("formats under %s", (v) => {
   });
   it.each(FORMATS)("bulk actions with Accept %s", async (accept, type) => {
     for (const action of ["info", "status", "kill", "clean", "restart", "delegations"]) {
-      const r = await t.request("POST", `${t.rest}/${v}/jobs?action=${action}`, { body: `<jobs><job><id>${id}</id></job></jobs>`, ...(accept ? { accept } : {}) });
+      const r = await t.request("POST", `${t.rest}/${v}/jobs?action=${action}`, {
+        body: `<jobs><job><id>${id}</id></job></jobs>`,
+        ...(accept ? { accept } : {}),
+      });
       expect(r.status, action).toBe(201);
       expect(r.headers["content-type"]).toBe(type);
       if (type === "application/xml") expect(xmlAll(r.text, "id")[0]).toBe(id);

@@ -148,18 +148,21 @@ export async function startTestGateway(
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.accept) headers.accept = opts.accept;
       if (opts.body !== undefined) headers["content-length"] = String(Buffer.byteLength(opts.body));
-      const req = httpsRequest(
-        { host: "127.0.0.1", port: gw.port, method, path, headers, agent: agent(opts.as ?? "alice") },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (d: Buffer) => chunks.push(d));
-          res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
-            resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? "", headers: res.headers, text, json: () => JSON.parse(text) });
+      const req = httpsRequest({ host: "127.0.0.1", port: gw.port, method, path, headers, agent: agent(opts.as ?? "alice") }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (d: Buffer) => chunks.push(d));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          resolve({
+            status: res.statusCode ?? 0,
+            statusMessage: res.statusMessage ?? "",
+            headers: res.headers,
+            text,
+            json: () => JSON.parse(text),
           });
-          res.on("error", reject);
-        },
-      );
+        });
+        res.on("error", reject);
+      });
       req.on("error", reject);
       req.end(opts.body);
     });
@@ -167,9 +170,12 @@ export async function startTestGateway(
   const raw = (requestText: string, as: CredName = "alice") =>
     new Promise<{ status: number; head: string; body: string }>((resolve, reject) => {
       const c = pki.creds[as];
-      const sock = tlsConnect({ host: "127.0.0.1", port: gw.port, rejectUnauthorized: false, ...(c ? { cert: c.cert, key: c.key } : {}) }, () => {
-        sock.write(requestText);
-      });
+      const sock = tlsConnect(
+        { host: "127.0.0.1", port: gw.port, rejectUnauthorized: false, ...(c ? { cert: c.cert, key: c.key } : {}) },
+        () => {
+          sock.write(requestText);
+        },
+      );
       let buf = "";
       sock.on("data", (d) => {
         buf += d.toString("utf8");
@@ -224,7 +230,8 @@ export function xmlAll(xml: string, tag: string): string[] {
   return [...xml.matchAll(new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`, "g"))].map((m) => m[1]!);
 }
 
-export const XRSL = (name = "job", extra = "") => `&(executable="/bin/echo")(arguments="hello")(jobname="${name}")(stdout="out.txt")${extra}`;
+export const XRSL = (name = "job", extra = "") =>
+  `&(executable="/bin/echo")(arguments="hello")(jobname="${name}")(stdout="out.txt")${extra}`;
 
 export const ADL = (name = "adl-job", extra = "") =>
   `<adl:ActivityDescription xmlns:adl="http://www.eu-emi.eu/es/2010/12/adl" xmlns:nordugrid-adl="http://www.nordugrid.org/es/2011/12/nordugrid-adl">

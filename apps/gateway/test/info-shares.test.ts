@@ -22,11 +22,30 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-type Share = { ID: string; Name: string; RunningJobs: string; WaitingJobs: string; StagingJobs: string; FreeSlots: string; UsedSlots: string; MappingPolicy?: { Rule: string } };
+type Share = {
+  ID: string;
+  Name: string;
+  RunningJobs: string;
+  WaitingJobs: string;
+  StagingJobs: string;
+  FreeSlots: string;
+  UsedSlots: string;
+  MappingPolicy?: { Rule: string };
+};
 
 let n = 0;
 const rec = (queue: string, fqans?: string[]): JobRecord =>
-  JobStore.newRecord({ id: `info-share-${++n}`, owner: "/CN=x", queue, backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60, fqans });
+  JobStore.newRecord({
+    id: `info-share-${++n}`,
+    owner: "/CN=x",
+    queue,
+    backend: "fork",
+    language: "xrsl",
+    delegations: [],
+    rerun: 0,
+    lifetime: 60,
+    fqans,
+  });
 
 async function toState(r: JobRecord, lrms?: "RUNNING" | "QUEUING"): Promise<void> {
   const jobs = t.gw.services.jobs;

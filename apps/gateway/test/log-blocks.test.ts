@@ -15,7 +15,11 @@ const config = { logging: { level: "info" } } as CompiledConfig;
 const server = new URL("../src/server.ts", import.meta.url).pathname;
 /** Stops a test logger's destination (its timer) and closes its file. */
 const close = (log: Logger) => (log as unknown as Record<symbol, { destroy(): void }>)[pino.symbols.streamSym]!.destroy();
-const lines = (file: string) => readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; n?: number });
+const lines = (file: string) =>
+  readFileSync(file, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { msg: string; n?: number });
 
 /** Runs `body` in a fresh Node with `log` = createLogger writing to `file`; returns how it ended. */
 function child(file: string, body: string) {

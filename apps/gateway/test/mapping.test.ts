@@ -15,8 +15,12 @@ let refusing: TestGateway;
 beforeAll(async () => {
   if (!TestAccounts.available()) return;
   pool = [await acc.add("a"), await acc.add("b")];
-  t = await startTestGateway(inject("redisUrl"), { mapping: { rules: [{ name: "grid", match: "ca:/DC=org/DC=cetest/*", pool: { name: "grid", accounts: pool } }] } });
-  refusing = await startTestGateway(inject("redisUrl"), { mapping: { rules: [{ match: "dn:*Bob*", user: pool[0]! }], onNoMatch: "refuse" } });
+  t = await startTestGateway(inject("redisUrl"), {
+    mapping: { rules: [{ name: "grid", match: "ca:/DC=org/DC=cetest/*", pool: { name: "grid", accounts: pool } }] },
+  });
+  refusing = await startTestGateway(inject("redisUrl"), {
+    mapping: { rules: [{ match: "dn:*Bob*", user: pool[0]! }], onNoMatch: "refuse" },
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -25,7 +29,12 @@ afterAll(async () => {
 });
 
 const submit = (g: TestGateway, as: "alice" | "bob") =>
-  g.request("POST", `${g.rest}/1.1/jobs?action=new`, { as, body: XRSL(), accept: "application/json", headers: { "content-type": "application/rsl" } });
+  g.request("POST", `${g.rest}/1.1/jobs?action=new`, {
+    as,
+    body: XRSL(),
+    accept: "application/json",
+    headers: { "content-type": "application/rsl" },
+  });
 
 describe.runIf(TestAccounts.available())("identity mapping at submission", () => {
   it("maps each identity to its own pool account, stores it on the record, the local file and LocalOwner", async () => {
@@ -40,7 +49,14 @@ describe.runIf(TestAccounts.available())("identity mapping at submission", () =>
     expect(pool).toContain(b.localUser?.account);
     expect(a.localUser?.account).not.toBe(b.localUser?.account);
     const real = (await lookupAccounts(pool)).get(a.localUser!.account)!;
-    expect(a.localUser).toEqual({ account: real.account, uid: real.uid, gid: real.gid, groups: real.groups, rule: 'mapping.rules[0] "grid" pool grid', pool: "grid" });
+    expect(a.localUser).toEqual({
+      account: real.account,
+      uid: real.uid,
+      gid: real.gid,
+      groups: real.groups,
+      rule: 'mapping.rules[0] "grid" pool grid',
+      pool: "grid",
+    });
 
     // Same identity, same account; and the lease is recorded in Redis for that identity.
     const again = await submit(t, "alice");
@@ -52,7 +68,11 @@ describe.runIf(TestAccounts.available())("identity mapping at submission", () =>
     expect(local).toContain(`localuid=${real.uid}\n`);
     expect(local).toContain(`localgid=${real.gid}\n`);
 
-    const info = await t.request("POST", `${t.rest}/1.1/jobs?action=info`, { body: `<jobs><job><id>${ida}</id></job></jobs>`, accept: "text/xml", headers: { "content-type": "application/xml" } });
+    const info = await t.request("POST", `${t.rest}/1.1/jobs?action=info`, {
+      body: `<jobs><job><id>${ida}</id></job></jobs>`,
+      accept: "text/xml",
+      headers: { "content-type": "application/xml" },
+    });
     expect(info.status).toBe(201);
     expect(info.text).toContain(`<LocalOwner>${real.account}</LocalOwner>`);
     // The owner's diagnose view of the same control file.
@@ -65,12 +85,16 @@ describe.runIf(TestAccounts.available())("identity mapping at submission", () =>
     const r = await submit(t, "bob");
     const store = new JobStore(t.gw.services.redis, t.prefix);
     const job = (await store.get(r.json().job[0].id))!;
-    await expect(store.update(job, { localUser: { ...job.localUser!, account: "root", uid: 0 } } as never)).rejects.toThrow(/localUser never changes/);
+    await expect(store.update(job, { localUser: { ...job.localUser!, account: "root", uid: 0 } } as never)).rejects.toThrow(
+      /localUser never changes/,
+    );
     expect((await store.get(job.id))?.localUser).toEqual(job.localUser);
   });
 
   it("an exhausted pool: 503 naming the pool, no job created", async () => {
-    const solo = await startTestGateway(inject("redisUrl"), { mapping: { rules: [{ match: "*", pool: { name: "solo", accounts: [pool[1]!] } }] } });
+    const solo = await startTestGateway(inject("redisUrl"), {
+      mapping: { rules: [{ match: "*", pool: { name: "solo", accounts: [pool[1]!] } }] },
+    });
     try {
       expect((await submit(solo, "alice")).status).toBe(201);
       const r = await submit(solo, "bob");
@@ -92,8 +116,15 @@ describe.runIf(TestAccounts.available())("identity mapping at submission", () =>
   });
 
   it("a mapping to a forbidden account stops the boot, naming the rule", async () => {
-    await expect(startTestGateway(inject("redisUrl"), { mapping: { rules: [{ match: "*", user: pool[0]! }, { name: "admins", match: "dn:*", user: "root" }] } })).rejects.toThrow(
-      'mapping.rules[1] "admins": account root is root (uid 0)',
-    );
+    await expect(
+      startTestGateway(inject("redisUrl"), {
+        mapping: {
+          rules: [
+            { match: "*", user: pool[0]! },
+            { name: "admins", match: "dn:*", user: "root" },
+          ],
+        },
+      }),
+    ).rejects.toThrow('mapping.rules[1] "admins": account root is root (uid 0)');
   });
 });

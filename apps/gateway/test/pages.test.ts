@@ -13,18 +13,20 @@ const FORM = "application/x-www-form-urlencoded";
 
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"));
-  const submit = async (name: string) => (await t.request("POST", `${t.rest}/1.1/jobs?action=new`, { body: XRSL(name), accept: "application/json" })).json().job[0].id as string;
+  const submit = async (name: string) =>
+    (await t.request("POST", `${t.rest}/1.1/jobs?action=new`, { body: XRSL(name), accept: "application/json" })).json().job[0].id as string;
   id = await submit("page <b>one</b>");
   other = await submit("second");
 });
 afterAll(async () => t?.close());
 
 describe("programs get the interface's answers where people get pages", () => {
-  const cases = () => [
-    [`${t.rest}/1.1/jobs/${id}`, "MISSING_SUBRESOURCE"],
-    [`${t.rest}/1.1/jobs/${id}/diagnose`, "DIAGNOSE_ITEM_NOT_FOUND"],
-    [`${t.rest}/1.1`, undefined],
-  ] as const;
+  const cases = () =>
+    [
+      [`${t.rest}/1.1/jobs/${id}`, "MISSING_SUBRESOURCE"],
+      [`${t.rest}/1.1/jobs/${id}/diagnose`, "DIAGNOSE_ITEM_NOT_FOUND"],
+      [`${t.rest}/1.1`, undefined],
+    ] as const;
   it.each(["application/json", "application/xml"])("%s: the 404s stay, byte for byte", async (accept) => {
     for (const [path, code] of cases()) {
       const r = await t.request("GET", path, { accept });
@@ -33,13 +35,19 @@ describe("programs get the interface's answers where people get pages", () => {
       expect(r.headers["content-type"]).toBe(accept);
     }
     const json = await t.request("GET", `${t.rest}/1.1/jobs/${id}`, { accept: "application/json" });
-    expect(json.text).toBe('{"status-code":"404","reason":"Missing job sub-resource: use /jobs/<id>/session or /jobs/<id>/diagnose/<file>"}');
+    expect(json.text).toBe(
+      '{"status-code":"404","reason":"Missing job sub-resource: use /jobs/<id>/session or /jobs/<id>/diagnose/<file>"}',
+    );
     const root = await t.request("GET", t.rest.replace(/\/rest$/, ""), { accept: "application/json" });
     expect(root.status).toBe(404);
   });
 
   it("a form-typed POST from a program (JSON) is still the 404 of /jobs/<id>", async () => {
-    const r = await t.request("POST", `${t.rest}/1.1/jobs/${id}`, { accept: "application/json", body: "action=kill", headers: { "content-type": FORM, origin: t.origin } });
+    const r = await t.request("POST", `${t.rest}/1.1/jobs/${id}`, {
+      accept: "application/json",
+      body: "action=kill",
+      headers: { "content-type": FORM, origin: t.origin },
+    });
     expect(r.status).toBe(404);
     expect(r.headers["x-error-code"]).toBe("MISSING_SUBRESOURCE");
   });
@@ -81,10 +89,20 @@ describe("programs get the interface's answers where people get pages", () => {
 
 describe("the job page's buttons post only from the CE's own pages", () => {
   const post = (headers: Record<string, string>, body = "action=kill", as?: "bob") =>
-    t.request("POST", `${t.rest}/1.1/jobs/${other}`, { accept: "text/html", body, headers: { "content-type": FORM, ...headers }, ...(as ? { as } : {}) });
+    t.request("POST", `${t.rest}/1.1/jobs/${other}`, {
+      accept: "text/html",
+      body,
+      headers: { "content-type": FORM, ...headers },
+      ...(as ? { as } : {}),
+    });
 
   it("refuses another site's form (Origin or Sec-Fetch-Site), and a post that says neither", async () => {
-    const variants: Record<string, string>[] = [{ origin: "https://evil.example" }, { "sec-fetch-site": "cross-site", origin: t.origin }, { "sec-fetch-site": "same-site" }, {}];
+    const variants: Record<string, string>[] = [
+      { origin: "https://evil.example" },
+      { "sec-fetch-site": "cross-site", origin: t.origin },
+      { "sec-fetch-site": "same-site" },
+      {},
+    ];
     for (const headers of variants) {
       const r = await post(headers);
       expect(r.status, JSON.stringify(headers)).toBe(403);

@@ -28,7 +28,12 @@ describe("runtime internals", () => {
     const defaults = compileConfig({}).gateway.internals as Record<string, boolean>;
     for (const i of RUNTIME_INTERNALS) expect(defaults[i.setting], i.id).toBe(true);
     expect(Object.keys(defaults).sort()).toEqual(RUNTIME_INTERNALS.map((i) => i.setting).sort());
-    expect(RUNTIME_INTERNALS.map((i) => i.id).sort()).toEqual(["aligned-memory", "parser-body-intake", "pino-access-log", "v8-array-buffer-sweeping"]);
+    expect(RUNTIME_INTERNALS.map((i) => i.id).sort()).toEqual([
+      "aligned-memory",
+      "parser-body-intake",
+      "pino-access-log",
+      "v8-array-buffer-sweeping",
+    ]);
   });
 });
 
@@ -37,7 +42,13 @@ describe("parser-body-intake", () => {
   let port: number;
   let handler: (req: IncomingMessage) => Promise<string>;
   beforeAll(async () => {
-    server = createServer((req, res) => void handler(req).then((t) => res.end(t), (e: unknown) => res.end(`error ${String(e)}`)));
+    server = createServer(
+      (req, res) =>
+        void handler(req).then(
+          (t) => res.end(t),
+          (e: unknown) => res.end(`error ${String(e)}`),
+        ),
+    );
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
     port = (server.address() as AddressInfo).port;
   });
@@ -83,7 +94,12 @@ describe("parser-body-intake", () => {
   it("the parser hands body chunks to the request's own `push`; false pauses the socket, resume restarts it", async () => {
     const data = randomBytes(2 * 1024 * 1024 + 17);
     handler = receive;
-    const r = JSON.parse(await put(data)) as { direct: boolean; before: { ownPush: boolean; complete: string }; sawPause: boolean; bytes: string };
+    const r = JSON.parse(await put(data)) as {
+      direct: boolean;
+      before: { ownPush: boolean; complete: string };
+      sawPause: boolean;
+      bytes: string;
+    };
     expect(r.before).toEqual({ ownPush: false, complete: "boolean" });
     expect(r.direct).toBe(true);
     expect(r.sawPause).toBe(true);
@@ -175,10 +191,14 @@ describe("v8-array-buffer-sweeping", () => {
     const v8 = await import("node:v8");
     expect(typeof v8.setFlagsFromString).toBe("function");
     const res = await new Promise<{ code: number | null; stderr: string }>((r) =>
-      execFile(process.execPath, [ARRAY_BUFFER_SWEEPING_FLAG, "-e", "0"], (err, _o, stderr) => r({ code: err ? (err.code as number) : 0, stderr })),
+      execFile(process.execPath, [ARRAY_BUFFER_SWEEPING_FLAG, "-e", "0"], (err, _o, stderr) =>
+        r({ code: err ? (err.code as number) : 0, stderr }),
+      ),
     );
     expect(res).toEqual({ code: 0, stderr: "" });
-    const bad = await new Promise<number>((r) => execFile(process.execPath, ["--no-concurrent-array-buffer-sweeping-nonexistent", "-e", "0"], (err) => r(err ? 1 : 0)));
+    const bad = await new Promise<number>((r) =>
+      execFile(process.execPath, ["--no-concurrent-array-buffer-sweeping-nonexistent", "-e", "0"], (err) => r(err ? 1 : 0)),
+    );
     expect(bad).toBe(1);
   });
 });

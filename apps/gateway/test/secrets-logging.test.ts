@@ -44,11 +44,24 @@ function call(method: string, path: string, opts: { headers?: Record<string, str
   return new Promise<{ status: number; location?: string; text: string }>((resolve, reject) => {
     const headers = { ...opts.headers, ...(opts.body !== undefined ? { "content-length": String(Buffer.byteLength(opts.body)) } : {}) };
     const req = httpsRequest(
-      { host: "127.0.0.1", port: gw.port, method, path: `/arex/rest${path}`, headers, ...(opts.cert === false ? { rejectUnauthorized: false, agent: false } : { agent }) },
+      {
+        host: "127.0.0.1",
+        port: gw.port,
+        method,
+        path: `/arex/rest${path}`,
+        headers,
+        ...(opts.cert === false ? { rejectUnauthorized: false, agent: false } : { agent }),
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (d: Buffer) => chunks.push(d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, ...(res.headers.location ? { location: res.headers.location } : {}), text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            ...(res.headers.location ? { location: res.headers.location } : {}),
+            text: Buffer.concat(chunks).toString("utf8"),
+          }),
+        );
       },
     );
     req.on("error", reject);
@@ -62,18 +75,39 @@ it("no token, delegated token, proxy or key material is logged", async () => {
   const delegated = await idp.mint({ sub: "delegated-secret" });
   expect((await call("GET", "/1.1/jobs", { cert: false, headers: { authorization: `Bearer ${good}` } })).status).toBe(200);
   expect((await call("GET", "/1.1/jobs", { cert: false, headers: { authorization: `Bearer ${expired}` } })).status).toBe(401);
-  const j = await call("POST", "/1.1/delegations?action=new&type=jwt", { cert: false, headers: { authorization: `Bearer ${good}`, "x-token-delegation": `Bearer ${delegated}` } });
+  const j = await call("POST", "/1.1/delegations?action=new&type=jwt", {
+    cert: false,
+    headers: { authorization: `Bearer ${good}`, "x-token-delegation": `Bearer ${delegated}` },
+  });
   expect(j.status).toBe(201);
-  expect((await call("POST", `${j.location!.slice("/arex/rest".length)}?action=renew`, { cert: false, headers: { authorization: `Bearer ${good}`, "x-delegation": delegated } })).status).toBe(200);
+  expect(
+    (
+      await call("POST", `${j.location!.slice("/arex/rest".length)}?action=renew`, {
+        cert: false,
+        headers: { authorization: `Bearer ${good}`, "x-delegation": delegated },
+      })
+    ).status,
+  ).toBe(200);
 
   const n = await call("POST", "/1.0/delegations?action=new");
   expect(n.status).toBe(201);
-  const chain = signCsrAsProxy(n.text, pki.creds.alice!.cert.split(/(?=-----BEGIN CERTIFICATE-----)/)[0]!, pki.creds.alice!.key, pki.creds.alice!.cert.split(/(?=-----BEGIN CERTIFICATE-----)/).slice(1).join(""));
+  const chain = signCsrAsProxy(
+    n.text,
+    pki.creds.alice!.cert.split(/(?=-----BEGIN CERTIFICATE-----)/)[0]!,
+    pki.creds.alice!.key,
+    pki.creds
+      .alice!.cert.split(/(?=-----BEGIN CERTIFICATE-----)/)
+      .slice(1)
+      .join(""),
+  );
   expect((await call("PUT", n.location!.slice("/arex/rest".length), { body: chain })).status).toBe(200);
   const id = n.location!.split("/").pop()!;
   const cred = await gw.services.delegations.credential(pki.dn.alice, id);
   if (cred?.type !== "x509") throw new Error("proxy expected");
-  const keyBody = cred.proxyPem.split(/-----BEGIN [A-Z ]*PRIVATE KEY-----/)[1]!.slice(0, 64).replace(/\s/g, "");
+  const keyBody = cred.proxyPem
+    .split(/-----BEGIN [A-Z ]*PRIVATE KEY-----/)[1]!
+    .slice(0, 64)
+    .replace(/\s/g, "");
 
   const log = lines.join("");
   if (process.env.CE_DUMP_LOG) console.log(log);

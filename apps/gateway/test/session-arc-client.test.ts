@@ -23,7 +23,11 @@ let base: string;
 beforeAll(async () => {
   if (!haveArc) return;
   t = await startTestGateway(inject("redisUrl"));
-  const sub = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, { body: XRSL("arc-client"), accept: "application/json", headers: { "content-type": "application/rsl" } });
+  const sub = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, {
+    body: XRSL("arc-client"),
+    accept: "application/json",
+    headers: { "content-type": "application/rsl" },
+  });
   id = sub.json().job[0].id;
   home = mkdtempSync(join(tmpdir(), "ce-arc-"));
   const proxy = join(home, "proxy.pem");

@@ -90,9 +90,15 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
     c.set("requestId", randomUUID());
     c.set("format", negotiateFormat(c.req.header("accept")));
     const scopes = c.req.header("x-test-scopes");
-    const id: Identity = scopes === undefined
-      ? { subject: c.req.header("x-test-subject") ?? OWNER, kind: "x509", issuer: "/CN=Test CA" }
-      : { subject: c.req.header("x-test-subject") ?? OWNER, kind: "token", issuer: "https://issuer", scopes: new Set(scopes.split(/\s+/).filter(Boolean)) };
+    const id: Identity =
+      scopes === undefined
+        ? { subject: c.req.header("x-test-subject") ?? OWNER, kind: "x509", issuer: "/CN=Test CA" }
+        : {
+            subject: c.req.header("x-test-subject") ?? OWNER,
+            kind: "token",
+            issuer: "https://issuer",
+            scopes: new Set(scopes.split(/\s+/).filter(Boolean)),
+          };
     c.set("identity", id);
     await next();
   });
@@ -119,7 +125,10 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
 
   async function newJob(init: Partial<JobRecord> = {}, owner = OWNER): Promise<string> {
     const id = randomUUID();
-    const rec = { ...JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "adl", delegations: [], rerun: 0, lifetime: 3600 }), ...init };
+    const rec = {
+      ...JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "adl", delegations: [], rerun: 0, lifetime: 3600 }),
+      ...init,
+    };
     const n = await services.jobs.create([rec], 1e6);
     if (n !== 1) throw new Error("job not created");
     await control.createJobDirs(id);
@@ -128,15 +137,18 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
 
   function raw(method: string, path: string, opts: RawOptions = {}): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: "127.0.0.1", port, method, path, headers: { "x-test-subject": opts.subject ?? OWNER, ...opts.headers } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (d: Buffer) => chunks.push(d));
-        res.on("end", () => {
-          const body = Buffer.concat(chunks);
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString("utf8") });
-        });
-        res.on("error", reject);
-      });
+      const req = httpRequest(
+        { host: "127.0.0.1", port, method, path, headers: { "x-test-subject": opts.subject ?? OWNER, ...opts.headers } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (d: Buffer) => chunks.push(d));
+          res.on("end", () => {
+            const body = Buffer.concat(chunks);
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString("utf8") });
+          });
+          res.on("error", reject);
+        },
+      );
       req.on("error", reject);
       const parts = opts.body === undefined ? [] : Array.isArray(opts.body) ? opts.body : [opts.body];
       for (const p of parts) req.write(p);

@@ -343,7 +343,12 @@ describe("session transfers with O_DIRECT", () => {
     const whole = await h.raw("GET", sess(id, "/b.bin"));
     expect(whole.status).toBe(200);
     expect(whole.body.equals(data)).toBe(true);
-    for (const [a, b] of [[4097, data.length - 1], [5000, DIRECT_MIN + 2 * MiB + 3], [MiB - 1, data.length - 2], [0, DIRECT_MIN + 4095]] as const) {
+    for (const [a, b] of [
+      [4097, data.length - 1],
+      [5000, DIRECT_MIN + 2 * MiB + 3],
+      [MiB - 1, data.length - 2],
+      [0, DIRECT_MIN + 4095],
+    ] as const) {
       const r = await h.raw("GET", sess(id, "/b.bin"), { headers: { range: `bytes=${a}-${b}` } });
       expect(r.status).toBe(206);
       expect(r.body.equals(data.subarray(a, b + 1))).toBe(true);

@@ -128,7 +128,8 @@ describe("planted symlinks and special files", () => {
 });
 
 const sessOf = (id: string, rel = "") => `${h.base}/${id}/session${rel}`;
-const putTo = (id: string, rel: string, body: string) => h.raw("PUT", sessOf(id, rel), { body, headers: { "content-length": String(Buffer.byteLength(body)) } });
+const putTo = (id: string, rel: string, body: string) =>
+  h.raw("PUT", sessOf(id, rel), { body, headers: { "content-length": String(Buffer.byteLength(body)) } });
 
 describe("E6 path safety (SECURITY.md; the lesson of CVE-2023-41914)", () => {
   it("rejects '..' above the root, encoded dots, encoded separators, NUL and backslashes with 400", async () => {
@@ -147,7 +148,10 @@ describe("E6 path safety (SECURITY.md; the lesson of CVE-2023-41914)", () => {
     ];
     for (const [rel, reason] of cases) {
       for (const method of ["GET", "PUT", "DELETE", "PROPFIND"]) {
-        const res = await h.raw(method, sessOf(id, rel), { headers: { accept: "application/json" }, ...(method === "PUT" ? { body: "x" } : {}) });
+        const res = await h.raw(method, sessOf(id, rel), {
+          headers: { accept: "application/json" },
+          ...(method === "PUT" ? { body: "x" } : {}),
+        });
         expect(res.status, `${method} ${rel}`).toBe(400);
         expect(JSON.parse(res.text).reason, `${method} ${rel}`).toMatch(reason);
       }
@@ -183,9 +187,21 @@ describe("E6 resources are released when clients go away", () => {
       req.end();
     });
     await new Promise<void>((resolve) => {
-      const req = request({ host: "127.0.0.1", port: h.port, method: "PUT", path: sessOf(id, "/partial.bin"), agent: false, headers: { "content-length": "100000" } });
+      const req = request({
+        host: "127.0.0.1",
+        port: h.port,
+        method: "PUT",
+        path: sessOf(id, "/partial.bin"),
+        agent: false,
+        headers: { "content-length": "100000" },
+      });
       req.on("error", () => resolve());
-      req.write(Buffer.alloc(1000, 1), () => setTimeout(() => { req.destroy(); resolve(); }, 100));
+      req.write(Buffer.alloc(1000, 1), () =>
+        setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, 100),
+      );
     });
     await new Promise((r) => setTimeout(r, 300));
     expect(await openFds()).toBeLessThanOrEqual(before);

@@ -7,7 +7,11 @@ let t: TestGateway;
 let id: string;
 beforeAll(async () => {
   t = await startTestGateway(inject("redisUrl"));
-  const sub = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, { body: XRSL("tls-session"), accept: "application/json", headers: { "content-type": "application/rsl" } });
+  const sub = await t.request("POST", `${t.rest}/1.0/jobs?action=new`, {
+    body: XRSL("tls-session"),
+    accept: "application/json",
+    headers: { "content-type": "application/rsl" },
+  });
   expect(sub.status).toBe(201);
   id = sub.json().job[0].id;
 });
@@ -21,7 +25,9 @@ describe("session files over the real gateway", () => {
     const put = await t.request("PUT", `${session}/in/data.txt`, { body: "payload", headers: { "if-none-match": "*" } });
     expect(put.status).toBe(200);
     const target = `https://localhost:8443${session}`;
-    const dav = await t.raw(`PROPFIND ${target} HTTP/1.1\r\nHost: localhost:8443\r\nDepth: 1\r\nUser-Agent: ARC\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    const dav = await t.raw(
+      `PROPFIND ${target} HTTP/1.1\r\nHost: localhost:8443\r\nDepth: 1\r\nUser-Agent: ARC\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
     expect(dav.status).toBe(207);
     expect(dav.body).toContain(`<d:href>${session}/</d:href>`);
     expect(dav.body).toContain(`<d:href>${session}/in/</d:href>`);

@@ -81,7 +81,12 @@ describe("E6 files: PUT then GET/HEAD", () => {
     const id = await h.newJob();
     const big = Buffer.alloc(1024 * 1024 + 1, 1);
     expect((await put(id, "/too-big", big)).status).toBe(413);
-    const chunked = await h.raw("PUT", sess(id, "/too-big-2"), { body: [big.subarray(0, 600_000), big.subarray(600_000)], headers: { "transfer-encoding": "chunked" } }).catch(() => ({ status: 413 }));
+    const chunked = await h
+      .raw("PUT", sess(id, "/too-big-2"), {
+        body: [big.subarray(0, 600_000), big.subarray(600_000)],
+        headers: { "transfer-encoding": "chunked" },
+      })
+      .catch(() => ({ status: 413 }));
     expect(chunked.status).toBe(413);
     expect((await put(id, "/off", "x", { "content-range": `bytes ${1024 * 1024}-${1024 * 1024}/${1024 * 1024 + 1}` })).status).toBe(413);
   });
@@ -322,7 +327,10 @@ describe("E6 PROPFIND (WebDAV, what arcget/arcls use)", () => {
   }
 
   it("Depth 0: the collection itself, href = request path + /", async () => {
-    const res = await h.raw("PROPFIND", sess(id), { headers: { depth: "0", "content-type": "application/xml" }, body: '<?xml version="1.0"?><d:propfind xmlns:d="DAV:"><d:prop><d:resourcetype/></d:prop></d:propfind>' });
+    const res = await h.raw("PROPFIND", sess(id), {
+      headers: { depth: "0", "content-type": "application/xml" },
+      body: '<?xml version="1.0"?><d:propfind xmlns:d="DAV:"><d:prop><d:resourcetype/></d:prop></d:propfind>',
+    });
     expect(res.status).toBe(207);
     expect(res.headers["content-type"]).toMatch(/^application\/xml/);
     expect(res.text.startsWith('<?xml version="1.0" encoding="utf-8"?>')).toBe(true);

@@ -10,7 +10,15 @@ import { startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harn
 
 let t: TestGateway;
 beforeAll(async () => {
-  t = await startTestGateway(inject("redisUrl"), { jobs: { runtimeEnvironments: ["ENV/CONFIGURED"], queues: [{ name: "main", maxGpusPerJob: 0 }, { name: "gpu", maxGpusPerJob: 2 }] } });
+  t = await startTestGateway(inject("redisUrl"), {
+    jobs: {
+      runtimeEnvironments: ["ENV/CONFIGURED"],
+      queues: [
+        { name: "main", maxGpusPerJob: 0 },
+        { name: "gpu", maxGpusPerJob: 2 },
+      ],
+    },
+  });
   const src = join(t.config.paths.stateDir, "site-rte");
   mkdirSync(src, { recursive: true });
   writeFileSync(join(src, "ATLAS-SITE"), "true\n");

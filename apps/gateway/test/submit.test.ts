@@ -29,7 +29,9 @@ describe.each(["1.0", "1.1"])("E4 submission under %s", (v) => {
     const r = await post(v, ADL(), { accept: "text/xml" });
     expect(r.status).toBe(201);
     expect(r.headers["content-type"]).toBe("application/xml");
-    expect(r.text).toMatch(/^<jobs><job><status-code>201<\/status-code><reason>Created<\/reason><id>[0-9a-f-]{36}<\/id><state>ACCEPTING<\/state><\/job><\/jobs>$/);
+    expect(r.text).toMatch(
+      /^<jobs><job><status-code>201<\/status-code><reason>Created<\/reason><id>[0-9a-f-]{36}<\/id><state>ACCEPTING<\/state><\/job><\/jobs>$/,
+    );
   });
   it("xRSL with application/rsl; JSON forced arrays and string codes", async () => {
     const r = await post(v, XRSL(), { ct: "application/rsl" });
@@ -58,7 +60,10 @@ describe.each(["1.0", "1.1"])("E4 submission under %s", (v) => {
 
 describe("control files, record and queue", () => {
   it("writes the control files (no status: diagnose renders it from the record), record and advance job", async () => {
-    const r = await post("1.0", XRSL("files", '(inputfiles=("in.txt" "")("remote" "https://example.org/a b"))(outputfiles=("out.txt" ""))(rerun=9)'));
+    const r = await post(
+      "1.0",
+      XRSL("files", '(inputfiles=("in.txt" "")("remote" "https://example.org/a b"))(outputfiles=("out.txt" ""))(rerun=9)'),
+    );
     const id = r.json().job[0].id as string;
     const c = t.gw.services.control;
     for (const f of ["description", "spec", "local"] as const) expect(existsSync(c.file(id, f))).toBe(true);
@@ -83,7 +88,10 @@ describe("control files, record and queue", () => {
 
 describe("per-item failures", () => {
   it("unknown RTE → 500 naming it; known RTE (with and without version) → 201", async () => {
-    const r = await post("1.1", `+(${XRSL()}(runtimeenvironment="APPS/NOPE"))(${XRSL()}(runtimeenvironment="APPS/HEP/ATLAS"))(${XRSL()}(runtimeenvironment="ENV/PROXY"))`);
+    const r = await post(
+      "1.1",
+      `+(${XRSL()}(runtimeenvironment="APPS/NOPE"))(${XRSL()}(runtimeenvironment="APPS/HEP/ATLAS"))(${XRSL()}(runtimeenvironment="ENV/PROXY"))`,
+    );
     const items = r.json().job;
     expect(items[0]).toEqual({ "status-code": "500", reason: "Requested runtime environment APPS/NOPE is missing" });
     expect(items[1]["status-code"]).toBe("201");
@@ -149,7 +157,9 @@ describe("descriptions that do not parse: per-item 400 inside 201 (decisions #20
   it("the ARC client's shape: XML, no Content-Type", async () => {
     const r = await post("1.0", "&(executable=", { accept: "text/xml" });
     expect(r.status).toBe(201);
-    expect(r.text).toMatch(/^<jobs><job><status-code>400<\/status-code><reason>xRSL syntax error at line 1, column 14: [^<]+<\/reason><\/job><\/jobs>$/);
+    expect(r.text).toMatch(
+      /^<jobs><job><status-code>400<\/status-code><reason>xRSL syntax error at line 1, column 14: [^<]+<\/reason><\/job><\/jobs>$/,
+    );
   });
   it("one broken part of a + bundle: the others are created", async () => {
     const r = await post("1.1", `+(${XRSL("a")})(&(executable /bin/x))(${XRSL("c")}) junk`);
@@ -278,7 +288,10 @@ describe("limits and draining", () => {
       const r = await small.request("POST", `${small.rest}/1.1/jobs?action=new&instances=8`, { body: XRSL(), accept: "application/json" });
       expect(r.status).toBe(201);
       expect(r.json().job).toHaveLength(5);
-      const full = await small.request("POST", `${small.rest}/1.1/jobs?action=new&instances=2&instances_min=1`, { body: XRSL(), accept: "application/json" });
+      const full = await small.request("POST", `${small.rest}/1.1/jobs?action=new&instances=2&instances_min=1`, {
+        body: XRSL(),
+        accept: "application/json",
+      });
       expect(full.status).toBe(403);
       const one = await small.request("POST", `${small.rest}/1.0/jobs?action=new`, { body: XRSL(), accept: "application/json" });
       expect(one.json().job[0]["status-code"]).toBe("503");
@@ -321,7 +334,10 @@ describe("submission bookkeeping for crash recovery", () => {
     };
     let ids: string[] = [];
     try {
-      const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, { body: `+(${XRSL("m1")})(${XRSL("m2")})`, accept: "application/json" });
+      const r = await t.request("POST", `${t.rest}/1.1/jobs?action=new`, {
+        body: `+(${XRSL("m1")})(${XRSL("m2")})`,
+        accept: "application/json",
+      });
       expect(r.status).toBe(201);
       ids = (r.json() as J).job.map((j: J) => j.id);
     } finally {
@@ -335,12 +351,23 @@ describe("submission bookkeeping for crash recovery", () => {
 
 describe("a job waiting for client uploads says which and until when", () => {
   it("info document OtherMessages and diagnose/errors name the files and the deadline", async () => {
-    const r = await post("1.1", `&(executable="run.sh")(inputfiles=("run.sh" "")("data/in.txt" "")("remote.txt" "https://example.org/x"))`, { ct: "application/rsl" });
+    const r = await post(
+      "1.1",
+      `&(executable="run.sh")(inputfiles=("run.sh" "")("data/in.txt" "")("remote.txt" "https://example.org/x"))`,
+      { ct: "application/rsl" },
+    );
     expect(r.status).toBe(201);
     const id = r.json().job[0].id as string;
-    const info = await t.request("POST", `${t.rest}/1.1/jobs?action=info`, { body: JSON.stringify({ job: [{ id }] }), accept: "application/json", headers: { "content-type": "application/json" } });
+    const info = await t.request("POST", `${t.rest}/1.1/jobs?action=info`, {
+      body: JSON.stringify({ job: [{ id }] }),
+      accept: "application/json",
+      headers: { "content-type": "application/json" },
+    });
     const activity = JSON.stringify(info.json());
-    const m = /Waiting for client uploads: run\.sh, data\/in\.txt; the job fails unless they are all uploaded by (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)/.exec(activity);
+    const m =
+      /Waiting for client uploads: run\.sh, data\/in\.txt; the job fails unless they are all uploaded by (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)/.exec(
+        activity,
+      );
     expect(m, activity).not.toBeNull();
     // The configured upload timeout from now (give or take the request's own time).
     const until = Date.parse(m![1]!);
@@ -349,6 +376,8 @@ describe("a job waiting for client uploads says which and until when", () => {
     // A job that only waits for uploads is created admitted: its errors log says the same from the start.
     const only = await post("1.1", `&(executable="run.sh")(inputfiles=("run.sh" ""))`, { ct: "application/rsl" });
     const errors = await t.request("GET", `${t.rest}/1.1/jobs/${only.json().job[0].id}/diagnose/errors`);
-    expect(errors.text).toMatch(/ACCEPTED -> PREPARING.*\n.*Waiting for client uploads: run\.sh; the job fails unless they are all uploaded by \d{4}-/);
+    expect(errors.text).toMatch(
+      /ACCEPTED -> PREPARING.*\n.*Waiting for client uploads: run\.sh; the job fails unless they are all uploaded by \d{4}-/,
+    );
   });
 });

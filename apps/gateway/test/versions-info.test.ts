@@ -3,7 +3,9 @@ import { startTestGateway, xmlAll, type TestGateway } from "./harness.js";
 
 let t: TestGateway;
 beforeAll(async () => {
-  t = await startTestGateway(inject("redisUrl"), { jobs: { runtimeEnvironments: ["ENV/PROXY", "APPS/HEP/ATLAS-1.2.3"], queues: [{ name: "main" }, { name: "long" }] } });
+  t = await startTestGateway(inject("redisUrl"), {
+    jobs: { runtimeEnvironments: ["ENV/PROXY", "APPS/HEP/ATLAS-1.2.3"], queues: [{ name: "main" }, { name: "long" }] },
+  });
 });
 afterAll(async () => t?.close());
 

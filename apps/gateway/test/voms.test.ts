@@ -9,7 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
-  acsOf, createProxy, HAS_VOMS_FAKE, issueHostCert, issueUserCert, lscFor, proxyWithAcs, vomsProxy, type TestCredential,
+  acsOf,
+  createProxy,
+  HAS_VOMS_FAKE,
+  issueHostCert,
+  issueUserCert,
+  lscFor,
+  proxyWithAcs,
+  vomsProxy,
+  type TestCredential,
 } from "@ce/x509/testing";
 import { startTokenIssuer, type TokenIssuer } from "../../../tests/support/token-issuer.js";
 import { createPki, startTestGateway, XRSL, type TestGateway } from "./harness.js";
@@ -20,17 +28,31 @@ interface Res {
   json: () => { [k: string]: unknown };
 }
 
-function call(t: TestGateway, method: string, path: string, auth: { pem: string } | { token: string }, body?: string, accept = "application/json"): Promise<Res> {
+function call(
+  t: TestGateway,
+  method: string,
+  path: string,
+  auth: { pem: string } | { token: string },
+  body?: string,
+  accept = "application/json",
+): Promise<Res> {
   return new Promise((resolve, reject) => {
     const tls = "pem" in auth ? { cert: auth.pem, key: auth.pem } : {};
     const headers: Record<string, string | number> = { accept };
     if ("token" in auth) headers.authorization = `Bearer ${auth.token}`;
-    if (body) Object.assign(headers, { "content-type": body.startsWith("{") ? "application/json" : "application/rsl", "content-length": Buffer.byteLength(body) });
-    const req = httpsRequest({ host: "127.0.0.1", port: t.gw.port, method, path, headers, rejectUnauthorized: false, agent: false, ...tls }, (res) => {
-      let text = "";
-      res.on("data", (d: Buffer) => (text += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text, json: () => JSON.parse(text) }));
-    });
+    if (body)
+      Object.assign(headers, {
+        "content-type": body.startsWith("{") ? "application/json" : "application/rsl",
+        "content-length": Buffer.byteLength(body),
+      });
+    const req = httpsRequest(
+      { host: "127.0.0.1", port: t.gw.port, method, path, headers, rejectUnauthorized: false, agent: false, ...tls },
+      (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, json: () => JSON.parse(text) }));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -58,7 +80,10 @@ describe.skipIf(!HAS_VOMS_FAKE)("VOMS proxies and token groups through the gatew
   let t: TestGateway;
   let lax: TestGateway;
   let idp: TokenIssuer;
-  const queues = [{ name: "main", allow: [] }, { name: "grid", allow: ["fqan:/atlas/Role=production", "vo:dteam"] }];
+  const queues = [
+    { name: "main", allow: [] },
+    { name: "grid", allow: ["fqan:/atlas/Role=production", "vo:dteam"] },
+  ];
 
   beforeAll(async () => {
     idp = await startTokenIssuer({ audience: "https://localhost:8443" });
@@ -81,7 +106,14 @@ describe.skipIf(!HAS_VOMS_FAKE)("VOMS proxies and token groups through the gatew
     const rec = await t.gw.services.jobs.get(created.id);
     expect(rec?.owner).toBe(carol.dn); // the AC never changes the identity
     expect(rec?.fqans).toEqual(["/atlas/Role=production", "/atlas"]);
-    const info = await call(t, "POST", `${t.rest}/1.1/jobs?action=info`, proxy(["/atlas/Role=production"]), JSON.stringify({ job: [{ id: created.id }] }), "application/xml");
+    const info = await call(
+      t,
+      "POST",
+      `${t.rest}/1.1/jobs?action=info`,
+      proxy(["/atlas/Role=production"]),
+      JSON.stringify({ job: [{ id: created.id }] }),
+      "application/xml",
+    );
     expect(info.text).toContain("<OtherInfo>FQAN=/atlas/Role=production</OtherInfo>");
     const local = await call(t, "GET", `${t.rest}/1.1/jobs/${created.id}/diagnose/local`, proxy(["/atlas"]), undefined, "text/plain");
     expect(local.text).toMatch(/^voms=\/atlas\/Role=production$/m);

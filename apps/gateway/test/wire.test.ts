@@ -24,7 +24,9 @@ describe("what the ARC C++ client sends", () => {
     );
     expect(info.status).toBe(201);
     expect(info.body).toContain("<State>arcrest:ACCEPTING</State>");
-    const list = await t.raw(`GET https://127.0.0.1:${port}/arex/rest/1.0/jobs HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\naccept: text/xml\r\n\r\n`);
+    const list = await t.raw(
+      `GET https://127.0.0.1:${port}/arex/rest/1.0/jobs HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\naccept: text/xml\r\n\r\n`,
+    );
     expect(list.status).toBe(200);
     expect(xmlAll(list.body, "id")).toContain(id);
   });
@@ -55,13 +57,24 @@ describe("two gateways, one Redis, one shared directory", () => {
     const a = await startTestGateway(inject("redisUrl"), {}, shared);
     const b = await startTestGateway(inject("redisUrl"), {}, shared);
     try {
-      const sub = await a.request("POST", `${a.rest}/1.1/jobs?action=new&instances=2`, { body: XRSL("shared"), accept: "application/json" });
+      const sub = await a.request("POST", `${a.rest}/1.1/jobs?action=new&instances=2`, {
+        body: XRSL("shared"),
+        accept: "application/json",
+      });
       const ids: string[] = sub.json().job.map((j: J) => j.id);
       expect(ids).toHaveLength(2);
       const body = JSON.stringify({ job: ids.map((id) => ({ id })) });
-      const st = await b.request("POST", `${b.rest}/1.1/jobs?action=status`, { body, headers: { "content-type": "application/json" }, accept: "application/json" });
+      const st = await b.request("POST", `${b.rest}/1.1/jobs?action=status`, {
+        body,
+        headers: { "content-type": "application/json" },
+        accept: "application/json",
+      });
       expect(st.json().job.map((j: J) => j.state)).toEqual(["ACCEPTING", "ACCEPTING"]);
-      const kill = await b.request("POST", `${b.rest}/1.0/jobs?action=kill`, { body, headers: { "content-type": "application/json" }, accept: "application/json" });
+      const kill = await b.request("POST", `${b.rest}/1.0/jobs?action=kill`, {
+        body,
+        headers: { "content-type": "application/json" },
+        accept: "application/json",
+      });
       expect(kill.json().job.map((j: J) => j["status-code"])).toEqual(["202", "202"]);
       // The control files written by gateway A are visible to B's ControlDir.
       expect(readFileSync(b.gw.services.control.file(ids[0]!, "description"), "utf8")).toContain("&(");

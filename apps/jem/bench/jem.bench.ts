@@ -24,14 +24,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function setup(redisUrl: string, extra: Record<string, unknown> = {}) {
   const stateDir = await mkdtemp(join(tmpdir(), "jem-bench-"));
   const prefix = `{b${randomUUID().slice(0, 6)}}`;
-  const config = compileConfig({
-    paths: { stateDir },
-    redis: { url: redisUrl, prefix },
-    lrms: { backend: "fork", pollIntervalMs: 1_000, callsPerSecond: 1_000 },
-    jobs: { maxInLrms: 20_000, maxActivePerOwner: 20_000 },
-    logging: { level: "silent" },
-    ...extra,
-  }, stateDir);
+  const config = compileConfig(
+    {
+      paths: { stateDir },
+      redis: { url: redisUrl, prefix },
+      lrms: { backend: "fork", pollIntervalMs: 1_000, callsPerSecond: 1_000 },
+      jobs: { maxInLrms: 20_000, maxActivePerOwner: 20_000 },
+      logging: { level: "silent" },
+      ...extra,
+    },
+    stateDir,
+  );
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const jobs = new JobStore(redis, prefix);
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
@@ -46,15 +49,40 @@ async function createJobs(env: Env, n: number, desc: Partial<JobDescription>): P
   const ids: string[] = [];
   for (let off = 0; off < n; off += 500) {
     const recs = Array.from({ length: Math.min(500, n - off) }, () =>
-      JobStore.newRecord({ id: randomUUID(), owner: "/CN=bench", queue: "main", backend: env.config.lrms.backend, language: d.language, rerun: 0, lifetime: 3600, delegations: [] }));
+      JobStore.newRecord({
+        id: randomUUID(),
+        owner: "/CN=bench",
+        queue: "main",
+        backend: env.config.lrms.backend,
+        language: d.language,
+        rerun: 0,
+        lifetime: 3600,
+        delegations: [],
+      }),
+    );
     const files = (r: JobRecord): JobFilesInput => ({
-      id: r.id, description: d, source: JSON.stringify(d), owner: r.owner, queue: r.queue, backend: r.backend, endpointUrl: "https://ce.bench",
-      hostname: "ce.bench", version: "1.1", lifetime: r.lifetime, rerun: r.rerun, requestId: `bench-${off}`, now: new Date(r.created),
+      id: r.id,
+      description: d,
+      source: JSON.stringify(d),
+      owner: r.owner,
+      queue: r.queue,
+      backend: r.backend,
+      endpointUrl: "https://ce.bench",
+      hostname: "ce.bench",
+      version: "1.1",
+      lifetime: r.lifetime,
+      rerun: r.rerun,
+      requestId: `bench-${off}`,
+      now: new Date(r.created),
     });
-    const { committed } = await storeCreateJobs(env, recs.map((r) => ({ record: r, files: files(r) })), {
-      maxTotal: env.config.jobs.maxTotal,
-      warn: (what, err) => console.warn(`  ${what}: ${String(err)}`),
-    });
+    const { committed } = await storeCreateJobs(
+      env,
+      recs.map((r) => ({ record: r, files: files(r) })),
+      {
+        maxTotal: env.config.jobs.maxTotal,
+        warn: (what, err) => console.warn(`  ${what}: ${String(err)}`),
+      },
+    );
     if (committed.length !== recs.length) throw new Error(`only ${committed.length} of ${recs.length} jobs created`);
     ids.push(...committed.map((r) => r.id));
   }
@@ -81,7 +109,8 @@ async function throughput(redisUrl: string, backend: "fork" | "instant") {
       const c = await env.jobs.countByRest(["FINISHED", "FAILED", "KILLED"]);
       const done = (c.FINISHED ?? 0) + (c.FAILED ?? 0) + (c.KILLED ?? 0);
       if (done >= N_JOBS) break;
-      if (done !== last && Math.floor(done / 200) !== Math.floor(last / 200)) console.log(`  ${done}/${N_JOBS} jobs ended after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      if (done !== last && Math.floor(done / 200) !== Math.floor(last / 200))
+        console.log(`  ${done}/${N_JOBS} jobs ended after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       last = done;
       if (Date.now() - t0 > 600_000) throw new Error("throughput run did not finish in 10 min");
       await sleep(100);
@@ -90,12 +119,22 @@ async function throughput(redisUrl: string, backend: "fork" | "instant") {
     const recs = (await env.jobs.getMany(ids)).filter((r): r is JobRecord => !!r);
     const failed = recs.filter((r) => r.rest !== "FINISHED").length;
     const lat: number[] = [];
-    await Promise.all(recs.map(async (r) => {
-      const s = await stat(env.control.file(r.id, "lrms_done")).catch(() => undefined);
-      if (s) lat.push(r.stateSince - s.mtimeMs);
-    }));
+    await Promise.all(
+      recs.map(async (r) => {
+        const s = await stat(env.control.file(r.id, "lrms_done")).catch(() => undefined);
+        if (s) lat.push(r.stateSince - s.mtimeMs);
+      }),
+    );
     lat.sort((a, b) => a - b);
-    return { jobs: N_JOBS, failed, seconds, jobsPerSecond: N_JOBS / seconds, p50Ms: pct(lat, 50), p99Ms: pct(lat, 99), rssMb: await rssMb(child.pid!) };
+    return {
+      jobs: N_JOBS,
+      failed,
+      seconds,
+      jobsPerSecond: N_JOBS / seconds,
+      p50Ms: pct(lat, 50),
+      p99Ms: pct(lat, 99),
+      rssMb: await rssMb(child.pid!),
+    };
   } finally {
     await stopGracefully(child);
     await cleanup(env);
@@ -136,10 +175,14 @@ const redis = await startRedis();
 try {
   console.log(`throughput: ${N_JOBS} fork jobs (/bin/true)`);
   const t = await throughput(redis.url, "fork");
-  console.log(`  ${t.jobsPerSecond.toFixed(1)} jobs/s, lrms_done→FINISHED p50 ${t.p50Ms.toFixed(0)} ms p99 ${t.p99Ms.toFixed(0)} ms, failed ${t.failed}`);
+  console.log(
+    `  ${t.jobsPerSecond.toFixed(1)} jobs/s, lrms_done→FINISHED p50 ${t.p50Ms.toFixed(0)} ms p99 ${t.p99Ms.toFixed(0)} ms, failed ${t.failed}`,
+  );
   console.log(`JEM core: ${N_JOBS} jobs on a back end that ends them at submission`);
   const core = await throughput(redis.url, "instant");
-  console.log(`  ${core.jobsPerSecond.toFixed(1)} jobs/s, lrms_done→FINISHED p50 ${core.p50Ms.toFixed(0)} ms p99 ${core.p99Ms.toFixed(0)} ms`);
+  console.log(
+    `  ${core.jobsPerSecond.toFixed(1)} jobs/s, lrms_done→FINISHED p50 ${core.p50Ms.toFixed(0)} ms p99 ${core.p99Ms.toFixed(0)} ms`,
+  );
   console.log(`memory: ${N_ACTIVE} active jobs`);
   const m = await memory(redis.url);
   console.log(`  JEM RSS ${m.rssMb.toFixed(0)} MB`);

@@ -30,15 +30,24 @@ export function startAccounting(config: CompiledConfig, redis: Redis, log: Logge
         db = await AccountingDb.open(acct.database, config.paths.stateDir);
         break;
       } catch (e) {
-        alog.error({ err: e, code: (e as { code?: string }).code, reason: (e as Error).message }, "accounting database unavailable; usage records wait in Redis");
+        alog.error(
+          { err: e, code: (e as { code?: string }).code, reason: (e as Error).message },
+          "accounting database unavailable; usage records wait in Redis",
+        );
         await new Promise((r) => setTimeout(r, REOPEN_MS));
       }
     }
     if (stopped || !db) return;
     alog.info({ database: db.kind }, "accounting consumer started");
     consumer = new UsageConsumer({
-      redis, prefix: config.redis.prefix, db, log: alog, vomslessVo: acct.apel.vomslessVo,
-      consumer: acct.consumer ?? `${hostname()}:${process.pid}`, claimIdleMs: acct.claimIdleMs, ...(onRecorded ? { onRecorded } : {}),
+      redis,
+      prefix: config.redis.prefix,
+      db,
+      log: alog,
+      vomslessVo: acct.apel.vomslessVo,
+      consumer: acct.consumer ?? `${hostname()}:${process.pid}`,
+      claimIdleMs: acct.claimIdleMs,
+      ...(onRecorded ? { onRecorded } : {}),
     });
     consumer.start();
   })();
@@ -56,9 +65,24 @@ export function startAccounting(config: CompiledConfig, redis: Redis, log: Logge
 /** CPU and wall seconds (and records) by VO and state, counted once per record written. */
 function usageCounters(metrics: CeMetrics): (recs: readonly UsageRecord[]) => void {
   const reg = { registers: [metrics.registry] };
-  const cpu = new Counter({ name: "ce_accounting_cpu_seconds_total", help: "CPU seconds (user+system) of ended jobs, by VO", labelNames: ["vo"], ...reg });
-  const wall = new Counter({ name: "ce_accounting_wall_seconds_total", help: "Wall seconds of ended jobs, by VO", labelNames: ["vo"], ...reg });
-  const records = new Counter({ name: "ce_accounting_records_total", help: "Usage records written, by VO and terminal state", labelNames: ["vo", "state"], ...reg });
+  const cpu = new Counter({
+    name: "ce_accounting_cpu_seconds_total",
+    help: "CPU seconds (user+system) of ended jobs, by VO",
+    labelNames: ["vo"],
+    ...reg,
+  });
+  const wall = new Counter({
+    name: "ce_accounting_wall_seconds_total",
+    help: "Wall seconds of ended jobs, by VO",
+    labelNames: ["vo"],
+    ...reg,
+  });
+  const records = new Counter({
+    name: "ce_accounting_records_total",
+    help: "Usage records written, by VO and terminal state",
+    labelNames: ["vo", "state"],
+    ...reg,
+  });
   return (recs) => {
     for (const r of recs) {
       cpu.inc({ vo: r.vo }, r.cpuSeconds);

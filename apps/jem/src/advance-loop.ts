@@ -51,7 +51,7 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
     }
   };
   const takeSlot = () =>
-    active < capacity && returning.length === 0 ? ((active++), Promise.resolve()) : new Promise<void>((r) => returning.push(r));
+    active < capacity && returning.length === 0 ? (active++, Promise.resolve()) : new Promise<void>((r) => returning.push(r));
   let stopped = false;
   let wake: (() => void) | undefined;
   // A kick while the loop is not asleep (mid-turn: a bell, a look ending) is kept for the next sleep.
@@ -114,12 +114,15 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
     }
   };
 
-  const extendTimer = setInterval(() => {
-    if (running.size === 0) return;
-    void ctx.advance.extend([...running], opts.leaseMs).catch((e: unknown) => {
-      if (!ctx.outage.report(e)) ctx.log.warn({ err: e }, "lease extension failed");
-    });
-  }, Math.max(200, Math.floor(opts.leaseMs / 3)));
+  const extendTimer = setInterval(
+    () => {
+      if (running.size === 0) return;
+      void ctx.advance.extend([...running], opts.leaseMs).catch((e: unknown) => {
+        if (!ctx.outage.report(e)) ctx.log.warn({ err: e }, "lease extension failed");
+      });
+    },
+    Math.max(200, Math.floor(opts.leaseMs / 3)),
+  );
 
   const loop = (async () => {
     while (!stopped) {

@@ -103,7 +103,11 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
     const target = job.rerun > 0 ? await restartTarget(ctx, job) : undefined;
     if (!target) {
       await ctx.jobs.update(job, { restartRequested: undefined });
-      await logErrors(ctx, jobId, job.rerun > 0 ? "Restart refused: job did not fail in a restartable state" : "Restart refused: no more restarts allowed");
+      await logErrors(
+        ctx,
+        jobId,
+        job.rerun > 0 ? "Restart refused: job did not fail in a restartable state" : "Restart refused: no more restarts allowed",
+      );
       log.info({ failedState: job.failedState, rerun: job.rerun }, "restart refused");
       return;
     }
@@ -112,11 +116,34 @@ async function restart(ctx: JemContext, jobId: string): Promise<void> {
     if (old) throw new Error(`restart of ${jobId}: the old batch job ${old} is still there; cancelled, restart retried`);
     const missing = target === "ACCEPTED" ? await missingDownloads(ctx, job) : [];
     const change: JobChange = {
-      rerun: job.rerun - 1, failure: undefined, failedState: undefined, failedCause: undefined, outcome: undefined,
-      localId: undefined, lrms: undefined, endedAt: undefined, cleanupAt: undefined, killRequested: undefined, restartRequested: undefined,
+      rerun: job.rerun - 1,
+      failure: undefined,
+      failedState: undefined,
+      failedCause: undefined,
+      outcome: undefined,
+      localId: undefined,
+      lrms: undefined,
+      endedAt: undefined,
+      cleanupAt: undefined,
+      killRequested: undefined,
+      restartRequested: undefined,
     };
-    if (target !== "INLRMS") Object.assign(change, { exitCode: undefined, nodes: undefined, usedWallSeconds: undefined, usedCpuSeconds: undefined, usedMemoryMB: undefined, usedUserSeconds: undefined, usedSystemSeconds: undefined, processors: undefined });
-    const next = await transition(ctx, job, target, { pending: true, reason: `Job restarted from ${job.failedState} (${job.rerun - 1} restarts left)`, change });
+    if (target !== "INLRMS")
+      Object.assign(change, {
+        exitCode: undefined,
+        nodes: undefined,
+        usedWallSeconds: undefined,
+        usedCpuSeconds: undefined,
+        usedMemoryMB: undefined,
+        usedUserSeconds: undefined,
+        usedSystemSeconds: undefined,
+        processors: undefined,
+      });
+    const next = await transition(ctx, job, target, {
+      pending: true,
+      reason: `Job restarted from ${job.failedState} (${job.rerun - 1} restarts left)`,
+      change,
+    });
     if (!next) return;
     await ctx.jobs.unscheduleExpiry(jobId);
     await ctx.control.remove(jobId, "failed");
@@ -144,7 +171,9 @@ async function oldBatchJob(ctx: JemContext, job: JobRecord): Promise<string | un
   const state = (await backend.poll([{ jobId: job.id, localId, jobDir }])).get(job.id);
   if (state?.kind === "done" || (state?.kind === "unknown" && !/^(POLL_FAILED|TIMEOUT|BAD_OUTPUT)/.test(state.reason))) return undefined;
   if (state?.kind === "active") {
-    await backend.cancel(localId, { jobId: job.id, jobDir, runAs: await runAsOf(ctx, job) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "cancel of the old batch job failed"));
+    await backend
+      .cancel(localId, { jobId: job.id, jobDir, runAs: await runAsOf(ctx, job) })
+      .catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "cancel of the old batch job failed"));
   }
   return localId;
 }

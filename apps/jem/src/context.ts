@@ -1,7 +1,14 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { enqueueStaging as storeEnqueueStaging, type AdvanceSet, type DelegationStore, type JobRecord, type JobStore, type Queues } from "@ce/store";
+import {
+  enqueueStaging as storeEnqueueStaging,
+  type AdvanceSet,
+  type DelegationStore,
+  type JobRecord,
+  type JobStore,
+  type Queues,
+} from "@ce/store";
 import { type ControlDir } from "@ce/controldir";
 import type { Backend } from "./lrms/types.js";
 import type { Locks } from "./locks.js";
@@ -56,7 +63,14 @@ export function jobFields(job: Pick<JobRecord, "id" | "requestId">): { jobId: st
  * "Look at this job" (now, after `delayMs`, or first of all when `urgent`: completions overtake a
  * burst of new submissions). Rings collapse per job; the advance set owns the rule (@ce/store).
  */
-export async function enqueueAdvance(ctx: JemContext, jobId: string, _reason: string, delayMs = 0, _requestId?: string, opts: { urgent?: boolean } = {}): Promise<void> {
+export async function enqueueAdvance(
+  ctx: JemContext,
+  jobId: string,
+  _reason: string,
+  delayMs = 0,
+  _requestId?: string,
+  opts: { urgent?: boolean } = {},
+): Promise<void> {
   await ctx.advance.ring([jobId], opts.urgent ? 1 : Date.now() + delayMs);
 }
 

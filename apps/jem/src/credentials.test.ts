@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { tokenAudiences, tokenRefusal, WLCG_ANY_AUDIENCE } from "./credentials.js";
 
-const jwt = (claims: object) => `${Buffer.from('{"alg":"RS256"}').toString("base64url")}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.sig`;
+const jwt = (claims: object) =>
+  `${Buffer.from('{"alg":"RS256"}').toString("base64url")}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.sig`;
 
 describe("where a token may be sent", () => {
   it("reads aud as a string or a list; an opaque or broken token has none", () => {

@@ -24,7 +24,11 @@ export async function credentialFor(ctx: JemContext, job: JobRecord, delegationI
 }
 
 /** The credential plus, for X.509, the refreshed `proxy` control file (mode 0600) the batch job uses. */
-export async function resolveCredential(ctx: JemContext, job: JobRecord, delegationId?: string): Promise<(JobCredential & { file?: string }) | undefined> {
+export async function resolveCredential(
+  ctx: JemContext,
+  job: JobRecord,
+  delegationId?: string,
+): Promise<(JobCredential & { file?: string }) | undefined> {
   const cred = await credentialFor(ctx, job, delegationId);
   if (!cred) return undefined;
   if (cred.type === "x509") {
@@ -71,7 +75,8 @@ export function tokenRefusal(token: string, url: string, allowAny: boolean): str
   if (!auds || auds.length === 0) return "the token names no audience (aud)";
   if (auds.includes(WLCG_ANY_AUDIENCE)) {
     if (allowAny) return undefined;
-    if (auds.length === 1) return `the token's audience is the WLCG any-audience, which this CE does not accept (staging.allowAnyAudienceTokens)`;
+    if (auds.length === 1)
+      return `the token's audience is the WLCG any-audience, which this CE does not accept (staging.allowAnyAudienceTokens)`;
   }
   if (auds.some((a) => a !== WLCG_ANY_AUDIENCE && originOf(a) === target.origin)) return undefined;
   return `the endpoint ${target.origin} is not the token's audience (${auds.join(", ")})`;

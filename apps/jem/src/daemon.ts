@@ -76,14 +76,16 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // replicated writes) a ring or lease may be gone: every active job is rung once, as at boot.
   const afterOutage: { ring?: () => void } = {};
   const outage = createOutage(redis, prefix, log, { afterEpisode: () => afterOutage.ring?.() });
-  for (const conn of [redis, sub]) conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error")).on("ready", () => outage.nudge());
+  for (const conn of [redis, sub])
+    conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error")).on("ready", () => outage.nudge());
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
   // The file thread (@ce/controldir files.ts) starts now, not in the first burst of jobs.
   await fileq.one(["exists", control.root]);
   // Mapping on: the privileged component runs every job as its mapped account (refuses to boot unless root).
   const priv = opts.privileged === false ? undefined : await Privileged.create(config, control);
-  if (priv) log.info({ ceGid: priv.ceGid }, "mapping is on: every job runs as its mapped local account (setpriv), session dirs owned by it");
+  if (priv)
+    log.info({ ceGid: priv.ceGid }, "mapping is on: every job runs as its mapped local account (setpriv), session dirs owned by it");
   else log.warn("mapping is off: jobs run as the CE's own account (developer-only mode; configure `mapping` for a site)");
   let delegations: DelegationStore | undefined;
   try {
@@ -95,7 +97,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // A running fork job's limits after a restart come from its description (the control dir's, root's).
   const late: { ctx?: JemContext } = {};
   const description = (id: string) => (late.ctx ? readSpec(late.ctx, id) : Promise.resolve(undefined));
-  for (const b of opts.backends ?? [createBackend(config, log, { description })]) backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
+  for (const b of opts.backends ?? [createBackend(config, log, { description })])
+    backends.set(b.name, opts.metrics ? instrumentBackend(b, opts.metrics) : b);
 
   const connection = clients.bull;
   const abortChannel = new Keys(prefix).abortChannel();
@@ -149,7 +152,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Redis trouble inside a step does not fail the queue job (no attempt used, no log line per job):
   // the step waits for the episode to end and is redone from the start (every step is idempotent).
   const workers = [
-    new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, readPayload("commands", j.data))), { ...workerOpts, concurrency: 10 }),
+    new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, readPayload("commands", j.data))), {
+      ...workerOpts,
+      concurrency: 10,
+    }),
     // Transfers are long: a longer lock keeps BullMQ from declaring them stalled between renewals.
     // Every job admitted to staging gets a worker: the transfer slots (FairSlots, per owner, in
     // turn) are the bound, so one owner's stuck jobs cannot take the queue from everyone else's.
@@ -159,7 +165,9 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
       lockDuration: opts.stagingLockMs ?? 60_000,
     }),
   ];
-  workers.forEach((w, i) => w.on("failed", fail(["commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")));
+  workers.forEach((w, i) =>
+    w.on("failed", fail(["commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")),
+  );
 
   const poller = startPoller(ctx);
   const recoveryMs = opts.recoveryIntervalMs ?? 30_000;
@@ -167,7 +175,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Jobs are claimed from the advance set in batches; leases of a dead JEM expire into it again.
   loop.current = startAdvanceLoop(ctx, { leaseMs: ctx.jobLockMs });
   ctx.outsideSlot = loop.current.outsideSlot;
-  afterOutage.ring = () => void recover(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery after a Redis outage failed"));
+  afterOutage.ring = () =>
+    void recover(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery after a Redis outage failed"));
   await watcher.scan().catch((e: unknown) => warnUnlessOutage(outage, log, e, "initial control dir scan failed"));
   // Periodic passes skip their turn during an outage (the next turn after it redoes the work).
   let recovering: Promise<unknown> = Promise.resolve();
@@ -183,7 +192,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Usage records: the terminal move appends them to a stream; this writes them to the database.
   const accounting = startAccounting(config, clients.subscriber(), log, opts.metrics);
   const heartbeat = startHeartbeat(ctx);
-  log.info({ backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir, instance: heartbeat.jem }, "JEM started");
+  log.info(
+    { backends: [...backends.keys()], concurrency: config.jem.concurrency, controlDir: config.paths.controlDir, instance: heartbeat.jem },
+    "JEM started",
+  );
 
   let stopping: Promise<void> | undefined;
   return {

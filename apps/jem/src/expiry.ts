@@ -30,7 +30,9 @@ export async function expiryPass(ctx: JemContext, now = Date.now()): Promise<num
   await sweepOrphans(ctx, now);
   await sweepLostRecordsWhenDue(ctx, now);
   // Pool leases of identities whose jobs are all gone (paths that did not release them).
-  await sweepLeases(ctx.redis, ctx.config.redis.prefix, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease sweep failed"));
+  await sweepLeases(ctx.redis, ctx.config.redis.prefix, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) =>
+    ctx.log.warn({ err: e }, "pool lease sweep failed"),
+  );
   return handled;
 }
 
@@ -90,7 +92,9 @@ async function expireOne(ctx: JemContext, id: string, now: number): Promise<bool
       if (!next) return false;
       await ctx.jobs.scheduleExpiry(id, removeAt);
       await wipe(ctx, id);
-      await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease not released"));
+      await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) =>
+        ctx.log.warn({ err: e }, "pool lease not released"),
+      );
       jobLog(ctx, job).info("session directory expired; job is WIPED");
       return true;
     }
@@ -123,7 +127,8 @@ async function sweepDelegationsOnce(ctx: JemContext, now: number): Promise<void>
   if (!ctx.delegations) return;
   try {
     const r = await sweepDelegations(ctx.delegations, now, { pendingLifetimeSeconds: ctx.config.delegations.pendingLifetimeSeconds });
-    if (r.removed.length || r.abandonedRenewals.length) ctx.log.info({ removed: r.removed.length, abandonedRenewals: r.abandonedRenewals.length }, "delegations swept");
+    if (r.removed.length || r.abandonedRenewals.length)
+      ctx.log.info({ removed: r.removed.length, abandonedRenewals: r.abandonedRenewals.length }, "delegations swept");
   } catch (e) {
     ctx.log.warn({ err: e }, "delegation sweep failed");
   }

@@ -1,6 +1,13 @@
 import { join } from "node:path";
 import type { JobDescription } from "@ce/model";
-import { type ControlFile, type InputStatus, parseKeyValues, readInputStatus as readStoredInputStatus, updateKeyValues, fileq } from "@ce/controldir";
+import {
+  type ControlFile,
+  type InputStatus,
+  parseKeyValues,
+  readInputStatus as readStoredInputStatus,
+  updateKeyValues,
+  fileq,
+} from "@ce/controldir";
 import type { JemContext } from "./context.js";
 
 /** JEM-private per-job files next to the control files (never served by diagnose). */
@@ -153,7 +160,10 @@ export function readInputStatus(ctx: JemContext, id: string): Promise<InputStatu
 
 /** Local id a previous (possibly interrupted) submission left in `local` or `grami`. */
 export async function leftoverLocalId(ctx: JemContext, id: string): Promise<string | undefined> {
-  const [localText, gramiText] = (await fileq.run([["read", ctx.control.file(id, "local")], ["read", ctx.control.file(id, "grami")]])) as Array<string | null>;
+  const [localText, gramiText] = (await fileq.run([
+    ["read", ctx.control.file(id, "local")],
+    ["read", ctx.control.file(id, "grami")],
+  ])) as Array<string | null>;
   const local = parseKeyValues(localText ?? "");
   if (local.localid) return local.localid;
   const grami = gramiText ?? "";

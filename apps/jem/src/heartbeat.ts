@@ -36,5 +36,11 @@ const STOP_WAIT_MS = 1_000;
 
 function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p.then(
+      () => undefined,
+      () => undefined,
+    ),
+    new Promise<void>((r) => (timer = setTimeout(r, ms))),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -24,14 +24,19 @@ const NOTIFY_BACKLOG = 1_000;
 const ACCOUNT_TTL_MS = 60_000;
 
 function clean(text: string): string {
-  return text.replace(/[\x00-\x1f\x7f]+/g, " ").trim().slice(0, 300);
+  return text
+    .replace(/[\x00-\x1f\x7f]+/g, " ")
+    .trim()
+    .slice(0, 300);
 }
 
 /** What the user reads when a hook refuses: its first stdout line, else its last stderr line. */
 export function refusalReason(r: Pick<ScriptResult, "stdout" | "stderr" | "exitCode" | "signal">): string {
   const first = r.stdout.split("\n").map(clean).find(Boolean);
   const last = r.stderr.split("\n").map(clean).filter(Boolean).at(-1);
-  return first ?? last ?? `the site's hook ended with ${r.exitCode !== undefined ? `exit code ${r.exitCode}` : `signal ${r.signal ?? "?"}`}`;
+  return (
+    first ?? last ?? `the site's hook ended with ${r.exitCode !== undefined ? `exit code ${r.exitCode}` : `signal ${r.signal ?? "?"}`}`
+  );
 }
 
 export class StateHooks {
@@ -61,8 +66,14 @@ export class StateHooks {
     for (const hook of this.config.jobs.hooks.scripts.filter((s) => s.state === state)) {
       const r = await this.run(hook.command, state, job);
       if (r.kind === "exit" && r.result.exitCode === 0) continue;
-      if (r.kind === "exit" && !r.result.timedOut && r.result.exitCode !== undefined) return { kind: "refuse", reason: refusalReason(r.result) };
-      const why = r.kind === "error" ? r.reason : r.result.timedOut ? `timed out after ${this.config.jobs.hooks.timeoutSeconds} s` : refusalReason(r.result);
+      if (r.kind === "exit" && !r.result.timedOut && r.result.exitCode !== undefined)
+        return { kind: "refuse", reason: refusalReason(r.result) };
+      const why =
+        r.kind === "error"
+          ? r.reason
+          : r.result.timedOut
+            ? `timed out after ${this.config.jobs.hooks.timeoutSeconds} s`
+            : refusalReason(r.result);
       this.log.warn({ jobId: job.id, state, command: hook.command[0], reason: why, onError: hook.onError }, "state hook did not answer");
       if (hook.onError === "refuse") return { kind: "refuse", reason: `the site's admission check did not answer (${why})` };
     }
@@ -78,7 +89,15 @@ export class StateHooks {
       }
       void this.run(hook.command, state, job).then((r) => {
         if (r.kind === "error" || r.result.exitCode !== 0) {
-          this.log.warn({ jobId: job.id, state, command: hook.command[0], reason: r.kind === "error" ? r.reason : r.result.timedOut ? "timed out" : refusalReason(r.result) }, "state hook failed");
+          this.log.warn(
+            {
+              jobId: job.id,
+              state,
+              command: hook.command[0],
+              reason: r.kind === "error" ? r.reason : r.result.timedOut ? "timed out" : refusalReason(r.result),
+            },
+            "state hook failed",
+          );
         }
       });
     }
@@ -93,7 +112,11 @@ export class StateHooks {
     return this.account.value;
   }
 
-  private async run(command: string[], state: HookState, job: JobRecord): Promise<{ kind: "exit"; result: ScriptResult } | { kind: "error"; reason: string }> {
+  private async run(
+    command: string[],
+    state: HookState,
+    job: JobRecord,
+  ): Promise<{ kind: "exit"; result: ScriptResult } | { kind: "error"; reason: string }> {
     this.waiting++;
     let granted = false;
     try {
@@ -105,7 +128,11 @@ export class StateHooks {
         // Root runs hooks as the configured account only; a JEM that is not root runs them as itself.
         if (process.getuid?.() === 0) {
           const as = await this.lookup().catch(() => undefined);
-          if (!as || as.uid === 0) return { kind: "error" as const, reason: `hook account ${this.config.jobs.hooks.account} ${as ? "is root" : "does not exist"}` };
+          if (!as || as.uid === 0)
+            return {
+              kind: "error" as const,
+              reason: `hook account ${this.config.jobs.hooks.account} ${as ? "is root" : "does not exist"}`,
+            };
           args = [`--reuid=${as.uid}`, `--regid=${as.gid}`, "--init-groups", "--", file, ...args];
           file = "setpriv";
         }
@@ -121,7 +148,12 @@ export class StateHooks {
           CE_JOB_QUEUE: job.queue,
           CE_JOB_LOCAL_ACCOUNT: job.localUser?.account ?? "",
         };
-        const result = await runScript(file, args, { timeoutMs: this.config.jobs.hooks.timeoutSeconds * 1000, env, extendEnv: false, cwd: "/" });
+        const result = await runScript(file, args, {
+          timeoutMs: this.config.jobs.hooks.timeoutSeconds * 1000,
+          env,
+          extendEnv: false,
+          cwd: "/",
+        });
         if (result.spawnError) return { kind: "error" as const, reason: `cannot run ${command[0]}: ${result.spawnError}` };
         return { kind: "exit" as const, result };
       });

@@ -13,7 +13,13 @@ import type { JemContext } from "./context.js";
  * limit by the other JEMs' moves in flight at most. If the lease cannot be had within ~2 s the
  * move goes ahead unserialized (a job never stalls on the lease itself).
  */
-export async function underLimit<T>(ctx: JemContext, name: string, limit: number, count: () => Promise<number>, fn: (free: boolean) => Promise<T>): Promise<T> {
+export async function underLimit<T>(
+  ctx: JemContext,
+  name: string,
+  limit: number,
+  count: () => Promise<number>,
+  fn: (free: boolean) => Promise<T>,
+): Promise<T> {
   const m = movesOf(ctx, name);
   const { n: seen, mark } = await sharedCount(ctx, name, m, count);
   if (seen + unseen(m, mark) < limit) return move(m, fn);

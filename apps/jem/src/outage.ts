@@ -12,7 +12,10 @@ export function createOutage(redis: Redis, prefix: string, log: Logger, hooks: {
   const outage = new RedisOutage({
     probe: writeProbe(redis, prefix, `jem-${process.pid}-${randomBytes(3).toString("hex")}`),
     onDown: ({ kind, err, aftershock }) =>
-      log[aftershock ? "debug" : "warn"]({ kind, err: errText(err) }, `redis unavailable since ${new Date().toISOString()}: ${TROUBLE_TEXT[kind]}; every loop backs off until it accepts writes again`),
+      log[aftershock ? "debug" : "warn"](
+        { kind, err: errText(err) },
+        `redis unavailable since ${new Date().toISOString()}: ${TROUBLE_TEXT[kind]}; every loop backs off until it accepts writes again`,
+      ),
     onUp: ({ downMs, kind, aftershock }) => {
       log[aftershock ? "debug" : "info"]({ kind, downMs }, `redis back after ${Math.round(downMs / 100) / 10} s`);
       hooks.afterEpisode?.();

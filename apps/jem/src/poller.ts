@@ -43,7 +43,14 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
     rows.forEach((v, i) => {
       const [state, pending, localId, backend, lrms] = v;
       if (!localId || !state || pending === "1") return;
-      const p: Polled = { id: ids[i]!, state, pending: false, localId, backend: backend ?? "", lrms: (lrms ?? undefined) as LrmsState | undefined };
+      const p: Polled = {
+        id: ids[i]!,
+        state,
+        pending: false,
+        localId,
+        backend: backend ?? "",
+        lrms: (lrms ?? undefined) as LrmsState | undefined,
+      };
       const list = byBackend.get(p.backend) ?? [];
       list.push(p);
       byBackend.set(p.backend, list);
@@ -63,19 +70,21 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
         continue;
       }
       let unknown = 0;
-      await Promise.all(jobs.map(async (j) => {
-        const s = states.get(j.id);
-        if (!s || s.kind === "unknown") {
-          unknown++;
-          return;
-        }
-        if (s.kind === "active") {
-          firstDone.delete(j.id);
-          if (j.state === "INLRMS" && j.lrms !== s.lrms) await setLrms(ctx, j, s.lrms);
-          return;
-        }
-        await onDone(j, s);
-      }));
+      await Promise.all(
+        jobs.map(async (j) => {
+          const s = states.get(j.id);
+          if (!s || s.kind === "unknown") {
+            unknown++;
+            return;
+          }
+          if (s.kind === "active") {
+            firstDone.delete(j.id);
+            if (j.state === "INLRMS" && j.lrms !== s.lrms) await setLrms(ctx, j, s.lrms);
+            return;
+          }
+          await onDone(j, s);
+        }),
+      );
       if (unknown > 0) ctx.log.debug({ backend: backend.name, unknown }, "batch system gave no answer for some jobs");
     }
     const ms = Date.now() - t0;

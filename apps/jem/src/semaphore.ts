@@ -10,7 +10,10 @@ export class FairSlots {
   /** Owners with waiters, in serving order (a Map keeps insertion order). */
   private readonly lines = new Map<string, Array<() => void>>();
 
-  constructor(private readonly total: number, private readonly perOwner: number) {}
+  constructor(
+    private readonly total: number,
+    private readonly perOwner: number,
+  ) {}
 
   /** Runs `fn` holding one of the owner's slots; an abort while waiting rejects with the signal's reason. */
   async run<T>(owner: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {

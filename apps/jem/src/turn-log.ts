@@ -7,7 +7,11 @@ import type { Logger } from "pino";
  * item as fields); several give one `summary(items)` line (`summaryMsg`), each item's own line then
  * at debug. One grouping per logger.
  */
-export function turnLog<T extends object>(msg: string, summaryMsg: string, summary: (items: T[]) => Record<string, unknown>): (ctx: { log: Logger }, item: T) => void {
+export function turnLog<T extends object>(
+  msg: string,
+  summaryMsg: string,
+  summary: (items: T[]) => Record<string, unknown>,
+): (ctx: { log: Logger }, item: T) => void {
   const turns = new WeakMap<object, T[]>();
   return (ctx, item) => {
     let items = turns.get(ctx);

@@ -53,7 +53,9 @@ export function batchFacts(u: BatchUsage): Record<string, string | number> {
 
 /** Sums of `inputfile:`/`outputfile:` sizes, downloads split by `fromcache`. */
 export function stagedBytes(text: string): { bytesIn: number; bytesOut: number; bytesInCache: number } {
-  let bytesIn = 0, bytesOut = 0, bytesInCache = 0;
+  let bytesIn = 0,
+    bytesOut = 0,
+    bytesInCache = 0;
   for (const line of text.split("\n")) {
     const m = /^(inputfile|outputfile):(.*)$/.exec(line.trim());
     if (!m) continue;

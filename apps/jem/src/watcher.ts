@@ -66,7 +66,11 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
   };
   // Doorbells stay until their jobs are rung: the scan after a Redis outage rings them again.
   const answer = async (events: Dir, ids: string[], why: string) => {
-    if (ids.length > 0 && (await kick(ids, why))) await removeAll(events, ids.map((name) => ({ name, isDir: undefined })));
+    if (ids.length > 0 && (await kick(ids, why)))
+      await removeAll(
+        events,
+        ids.map((name) => ({ name, isDir: undefined })),
+      );
   };
   const removeAll = async (events: Dir, entries: Array<{ name: string; isDir: boolean | undefined }>) => {
     // Files on the file thread (@ce/controldir files.ts), one message for the lot. The file thread opens `events/`
@@ -164,7 +168,8 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
         return;
       }
       pending.add(name);
-      if (!flushing && pending.size === 1) setImmediate(() => void flush().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "doorbell not answered")));
+      if (!flushing && pending.size === 1)
+        setImmediate(() => void flush().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "doorbell not answered")));
     };
     try {
       watcher = watch(dir, { persistent: true }, onName);
@@ -183,7 +188,11 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
       const ids = [...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))];
       const done: string[] = [];
       for (const id of ids) {
-        if ((await exists(ctx.control.file(id, "lrms_done"))) || (ctx.priv !== undefined && (await exists(`${ctx.priv.batchDir(id)}/lrms_done`)))) done.push(id);
+        if (
+          (await exists(ctx.control.file(id, "lrms_done"))) ||
+          (ctx.priv !== undefined && (await exists(`${ctx.priv.batchDir(id)}/lrms_done`)))
+        )
+          done.push(id);
       }
       if (done.length > 0) await kick(done, "lrms-done-scan");
     } finally {
@@ -191,7 +200,10 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     }
   }
 
-  const timer = setInterval(() => void scan().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "control dir scan failed")), ctx.config.jem.scanIntervalMs);
+  const timer = setInterval(
+    () => void scan().catch((e: unknown) => warnUnlessOutage(ctx.outage, ctx.log, e, "control dir scan failed")),
+    ctx.config.jem.scanIntervalMs,
+  );
   return {
     scan,
     async stop() {

@@ -12,7 +12,9 @@ let db: AccountingDb;
 let metrics: CeMetrics;
 
 beforeAll(async () => {
-  env = await testEnv({ jobs: { queues: [{ name: "main", allow: [], partition: "part1", benchmark: { type: "HEPscore23", value: 16.5 } }] } });
+  env = await testEnv({
+    jobs: { queues: [{ name: "main", allow: [], partition: "part1", benchmark: { type: "HEPscore23", value: 16.5 } }] },
+  });
   metrics = createMetrics({ defaultMetrics: false });
   jem = await testJem(env, { metrics });
   db = await AccountingDb.open(undefined, env.stateDir);
@@ -28,11 +30,23 @@ describe("accounting", () => {
     const id = await submitTestJob(env, shellJob("sleep 1; exit 4"), { fqans: ["/atlas/Role=production"] });
     expect((await waitForRest(env, id, ["FINISHED", "FAILED"]))?.rest).toBe("FAILED");
     const [r] = await waitFor("usage record", async () => ((await db.job(id)).length ? db.job(id) : undefined));
-    expect(r).toMatchObject({ recordId: `${id}/${r!.recordId.split("/")[1]}`, jobId: id, vo: "atlas", voRole: "Role=production", queue: "main", partition: "part1", state: "FAILED", exitCode: 4, benchmarkType: "HEPscore23", benchmarkValue: 16.5 });
+    expect(r).toMatchObject({
+      recordId: `${id}/${r!.recordId.split("/")[1]}`,
+      jobId: id,
+      vo: "atlas",
+      voRole: "Role=production",
+      queue: "main",
+      partition: "part1",
+      state: "FAILED",
+      exitCode: 4,
+      benchmarkType: "HEPscore23",
+      benchmarkValue: 16.5,
+    });
     expect(r!.wallSeconds).toBeGreaterThanOrEqual(1);
     expect(r!.batchId).toBeTruthy();
     // The same record counted once in the per-VO Prometheus counters.
-    const counter = async (name: string) => (await metrics.registry.getSingleMetric(name)?.get())?.values.find((v) => v.labels.vo === "atlas")?.value;
+    const counter = async (name: string) =>
+      (await metrics.registry.getSingleMetric(name)?.get())?.values.find((v) => v.labels.vo === "atlas")?.value;
     expect(await counter("ce_accounting_wall_seconds_total")).toBe(r!.wallSeconds);
     expect(await counter("ce_accounting_cpu_seconds_total")).toBe(r!.cpuSeconds);
     expect(await metrics.registry.metrics()).toMatch(/^ce_accounting_records_total\{vo="atlas",state="FAILED"\} 1$/m);

@@ -54,17 +54,21 @@ describe.skipIf(!ROOT)("cached inputs of jobs that run as mapped accounts", () =
   });
 
   const submit = (path: string, script: string) =>
-    submitTestJob(env, shellJob(script, {
-      inputFiles: [{ name: "in.dat", source: `${origin.url}${path}`, executable: false, options: { cache: "yes" } }],
-      outputFiles: [output("result.txt")],
-    }), { mainDelegation: delegation, delegations: [delegation], localUser });
+    submitTestJob(
+      env,
+      shellJob(script, {
+        inputFiles: [{ name: "in.dat", source: `${origin.url}${path}`, executable: false, options: { cache: "yes" } }],
+        outputFiles: [output("result.txt")],
+      }),
+      { mainDelegation: delegation, delegations: [delegation], localUser },
+    );
 
   it("the job reads its cached input and cannot change the cached bytes", async () => {
     origin.files.set("/data/ro.dat", Buffer.from("pristine\n"));
     const script = [
       "id -u > result.txt",
       "cat in.dat >> result.txt",
-      'if echo evil >> in.dat 2>/dev/null; then echo WROTE >> result.txt; else echo REFUSED >> result.txt; fi',
+      "if echo evil >> in.dat 2>/dev/null; then echo WROTE >> result.txt; else echo REFUSED >> result.txt; fi",
       'if chmod 666 "$(readlink in.dat)" 2>/dev/null; then echo CHMOD >> result.txt; else echo NOCHMOD >> result.txt; fi',
       'if echo evil >> "$(readlink in.dat)" 2>/dev/null; then echo WROTE2 >> result.txt; else echo REFUSED2 >> result.txt; fi',
     ].join("; ");
@@ -98,10 +102,17 @@ describe.skipIf(!ROOT)("cached inputs of jobs that run as mapped accounts", () =
     expect((await lstat(join(session, "in.dat"))).isSymbolicLink()).toBe(true);
     expect(await readlink(join(session, "in.dat"))).toContain(`/joblinks/${busy}/`);
     // High watermark below one file: everything unused goes, the running job's input stays.
-    const ctx = { ...jem.ctx, config: { ...env.config, staging: { ...env.config.staging, cache: { ...env.config.staging.cache, highWatermarkBytes: 3000, lowWatermarkBytes: 0 } } } };
+    const ctx = {
+      ...jem.ctx,
+      config: {
+        ...env.config,
+        staging: { ...env.config.staging, cache: { ...env.config.staging.cache, highWatermarkBytes: 3000, lowWatermarkBytes: 0 } },
+      },
+    };
     const report = await cleanDir(ctx, { path: cacheDir, drain: false, readonly: false });
     expect(report.inUse).toBe(1);
-    for (const p of ["/data/old1.dat", "/data/old2.dat", "/data/ro.dat"]) expect(await findEntry(cacheDir, urlHash(`${origin.url}${p}`))).toBeUndefined();
+    for (const p of ["/data/old1.dat", "/data/old2.dat", "/data/ro.dat"])
+      expect(await findEntry(cacheDir, urlHash(`${origin.url}${p}`))).toBeUndefined();
     expect(await findEntry(cacheDir, urlHash(`${origin.url}/data/busy.dat`))).toBeDefined();
     expect(report.bytes).toBe(4000); // only what a running job holds
     await writeFile(join(session, "go"), "");

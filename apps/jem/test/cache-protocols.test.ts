@@ -50,10 +50,14 @@ async function delegationOf(owner: string): Promise<string> {
 
 async function job(source: string, options: Record<string, string>, owner = OWNER): Promise<string> {
   const d = await delegationOf(owner);
-  return submitTestJob(env, shellJob("cat in.dat > got.txt", {
-    inputFiles: [{ name: "in.dat", source, executable: false, options }],
-    outputFiles: [output("got.txt")],
-  }), { owner, mainDelegation: d, delegations: [d] });
+  return submitTestJob(
+    env,
+    shellJob("cat in.dat > got.txt", {
+      inputFiles: [{ name: "in.dat", source, executable: false, options }],
+      outputFiles: [output("got.txt")],
+    }),
+    { owner, mainDelegation: d, delegations: [d] },
+  );
 }
 
 const finished = async (id: string, content: Buffer) => {
@@ -69,7 +73,14 @@ beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), "jem-cachep-"));
   await writeFile(join(dir, "ca.pem"), pki.ca.certPem);
   cacheDir = join(dir, "c");
-  env = await testEnv({ staging: { caFile: join(dir, "ca.pem"), maxRetries: 2, retryBaseMs: 20, cache: { dirs: [{ path: cacheDir }], cleanIntervalSeconds: 3600 } } });
+  env = await testEnv({
+    staging: {
+      caFile: join(dir, "ca.pem"),
+      maxRetries: 2,
+      retryBaseMs: 20,
+      cache: { dirs: [{ path: cacheDir }], cleanIntervalSeconds: 3600 },
+    },
+  });
   jem = await testJem(env);
 }, 60_000);
 afterAll(async () => {
@@ -81,13 +92,21 @@ afterAll(async () => {
 
 describe("rucio:// inputs in the cache", () => {
   /** As aCT writes it, with the stand-in in place of rucio-lb-prod.cern.ch. */
-  const act = (name: string) => `rucio://${rucio.url.slice("https://".length)};rucioaccount=pilot;transferprotocol=https;cache=invariant/replicas/mc23_13p6TeV/${name}`;
-  const listingsBy = (name: string) => new Set(rucio.requests.filter((q) => q.path === `/replicas/mc23_13p6TeV/${name}`).map((q) => rucio.issued.get(q.token ?? "")?.split("/")[0]));
+  const act = (name: string) =>
+    `rucio://${rucio.url.slice("https://".length)};rucioaccount=pilot;transferprotocol=https;cache=invariant/replicas/mc23_13p6TeV/${name}`;
+  const listingsBy = (name: string) =>
+    new Set(
+      rucio.requests.filter((q) => q.path === `/replicas/mc23_13p6TeV/${name}`).map((q) => rucio.issued.get(q.token ?? "")?.split("/")[0]),
+    );
 
   it("cache=invariant: one download at the storage for all jobs; Rucio asked with each user's proxy, a user it refuses gets nothing", async () => {
     const data = Buffer.from("AOD payload ".repeat(500));
     storage.files.set("/x509/disk/AOD.1", data);
-    rucio.dids.set("mc23_13p6TeV:AOD.1", { bytes: data.length, adler32: adler(data), pfns: [{ pfn: `${storage.url}/x509/disk/AOD.1`, rse: "DISK" }] });
+    rucio.dids.set("mc23_13p6TeV:AOD.1", {
+      bytes: data.length,
+      adler32: adler(data),
+      pfns: [{ pfn: `${storage.url}/x509/disk/AOD.1`, rse: "DISK" }],
+    });
     rucio.refuse.add("Refused User");
     const mine = await Promise.all(Array.from({ length: 4 }, () => job(act("AOD.1"), {})));
     // The same DID without the URL's account and protocol options: the same cached file.
@@ -98,25 +117,37 @@ describe("rucio:// inputs in the cache", () => {
     const r = await waitForRest(env, refused, ["FINISHED", "FAILED"], 60_000);
     expect(storage.requests.filter((q) => q.method === "GET" && q.path === "/x509/disk/AOD.1").length).toBe(1);
     expect(r?.rest).toBe("FAILED");
-    expect(r?.failure).toMatch(/in\.dat: the origin refuses rucio:.*AOD\.1 to this user \(HTTP 401: .*CannotAuthenticate.*\); the cached copy is not given out/);
+    expect(r?.failure).toMatch(
+      /in\.dat: the origin refuses rucio:.*AOD\.1 to this user \(HTTP 401: .*CannotAuthenticate.*\); the cached copy is not given out/,
+    );
     expect(listingsBy("AOD.1")).toEqual(new Set(["Test User", "Second User"]));
     const stats = await Promise.all([...mine, ...second].map(async (id) => (await env.control.read(id, "statistics")) ?? ""));
     expect(stats.filter((l) => l.includes("fromcache=yes")).length).toBe(6);
     // One entry, named by the DID at this Rucio.
-    expect((await findEntry(cacheDir, cacheTarget(act("AOD.1"), {}).hash))?.meta?.url).toBe(`rucio://${rucio.url.slice("https://".length)}/mc23_13p6TeV:AOD.1`);
+    expect((await findEntry(cacheDir, cacheTarget(act("AOD.1"), {}).hash))?.meta?.url).toBe(
+      `rucio://${rucio.url.slice("https://".length)}/mc23_13p6TeV:AOD.1`,
+    );
   }, 90_000);
 
   it("cache=check: Rucio's adler32 is the validator; a changed file is downloaded again", async () => {
     const v1 = Buffer.from("version one\n");
     const v2 = Buffer.from("version two!\n");
     storage.files.set("/x509/disk/EVNT.2", v1);
-    rucio.dids.set("mc23_13p6TeV:EVNT.2", { bytes: v1.length, adler32: adler(v1), pfns: [{ pfn: `${storage.url}/x509/disk/EVNT.2`, rse: "DISK" }] });
+    rucio.dids.set("mc23_13p6TeV:EVNT.2", {
+      bytes: v1.length,
+      adler32: adler(v1),
+      pfns: [{ pfn: `${storage.url}/x509/disk/EVNT.2`, rse: "DISK" }],
+    });
     await finished(await job(act("EVNT.2"), { cache: "check" }), v1);
     await finished(await job(act("EVNT.2"), { cache: "check" }), v1);
     const gets = () => storage.requests.filter((q) => q.method === "GET" && q.path === "/x509/disk/EVNT.2").length;
     expect(gets()).toBe(1);
     storage.files.set("/x509/disk/EVNT.2", v2);
-    rucio.dids.set("mc23_13p6TeV:EVNT.2", { bytes: v2.length, adler32: adler(v2), pfns: [{ pfn: `${storage.url}/x509/disk/EVNT.2`, rse: "DISK" }] });
+    rucio.dids.set("mc23_13p6TeV:EVNT.2", {
+      bytes: v2.length,
+      adler32: adler(v2),
+      pfns: [{ pfn: `${storage.url}/x509/disk/EVNT.2`, rse: "DISK" }],
+    });
     await finished(await job(act("EVNT.2"), { cache: "check" }), v2);
     expect(gets()).toBe(2);
   }, 60_000);
@@ -179,7 +210,9 @@ describe.skipIf(!haveXrootd())("root:// inputs in the cache", () => {
     deleg.set(STRANGER, d);
     const r = await waitForRest(env, await job(`${xrd.url}//in/cond.root`, { cache: "yes" }, STRANGER), ["FINISHED", "FAILED"], 60_000);
     expect(r?.rest).toBe("FAILED");
-    expect(r?.failure).toMatch(/in\.dat: the origin refuses root:.*cond\.root to this user \(HTTP 401: authentication refused \(the job's X\.509 proxy \(GSI\)\).*\); the cached copy is not given out/);
+    expect(r?.failure).toMatch(
+      /in\.dat: the origin refuses root:.*cond\.root to this user \(HTTP 401: authentication refused \(the job's X\.509 proxy \(GSI\)\).*\); the cached copy is not given out/,
+    );
     expect((await readFile(counted, "utf8")).trim().split("\n").length).toBe(1);
   }, 60_000);
 });

@@ -36,10 +36,14 @@ async function delegationOf(owner: string): Promise<string> {
 
 async function job(path: string, cache: string | undefined, owner = OWNER): Promise<string> {
   const d = await delegationOf(owner);
-  return submitTestJob(env, shellJob("cat in.dat > got.txt", {
-    inputFiles: [{ name: "in.dat", source: `${origin.url}${path}`, executable: false, options: cache ? { cache } : {} }],
-    outputFiles: [output("got.txt")],
-  }), { owner, mainDelegation: d, delegations: [d] });
+  return submitTestJob(
+    env,
+    shellJob("cat in.dat > got.txt", {
+      inputFiles: [{ name: "in.dat", source: `${origin.url}${path}`, executable: false, options: cache ? { cache } : {} }],
+      outputFiles: [output("got.txt")],
+    }),
+    { owner, mainDelegation: d, delegations: [d] },
+  );
 }
 
 const stats = async (id: string) => (await env.control.read(id, "statistics")) ?? "";
@@ -50,7 +54,9 @@ beforeAll(async () => {
   const caFile = join(await mkdtemp(join(tmpdir(), "jem-ca-")), "ca.pem");
   await writeFile(caFile, pki.ca.certPem);
   cacheDir = join(await mkdtemp(join(tmpdir(), "jem-cache-")), "c");
-  env = await testEnv({ staging: { caFile, maxConcurrentTransfers: 40, cache: { dirs: [{ path: cacheDir }], cleanIntervalSeconds: 3600 } } });
+  env = await testEnv({
+    staging: { caFile, maxConcurrentTransfers: 40, cache: { dirs: [{ path: cacheDir }], cleanIntervalSeconds: 3600 } },
+  });
   jem = await testJem(env);
 });
 afterAll(async () => {

@@ -4,7 +4,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
-import { letJemSee, output, sendCommand, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
+import {
+  letJemSee,
+  output,
+  sendCommand,
+  shellJob,
+  submitTestJob,
+  testEnv,
+  testJem,
+  transitionsOf,
+  waitFor,
+  waitForRest,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 let jem: Jem;
@@ -32,9 +44,15 @@ describe("kill", () => {
   });
 
   it("kills a running job through CANCELING (KILLING) and keeps useIfCancel outputs", async () => {
-    const id = await submitTestJob(env, shellJob("echo partial > log.txt; echo x > other.txt; sleep 30", {
-      outputFiles: [output("log.txt", { useIfCancel: true }), output("other.txt", { target: "https://127.0.0.1:1/x", useIfCancel: false })],
-    }));
+    const id = await submitTestJob(
+      env,
+      shellJob("echo partial > log.txt; echo x > other.txt; sleep 30", {
+        outputFiles: [
+          output("log.txt", { useIfCancel: true }),
+          output("other.txt", { target: "https://127.0.0.1:1/x", useIfCancel: false }),
+        ],
+      }),
+    );
     await waitForRest(env, id, "RUNNING", 10_000);
     await sendCommand(env, "kill", id);
     await sendCommand(env, "kill", id); // idempotent
@@ -77,10 +95,14 @@ describe("kill", () => {
 describe("restart", () => {
   it("restarts a failed job, which then runs again and succeeds", async () => {
     const marker = join(await mkdtemp(join(tmpdir(), "jem-rerun-")), "ran-once");
-    const id = await submitTestJob(env, shellJob(`if [ -e ${marker} ]; then echo second > out.txt; exit 0; fi; touch ${marker}; exit 1`, {
-      rerun: 1,
-      outputFiles: [output("out.txt")],
-    }), { rerun: 1 });
+    const id = await submitTestJob(
+      env,
+      shellJob(`if [ -e ${marker} ]; then echo second > out.txt; exit 0; fi; touch ${marker}; exit 1`, {
+        rerun: 1,
+        outputFiles: [output("out.txt")],
+      }),
+      { rerun: 1 },
+    );
     const failed = await waitForRest(env, id, ["FAILED", "FINISHED"]);
     expect(failed?.rest).toBe("FAILED");
     const firstLocal = failed?.localId;
@@ -127,11 +149,16 @@ describe("clean", () => {
     await sendCommand(env, "clean", id);
     await waitFor("clean flag", async () => (await env.jobs.get(id))?.cleanRequested);
     const seen = new Set<string>();
-    await waitFor("job removed", async () => {
-      const r = await env.jobs.get(id);
-      if (r) seen.add(r.rest);
-      return !r;
-    }, 20_000, 20);
+    await waitFor(
+      "job removed",
+      async () => {
+        const r = await env.jobs.get(id);
+        if (r) seen.add(r.rest);
+        return !r;
+      },
+      20_000,
+      20,
+    );
     expect(seen.has("KILLING")).toBe(false);
     expect(existsSync(marker)).toBe(true); // it ran to the end
     expect(existsSync(env.control.jobDir(id))).toBe(false);

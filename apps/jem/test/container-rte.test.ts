@@ -16,7 +16,8 @@ import { output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type Te
 // mapped account, the session bind-mounted at its own path; other RTEs' stages 1 and 2 still run
 // around it; a missing image or runtime fails the job with the reason the user reads.
 
-if (!HAS_CONTAINER_TOOLS) console.warn("container-rte.test.ts SKIPPED: needs root, bubblewrap and mmdebstrap (scripts/ensure-system-deps.sh container)");
+if (!HAS_CONTAINER_TOOLS)
+  console.warn("container-rte.test.ts SKIPPED: needs root, bubblewrap and mmdebstrap (scripts/ensure-system-deps.sh container)");
 
 describe.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload in its image", () => {
   const accounts = new TestAccounts();
@@ -34,7 +35,10 @@ describe.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload in its image",
     localUser = { account: acct, uid: a.uid, gid: a.gid, groups: [a.gid], rule: "mapping.rules[0]" };
     env = await testEnv({ mapping: { rules: [{ name: "test", match: ["*"], user: acct }] } });
     await chmod(env.stateDir, 0o711); // mapped accounts reach their session dirs by path
-    rte = { paths: { controlDir: env.config.paths.controlDir, rteDir: env.config.paths.rteDir }, jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] } };
+    rte = {
+      paths: { controlDir: env.config.paths.controlDir, rteDir: env.config.paths.rteDir },
+      jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] },
+    };
     // Found by name among the shipped RTEs, as `ceadm rte enable ENV/CONTAINER` finds it.
     expect(enableRte(rte, "ENV/CONTAINER")).toBe(join(SHIPPED_RTE_DIR, "ENV", "CONTAINER"));
     setRteParams(rte, "ENV/CONTAINER", [`CONTAINER_IMAGES=${image.images}`]);
@@ -59,7 +63,17 @@ describe.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload in its image",
   const KEPT = ["out.txt", "err.txt", "made-in-image.txt", "stage2.txt"];
   const container = (options: string[] = []) => ({ name: "ENV/CONTAINER", options });
   const submit = (script: string, rtes: Array<{ name: string; options: string[] }>, extra: Record<string, unknown> = {}) =>
-    submitTestJob(env, shellJob(script, { runtimeEnvironments: rtes, stdout: "out.txt", stderr: "err.txt", outputFiles: KEPT.map((f) => output(f, { useIfFailure: true })), ...extra }), { localUser });
+    submitTestJob(
+      env,
+      shellJob(script, {
+        runtimeEnvironments: rtes,
+        stdout: "out.txt",
+        stderr: "err.txt",
+        outputFiles: KEPT.map((f) => output(f, { useIfFailure: true })),
+        ...extra,
+      }),
+      { localUser },
+    );
 
   it("runs in the image as the mapped account, writes into the session, sees the job's environment and stage 1", async () => {
     const id = await submit(
@@ -78,7 +92,9 @@ describe.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload in its image",
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     const session = env.control.sessionDir(id);
     expect(r?.failure, await readFile(join(session, "err.txt"), "utf8").catch(() => "")).toBeUndefined();
-    expect(await readFile(join(session, "out.txt"), "utf8")).toBe(`${image.marker}${localUser.uid}\ndebian 12\na b 'c'|hello\nhost-hidden\n`);
+    expect(await readFile(join(session, "out.txt"), "utf8")).toBe(
+      `${image.marker}${localUser.uid}\ndebian 12\na b 'c'|hello\nhost-hidden\n`,
+    );
     expect(localUser.uid).not.toBe(0);
     expect((await stat(join(session, "made-in-image.txt"))).uid).toBe(localUser.uid);
     expect(await readFile(join(session, "stage2.txt"), "utf8")).toBe("stage 2 after hello\n");
@@ -103,8 +119,23 @@ describe.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload in its image",
       const before = await readdir(join(image.dir, "var", "tmp"));
       const { stdout } = await promisify(execFile)(
         "setpriv",
-        [`--reuid=${localUser.uid}`, `--regid=${localUser.gid}`, "--clear-groups", "/bin/bash", join(SHIPPED_RTE_DIR, "ENV", "CONTAINER"), "container-exec", "/usr/bin/bwrap", image.dir, "no", session, "", "--",
-          "/bin/sh", "-c", `pwd; cat /etc/ce-test-image; echo in > made.txt; awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' /proc/net/dev`],
+        [
+          `--reuid=${localUser.uid}`,
+          `--regid=${localUser.gid}`,
+          "--clear-groups",
+          "/bin/bash",
+          join(SHIPPED_RTE_DIR, "ENV", "CONTAINER"),
+          "container-exec",
+          "/usr/bin/bwrap",
+          image.dir,
+          "no",
+          session,
+          "",
+          "--",
+          "/bin/sh",
+          "-c",
+          `pwd; cat /etc/ce-test-image; echo in > made.txt; awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' /proc/net/dev`,
+        ],
         { cwd: session },
       );
       expect(stdout).toBe(`${session}
@@ -129,7 +160,9 @@ ${image.marker}lo
     expect(await failureOf([container()])).toMatch(/ENV\/CONTAINER: no image: name one as the option/);
     setRteParams(rte, "ENV/CONTAINER", ["CONTAINER_RUNTIME=/nonexistent/bwrap"]);
     try {
-      expect(await failureOf([container([image.name])])).toMatch(/ENV\/CONTAINER: the container runtime is not installed on .*: no executable \/nonexistent\/bwrap/);
+      expect(await failureOf([container([image.name])])).toMatch(
+        /ENV\/CONTAINER: the container runtime is not installed on .*: no executable \/nonexistent\/bwrap/,
+      );
     } finally {
       setRteParams(rte, "ENV/CONTAINER", ["CONTAINER_RUNTIME="]);
     }

@@ -1,6 +1,17 @@
 import type { ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,7 +49,11 @@ async function cpuOver(pid: number, ms: number): Promise<number> {
 
 beforeAll(async () => {
   // No batch poll: a job can end only through its doorbell or the lrms_done scan.
-  env = await testEnv({ paths: { stateDir }, lrms: { backend: "fork", pollIntervalMs: 3_600_000 }, jem: { scanIntervalMs: 2_000, expiryIntervalMs: 60_000 } });
+  env = await testEnv({
+    paths: { stateDir },
+    lrms: { backend: "fork", pollIntervalMs: 3_600_000 },
+    jem: { scanIntervalMs: 2_000, expiryIntervalMs: 60_000 },
+  });
   jem = await spawnJem(env.config);
 });
 afterAll(async () => {
@@ -63,7 +78,9 @@ describe("control/events under a flood of names that are not doorbells", () => {
     expect((await waitForRest(env, id, ["FINISHED", "FAILED"], 10_000))?.rest).toBe("FINISHED");
     const after = await cpuOver(pid, 3_000);
     const rss1 = rssMb(pid);
-    console.log(`events flood: idle ${(idle * 100).toFixed(1)}%, during ${(busy * 100).toFixed(1)}%, after ${(after * 100).toFixed(1)}% of a core; RSS ${rss0.toFixed(0)} -> ${rss1.toFixed(0)} MB`);
+    console.log(
+      `events flood: idle ${(idle * 100).toFixed(1)}%, during ${(busy * 100).toFixed(1)}%, after ${(after * 100).toFixed(1)}% of a core; RSS ${rss0.toFixed(0)} -> ${rss1.toFixed(0)} MB`,
+    );
     expect(busy).toBeLessThan(0.6);
     expect(after).toBeLessThan(idle + 0.05);
     expect(rss1 - rss0).toBeLessThan(150);

@@ -25,7 +25,10 @@ describe("expiry", () => {
     expect(wiped?.state).toBe("DELETED");
     expect(wiped?.removeAt).toBeGreaterThan(Date.now() - 1000);
     // The record turns WIPED first, then the files go (same pass).
-    await waitFor("session dir and spare control files removed", async () => !existsSync(env.control.sessionDir(id)) && !existsSync(env.control.file(id, "spec")));
+    await waitFor(
+      "session dir and spare control files removed",
+      async () => !existsSync(env.control.sessionDir(id)) && !existsSync(env.control.file(id, "spec")),
+    );
     const left = (await readdir(env.control.jobDir(id))).sort();
     expect(left).toEqual(expect.arrayContaining(["local", "status"]));
     expect(left).not.toContain("errors");
@@ -126,7 +129,12 @@ describe("lost records", () => {
     const old = new Date(Date.now() - LOST_AFTER_MS - 60_000);
     await utimes(env.control.jobDir(lost), old, old);
     await utimes(env.control.sessionDir(lost), old, old);
-    const broken = { ...jem.ctx, jobs: Object.assign(Object.create(Object.getPrototypeOf(jem.ctx.jobs) as object), jem.ctx.jobs, { existing: () => Promise.reject(new Error("connection lost")) }) };
+    const broken = {
+      ...jem.ctx,
+      jobs: Object.assign(Object.create(Object.getPrototypeOf(jem.ctx.jobs) as object), jem.ctx.jobs, {
+        existing: () => Promise.reject(new Error("connection lost")),
+      }),
+    };
     await expect(sweepLostRecords(broken)).rejects.toThrow("connection lost");
     expect(existsSync(env.control.jobDir(lost))).toBe(true);
     expect(await sweepLostRecords(jem.ctx)).toBe(1);

@@ -52,7 +52,12 @@ async function fsqLoad(q: FileQueue, dir: string, end: number): Promise<Load> {
     const path = join(dir, `c${i % 8}`);
     const body = `${path}:${i}`;
     try {
-      const [, whole, small, empty] = await q.run([["write", path, body, 0o600], ["read", path], ["readSmall", path, 4096, false], ["isEmptyDir", dir]]);
+      const [, whole, small, empty] = await q.run([
+        ["write", path, body, 0o600],
+        ["read", path],
+        ["readSmall", path, 4096, false],
+        ["isEmptyDir", dir],
+      ]);
       if (whole !== body || small !== body || empty !== false) out.wrongBytes++;
       out.ops++;
     } catch (e) {

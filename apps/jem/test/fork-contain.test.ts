@@ -23,15 +23,22 @@ function suite(mode: "auto" | "off") {
   let backend: Backend;
 
   async function untilDone(jobId: string, localId: string, jobDir: string, timeoutMs = 30_000): Promise<PollState> {
-    return waitFor(async () => {
-      const s = (await backend.poll([{ jobId, localId, jobDir }])).get(jobId)!;
-      return s.kind === "done" ? s : undefined;
-    }, timeoutMs, 100);
+    return waitFor(
+      async () => {
+        const s = (await backend.poll([{ jobId, localId, jobDir }])).get(jobId)!;
+        return s.kind === "done" ? s : undefined;
+      },
+      timeoutMs,
+      100,
+    );
   }
 
   beforeAll(() => {
     root = tempRoot("ce-contain-");
-    backend = createBackend(makeConfig(root, { backend: "fork", callsPerSecond: 1000, fork: { cgroup: mode, timeLimitScale: SCALE } }), silentLog);
+    backend = createBackend(
+      makeConfig(root, { backend: "fork", callsPerSecond: 1000, fork: { cgroup: mode, timeLimitScale: SCALE } }),
+      silentLog,
+    );
   });
   afterAll(() => {
     for (const m of leftovers) spawnSync("pkill", ["-KILL", "-f", `sleep ${m}`]);
@@ -42,7 +49,10 @@ function suite(mode: "auto" | "off") {
     const m = marker();
     leftovers.push(m);
     // The daemon leaves the job's process group and session and drops GRID_GLOBAL_JOBID.
-    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", `env -i setsid sh -c 'sleep ${m} &' </dev/null >/dev/null 2>&1; sleep 0.3; exit 0`] });
+    const job = makeJob(root, {
+      executable: "/bin/sh",
+      arguments: ["-c", `env -i setsid sh -c 'sleep ${m} &' </dev/null >/dev/null 2>&1; sleep 0.3; exit 0`],
+    });
     const { localId } = await backend.submit(job);
     expect(await untilDone(job.jobId, localId, job.jobDir)).toMatchObject({ kind: "done", exitCode: 0 });
     if (mode === "auto") {
@@ -60,34 +70,47 @@ function suite(mode: "auto" | "off") {
   it("a daemon that keeps the job's environment ends with its job (any mode)", async () => {
     const m = marker();
     leftovers.push(m);
-    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", `setsid sh -c 'sleep ${m} &' </dev/null >/dev/null 2>&1; sleep 0.3`] });
+    const job = makeJob(root, {
+      executable: "/bin/sh",
+      arguments: ["-c", `setsid sh -c 'sleep ${m} &' </dev/null >/dev/null 2>&1; sleep 0.3`],
+    });
     const { localId } = await backend.submit(job);
     expect(await untilDone(job.jobId, localId, job.jobDir)).toMatchObject({ kind: "done", exitCode: 0 });
     await waitFor(() => (running(m) === "" ? true : undefined), 5_000);
   }, 40_000);
 
-  it.skipIf(mode !== "auto")("a job a killed JEM never placed is placed by the next JEM's first poll", async () => {
-    const job = makeJob(root, { executable: "/bin/sleep", arguments: ["300"] });
-    const { localId } = await backend.submit(job);
-    const cg = (await (backend as ContainedFork).cgroupsInUse())!;
-    const pids = await cg.members(job.jobId);
-    expect(pids.length).toBeGreaterThan(0);
-    // As if the JEM had died before placing it: every process back in the root cgroups.
-    for (const h of readdirSync("/sys/fs/cgroup")) {
-      if (!existsSync(`/sys/fs/cgroup/${h}/ce-jobs/${job.jobId}`)) continue;
-      for (const pid of pids) writeFileSync(`/sys/fs/cgroup/${h}/cgroup.procs`, String(pid));
-    }
-    expect(await cg.members(job.jobId)).toEqual([]);
-    const next = createBackend(makeConfig(root, { backend: "fork", callsPerSecond: 1000, fork: { cgroup: mode, timeLimitScale: SCALE } }), silentLog);
-    expect((await next.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)).toMatchObject({ kind: "active" });
-    expect((await cg.members(job.jobId)).length).toBeGreaterThan(0);
-    await next.cancel(localId, job);
-  }, 40_000);
+  it.skipIf(mode !== "auto")(
+    "a job a killed JEM never placed is placed by the next JEM's first poll",
+    async () => {
+      const job = makeJob(root, { executable: "/bin/sleep", arguments: ["300"] });
+      const { localId } = await backend.submit(job);
+      const cg = (await (backend as ContainedFork).cgroupsInUse())!;
+      const pids = await cg.members(job.jobId);
+      expect(pids.length).toBeGreaterThan(0);
+      // As if the JEM had died before placing it: every process back in the root cgroups.
+      for (const h of readdirSync("/sys/fs/cgroup")) {
+        if (!existsSync(`/sys/fs/cgroup/${h}/ce-jobs/${job.jobId}`)) continue;
+        for (const pid of pids) writeFileSync(`/sys/fs/cgroup/${h}/cgroup.procs`, String(pid));
+      }
+      expect(await cg.members(job.jobId)).toEqual([]);
+      const next = createBackend(
+        makeConfig(root, { backend: "fork", callsPerSecond: 1000, fork: { cgroup: mode, timeLimitScale: SCALE } }),
+        silentLog,
+      );
+      expect((await next.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)).toMatchObject({ kind: "active" });
+      expect((await cg.members(job.jobId)).length).toBeGreaterThan(0);
+      await next.cancel(localId, job);
+    },
+    40_000,
+  );
 
   it("cancel ends the daemons too", async () => {
     const m = marker();
     leftovers.push(m);
-    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", `setsid sh -c 'sleep ${m} &' </dev/null >/dev/null 2>&1; sleep 300`] });
+    const job = makeJob(root, {
+      executable: "/bin/sh",
+      arguments: ["-c", `setsid sh -c 'sleep ${m} &' </dev/null >/dev/null 2>&1; sleep 300`],
+    });
     const { localId } = await backend.submit(job);
     await waitFor(() => (running(m) !== "" ? true : undefined), 10_000);
     await backend.cancel(localId, job);
@@ -95,7 +118,7 @@ function suite(mode: "auto" | "off") {
     await waitFor(() => (running(m) === "" ? true : undefined), 5_000);
   }, 40_000);
 
-  it("walltime: sleep 120 with a 1-minute walltime ends with \"walltime exceeded\"", async () => {
+  it('walltime: sleep 120 with a 1-minute walltime ends with "walltime exceeded"', async () => {
     const m = marker();
     leftovers.push(m);
     const job = makeJob(root, { executable: "/bin/sleep", arguments: [m], wallTimeSeconds: 60 });
@@ -111,29 +134,42 @@ function suite(mode: "auto" | "off") {
 describe.skipIf(!ROOT)("fork containment with cgroups", () => {
   suite("auto");
 
-  it("CPU time: a busy loop over its limit ends with \"CPU time exceeded\"", async () => {
+  it('CPU time: a busy loop over its limit ends with "CPU time exceeded"', async () => {
     const root = tempRoot("ce-contain-");
     const backend = createBackend(makeConfig(root, { backend: "fork", callsPerSecond: 1000, fork: { timeLimitScale: SCALE } }), silentLog);
     // 60 s of CPU time, scaled to 1.2 s; the per-process RLIMIT_CPU (60 s) would come far later.
-    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", "while :; do :; done"], cpuTimeSeconds: 60, wallTimeSeconds: 3600 });
+    const job = makeJob(root, {
+      executable: "/bin/sh",
+      arguments: ["-c", "while :; do :; done"],
+      cpuTimeSeconds: 60,
+      wallTimeSeconds: 3600,
+    });
     const { localId } = await backend.submit(job);
-    const done = await waitFor(async () => {
-      const s = (await backend.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)!;
-      return s.kind === "done" ? s : undefined;
-    }, 60_000, 200);
+    const done = await waitFor(
+      async () => {
+        const s = (await backend.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)!;
+        return s.kind === "done" ? s : undefined;
+      },
+      60_000,
+      200,
+    );
     expect(done).toMatchObject({ kind: "done", exitCode: 137, message: "CPU time exceeded: the job used more than its limit of 60 s" });
   }, 70_000);
 
-  it("memory: a job over its memory limit ends with \"memory exceeded\"", async () => {
+  it('memory: a job over its memory limit ends with "memory exceeded"', async () => {
     const root = tempRoot("ce-contain-");
     const backend = createBackend(makeConfig(root, { backend: "fork", callsPerSecond: 1000 }), silentLog);
     // `tail` keeps the whole (newline-free) line in memory: 400 MB against a 64 MB limit.
     const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", "head -c 400M /dev/zero | tail -n 1 >/dev/null"], memoryMB: 64 });
     const { localId } = await backend.submit(job);
-    const done = await waitFor(async () => {
-      const s = (await backend.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)!;
-      return s.kind === "done" ? s : undefined;
-    }, 60_000, 200);
+    const done = await waitFor(
+      async () => {
+        const s = (await backend.poll([{ jobId: job.jobId, localId, jobDir: job.jobDir }])).get(job.jobId)!;
+        return s.kind === "done" ? s : undefined;
+      },
+      60_000,
+      200,
+    );
     expect(done).toMatchObject({ kind: "done", message: expect.stringMatching(/^Memory exceeded/) });
     expect(done.kind === "done" && done.exitCode).not.toBe(0);
   }, 70_000);

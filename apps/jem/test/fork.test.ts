@@ -16,10 +16,14 @@ async function pollOne(jobId: string, localId: string, jobDir: string): Promise<
 }
 
 async function untilDone(jobId: string, localId: string, jobDir: string, timeoutMs = 15_000) {
-  return waitFor(async () => {
-    const s = await pollOne(jobId, localId, jobDir);
-    return s.kind === "done" ? s : undefined;
-  }, timeoutMs, 100);
+  return waitFor(
+    async () => {
+      const s = await pollOne(jobId, localId, jobDir);
+      return s.kind === "done" ? s : undefined;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 function script(dir: string, name: string, body: string): void {
@@ -46,7 +50,11 @@ describe("fork back end", () => {
       stderr: "err.txt",
       inputFiles: [{ name: "run.sh", executable: true, options: {} }],
     });
-    script(job.sessionDir, "run.sh", 'printf "%s|" "$@"; echo; printf "%s" "$MY_VAR" > var.txt; echo "$GRID_GLOBAL_JOBID" > gid.txt; pwd > pwd.txt; echo oops >&2');
+    script(
+      job.sessionDir,
+      "run.sh",
+      'printf "%s|" "$@"; echo; printf "%s" "$MY_VAR" > var.txt; echo "$GRID_GLOBAL_JOBID" > gid.txt; pwd > pwd.txt; echo oops >&2',
+    );
     const { localId } = await backend.submit(job);
     expect(localId).toMatch(/^\d+:\d+$/);
     const done = await untilDone(job.jobId, localId, job.jobDir);
@@ -149,7 +157,10 @@ describe("fork back end", () => {
 
   it("fails the submission for a missing RTE and for a failing stage 0", async () => {
     const job = makeJob(root, { executable: "/bin/true" }, { runtimeEnvironments: ["ENV/MISSING"] });
-    await expect(backend.submit(job)).rejects.toMatchObject({ code: "SUBMIT_FAILED", message: expect.stringContaining("ENV/MISSING is missing") });
+    await expect(backend.submit(job)).rejects.toMatchObject({
+      code: "SUBMIT_FAILED",
+      message: expect.stringContaining("ENV/MISSING is missing"),
+    });
     writeFileSync(join(root, "rte", "BAD0"), '[ "$1" = 0 ] && { echo "no licence" >&2; exit 4; }\n');
     const job2 = makeJob(root, { executable: "/bin/true" }, { runtimeEnvironments: ["BAD0"] });
     await expect(backend.submit(job2)).rejects.toMatchObject({ code: "SUBMIT_FAILED", message: expect.stringContaining("no licence") });
@@ -161,11 +172,21 @@ describe("fork back end", () => {
     writeFileSync(join(root, "rte", "BAD1"), '[ "$1" = 1 ] && return 2\ntrue\n');
     const job = makeJob(root, { executable: "/bin/true" }, { runtimeEnvironments: ["BAD1"] });
     const { localId } = await backend.submit(job);
-    expect(await untilDone(job.jobId, localId, job.jobDir)).toEqual({ kind: "done", exitCode: 1, message: "Runtime environment BAD1 failed in stage 1" });
+    expect(await untilDone(job.jobId, localId, job.jobDir)).toEqual({
+      kind: "done",
+      exitCode: 1,
+      message: "Runtime environment BAD1 failed in stage 1",
+    });
   });
 
   it("stdin from the session dir, joined stdout/stderr, missing executable", async () => {
-    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", "cat; echo err >&2"], stdin: "in.txt", stdout: "log/all.txt", stderr: "log/all.txt" });
+    const job = makeJob(root, {
+      executable: "/bin/sh",
+      arguments: ["-c", "cat; echo err >&2"],
+      stdin: "in.txt",
+      stdout: "log/all.txt",
+      stderr: "log/all.txt",
+    });
     writeFileSync(join(job.sessionDir, "in.txt"), "hello\n");
     const { localId } = await backend.submit(job);
     expect(await untilDone(job.jobId, localId, job.jobDir)).toMatchObject({ exitCode: 0 });
@@ -173,7 +194,11 @@ describe("fork back end", () => {
 
     const job2 = makeJob(root, { executable: "nothere" });
     const r2 = await backend.submit(job2);
-    expect(await untilDone(job2.jobId, r2.localId, job2.jobDir)).toEqual({ kind: "done", exitCode: 127, message: "Executable ./nothere not found" });
+    expect(await untilDone(job2.jobId, r2.localId, job2.jobDir)).toEqual({
+      kind: "done",
+      exitCode: 127,
+      message: "Executable ./nothere not found",
+    });
   });
 
   it("measures CPU time with bash `times` when GNU time is absent", async () => {
@@ -218,10 +243,14 @@ describe("fork back end", () => {
     const t0 = Date.now();
     const ids = await Promise.all(jobs.map((j) => backend.submit(j)));
     const submitMs = Date.now() - t0;
-    const states = await waitFor(async () => {
-      const m = await backend.poll(jobs.map((j, i) => ({ jobId: j.jobId, localId: ids[i]!.localId, jobDir: j.jobDir })));
-      return [...m.values()].every((s) => s.kind === "done") ? m : undefined;
-    }, 20_000, 50);
+    const states = await waitFor(
+      async () => {
+        const m = await backend.poll(jobs.map((j, i) => ({ jobId: j.jobId, localId: ids[i]!.localId, jobDir: j.jobDir })));
+        return [...m.values()].every((s) => s.kind === "done") ? m : undefined;
+      },
+      20_000,
+      50,
+    );
     console.log(`fork: 100 jobs submitted in ${submitMs} ms, all done after ${Date.now() - t0} ms`);
     expect([...states.values()].every((s) => s.kind === "done" && s.exitCode === 0)).toBe(true);
     expect(new Set(ids.map((r) => r.localId)).size).toBe(100);
@@ -233,6 +262,7 @@ describe("fork back end", () => {
     const t0 = Date.now();
     await Promise.all(jobs.map((j, i) => backend.cancel(ids[i]!.localId, j)));
     expect(Date.now() - t0).toBeLessThan(6_000);
-    for (const [i, j] of jobs.entries()) expect(await pollOne(j.jobId, ids[i]!.localId, j.jobDir)).toMatchObject({ kind: "done", message: "Job was cancelled" });
+    for (const [i, j] of jobs.entries())
+      expect(await pollOne(j.jobId, ids[i]!.localId, j.jobDir)).toMatchObject({ kind: "done", message: "Job was cancelled" });
   });
 });

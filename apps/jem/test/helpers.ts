@@ -8,7 +8,19 @@ import { pino } from "pino";
 import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
-import { AdvanceSet, DelegationStore, JobStore, Locks, SecretBox, bullConnection, requestCommands, openQueue, type JobRecord, type Lease, type QueueCatalog } from "@ce/store";
+import {
+  AdvanceSet,
+  DelegationStore,
+  JobStore,
+  Locks,
+  SecretBox,
+  bullConnection,
+  requestCommands,
+  openQueue,
+  type JobRecord,
+  type Lease,
+  type QueueCatalog,
+} from "@ce/store";
 import { ControlDir, completeUpload, createJobs, type JobFilesInput } from "@ce/controldir";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
 
@@ -70,14 +82,24 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   const out = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const p = out[k];
-    out[k] = v && typeof v === "object" && !Array.isArray(v) && p && typeof p === "object" ? merge(p as Record<string, unknown>, v as Record<string, unknown>) : v;
+    out[k] =
+      v && typeof v === "object" && !Array.isArray(v) && p && typeof p === "object"
+        ? merge(p as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
   }
   return out;
 }
 
 /** Starts a JEM in this process with test-friendly timings. */
 export function testJem(env: TestEnv, opts: JemOptions = {}): Promise<Jem> {
-  return startJem(env.config, { logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }), jobLockMs: 3_000, stalledIntervalMs: 3_000, stagingLockMs: 6_000, recoveryIntervalMs: 2_000, ...opts });
+  return startJem(env.config, {
+    logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }),
+    jobLockMs: 3_000,
+    stalledIntervalMs: 3_000,
+    stagingLockMs: 6_000,
+    recoveryIntervalMs: 2_000,
+    ...opts,
+  });
 }
 
 export function output(name: string, extra: Partial<OutputFile> = {}): OutputFile {
@@ -92,9 +114,21 @@ export function shellJob(script: string, extra: Partial<JobDescription> = {}): P
 /** The gateway-side file inputs of a test job (the fields only the gateway knows get test values). */
 export function testJobFiles(rec: JobRecord, d: JobDescription): JobFilesInput {
   return {
-    id: rec.id, description: d, source: JSON.stringify(d), owner: rec.owner, queue: rec.queue, backend: rec.backend,
-    endpointUrl: "https://ce.test", hostname: "ce.test", version: "1.1", lifetime: rec.lifetime, rerun: rec.rerun,
-    requestId: rec.requestId ?? "req-test", now: new Date(rec.created), localUser: rec.localUser, fqans: rec.fqans,
+    id: rec.id,
+    description: d,
+    source: JSON.stringify(d),
+    owner: rec.owner,
+    queue: rec.queue,
+    backend: rec.backend,
+    endpointUrl: "https://ce.test",
+    hostname: "ce.test",
+    version: "1.1",
+    lifetime: rec.lifetime,
+    rerun: rec.rerun,
+    requestId: rec.requestId ?? "req-test",
+    now: new Date(rec.created),
+    localUser: rec.localUser,
+    fqans: rec.fqans,
   };
 }
 
@@ -106,14 +140,27 @@ const held = new Map<string, Lease>();
  * `notify: false`: the job's lease is held until `letJemSee(env, id)`, so a running JEM cannot
  * touch it meanwhile (tests that change the job by hand first).
  */
-export async function submitTestJob(env: TestEnv, partial: Partial<JobDescription> = {}, record: Partial<JobRecord> = {}, opts: { notify?: boolean } = {}): Promise<string> {
+export async function submitTestJob(
+  env: TestEnv,
+  partial: Partial<JobDescription> = {},
+  record: Partial<JobRecord> = {},
+  opts: { notify?: boolean } = {},
+): Promise<string> {
   const d: JobDescription = { ...emptyDescription("emies:adl"), executable: "/bin/true", ...partial };
   const id = randomUUID();
   const { config } = env;
   const rec = JobStore.newRecord({
-    id, owner: OWNER, queue: "main", backend: config.lrms.backend, language: d.language, jobName: d.jobName,
-    rerun: d.rerun ?? 0, lifetime: d.lifetimeSeconds ?? config.jobs.sessionLifetimeSeconds, delegations: [],
-    requestId: `req-${id.slice(0, 8)}`, summary: { stdout: d.stdout, stderr: d.stderr },
+    id,
+    owner: OWNER,
+    queue: "main",
+    backend: config.lrms.backend,
+    language: d.language,
+    jobName: d.jobName,
+    rerun: d.rerun ?? 0,
+    lifetime: d.lifetimeSeconds ?? config.jobs.sessionLifetimeSeconds,
+    delegations: [],
+    requestId: `req-${id.slice(0, 8)}`,
+    summary: { stdout: d.stdout, stderr: d.stderr },
     ...record,
   });
   if (opts.notify === false) {
@@ -162,11 +209,15 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 /** Waits for a REST state (or the record to disappear with "GONE"). */
 export async function waitForRest(env: TestEnv, id: string, rest: string | string[], timeoutMs = 20_000): Promise<JobRecord | undefined> {
   const want = Array.isArray(rest) ? rest : [rest];
-  const r = await waitFor(`job ${id.slice(0, 8)} in ${want.join("/")}`, async () => {
-    const r = await env.jobs.get(id);
-    if (!r) return want.includes("GONE") ? ({} as JobRecord) : false;
-    return want.includes(r.rest) ? r : false;
-  }, timeoutMs);
+  const r = await waitFor(
+    `job ${id.slice(0, 8)} in ${want.join("/")}`,
+    async () => {
+      const r = await env.jobs.get(id);
+      if (!r) return want.includes("GONE") ? ({} as JobRecord) : false;
+      return want.includes(r.rest) ? r : false;
+    },
+    timeoutMs,
+  );
   // Control files follow Redis (status after the CAS); for final states wait for them too.
   if (r.state === "FINISHED" || r.state === "DELETED") {
     await waitFor(`status of ${id.slice(0, 8)}`, async () => (await env.control.read(id, "status"))?.trim() === r.state, 5_000);

@@ -30,7 +30,17 @@ async function submitHeld(partial: Partial<JobDescription>, holdMs: number): Pro
   const d: JobDescription = { ...emptyDescription("emies:adl"), ...partial };
   const key = SubmissionHolds.newKey();
   const id = randomUUID();
-  const rec = JobStore.newRecord({ id, owner: OWNER, queue: "main", backend: "fork", language: d.language, rerun: 0, lifetime: 3600, delegations: [], hold: key });
+  const rec = JobStore.newRecord({
+    id,
+    owner: OWNER,
+    queue: "main",
+    backend: "fork",
+    language: d.language,
+    rerun: 0,
+    lifetime: 3600,
+    delegations: [],
+    hold: key,
+  });
   const { outcomes } = await createJobs(env, [{ record: rec, files: testJobFiles(rec, d) }], {
     maxTotal: 1_000,
     holdUntil: Date.now() + holdMs,
@@ -64,7 +74,10 @@ describe("submission holds in the JEM", () => {
   });
 
   it("an upload to a held job does not start it; released, it runs without waiting for the upload deadline", async () => {
-    const { id, key } = await submitHeld(shellJob("cat in.txt", { inputFiles: [{ name: "in.txt", executable: false, options: {} }] }), 30_000);
+    const { id, key } = await submitHeld(
+      shellJob("cat in.txt", { inputFiles: [{ name: "in.txt", executable: false, options: {} }] }),
+      30_000,
+    );
     expect((await env.jobs.get(id))?.state).toBe("PREPARING"); // admitted at creation
     await clientUpload(env, id, "in.txt", "data");
     await sleep(1_500);

@@ -28,7 +28,10 @@ beforeAll(async () => {
       "exit 0",
     ].join("\n"),
   );
-  writeFileSync(join(dir, "log.sh"), 'printf "%s %s %s %s %s\\n" "$1" "$2" "$CE_JOB_OWNER" "$CE_JOB_VO" "$(id -un)" >> "$0.log"\n'.replace("$0.log", `${dir}/finished.log`));
+  writeFileSync(
+    join(dir, "log.sh"),
+    'printf "%s %s %s %s %s\\n" "$1" "$2" "$CE_JOB_OWNER" "$CE_JOB_VO" "$(id -un)" >> "$0.log"\n'.replace("$0.log", `${dir}/finished.log`),
+  );
   for (const f of ["admit.sh", "log.sh"]) chmodSync(join(dir, f), 0o755);
   env = await testEnv({
     jobs: {
@@ -66,8 +69,12 @@ describe("state hooks", () => {
   it("passes other jobs; a FINISHED hook gets id, state, owner and VO as the hook account", async () => {
     const id = await submitTestJob(env, {}, { fqans: ["/atlas"] });
     expect((await waitForRest(env, id, ["FINISHED", "FAILED"]))?.rest).toBe("FINISHED");
-    const line = await waitFor("hook log", async () => readFileSync(join(dir, "finished.log"), { encoding: "utf8", flag: "a+" }).split("\n").find((l) => l.startsWith(id)));
-    expect(line).toBe(`${id} FINISHED /DC=org/DC=test/CN=Test User atlas ${asRoot ? "nobody" : process.env.USER ?? ""}`.trimEnd());
+    const line = await waitFor("hook log", async () =>
+      readFileSync(join(dir, "finished.log"), { encoding: "utf8", flag: "a+" })
+        .split("\n")
+        .find((l) => l.startsWith(id)),
+    );
+    expect(line).toBe(`${id} FINISHED /DC=org/DC=test/CN=Test User atlas ${asRoot ? "nobody" : (process.env.USER ?? "")}`.trimEnd());
   });
 
   it("a hook that hangs is ended at its timeout and the job goes on; other jobs are not held up meanwhile", async () => {

@@ -3,7 +3,19 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
-import { clientUpload, letJemSee, output, shellJob, submitTestJob, testEnv, testJem, transitionsOf, waitFor, waitForRest, type TestEnv } from "./helpers.js";
+import {
+  clientUpload,
+  letJemSee,
+  output,
+  shellJob,
+  submitTestJob,
+  testEnv,
+  testJem,
+  transitionsOf,
+  waitFor,
+  waitForRest,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 let jem: Jem;
@@ -19,10 +31,13 @@ afterAll(async () => {
 
 describe("job lifecycle", () => {
   it("runs a job to FINISHED, keeps declared outputs only, logs every state change", async () => {
-    const id = await submitTestJob(env, shellJob("echo hello > out.txt; echo junk > scratch.txt; echo to-stdout", {
-      stdout: "stdout.txt",
-      outputFiles: [output("out.txt"), output("stdout.txt")],
-    }));
+    const id = await submitTestJob(
+      env,
+      shellJob("echo hello > out.txt; echo junk > scratch.txt; echo to-stdout", {
+        stdout: "stdout.txt",
+        outputFiles: [output("out.txt"), output("stdout.txt")],
+      }),
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.rest).toBe("FINISHED");
     expect(r?.exitCode).toBe(0);
@@ -74,7 +89,11 @@ describe("job lifecycle", () => {
   });
 
   it("a data-only job (no executable) skips the batch system", async () => {
-    const id = await submitTestJob(env, { executable: undefined, inputFiles: [{ name: "data.txt", executable: false, options: {} }], outputFiles: [output("data.txt")] });
+    const id = await submitTestJob(env, {
+      executable: undefined,
+      inputFiles: [{ name: "data.txt", executable: false, options: {} }],
+      outputFiles: [output("data.txt")],
+    });
     await waitForRest(env, id, "PREPARING");
     await clientUpload(env, id, "data.txt", "payload");
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
@@ -85,10 +104,13 @@ describe("job lifecycle", () => {
   });
 
   it("waits for client uploads and uses them", async () => {
-    const id = await submitTestJob(env, shellJob("cat in.txt > out.txt", {
-      inputFiles: [{ name: "in.txt", executable: false, options: {}, size: 5 }],
-      outputFiles: [output("out.txt")],
-    }));
+    const id = await submitTestJob(
+      env,
+      shellJob("cat in.txt > out.txt", {
+        inputFiles: [{ name: "in.txt", executable: false, options: {}, size: 5 }],
+        outputFiles: [output("out.txt")],
+      }),
+    );
     await waitForRest(env, id, "PREPARING");
     await new Promise((r) => setTimeout(r, 300));
     expect((await env.jobs.get(id))?.rest).toBe("PREPARING");

@@ -17,13 +17,22 @@ afterAll(async () => {
 
 describe("limits", () => {
   it("per-owner and batch-slot limits park jobs as ACCEPTED / PREPARED; all finish as slots free", async () => {
-    const ids = await Promise.all(Array.from({ length: 5 }, (_, i) => submitTestJob(env, shellJob(`sleep 0.3; echo ${i} > out.txt`, { outputFiles: [output("out.txt")] }))));
+    const ids = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        submitTestJob(env, shellJob(`sleep 0.3; echo ${i} > out.txt`, { outputFiles: [output("out.txt")] })),
+      ),
+    );
     const seen = new Set<string>();
-    await waitFor("all finished", async () => {
-      const recs = await env.jobs.getMany(ids);
-      for (const r of recs) if (r) seen.add(r.rest);
-      return recs.every((r) => r?.rest === "FINISHED");
-    }, 40_000, 20);
+    await waitFor(
+      "all finished",
+      async () => {
+        const recs = await env.jobs.getMany(ids);
+        for (const r of recs) if (r) seen.add(r.rest);
+        return recs.every((r) => r?.rest === "FINISHED");
+      },
+      40_000,
+      20,
+    );
     expect(seen.has("ACCEPTED")).toBe(true); // PENDING:ACCEPTED (owner limit)
     expect(seen.has("PREPARED")).toBe(true); // PENDING:PREPARING (maxInLrms)
     for (const id of ids) {
@@ -45,16 +54,18 @@ describe("limits", () => {
       return committed;
     };
     try {
-      const free = await Promise.all(Array.from({ length: n }, async (_, i) => {
-        await new Promise((r) => setTimeout(r, (i % 7) * 2));
-        return underLimit(jem.ctx, name, limit, count, async (ok) => {
-          if (ok) {
-            await new Promise((r) => setTimeout(r, 1 + Math.random() * 8));
-            peak = Math.max(peak, ++committed);
-          }
-          return ok;
-        });
-      }));
+      const free = await Promise.all(
+        Array.from({ length: n }, async (_, i) => {
+          await new Promise((r) => setTimeout(r, (i % 7) * 2));
+          return underLimit(jem.ctx, name, limit, count, async (ok) => {
+            if (ok) {
+              await new Promise((r) => setTimeout(r, 1 + Math.random() * 8));
+              peak = Math.max(peak, ++committed);
+            }
+            return ok;
+          });
+        }),
+      );
       return { moved: free.filter(Boolean).length, peak, leases };
     } finally {
       locks.tryAcquire = tryAcquire;

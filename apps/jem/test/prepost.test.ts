@@ -48,7 +48,10 @@ describe("pre- and post-executables", () => {
     const id = await submitTestJob(
       env,
       shellJob(`touch '${marker}'`, {
-        preExecutables: [{ path: "/bin/true", arguments: [] }, { ...sh("exit 3"), successExitCode: 0 }],
+        preExecutables: [
+          { path: "/bin/true", arguments: [] },
+          { ...sh("exit 3"), successExitCode: 0 },
+        ],
         postExecutables: [sh(`touch '${marker}.post'`)],
       }),
     );
@@ -64,7 +67,12 @@ describe("pre- and post-executables", () => {
   it("a post-executable that fails after a successful payload fails the job; its expected code is honoured", async () => {
     const id = await submitTestJob(
       env,
-      shellJob("exit 0", { postExecutables: [{ ...sh("exit 4"), successExitCode: 4 }, { ...sh("exit 0"), successExitCode: 5 }] }),
+      shellJob("exit 0", {
+        postExecutables: [
+          { ...sh("exit 4"), successExitCode: 4 },
+          { ...sh("exit 0"), successExitCode: 5 },
+        ],
+      }),
     );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.rest).toBe("FAILED");

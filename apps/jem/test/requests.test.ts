@@ -58,10 +58,14 @@ describe("kill/clean/restart requests survive a lost queue message", () => {
     const failed = await waitForRest(env, id, ["FAILED", "FINISHED", "KILLED"], 20_000);
     expect(failed?.rest).toBe("FAILED");
     expect(await env.jobs.request([{ action: "restart", jobId: id }])).toEqual([true]);
-    const done = await waitFor("restarted job finished", async () => {
-      const j = await env!.jobs.get(id);
-      return j?.rest === "FINISHED" && j.rerun === 0 ? j : undefined;
-    }, 20_000);
+    const done = await waitFor(
+      "restarted job finished",
+      async () => {
+        const j = await env!.jobs.get(id);
+        return j?.rest === "FINISHED" && j.rerun === 0 ? j : undefined;
+      },
+      20_000,
+    );
     expect(done.restartRequested).toBeFalsy();
   });
 

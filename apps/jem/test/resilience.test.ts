@@ -14,10 +14,15 @@ afterEach(async () => {
 });
 
 async function allFinished(e: TestEnv, ids: string[], timeoutMs: number) {
-  return waitFor(`${ids.length} jobs FINISHED`, async () => {
-    const recs = await e.jobs.getMany(ids);
-    return recs.every((r) => r?.rest === "FINISHED") ? recs : undefined;
-  }, timeoutMs, 200);
+  return waitFor(
+    `${ids.length} jobs FINISHED`,
+    async () => {
+      const recs = await e.jobs.getMany(ids);
+      return recs.every((r) => r?.rest === "FINISHED") ? recs : undefined;
+    },
+    timeoutMs,
+    200,
+  );
 }
 
 describe("crash and concurrency safety", () => {
@@ -25,12 +30,21 @@ describe("crash and concurrency safety", () => {
     env = await testEnv();
     const e = env;
     const child = await spawnJem(e.config);
-    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => submitTestJob(e, shellJob(`sleep 0.${3 + (i % 5)}; echo ${i} > out.txt`, { outputFiles: [output("out.txt")] }))));
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        submitTestJob(e, shellJob(`sleep 0.${3 + (i % 5)}; echo ${i} > out.txt`, { outputFiles: [output("out.txt")] })),
+      ),
+    );
     // Kill it while work is spread over several states.
-    await waitFor("progress", async () => {
-      const recs = await e.jobs.getMany(ids);
-      return recs.filter((r) => r && r.state !== "ACCEPTED").length >= 5;
-    }, 20_000, 10);
+    await waitFor(
+      "progress",
+      async () => {
+        const recs = await e.jobs.getMany(ids);
+        return recs.filter((r) => r && r.state !== "ACCEPTED").length >= 5;
+      },
+      20_000,
+      10,
+    );
     await killHard(child);
     const before = await e.jobs.getMany(ids);
     expect(before.some((r) => r?.rest !== "FINISHED")).toBe(true);
@@ -48,7 +62,9 @@ describe("crash and concurrency safety", () => {
     env = await testEnv();
     const e = env;
     jems.push(await testJem(e), await testJem(e));
-    const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => submitTestJob(e, shellJob(`echo ${i} > out.txt`, { outputFiles: [output("out.txt")] }))));
+    const ids = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => submitTestJob(e, shellJob(`echo ${i} > out.txt`, { outputFiles: [output("out.txt")] }))),
+    );
     await allFinished(e, ids, 60_000);
     for (const id of ids) {
       expect((await transitionsOf(e, id)).map((t) => t.to)).toEqual(NORMAL);

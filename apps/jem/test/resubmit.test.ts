@@ -35,7 +35,12 @@ describe.skipIf(!ROOT)("a submission resumed after a JEM crash", () => {
 
   it("prepares a half-made batch dir again and writes the batch files before the back end runs: the job FINISHES", async () => {
     const localUser = { account: user, uid: num(["-u", user]), gid: num(["-g", user]), groups: [], rule: "test" };
-    const id = await submitTestJob(env, shellJob("id -u", { stdout: "who.txt", outputFiles: [output("who.txt")] }), { localUser }, { notify: false });
+    const id = await submitTestJob(
+      env,
+      shellJob("id -u", { stdout: "who.txt", outputFiles: [output("who.txt")] }),
+      { localUser },
+      { notify: false },
+    );
     // What the dead JEM left: an attempt recorded, the job dir levels traversable, the batch dir made
     // but still the CE's (killed between mkdir and chown), a temporary batch file never renamed.
     const jobDir = env.control.jobDir(id);

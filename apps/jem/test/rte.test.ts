@@ -18,20 +18,32 @@ let cfg: { paths: { controlDir: string; rteDir: string }; jobs: { runtimeEnviron
 
 beforeAll(() => {
   root = tempRoot("ce-rte-");
-  const config = makeConfig(root, { backend: "fork", callsPerSecond: 1000 }, { jobs: { queues: [{ name: "main" }, { name: "gpu", partition: "gpus" }] } });
+  const config = makeConfig(
+    root,
+    { backend: "fork", callsPerSecond: 1000 },
+    { jobs: { queues: [{ name: "main" }, { name: "gpu", partition: "gpus" }] } },
+  );
   backend = createBackend(config, silentLog);
-  cfg = { paths: { controlDir: config.paths.controlDir, rteDir: config.paths.rteDir }, jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] } };
+  cfg = {
+    paths: { controlDir: config.paths.controlDir, rteDir: config.paths.rteDir },
+    jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] },
+  };
   mkdirSync(join(root, "rte", "SITE"), { recursive: true });
 });
 
 async function untilDone(jobId: string, localId: string, jobDir: string) {
-  return waitFor(async () => {
-    const s = (await backend.poll([{ jobId, localId, jobDir }])).get(jobId);
-    return s?.kind === "done" ? s : undefined;
-  }, 20_000, 100);
+  return waitFor(
+    async () => {
+      const s = (await backend.poll([{ jobId, localId, jobDir }])).get(jobId);
+      return s?.kind === "done" ? s : undefined;
+    },
+    20_000,
+    100,
+  );
 }
 
-const batchOf = (jobDir: string) => JSON.parse(readFileSync(join(jobDir, "batch.json"), "utf8")) as Record<string, unknown> & { resources: Record<string, unknown> };
+const batchOf = (jobDir: string) =>
+  JSON.parse(readFileSync(join(jobDir, "batch.json"), "utf8")) as Record<string, unknown> & { resources: Record<string, unknown> };
 
 describe("RTE stage 0: joboption_* in and out", () => {
   it("an RTE wraps the arguments, raises memory, adds a node property and an environment variable; the job runs as changed", async () => {
@@ -40,10 +52,10 @@ describe("RTE stage 0: joboption_* in and out", () => {
       [
         'if [ "$1" = 0 ]; then',
         "  # APPTAINER-style: the payload becomes arguments of a launcher",
-        "  i=0; while eval \"[ -n \\\"\\${joboption_arg_$i+x}\\\" ]\"; do i=$((i+1)); done",
-        "  while [ $i -gt 0 ]; do eval \"joboption_arg_$((i+1))=\\${joboption_arg_$((i-1))}\"; i=$((i-1)); done",
+        '  i=0; while eval "[ -n \\"\\${joboption_arg_$i+x}\\" ]"; do i=$((i+1)); done',
+        '  while [ $i -gt 0 ]; do eval "joboption_arg_$((i+1))=\\${joboption_arg_$((i-1))}"; i=$((i-1)); done',
         "  joboption_arg_0=/usr/bin/env; joboption_arg_1=WRAPPED=$2",
-        '  joboption_memory=$(( ${joboption_memory:-0} + 512 ))',
+        "  joboption_memory=$(( ${joboption_memory:-0} + 512 ))",
         '  joboption_nodeproperty_0="--gres=gpu:1"',
         '  joboption_env_2="FROM_STAGE0=$joboption_queue"',
         '  echo "stage 0 of WRAP ran" ',
@@ -72,7 +84,9 @@ describe("RTE stage 0: joboption_* in and out", () => {
     expect(batch.resources.memoryMB).toBe(1512);
     expect(batch.nodeProperties).toEqual(["--gres=gpu:1"]);
     // What stage 0 changed is reported (the JEM writes it to the job's errors) and kept in grami.
-    expect(r.rteChanges).toEqual(expect.arrayContaining(['joboption_memory: "1000" → "1512"', 'joboption_nodeproperty_0: (unset) → "--gres=gpu:1"']));
+    expect(r.rteChanges).toEqual(
+      expect.arrayContaining(['joboption_memory: "1000" → "1512"', 'joboption_nodeproperty_0: (unset) → "--gres=gpu:1"']),
+    );
     expect(r.rteLog).toContain("stage 0 of WRAP ran");
     expect(readFileSync(join(job.jobDir, "grami"), "utf8")).toMatch(/^joboption_nodeproperty_0='--gres=gpu:1'$/m);
     expect(readFileSync(join(job.jobDir, "batch.env"), "utf8")).toContain("JOB_NODEPROPERTIES=('--gres=gpu:1')");
@@ -90,13 +104,17 @@ describe("RTE stage 0: joboption_* in and out", () => {
       message: expect.stringContaining('joboption_queue names no queue of this CE: "nope"'),
     });
     writeFileSync(join(root, "rte", "SITE", "BADMEM"), '[ "$1" = 0 ] && joboption_memory=lots\ntrue\n');
-    await expect(backend.submit(makeJob(root, { executable: "/bin/true" }, { runtimeEnvironments: ["SITE/BADMEM"] }))).rejects.toMatchObject({
+    await expect(
+      backend.submit(makeJob(root, { executable: "/bin/true" }, { runtimeEnvironments: ["SITE/BADMEM"] })),
+    ).rejects.toMatchObject({
       message: expect.stringContaining("joboption_memory must be a whole number"),
     });
     writeFileSync(join(root, "rte", "SITE", "EXIT0"), '[ "$1" = 0 ] && exit 0\ntrue\n');
-    await expect(backend.submit(makeJob(root, { executable: "/bin/true" }, { runtimeEnvironments: ["SITE/EXIT0"] }))).rejects.toMatchObject({
-      message: expect.stringContaining("ended stage 0 early"),
-    });
+    await expect(backend.submit(makeJob(root, { executable: "/bin/true" }, { runtimeEnvironments: ["SITE/EXIT0"] }))).rejects.toMatchObject(
+      {
+        message: expect.stringContaining("ended stage 0 early"),
+      },
+    );
   });
 
   it("stage 0 sees the job's pre-executables as joboption_pre_<n>_<i> and may add a post-executable the job then runs", async () => {
@@ -120,14 +138,20 @@ describe("RTE stage 0: joboption_* in and out", () => {
     expect(readIf(join(job.sessionDir, "s0.txt"))).toBe("/bin/echo|hi|0|0\n");
     expect(readIf(join(job.sessionDir, "p.txt"))).toBe("from-rte-post\n");
     expect(r.rteChanges).toContain('joboption_post_0_0: (unset) → "/bin/sh"');
-    expect(batchOf(job.jobDir).postExecutables).toEqual([{ executable: "/bin/sh", arguments: ["-c", "echo from-rte-post > p.txt"], successExitCode: null }]);
+    expect(batchOf(job.jobDir).postExecutables).toEqual([
+      { executable: "/bin/sh", arguments: ["-c", "echo from-rte-post > p.txt"], successExitCode: null },
+    ]);
   });
 
   it("site parameters (ceadm rte params) are set before every stage; enabled links name the script", async () => {
     writeFileSync(join(root, "rte-params-src"), 'case "$1" in 0) echo "$GREETING" > s0.txt ;; 1) export SEEN="$GREETING" ;; esac\ntrue\n');
     enableRte(cfg, "SITE/PARAMS", join(root, "rte-params-src"));
     setRteParams(cfg, "SITE/PARAMS", ["GREETING=hello $(world) 'q'"]);
-    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", 'echo "$SEEN"'], stdout: "o" }, { runtimeEnvironments: ["SITE/PARAMS"] });
+    const job = makeJob(
+      root,
+      { executable: "/bin/sh", arguments: ["-c", 'echo "$SEEN"'], stdout: "o" },
+      { runtimeEnvironments: ["SITE/PARAMS"] },
+    );
     await untilDone(job.jobId, (await backend.submit(job)).localId, job.jobDir);
     expect(readIf(join(job.sessionDir, "s0.txt"))).toBe("hello $(world) 'q'\n");
     expect(readIf(join(job.sessionDir, "o"))).toBe("hello $(world) 'q'\n");
@@ -162,7 +186,12 @@ describe.skipIf(!HAS_ARC_RTES)("Debian's stock ARC RTEs, unmodified", () => {
     mkdirSync(scratch);
     const job = makeJob(
       root,
-      { executable: "/bin/sh", arguments: ["-c", "pwd > where.txt; cat in.txt"], stdout: "o", environment: [{ name: "NODE_SCRATCH", value: scratch }] },
+      {
+        executable: "/bin/sh",
+        arguments: ["-c", "pwd > where.txt; cat in.txt"],
+        stdout: "o",
+        environment: [{ name: "NODE_SCRATCH", value: scratch }],
+      },
       { runtimeEnvironments: ["ENV/LRMS-SCRATCH"] },
     );
     writeFileSync(join(job.sessionDir, "in.txt"), "input\n");

@@ -53,14 +53,23 @@ describe.skipIf(!ROOT)("scrubbing a pool account before its lease is released", 
     await accounts.remove();
   });
 
-  const as = (cmd: string) => spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", "sh", "-c", cmd], { encoding: "utf8", cwd: "/" });
+  const as = (cmd: string) =>
+    spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", "sh", "-c", cmd], { encoding: "utf8", cwd: "/" });
   const opts = () => ({ config, log, tempDirs: [tmpA, tmpB], cronSpools: [cron], atSpools: [at] });
 
   it("ends the daemons, removes crontab, at jobs and temp files, follows no link", async () => {
     const m = `${400 + Math.floor(Math.random() * 100)}.${randomBytes(2).readUInt16BE(0)}`;
     // A double-forked setsid daemon that ignores TERM and HUP.
-    spawn("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", "setsid", "sh", "-c", `trap '' TERM HUP; sleep ${m} & sleep ${m}`], { detached: true, stdio: "ignore" }).unref();
-    expect(as(`echo mine > ${tmpA}/a.txt && mkdir -p ${tmpA}/d/e && echo x > ${tmpA}/d/e/f && ln -s ${victim} ${tmpA}/link && mkdir ${tmpA}/.X11 && chmod 1777 ${tmpA}/.X11`).status).toBe(0);
+    spawn(
+      "setpriv",
+      [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", "setsid", "sh", "-c", `trap '' TERM HUP; sleep ${m} & sleep ${m}`],
+      { detached: true, stdio: "ignore" },
+    ).unref();
+    expect(
+      as(
+        `echo mine > ${tmpA}/a.txt && mkdir -p ${tmpA}/d/e && echo x > ${tmpA}/d/e/f && ln -s ${victim} ${tmpA}/link && mkdir ${tmpA}/.X11 && chmod 1777 ${tmpA}/.X11`,
+      ).status,
+    ).toBe(0);
     // One level down in a world-writable directory of someone else.
     spawnSync("chown", ["root", join(tmpA, ".X11")]);
     expect(as(`echo y > ${tmpA}/.X11/sock && echo z > ${tmpB}/b`).status).toBe(0);
@@ -76,7 +85,8 @@ describe.skipIf(!ROOT)("scrubbing a pool account before its lease is released", 
     expect(await scrubAccount(acct, opts())).toBeUndefined();
 
     expect(await pidsOfUid(uid)).toEqual([]);
-    for (const p of ["a.txt", "d", "link", ".X11/sock"]) expect(existsSync(join(tmpA, p)) || spawnSync("test", ["-L", join(tmpA, p)]).status === 0, p).toBe(false);
+    for (const p of ["a.txt", "d", "link", ".X11/sock"])
+      expect(existsSync(join(tmpA, p)) || spawnSync("test", ["-L", join(tmpA, p)]).status === 0, p).toBe(false);
     expect(existsSync(join(tmpB, "b"))).toBe(false);
     expect(existsSync(join(cron, acct))).toBe(false);
     expect(existsSync(join(at, "a0001"))).toBe(false);

@@ -73,8 +73,9 @@ describe.skipIf(!ROOT || !HAS_GRIDENGINE)("a pool lease and the account's Grid E
   }, 120_000);
   afterAll(async () => {
     sge?.stop();
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
     await redis?.quit();
     await accounts.remove();
   }, 60_000);
@@ -82,7 +83,11 @@ describe.skipIf(!ROOT || !HAS_GRIDENGINE)("a pool lease and the account's Grid E
   it("keeps the lease while qstat lists a job of the account, releases it once qdel removed it, and keeps it when qstat cannot answer", async () => {
     const config = compileConfig({ lrms: { backend: "sge", sge: { binPath: "/usr/bin" } }, mapping: { leaseGraceSeconds: 0 } });
     const scrub = accountScrubber({ config, log, tempDirs: [join(tmp, "t")], cronSpools: [], atSpools: [] })!;
-    const sub = spawnSync("runuser", ["-u", acct, "--", "qsub", "-terse", "-h", "-wd", "/", "-o", "/dev/null", "-j", "y", "-b", "y", "/bin/true"], { encoding: "utf8" });
+    const sub = spawnSync(
+      "runuser",
+      ["-u", acct, "--", "qsub", "-terse", "-h", "-wd", "/", "-o", "/dev/null", "-j", "y", "-b", "y", "/bin/true"],
+      { encoding: "utf8" },
+    );
     expect(sub.status, sub.stderr).toBe(0);
     const jobId = sub.stdout.trim();
     expect(jobId).toMatch(/^\d+$/);

@@ -23,10 +23,14 @@ let placed: Backend;
 let cfg: { paths: { controlDir: string; rteDir: string }; jobs: { runtimeEnvironments: string[]; defaultRuntimeEnvironments: string[] } };
 
 async function untilDone(jobId: string, localId: string, jobDir: string) {
-  return waitFor(async () => {
-    const s = (await backend.poll([{ jobId, localId, jobDir }])).get(jobId);
-    return s?.kind === "done" ? s : undefined;
-  }, 45_000, 500);
+  return waitFor(
+    async () => {
+      const s = (await backend.poll([{ jobId, localId, jobDir }])).get(jobId);
+      return s?.kind === "done" ? s : undefined;
+    },
+    45_000,
+    500,
+  );
 }
 
 describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
@@ -43,7 +47,13 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
         scriptTimeoutMs: 30_000,
         slurm: {
           placement: [
-            { match: ["vo:atlas", "fqan:/atlas/Role=production"], account: "atlasprod", qos: "normal", partition: "debug", directives: ["--time-min=1"] },
+            {
+              match: ["vo:atlas", "fqan:/atlas/Role=production"],
+              account: "atlasprod",
+              qos: "normal",
+              partition: "debug",
+              directives: ["--time-min=1"],
+            },
             { match: ["vo:atlas"], account: "atlas" },
             { match: ["dn:/DC=test/CN=local *"], partition: "debug" },
           ],
@@ -51,7 +61,10 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
       }),
       silentLog,
     );
-    cfg = { paths: { controlDir: config.paths.controlDir, rteDir: config.paths.rteDir }, jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] } };
+    cfg = {
+      paths: { controlDir: config.paths.controlDir, rteDir: config.paths.rteDir },
+      jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] },
+    };
   }, 90_000);
 
   afterAll(() => cluster?.stop(), 60_000);
@@ -67,21 +80,29 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
     expect(await untilDone(job.jobId, r.localId, job.jobDir)).toMatchObject({ exitCode: 0 });
   }, 60_000);
 
-  it.skipIf(!HAS_ARC_RTES)("Debian's ENV/PROXY, unmodified: proxy and CAs in the session, X509_CERT_DIR in the job", async () => {
-    enableRte(cfg, "ENV/PROXY");
-    const certs = join(root, "certs");
-    mkdirSync(certs, { recursive: true });
-    writeFileSync(join(certs, "ca.pem"), "CA\n");
-    setRteParams(cfg, "ENV/PROXY", [`X509_CERT_DIR=${certs}`]);
-    const proxy = join(root, "proxy.pem");
-    writeFileSync(proxy, "PROXY PEM\n", { mode: 0o600 });
-    const job = makeJob(root, { executable: "/bin/sh", arguments: ["-c", 'cat "$X509_CERT_DIR/ca.pem"; cat "$X509_USER_PROXY"'], stdout: "o" }, { runtimeEnvironments: ["ENV/PROXY"], credentialFile: proxy });
-    const r = await backend.submit(job);
-    expect(await untilDone(job.jobId, r.localId, job.jobDir)).toMatchObject({ exitCode: 0 });
-    expect(readIf(join(job.sessionDir, "user.proxy"))).toBe("PROXY PEM\n");
-    expect(readIf(join(job.sessionDir, "o"))).toBe("CA\nPROXY PEM\n");
-    expect(existsSync(join(job.sessionDir, "arc", "certificates"))).toBe(false);
-  }, 60_000);
+  it.skipIf(!HAS_ARC_RTES)(
+    "Debian's ENV/PROXY, unmodified: proxy and CAs in the session, X509_CERT_DIR in the job",
+    async () => {
+      enableRte(cfg, "ENV/PROXY");
+      const certs = join(root, "certs");
+      mkdirSync(certs, { recursive: true });
+      writeFileSync(join(certs, "ca.pem"), "CA\n");
+      setRteParams(cfg, "ENV/PROXY", [`X509_CERT_DIR=${certs}`]);
+      const proxy = join(root, "proxy.pem");
+      writeFileSync(proxy, "PROXY PEM\n", { mode: 0o600 });
+      const job = makeJob(
+        root,
+        { executable: "/bin/sh", arguments: ["-c", 'cat "$X509_CERT_DIR/ca.pem"; cat "$X509_USER_PROXY"'], stdout: "o" },
+        { runtimeEnvironments: ["ENV/PROXY"], credentialFile: proxy },
+      );
+      const r = await backend.submit(job);
+      expect(await untilDone(job.jobId, r.localId, job.jobDir)).toMatchObject({ exitCode: 0 });
+      expect(readIf(join(job.sessionDir, "user.proxy"))).toBe("PROXY PEM\n");
+      expect(readIf(join(job.sessionDir, "o"))).toBe("CA\nPROXY PEM\n");
+      expect(existsSync(join(job.sessionDir, "arc", "certificates"))).toBe(false);
+    },
+    60_000,
+  );
 
   it("placement rules: a VO's production role, the VO, a DN; the rest unplaced", async () => {
     const show = (id: string) => execFileSync("scontrol", ["-o", "show", "job", id], { encoding: "utf8" });
@@ -109,7 +130,12 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
     const other = await submit("/DC=test/CN=someone", ["/cms"]);
     expect(other.shown).toMatch(/ Partition=main /);
     expect(other.shown).toMatch(/ Account=userproject /);
-    expect(JSON.parse(readFileSync(join(other.job.jobDir, "batch.json"), "utf8")).slurm).toEqual({ extraDirectives: [], account: null, qos: null, placementRule: null });
+    expect(JSON.parse(readFileSync(join(other.job.jobDir, "batch.json"), "utf8")).slurm).toEqual({
+      extraDirectives: [],
+      account: null,
+      qos: null,
+      placementRule: null,
+    });
   }, 60_000);
 
   it("GPU jobs ask for --gres=gpu:N: two run on the node's two GPUs, the third waits for one", async () => {
@@ -118,14 +144,21 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
     for (const j of jobs) ids.push((await backend.submit(j)).localId);
     try {
       expect(readFileSync(join(jobs[0]!.jobDir, "sbatch.sh"), "utf8")).toMatch(/^#SBATCH --gres=gpu:1$/m);
-      const states = await waitFor(() => {
-        const out = execFileSync("squeue", ["-h", "-o", "%i %T %r", "-j", ids.join(",")], { encoding: "utf8" });
-        const rows = out.trim().split("\n").map((l) => l.split(" "));
-        const running = rows.filter((r) => r[1] === "RUNNING").length;
-        // A job just queued shows reason "None" until the scheduler has looked at it.
-        const waiting = rows.find((r) => r[1] === "PENDING");
-        return running === 2 && rows.length === 3 && waiting?.[2] !== "None" ? rows : undefined;
-      }, 30_000, 500);
+      const states = await waitFor(
+        () => {
+          const out = execFileSync("squeue", ["-h", "-o", "%i %T %r", "-j", ids.join(",")], { encoding: "utf8" });
+          const rows = out
+            .trim()
+            .split("\n")
+            .map((l) => l.split(" "));
+          const running = rows.filter((r) => r[1] === "RUNNING").length;
+          // A job just queued shows reason "None" until the scheduler has looked at it.
+          const waiting = rows.find((r) => r[1] === "PENDING");
+          return running === 2 && rows.length === 3 && waiting?.[2] !== "None" ? rows : undefined;
+        },
+        30_000,
+        500,
+      );
       const waiting = states.find((r) => r[1] === "PENDING");
       expect(waiting?.[2]).toMatch(/Resources|Priority/);
     } finally {
@@ -133,18 +166,29 @@ describe.skipIf(!HAS_SLURM)("RTEs and placement on real Slurm", () => {
     }
   }, 60_000);
 
-  it.skipIf(!HAS_CONTAINER_TOOLS)("ENV/CONTAINER: the payload runs in its image on the node; a node without the image fails the job in stage 1 with the reason", async () => {
-    const image = await testImage();
-    enableRte(cfg, "ENV/CONTAINER");
-    setRteParams(cfg, "ENV/CONTAINER", [`CONTAINER_IMAGES=${image.images}`, "CONTAINER_CHECK_FRONTEND=no"]);
-    const rte = (name: string) => ({ runtimeEnvironments: [{ name: "ENV/CONTAINER", options: [name] }] });
-    const ok = makeJob(root, { executable: "/bin/cat", arguments: ["/etc/ce-test-image"], stdout: "o", ...rte(image.name) }, { runtimeEnvironments: ["ENV/CONTAINER"] });
-    // Front-end checks off: stage 0 takes the name; the node finds no such image.
-    const gone = makeJob(root, { executable: "/bin/true", ...rte("not-on-the-node") }, { runtimeEnvironments: ["ENV/CONTAINER"] });
-    const [a, b] = [await backend.submit(ok), await backend.submit(gone)];
-    expect(await untilDone(ok.jobId, a.localId, ok.jobDir)).toMatchObject({ exitCode: 0 });
-    expect(readIf(join(ok.sessionDir, "o"))).toBe(image.marker);
-    expect(await untilDone(gone.jobId, b.localId, gone.jobDir)).toMatchObject({ exitCode: 1, message: "Runtime environment ENV/CONTAINER failed in stage 1" });
-    expect(readIf(join(gone.jobDir, "comment"))).toMatch(/ENV\/CONTAINER: image "not-on-the-node" not found on /);
-  }, 90_000);
+  it.skipIf(!HAS_CONTAINER_TOOLS)(
+    "ENV/CONTAINER: the payload runs in its image on the node; a node without the image fails the job in stage 1 with the reason",
+    async () => {
+      const image = await testImage();
+      enableRte(cfg, "ENV/CONTAINER");
+      setRteParams(cfg, "ENV/CONTAINER", [`CONTAINER_IMAGES=${image.images}`, "CONTAINER_CHECK_FRONTEND=no"]);
+      const rte = (name: string) => ({ runtimeEnvironments: [{ name: "ENV/CONTAINER", options: [name] }] });
+      const ok = makeJob(
+        root,
+        { executable: "/bin/cat", arguments: ["/etc/ce-test-image"], stdout: "o", ...rte(image.name) },
+        { runtimeEnvironments: ["ENV/CONTAINER"] },
+      );
+      // Front-end checks off: stage 0 takes the name; the node finds no such image.
+      const gone = makeJob(root, { executable: "/bin/true", ...rte("not-on-the-node") }, { runtimeEnvironments: ["ENV/CONTAINER"] });
+      const [a, b] = [await backend.submit(ok), await backend.submit(gone)];
+      expect(await untilDone(ok.jobId, a.localId, ok.jobDir)).toMatchObject({ exitCode: 0 });
+      expect(readIf(join(ok.sessionDir, "o"))).toBe(image.marker);
+      expect(await untilDone(gone.jobId, b.localId, gone.jobDir)).toMatchObject({
+        exitCode: 1,
+        message: "Runtime environment ENV/CONTAINER failed in stage 1",
+      });
+      expect(readIf(join(gone.jobDir, "comment"))).toMatch(/ENV\/CONTAINER: image "not-on-the-node" not found on /);
+    },
+    90_000,
+  );
 });

@@ -57,14 +57,24 @@ describe.skipIf(!ROOT || !HAS_SLURM)("a pool lease and the account's Slurm jobs"
     const squeueBin = execFileSync("sh", ["-c", "command -v squeue"], { encoding: "utf8" }).trim();
     const config = compileConfig({ lrms: { backend: "slurm", slurm: { binPath: dirname(squeueBin) } }, mapping: { leaseGraceSeconds: 0 } });
     // What the privileged JEM hands to releases (src/priv/jobs.ts leaseScrub), on stand-in temp dirs.
-    const scrub = accountScrubber({ config, log, tempDirs: [join(tmp, "t")], cronSpools: [join(tmp, "cron")], atSpools: [join(tmp, "at")] });
+    const scrub = accountScrubber({
+      config,
+      log,
+      tempDirs: [join(tmp, "t")],
+      cronSpools: [join(tmp, "cron")],
+      atSpools: [join(tmp, "at")],
+    });
     expect(scrub).toBeDefined();
 
     // The account's own job, submitted as the account (a job of the previous holder).
-    const sub = spawnSync("runuser", ["-u", acct, "--", "sbatch", "--parsable", "--chdir=/", "--output=/dev/null", "--job-name=leftover", "--wrap", "sleep 120"], {
-      encoding: "utf8",
-      env: { ...process.env, SLURM_CONF: cluster.conf },
-    });
+    const sub = spawnSync(
+      "runuser",
+      ["-u", acct, "--", "sbatch", "--parsable", "--chdir=/", "--output=/dev/null", "--job-name=leftover", "--wrap", "sleep 120"],
+      {
+        encoding: "utf8",
+        env: { ...process.env, SLURM_CONF: cluster.conf },
+      },
+    );
     expect(sub.status, sub.stderr).toBe(0);
     const jobId = sub.stdout.trim().split(";")[0]!;
     expect(jobId).toMatch(/^\d+$/);

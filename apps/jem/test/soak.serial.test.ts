@@ -20,9 +20,23 @@ describe("exactly once under SIGKILL of the JEM", () => {
     expectExactlyOnce(await runSoak(env, { jobs: 100, kills: 3, killEveryMs: 3_000, submitOverMs: 8_000, settleTimeoutMs: 150_000 }), 100);
   }, 240_000);
 
-  it.skipIf(!HAS_SLURM)("slurm: 40 jobs, 3 kills every 3 s → each ran exactly once and FINISHED", async () => {
-    slurm = await startSlurm(`/tmp/ce-slurm-k${process.pid}`);
-    env = await testEnv({ lrms: { backend: "slurm", pollIntervalMs: 500 } });
-    expectExactlyOnce(await runSoak(env, { jobs: 40, kills: 3, killEveryMs: 3_000, submitOverMs: 8_000, settleTimeoutMs: 150_000, jemEnv: { SLURM_CONF: slurm.conf } }), 40);
-  }, 240_000);
+  it.skipIf(!HAS_SLURM)(
+    "slurm: 40 jobs, 3 kills every 3 s → each ran exactly once and FINISHED",
+    async () => {
+      slurm = await startSlurm(`/tmp/ce-slurm-k${process.pid}`);
+      env = await testEnv({ lrms: { backend: "slurm", pollIntervalMs: 500 } });
+      expectExactlyOnce(
+        await runSoak(env, {
+          jobs: 40,
+          kills: 3,
+          killEveryMs: 3_000,
+          submitOverMs: 8_000,
+          settleTimeoutMs: 150_000,
+          jemEnv: { SLURM_CONF: slurm.conf },
+        }),
+        40,
+      );
+    },
+    240_000,
+  );
 });

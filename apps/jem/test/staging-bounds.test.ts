@@ -18,7 +18,8 @@ let files: Server;
 let hangUrl: string;
 let filesUrl: string;
 
-const listen = (s: TcpServer | Server) => new Promise<number>((resolve) => s.listen(0, "127.0.0.1", () => resolve((s.address() as { port: number }).port)));
+const listen = (s: TcpServer | Server) =>
+  new Promise<number>((resolve) => s.listen(0, "127.0.0.1", () => resolve((s.address() as { port: number }).port)));
 
 beforeAll(async () => {
   // Accepts, reads the request, never answers.
@@ -37,7 +38,14 @@ beforeAll(async () => {
   filesUrl = `http://127.0.0.1:${await listen(files)}`;
   env = await testEnv({
     // Long attempt bounds: without fairness the hanging transfers hold their slots for minutes.
-    staging: { maxConcurrentTransfers: 4, maxTransfersPerOwner: 2, maxRetries: 1, retryBaseMs: 20_000, timeoutMs: 300_000, idleTimeoutMs: 120_000 },
+    staging: {
+      maxConcurrentTransfers: 4,
+      maxTransfersPerOwner: 2,
+      maxRetries: 1,
+      retryBaseMs: 20_000,
+      timeoutMs: 300_000,
+      idleTimeoutMs: 120_000,
+    },
   });
   jem = await testJem(env);
 });
@@ -59,7 +67,9 @@ describe("staging transfer slots", () => {
     const t0 = Date.now();
     while (held.size < 2 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
     expect(held.size).toBeGreaterThanOrEqual(2);
-    const id = await submitTestJob(env, shellJob("test $(wc -c < in0) -eq 32", { inputFiles: inputs(filesUrl, 1, "ok") }), { owner: OTHER });
+    const id = await submitTestJob(env, shellJob("test $(wc -c < in0) -eq 32", { inputFiles: inputs(filesUrl, 1, "ok") }), {
+      owner: OTHER,
+    });
     const started = Date.now();
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 15_000);
     expect(r?.failure).toBeUndefined();
@@ -74,7 +84,9 @@ describe("staging transfer slots", () => {
     const failing = await submitTestJob(env, shellJob("true", { inputFiles: inputs(filesUrl, 2, "busy") }), { owner: THIRD });
     await waitForRest(env, failing, ["PREPARING"], 10_000);
     await new Promise((r) => setTimeout(r, 1_000));
-    const id = await submitTestJob(env, shellJob("test $(wc -c < in0) -eq 32", { inputFiles: inputs(filesUrl, 1, "ok") }), { owner: THIRD });
+    const id = await submitTestJob(env, shellJob("test $(wc -c < in0) -eq 32", { inputFiles: inputs(filesUrl, 1, "ok") }), {
+      owner: THIRD,
+    });
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 12_000);
     expect(r?.rest).toBe("FINISHED");
   });

@@ -57,14 +57,33 @@ describe.skipIf(!haveApache())("WebDAV staging against Apache mod_dav", () => {
     const outList = [
       `log.tgz ${apache.httpsUrl}/atlas/rucio/mc23/aa/bb/log.tgz:checksumtype=adler32:checksumvalue=${adler(log)}`,
       `HITS.pool.root.1 dav://${apache.httpUrl.slice("http://".length)};overwrite=yes/atlas/rucio/mc23/cc/dd/HITS.pool.root.1:checksumtype=adler32:checksumvalue=${adler(hits)}`,
-    ].join("\n").replaceAll("https://", "davs://");
-    const id = await submitTestJob(env, shellJob(`cat evnt.root pilot.sh > joined; printf '${log}' > log.tgz; printf '${hits}' > HITS.pool.root.1; cat > output.list <<'EOF2'\n${outList}\nEOF2`, {
-      inputFiles: [
-        { name: "evnt.root", source: `davs://${apache.httpsUrl.slice("https://".length)}/in/evnt.root`, executable: false, options: { cache: "invariant", httpgetpartial: "no" } },
-        { name: "pilot.sh", source: `dav://${apache.httpUrl.slice("http://".length)}/in/pilot.sh`, executable: false, options: { checksum: `adler32` } },
-      ],
-      outputFiles: [output("@output.list"), output("joined")],
-    }), { mainDelegation: x509, delegations: [x509] });
+    ]
+      .join("\n")
+      .replaceAll("https://", "davs://");
+    const id = await submitTestJob(
+      env,
+      shellJob(
+        `cat evnt.root pilot.sh > joined; printf '${log}' > log.tgz; printf '${hits}' > HITS.pool.root.1; cat > output.list <<'EOF2'\n${outList}\nEOF2`,
+        {
+          inputFiles: [
+            {
+              name: "evnt.root",
+              source: `davs://${apache.httpsUrl.slice("https://".length)}/in/evnt.root`,
+              executable: false,
+              options: { cache: "invariant", httpgetpartial: "no" },
+            },
+            {
+              name: "pilot.sh",
+              source: `dav://${apache.httpUrl.slice("http://".length)}/in/pilot.sh`,
+              executable: false,
+              options: { checksum: `adler32` },
+            },
+          ],
+          outputFiles: [output("@output.list"), output("joined")],
+        },
+      ),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     expect(r?.failure).toBeUndefined();
     expect(r?.rest).toBe("FINISHED");
@@ -73,7 +92,9 @@ describe.skipIf(!haveApache())("WebDAV staging against Apache mod_dav", () => {
     expect(await readFile(join(apache.docRoot, "atlas/rucio/mc23/cc/dd/HITS.pool.root.1"), "utf8")).toBe(hits);
     const reqs = await apache.requests();
     // Apache answers 409 for a PUT into a missing collection; each level is created, parent first.
-    expect(reqs.filter((q) => q.method === "MKCOL").map((q) => q.path)).toEqual(expect.arrayContaining(["/atlas/", "/atlas/rucio/mc23/aa/bb/", "/atlas/rucio/mc23/cc/dd/"]));
+    expect(reqs.filter((q) => q.method === "MKCOL").map((q) => q.path)).toEqual(
+      expect.arrayContaining(["/atlas/", "/atlas/rucio/mc23/aa/bb/", "/atlas/rucio/mc23/cc/dd/"]),
+    );
     expect(reqs.some((q) => q.method === "PUT" && q.path === "/atlas/rucio/mc23/aa/bb/log.tgz" && q.status === 201)).toBe(true);
     expect(reqs.some((q) => q.method === "GET" && q.path === "/in/evnt.root" && q.status === 200)).toBe(true);
     const errors = await env.control.read(id, "errors");
@@ -82,9 +103,13 @@ describe.skipIf(!haveApache())("WebDAV staging against Apache mod_dav", () => {
 
   it("a wrong checksum in the output list fails the job naming both values, and nothing is sent", async () => {
     const list = `bad.dat ${apache.httpsUrl.replace("https://", "davs://")}/atlas/bad/bad.dat:checksumtype=adler32:checksumvalue=0badc0de`;
-    const id = await submitTestJob(env, shellJob(`echo content > bad.dat; echo '${list}' > output.list`, {
-      outputFiles: [output("@output.list")],
-    }), { mainDelegation: x509, delegations: [x509] });
+    const id = await submitTestJob(
+      env,
+      shellJob(`echo content > bad.dat; echo '${list}' > output.list`, {
+        outputFiles: [output("@output.list")],
+      }),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(new RegExp(`bad\\.dat: adler32 checksum mismatch .*got ${adler("content\n")}, expected 0badc0de`));
@@ -95,7 +120,11 @@ describe.skipIf(!haveApache())("WebDAV staging against Apache mod_dav", () => {
   it("a wrong checksum of a davs:// input fails at once (one GET)", async () => {
     await writeFile(join(apache.docRoot, "in", "corrupt.dat"), "xyz");
     const src = `${apache.httpsUrl.replace("https://", "davs://")}/in/corrupt.dat:checksumtype=md5:checksumvalue=00000000000000000000000000000000`;
-    const id = await submitTestJob(env, shellJob("true", { inputFiles: [{ name: "corrupt.dat", source: src, executable: false, options: {} }] }), { mainDelegation: x509, delegations: [x509] });
+    const id = await submitTestJob(
+      env,
+      shellJob("true", { inputFiles: [{ name: "corrupt.dat", source: src, executable: false, options: {} }] }),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     expect(r?.failure).toMatch(/md5 checksum mismatch .*got d16fb36f0911f878998c136191af705e, expected 0{32}/);
     expect((await apache.requests()).filter((q) => q.path === "/in/corrupt.dat").length).toBe(1);
@@ -105,16 +134,30 @@ describe.skipIf(!haveApache())("WebDAV staging against Apache mod_dav", () => {
     const token = testJwt(apache.httpsUrl);
     const jwt = await env.delegations.create(OWNER, "jwt", { token, expires: Date.now() + 3_600_000 });
     await writeFile(join(apache.docRoot, "in", "tok.txt"), "t\n");
-    const ok = await submitTestJob(env, shellJob("cp tok.txt tok.out", {
-      inputFiles: [{ name: "tok.txt", source: `${apache.httpsUrl.replace("https://", "davs://")}/in/tok.txt`, executable: false, options: {} }],
-      outputFiles: [output("tok.out", { target: `${apache.httpsUrl.replace("https://", "davs://")}/tokens/tok.out` })],
-    }), { mainDelegation: jwt, delegations: [jwt] });
+    const ok = await submitTestJob(
+      env,
+      shellJob("cp tok.txt tok.out", {
+        inputFiles: [
+          { name: "tok.txt", source: `${apache.httpsUrl.replace("https://", "davs://")}/in/tok.txt`, executable: false, options: {} },
+        ],
+        outputFiles: [output("tok.out", { target: `${apache.httpsUrl.replace("https://", "davs://")}/tokens/tok.out` })],
+      }),
+      { mainDelegation: jwt, delegations: [jwt] },
+    );
     expect((await waitForRest(env, ok, ["FINISHED", "FAILED"], 30_000))?.failure).toBeUndefined();
     const reqs = await apache.requests();
-    expect(reqs.filter((q) => q.path === "/tokens/tok.out" && q.method === "PUT").every((q) => q.authorization === `Bearer ${token}`)).toBe(true);
-    const refused = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "tok.txt", source: `${apache.httpUrl.replace("http://", "dav://")}/in/tok.txt`, executable: false, options: {} }],
-    }), { mainDelegation: jwt, delegations: [jwt] });
+    expect(reqs.filter((q) => q.path === "/tokens/tok.out" && q.method === "PUT").every((q) => q.authorization === `Bearer ${token}`)).toBe(
+      true,
+    );
+    const refused = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [
+          { name: "tok.txt", source: `${apache.httpUrl.replace("http://", "dav://")}/in/tok.txt`, executable: false, options: {} },
+        ],
+      }),
+      { mainDelegation: jwt, delegations: [jwt] },
+    );
     const r = await waitForRest(env, refused, ["FINISHED", "FAILED"], 30_000);
     expect(r?.failure).toMatch(/token not sent .*https only/);
     expect((await apache.requests()).filter((q) => q.path === "/in/tok.txt").length).toBe(1);
@@ -122,16 +165,24 @@ describe.skipIf(!haveApache())("WebDAV staging against Apache mod_dav", () => {
 
   it("links an input from a listed software area; any other local path fails with the reason", async () => {
     const cric = join(software, "repo", "cric.json");
-    const id = await submitTestJob(env, shellJob("cat cric.json > seen.txt", {
-      inputFiles: [{ name: "cric.json", source: `file://${cric}`, executable: false, options: {} }],
-      outputFiles: [output("seen.txt")],
-    }), { mainDelegation: x509, delegations: [x509] });
+    const id = await submitTestJob(
+      env,
+      shellJob("cat cric.json > seen.txt", {
+        inputFiles: [{ name: "cric.json", source: `file://${cric}`, executable: false, options: {} }],
+        outputFiles: [output("seen.txt")],
+      }),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     expect(r?.failure).toBeUndefined();
     expect(await readFile(join(env.control.sessionDir(id), "seen.txt"), "utf8")).toBe('{"queue":"TEST"}\n');
-    const bad = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "passwd", source: "file:///etc/passwd", executable: false, options: {} }],
-    }), { mainDelegation: x509, delegations: [x509] });
+    const bad = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [{ name: "passwd", source: "file:///etc/passwd", executable: false, options: {} }],
+      }),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const rb = await waitForRest(env, bad, ["FINISHED", "FAILED"], 30_000);
     expect(rb?.rest).toBe("FAILED");
     expect(rb?.failure).toMatch(/local input \/etc\/passwd is not under a software area/);

@@ -25,7 +25,9 @@ function serve(host: string, name: string): Promise<{ server: Server; url: strin
     if (to) return void res.writeHead(302, { location: to }).end();
     res.writeHead(req.method === "PUT" ? 201 : 200).end(req.method === "PUT" ? "" : `${name} data`);
   });
-  return new Promise((resolve) => server.listen(0, host, () => resolve({ server, url: `http://${host}:${(server.address() as { port: number }).port}` })));
+  return new Promise((resolve) =>
+    server.listen(0, host, () => resolve({ server, url: `http://${host}:${(server.address() as { port: number }).port}` })),
+  );
 }
 
 beforeAll(async () => {
@@ -83,7 +85,10 @@ describe("staging destination policy", () => {
   });
 
   it("refuses stage-out to loopback (PUT and MKCOL never sent)", async () => {
-    const id = await submitTestJob(env, shellJob("echo hi > out.txt", { outputFiles: [output("out.txt", { target: `${insideUrl}/deep/out.txt` })] }));
+    const id = await submitTestJob(
+      env,
+      shellJob("echo hi > out.txt", { outputFiles: [output("out.txt", { target: `${insideUrl}/deep/out.txt` })] }),
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(/output .*refused: 127\.0\.0\.1 is loopback/);

@@ -63,10 +63,14 @@ describe("rucio:// staging against a Rucio stand-in", () => {
         { pfn: `${davs}/x509/atlasdatadisk/rucio/mc23/ab/cd/EVNT.pool.root.1`, rse: "GOOD_DATADISK" },
       ],
     });
-    const id = await submitTestJob(env, shellJob("cp EVNT.pool.root.1 copy.root", {
-      inputFiles: [{ name: "EVNT.pool.root.1", source: rucioUrl("mc23_13p6TeV", "EVNT.pool.root.1"), executable: false, options: {} }],
-      outputFiles: [output("copy.root")],
-    }), { mainDelegation: x509, delegations: [x509] });
+    const id = await submitTestJob(
+      env,
+      shellJob("cp EVNT.pool.root.1 copy.root", {
+        inputFiles: [{ name: "EVNT.pool.root.1", source: rucioUrl("mc23_13p6TeV", "EVNT.pool.root.1"), executable: false, options: {} }],
+        outputFiles: [output("copy.root")],
+      }),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     expect(r?.failure).toBeUndefined();
     expect(r?.rest).toBe("FINISHED");
@@ -77,16 +81,26 @@ describe("rucio:// staging against a Rucio stand-in", () => {
     const listing = rucio.requests.find((q) => q.path === "/replicas/mc23_13p6TeV/EVNT.pool.root.1");
     expect(listing?.token && rucio.issued.has(listing.token)).toBe(true);
     expect(storage.requests.filter((q) => q.path === "/x509/lost/EVNT.pool.root.1").length).toBeGreaterThan(0);
-    expect(await env.control.read(id, "errors")).toContain(`resolved by Rucio to ${storage.url}/x509/atlasdatadisk/rucio/mc23/ab/cd/EVNT.pool.root.1`.replace("https://", "davs://"));
+    expect(await env.control.read(id, "errors")).toContain(
+      `resolved by Rucio to ${storage.url}/x509/atlasdatadisk/rucio/mc23/ab/cd/EVNT.pool.root.1`.replace("https://", "davs://"),
+    );
   }, 40_000);
 
   it("a replica that does not match Rucio's checksum fails the job naming both values, without retries", async () => {
     const data = Buffer.from("corrupted on disk\n");
     storage.files.set("/x509/bad/HITS.1", data);
-    rucio.dids.set("mc23_13p6TeV:HITS.1", { bytes: data.length, adler32: "0badc0de", pfns: [{ pfn: `${storage.url}/x509/bad/HITS.1`, rse: "BAD_DATADISK" }] });
-    const id = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "HITS.1", source: rucioUrl("mc23_13p6TeV", "HITS.1"), executable: false, options: {} }],
-    }), { mainDelegation: x509, delegations: [x509] });
+    rucio.dids.set("mc23_13p6TeV:HITS.1", {
+      bytes: data.length,
+      adler32: "0badc0de",
+      pfns: [{ pfn: `${storage.url}/x509/bad/HITS.1`, rse: "BAD_DATADISK" }],
+    });
+    const id = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [{ name: "HITS.1", source: rucioUrl("mc23_13p6TeV", "HITS.1"), executable: false, options: {} }],
+      }),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(new RegExp(`HITS\\.1: adler32 checksum mismatch .*got ${sum("adler32", data)}, expected 0badc0de`));
@@ -94,13 +108,18 @@ describe("rucio:// staging against a Rucio stand-in", () => {
   }, 40_000);
 
   it("an unknown DID fails the job at once (404, not retried) with Rucio's reason", async () => {
-    const id = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "nope", source: rucioUrl("user.nobody", "nope.root"), executable: false, options: {} }],
-    }), { mainDelegation: x509, delegations: [x509] });
+    const id = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [{ name: "nope", source: rucioUrl("user.nobody", "nope.root"), executable: false, options: {} }],
+      }),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 30_000);
     expect(r?.rest).toBe("FAILED");
-    expect(r?.failure).toMatch(/nope: Rucio has no file user\.nobody:nope\.root .*HTTP 404 \(DataIdentifierNotFound: Data identifier 'user\.nobody:nope\.root' not found\)/);
+    expect(r?.failure).toMatch(
+      /nope: Rucio has no file user\.nobody:nope\.root .*HTTP 404 \(DataIdentifierNotFound: Data identifier 'user\.nobody:nope\.root' not found\)/,
+    );
     expect(rucio.requests.filter((q) => q.path === "/replicas/user.nobody/nope.root").length).toBe(1);
   }, 40_000);
-
 });

@@ -61,7 +61,10 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
     await writeFile(join(xrd.dataDir, "in", "evnt.root"), "gsi input\n");
   }, 60_000);
   afterAll(async () => {
-    for (const [k, v] of [["X509_USER_PROXY", saved.proxy], ["X509_CERT_DIR", saved.certDir]] as const) {
+    for (const [k, v] of [
+      ["X509_USER_PROXY", saved.proxy],
+      ["X509_CERT_DIR", saved.certDir],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -72,20 +75,37 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
 
   it("downloads and uploads with the job's proxy; per-file facts in errors and output_status; metrics by protocol", async () => {
     const out = "gsi hits\n";
-    const id = await submitTestJob(env, shellJob(`cp evnt.root copy.txt; printf '${out}' > HITS.1; echo 'HITS.1 ${xrd.url}//atlas/g/HITS.1:checksumtype=adler32:checksumvalue=${adler(out)}' > output.list`, {
-      inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: { checksum: "adler32" } }],
-      outputFiles: [output("@output.list"), output("copy.txt")],
-    }), { mainDelegation: x509, delegations: [x509] });
+    const id = await submitTestJob(
+      env,
+      shellJob(
+        `cp evnt.root copy.txt; printf '${out}' > HITS.1; echo 'HITS.1 ${xrd.url}//atlas/g/HITS.1:checksumtype=adler32:checksumvalue=${adler(out)}' > output.list`,
+        {
+          inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: { checksum: "adler32" } }],
+          outputFiles: [output("@output.list"), output("copy.txt")],
+        },
+      ),
+      { mainDelegation: x509, delegations: [x509] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.failure).toBeUndefined();
     expect(await readFile(join(env.control.sessionDir(id), "copy.txt"), "utf8")).toBe("gsi input\n");
     expect(await readFile(join(xrd.dataDir, "atlas/g/HITS.1"), "utf8")).toBe(out);
     const errors = (await env.control.read(id, "errors")) ?? "";
     // Source, bytes, checksum and duration of each file.
-    expect(errors).toMatch(new RegExp(`downloaded root://localhost:\\d+//in/evnt\\.root -> /evnt\\.root \\(10 bytes, adler32:${adler("gsi input\n")}, \\d+\\.\\d\\d s\\)`));
-    expect(errors).toMatch(new RegExp(`uploaded /HITS\\.1 -> root://localhost:\\d+//atlas/g/HITS\\.1:checksumtype=adler32:checksumvalue=${adler(out)} \\(9 bytes, adler32:${adler(out)}, \\d+\\.\\d\\d s\\)`));
+    expect(errors).toMatch(
+      new RegExp(
+        `downloaded root://localhost:\\d+//in/evnt\\.root -> /evnt\\.root \\(10 bytes, adler32:${adler("gsi input\n")}, \\d+\\.\\d\\d s\\)`,
+      ),
+    );
+    expect(errors).toMatch(
+      new RegExp(
+        `uploaded /HITS\\.1 -> root://localhost:\\d+//atlas/g/HITS\\.1:checksumtype=adler32:checksumvalue=${adler(out)} \\(9 bytes, adler32:${adler(out)}, \\d+\\.\\d\\d s\\)`,
+      ),
+    );
     // output_status stays `<pfn> <URL>` (ARC's FileData); the checksum is the URL's metadata.
-    expect(await env.control.read(id, "output_status")).toMatch(new RegExp(`^/HITS\\.1 root://localhost:\\d+//atlas/g/HITS\\.1:checksumtype=adler32:checksumvalue=${adler(out)}$`, "m"));
+    expect(await env.control.read(id, "output_status")).toMatch(
+      new RegExp(`^/HITS\\.1 root://localhost:\\d+//atlas/g/HITS\\.1:checksumtype=adler32:checksumvalue=${adler(out)}$`, "m"),
+    );
     expect(await metric("ce_staging_files_total", 'direction="in",protocol="root"')).toBe(1);
     expect(await metric("ce_staging_files_total", 'direction="out",protocol="root"')).toBe(1);
     expect(await metric("ce_staging_bytes_total", 'direction="in",protocol="root"')).toBe(10);
@@ -94,21 +114,30 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
 
   it("a proxy the server refuses fails the job at once with a reason naming the authentication failure", async () => {
     const before = await metric("ce_staging_failures_total", 'direction="in",protocol="root"');
-    const id = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
-    }), { mainDelegation: foreign, delegations: [foreign] });
+    const id = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
+      }),
+      { mainDelegation: foreign, delegations: [foreign] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.rest).toBe("FAILED");
-    expect(r?.failure).toMatch(/evnt\.root: xrdcp root:\/\/localhost:\d+\/\/in\/evnt\.root: authentication failed, the server refused the job's X\.509 proxy \(GSI\): .*Auth failed/);
+    expect(r?.failure).toMatch(
+      /evnt\.root: xrdcp root:\/\/localhost:\d+\/\/in\/evnt\.root: authentication failed, the server refused the job's X\.509 proxy \(GSI\): .*Auth failed/,
+    );
     // Final: one attempt, no retry.
     expect(await env.control.read(id, "errors")).not.toMatch(/retry 1/);
     expect(await metric("ce_staging_failures_total", 'direction="in",protocol="root"')).toBe(before + 1);
   }, 60_000);
 
   it("a job without a credential is not authenticated with the JEM's own proxy", async () => {
-    const id = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
-    }));
+    const id = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
+      }),
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(/authentication failed, the server refused no credential \(the job delegated none\)/);
@@ -116,14 +145,30 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
 
   it("tokens: sent by ztn only to their audience; a GSI-only server refuses them without falling back to a proxy", async () => {
     const port = new URL(xrd.url.replace("root:", "http:")).port;
-    const mine = await env.delegations.create(OWNER, "jwt", { token: testJwt(`roots://localhost:${port}`), expires: Date.now() + 3_600_000 });
-    const elsewhere = await env.delegations.create(OWNER, "jwt", { token: testJwt("roots://storage.example.org:1094"), expires: Date.now() + 3_600_000 });
-    const job = (d: string) => submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
-    }), { mainDelegation: d, delegations: [d] });
+    const mine = await env.delegations.create(OWNER, "jwt", {
+      token: testJwt(`roots://localhost:${port}`),
+      expires: Date.now() + 3_600_000,
+    });
+    const elsewhere = await env.delegations.create(OWNER, "jwt", {
+      token: testJwt("roots://storage.example.org:1094"),
+      expires: Date.now() + 3_600_000,
+    });
+    const job = (d: string) =>
+      submitTestJob(
+        env,
+        shellJob("true", {
+          inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
+        }),
+        { mainDelegation: d, delegations: [d] },
+      );
     const [a, b] = await Promise.all([job(mine), job(elsewhere)]);
-    const [ra, rb] = await Promise.all([waitForRest(env, a, ["FINISHED", "FAILED"], 40_000), waitForRest(env, b, ["FINISHED", "FAILED"], 40_000)]);
+    const [ra, rb] = await Promise.all([
+      waitForRest(env, a, ["FINISHED", "FAILED"], 40_000),
+      waitForRest(env, b, ["FINISHED", "FAILED"], 40_000),
+    ]);
     expect(ra?.failure).toMatch(/authentication failed, the server refused the job's token \(ztn\)/);
-    expect(rb?.failure).toMatch(/token not sent to root:\/\/localhost:\d+\/\/in\/evnt\.root: the endpoint localhost:\d+ is not the token's audience \(roots:\/\/storage\.example\.org:1094\)/);
+    expect(rb?.failure).toMatch(
+      /token not sent to root:\/\/localhost:\d+\/\/in\/evnt\.root: the endpoint localhost:\d+ is not the token's audience \(roots:\/\/storage\.example\.org:1094\)/,
+    );
   }, 60_000);
 });

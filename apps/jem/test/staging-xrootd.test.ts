@@ -33,10 +33,16 @@ describe.skipIf(!haveXrootd())("xrootd staging", () => {
     await mkdir(join(xrd.dataDir, "in"), { recursive: true });
     await writeFile(join(xrd.dataDir, "in", "evnt.root"), "xrootd input\n");
     const out = "hits\n";
-    const id = await submitTestJob(env, shellJob(`cp evnt.root copy.txt; printf '${out}' > HITS.1; echo 'HITS.1 ${xrd.url}//atlas/x/y/HITS.1:checksumtype=adler32:checksumvalue=${adler(out)}' > output.list`, {
-      inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: { checksum: "adler32" } }],
-      outputFiles: [output("@output.list"), output("copy.txt")],
-    }));
+    const id = await submitTestJob(
+      env,
+      shellJob(
+        `cp evnt.root copy.txt; printf '${out}' > HITS.1; echo 'HITS.1 ${xrd.url}//atlas/x/y/HITS.1:checksumtype=adler32:checksumvalue=${adler(out)}' > output.list`,
+        {
+          inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: { checksum: "adler32" } }],
+          outputFiles: [output("@output.list"), output("copy.txt")],
+        },
+      ),
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.failure).toBeUndefined();
     expect(await readFile(join(env.control.sessionDir(id), "copy.txt"), "utf8")).toBe("xrootd input\n");
@@ -44,7 +50,10 @@ describe.skipIf(!haveXrootd())("xrootd staging", () => {
   }, 60_000);
 
   it("a missing root:// input fails the job with xrdcp's reason", async () => {
-    const id = await submitTestJob(env, shellJob("true", { inputFiles: [{ name: "nope", source: `${xrd.url}//in/nope`, executable: false, options: {} }] }));
+    const id = await submitTestJob(
+      env,
+      shellJob("true", { inputFiles: [{ name: "nope", source: `${xrd.url}//in/nope`, executable: false, options: {} }] }),
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(/nope: xrdcp root:\/\/localhost:\d+\/\/in\/nope: .*(No such file|not found)/i);

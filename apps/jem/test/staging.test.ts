@@ -42,14 +42,26 @@ describe("remote staging over HTTPS", () => {
   it("downloads and uploads with an X.509 proxy as TLS client certificate (retry, checksum, MKCOL)", async () => {
     storage.files.set("/x509/data/in.txt", Buffer.from("remote input\n"));
     storage.flaky("/x509/data/in.txt", 1);
-    const id = await submitTestJob(env, shellJob("tr a-z A-Z < in.txt > out.txt; mkdir -p res; echo r1 > res/a.txt; echo keep > local.txt", {
-      inputFiles: [{ name: "in.txt", source: `${storage.url}/x509/data/in.txt`, checksum: `adler32:${adler("remote input\n")}`, executable: false, options: {} }],
-      outputFiles: [
-        output("out.txt", { target: `${storage.url}/x509/results/deep/out.txt` }),
-        output("res/", { target: `${storage.url}/x509/results/dir/` }),
-        output("local.txt"),
-      ],
-    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const id = await submitTestJob(
+      env,
+      shellJob("tr a-z A-Z < in.txt > out.txt; mkdir -p res; echo r1 > res/a.txt; echo keep > local.txt", {
+        inputFiles: [
+          {
+            name: "in.txt",
+            source: `${storage.url}/x509/data/in.txt`,
+            checksum: `adler32:${adler("remote input\n")}`,
+            executable: false,
+            options: {},
+          },
+        ],
+        outputFiles: [
+          output("out.txt", { target: `${storage.url}/x509/results/deep/out.txt` }),
+          output("res/", { target: `${storage.url}/x509/results/dir/` }),
+          output("local.txt"),
+        ],
+      }),
+      { mainDelegation: x509Delegation, delegations: [x509Delegation] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.failure).toBeUndefined();
     expect(r?.rest).toBe("FINISHED");
@@ -73,21 +85,31 @@ describe("remote staging over HTTPS", () => {
 
   it("uses a token delegation as a bearer token and writes no proxy file", async () => {
     storage.files.set("/token/in.bin", Buffer.from("tok"));
-    const id = await submitTestJob(env, shellJob("cat in.bin in.bin > out.bin", {
-      inputFiles: [{ name: "in.bin", source: `${storage.url}/token/in.bin`, executable: false, options: {} }],
-      outputFiles: [output("out.bin", { target: `${storage.url}/token/out.bin` })],
-    }), { mainDelegation: jwtDelegation, delegations: [jwtDelegation] });
+    const id = await submitTestJob(
+      env,
+      shellJob("cat in.bin in.bin > out.bin", {
+        inputFiles: [{ name: "in.bin", source: `${storage.url}/token/in.bin`, executable: false, options: {} }],
+        outputFiles: [output("out.bin", { target: `${storage.url}/token/out.bin` })],
+      }),
+      { mainDelegation: jwtDelegation, delegations: [jwtDelegation] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.failure).toBeUndefined();
     expect(storage.files.get("/token/out.bin")?.toString()).toBe("toktok");
-    expect(storage.requests.filter((q) => q.path.startsWith("/token/")).every((q) => q.authorization === `Bearer ${storage.token}`)).toBe(true);
+    expect(storage.requests.filter((q) => q.path.startsWith("/token/")).every((q) => q.authorization === `Bearer ${storage.token}`)).toBe(
+      true,
+    );
     expect(await env.control.read(id, "proxy")).toBeUndefined();
   });
 
   it("a failed mandatory download fails the job in PREPARING", async () => {
-    const id = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "missing.txt", source: `${storage.url}/x509/nope.txt`, executable: false, options: {} }],
-    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const id = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [{ name: "missing.txt", source: `${storage.url}/x509/nope.txt`, executable: false, options: {} }],
+      }),
+      { mainDelegation: x509Delegation, delegations: [x509Delegation] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failedState).toBe("PREPARING");
@@ -98,18 +120,34 @@ describe("remote staging over HTTPS", () => {
 
   it("a checksum mismatch fails at once, naming both values (not retried as transient)", async () => {
     storage.files.set("/x509/sum.txt", Buffer.from("abc"));
-    const id = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "sum.txt", source: `${storage.url}/x509/sum.txt`, checksum: "md5:00000000000000000000000000000000", executable: false, options: {} }],
-    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const id = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [
+          {
+            name: "sum.txt",
+            source: `${storage.url}/x509/sum.txt`,
+            checksum: "md5:00000000000000000000000000000000",
+            executable: false,
+            options: {},
+          },
+        ],
+      }),
+      { mainDelegation: x509Delegation, delegations: [x509Delegation] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.failure).toMatch(/md5 checksum mismatch .*: got 900150983cd24fb0d6963f7d28e17f72, expected 00000000000000000000000000000000/);
     expect(storage.requests.filter((q) => q.path === "/x509/sum.txt").length).toBe(1);
   });
 
   it("an upload failure ends FAILED from FINISHING, keeping the other outputs", async () => {
-    const id = await submitTestJob(env, shellJob("echo a > a.txt; echo b > b.txt", {
-      outputFiles: [output("a.txt", { target: `${storage.url}/x509/a.txt` }), output("b.txt", { target: `${storage.url}/token/b.txt` })],
-    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const id = await submitTestJob(
+      env,
+      shellJob("echo a > a.txt; echo b > b.txt", {
+        outputFiles: [output("a.txt", { target: `${storage.url}/x509/a.txt` }), output("b.txt", { target: `${storage.url}/token/b.txt` })],
+      }),
+      { mainDelegation: x509Delegation, delegations: [x509Delegation] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failedState).toBe("FINISHING");
@@ -126,30 +164,45 @@ describe("remote staging over HTTPS", () => {
       "os.log rucio://127.0.0.1:1;failureallowed=yes/objectstores/s3+rucio://os.example.org:443/ATLAS_OS/write",
       `denied.txt ${storage.url};failureallowed=yes/token/denied.txt`,
     ].join("\n");
-    const id = await submitTestJob(env, shellJob(`echo k > kept.txt; echo o > os.log; echo d > denied.txt; printf '${lines}\\n' > out.list`, {
-      outputFiles: [output("@out.list")],
-    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const id = await submitTestJob(
+      env,
+      shellJob(`echo k > kept.txt; echo o > os.log; echo d > denied.txt; printf '${lines}\\n' > out.list`, {
+        outputFiles: [output("@out.list")],
+      }),
+      { mainDelegation: x509Delegation, delegations: [x509Delegation] },
+    );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.failure).toBeUndefined();
     expect(r?.rest).toBe("FINISHED");
     expect(storage.files.get("/x509/list/kept.txt")?.toString()).toBe("k\n");
     const errors = await env.control.read(id, "errors");
     expect(errors).toMatch(/upload of \/os\.log to .* failed: Unsupported protocol rucio/);
-    expect(errors).toContain(`upload of /denied.txt to ${storage.url}/token/denied.txt failed: PUT ${storage.url}/token/denied.txt: HTTP 401`);
+    expect(errors).toContain(
+      `upload of /denied.txt to ${storage.url}/token/denied.txt failed: PUT ${storage.url}/token/denied.txt: HTTP 401`,
+    );
   });
 
   it("an output the job did not produce is the user's failure; storage that keeps failing is the site's", async () => {
-    const none = await submitTestJob(env, shellJob("true", { outputFiles: [output("never.txt", { target: `${storage.url}/x509/never.txt` })] }), {
-      mainDelegation: x509Delegation, delegations: [x509Delegation],
-    });
+    const none = await submitTestJob(
+      env,
+      shellJob("true", { outputFiles: [output("never.txt", { target: `${storage.url}/x509/never.txt` })] }),
+      {
+        mainDelegation: x509Delegation,
+        delegations: [x509Delegation],
+      },
+    );
     const r1 = await waitForRest(env, none, ["FINISHED", "FAILED"]);
     expect(r1?.rest).toBe("FAILED");
     expect(r1?.failure).toMatch(/never\.txt/);
     expect(r1?.failedCause).toBe("user");
     storage.flaky("/x509/down.txt", 100); // more 503s than the retries
-    const down = await submitTestJob(env, shellJob("true", {
-      inputFiles: [{ name: "down.txt", source: `${storage.url}/x509/down.txt`, executable: false, options: {} }],
-    }), { mainDelegation: x509Delegation, delegations: [x509Delegation] });
+    const down = await submitTestJob(
+      env,
+      shellJob("true", {
+        inputFiles: [{ name: "down.txt", source: `${storage.url}/x509/down.txt`, executable: false, options: {} }],
+      }),
+      { mainDelegation: x509Delegation, delegations: [x509Delegation] },
+    );
     const r2 = await waitForRest(env, down, ["FINISHED", "FAILED"]);
     expect(r2?.failure).toMatch(/HTTP 503/);
     expect(r2?.failedCause).toBe("internal");

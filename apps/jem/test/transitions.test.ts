@@ -60,7 +60,9 @@ describe("transition() and the table of allowed moves", () => {
     expect(err).toBeInstanceOf(IllegalMoveError);
     expect(err).toMatchObject({ code: "ILLEGAL_STATE_MOVE", jobId: id, from: "FINISHED", to: pending ? `PENDING:${to}` : to });
     expect(await snapshot(id)).toEqual(before);
-    expect(logged).toContainEqual(expect.objectContaining({ jobId: id, code: "ILLEGAL_STATE_MOVE", from: "FINISHED", to: pending ? `PENDING:${to}` : to }));
+    expect(logged).toContainEqual(
+      expect.objectContaining({ jobId: id, code: "ILLEGAL_STATE_MOVE", from: "FINISHED", to: pending ? `PENDING:${to}` : to }),
+    );
   });
 
   it("refuses any move out of DELETED (WIPED)", async () => {
@@ -71,7 +73,10 @@ describe("transition() and the table of allowed moves", () => {
     const before = await snapshot(id);
     for (const to of ["ACCEPTED", "PREPARING", "FINISHED"] as const) {
       for (const pending of [false, true]) {
-        await expect(transition(jem.ctx, wiped!, to, { pending, reason: "test" })).rejects.toMatchObject({ code: "ILLEGAL_STATE_MOVE", from: "DELETED" });
+        await expect(transition(jem.ctx, wiped!, to, { pending, reason: "test" })).rejects.toMatchObject({
+          code: "ILLEGAL_STATE_MOVE",
+          from: "DELETED",
+        });
       }
     }
     expect(await snapshot(id)).toEqual(before);
@@ -120,7 +125,10 @@ describe("repairControlFiles: a move whose control files were never written (a J
     const prep = await env.jobs.update((await env.jobs.get(admitted))!, { state: "PREPARING" });
     const sub = await env.jobs.update(prep!, { state: "SUBMIT" });
     await repairControlFiles(jem.ctx, sub!);
-    expect(await transitionsOf(env, admitted)).toEqual([{ from: "ACCEPTED", to: "PREPARING" }, { from: "PREPARING", to: "SUBMIT" }]);
+    expect(await transitionsOf(env, admitted)).toEqual([
+      { from: "ACCEPTED", to: "PREPARING" },
+      { from: "PREPARING", to: "SUBMIT" },
+    ]);
     expect(await env.control.read(admitted, "status")).toBe("SUBMIT");
   });
 });
@@ -143,21 +151,34 @@ describe("state change log lines", () => {
     const info = capture("info");
     logMove(info, move("a", "PREPARING"));
     await turn();
-    expect(info.lines).toMatchObject([{ level: 30, msg: "state change", jobId: "a", requestId: "r1", from: "ACCEPTED", to: "PREPARING", reason: "test" }]);
+    expect(info.lines).toMatchObject([
+      { level: 30, msg: "state change", jobId: "a", requestId: "r1", from: "ACCEPTED", to: "PREPARING", reason: "test" },
+    ]);
     info.lines.length = 0;
     logMove(info, move("a", "PREPARING"));
     logMove(info, move("b", "PREPARING"));
     logMove(info, move("c", "FINISHING"));
     await turn();
-    expect(info.lines).toEqual([expect.objectContaining({ level: 30, msg: "state changes", count: 3, moves: { "ACCEPTED -> PREPARING": ["a", "b"], "ACCEPTED -> FINISHING": ["c"] } })]);
+    expect(info.lines).toEqual([
+      expect.objectContaining({
+        level: 30,
+        msg: "state changes",
+        count: 3,
+        moves: { "ACCEPTED -> PREPARING": ["a", "b"], "ACCEPTED -> FINISHING": ["c"] },
+      }),
+    ]);
     const debug = capture("debug");
     logMove(debug, move("a", "PREPARING"));
     logMove(debug, move("b", "PREPARING"));
     await turn();
-    expect(debug.lines.map((l) => [l.msg, l.jobId])).toEqual([["state changes", undefined], ["state change", "a"], ["state change", "b"]]);
+    expect(debug.lines.map((l) => [l.msg, l.jobId])).toEqual([
+      ["state changes", undefined],
+      ["state change", "a"],
+      ["state change", "b"],
+    ]);
   });
 
-  it("a failure's lines carry its reason: the move into FINISHING and the final \"Job failed\" move", async () => {
+  it('a failure\'s lines carry its reason: the move into FINISHING and the final "Job failed" move', async () => {
     const info = capture("info");
     const ctx = { ...jem.ctx, log: info.log };
     // The job's lease is the test's: the running JEM leaves it alone.
@@ -191,6 +212,14 @@ describe("state change log lines", () => {
     logSubmitted(info, sub("a", "1:2"));
     logSubmitted(info, { ...sub("b", "3:4"), resumed: true });
     await turn();
-    expect(info.lines).toEqual([expect.objectContaining({ msg: "submitted to the batch system", count: 2, backend: "fork", localIds: { a: "1:2", b: "3:4" }, resumed: ["b"] })]);
+    expect(info.lines).toEqual([
+      expect.objectContaining({
+        msg: "submitted to the batch system",
+        count: 2,
+        backend: "fork",
+        localIds: { a: "1:2", b: "3:4" },
+        resumed: ["b"],
+      }),
+    ]);
   });
 });

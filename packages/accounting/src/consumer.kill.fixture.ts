@@ -19,7 +19,16 @@ if (env.KILL_AFTER_COMMIT === "1") {
     return added;
   };
 }
-const c = new UsageConsumer({ redis, prefix: env.PREFIX!, db, consumer: env.CONSUMER!, claimIdleMs: Number(env.CLAIM_IDLE_MS ?? 60_000), vomslessVo: "vomsless", log: pino({ level: "silent" }), blockMs: 50 });
+const c = new UsageConsumer({
+  redis,
+  prefix: env.PREFIX!,
+  db,
+  consumer: env.CONSUMER!,
+  claimIdleMs: Number(env.CLAIM_IDLE_MS ?? 60_000),
+  vomslessVo: "vomsless",
+  log: pino({ level: "silent" }),
+  blockMs: 50,
+});
 await c.ensureGroup();
 while ((await c.step(false)) > 0);
 await db.close();

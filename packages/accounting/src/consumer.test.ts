@@ -44,7 +44,16 @@ afterAll(async () => {
 let n = 0;
 /** A job in FINISHING, as the JEM has it just before its terminal move. */
 async function finishingJob(over: Partial<JobRecord> = {}): Promise<JobRecord> {
-  const base = JobStore.newRecord({ id: `acct${++n}x`, owner: "/DC=org/CN=Alice", queue: "main", backend: "slurm", language: "xrsl", delegations: [], rerun: 2, lifetime: 60 });
+  const base = JobStore.newRecord({
+    id: `acct${++n}x`,
+    owner: "/DC=org/CN=Alice",
+    queue: "main",
+    backend: "slurm",
+    language: "xrsl",
+    delegations: [],
+    rerun: 2,
+    lifetime: 60,
+  });
   const r = { ...base, ...over } as JobRecord;
   await jobs.create([r], 1000);
   let cur = (await jobs.get(r.id))!;
@@ -53,7 +62,12 @@ async function finishingJob(over: Partial<JobRecord> = {}): Promise<JobRecord> {
 }
 
 async function finish(job: JobRecord, change: Partial<JobRecord> = {}, usage: Record<string, string | number> = {}) {
-  return jobs.update(job, { ...change, state: "FINISHED", outcome: change.outcome ?? "success", endedAt: Date.now() }, { state: job.state, stateSince: String(job.stateSince) }, usage);
+  return jobs.update(
+    job,
+    { ...change, state: "FINISHED", outcome: change.outcome ?? "success", endedAt: Date.now() },
+    { state: job.state, stateSince: String(job.stateSince) },
+    usage,
+  );
 }
 
 const consumer = (name: string, claimIdleMs = 60_000) =>
@@ -61,30 +75,70 @@ const consumer = (name: string, claimIdleMs = 60_000) =>
 
 describe("usage stream", () => {
   it("the terminal move appends exactly one entry; a replayed move and other moves append none", async () => {
-    const job = await finishingJob({ fqans: ["/atlas/Role=production", "/atlas"], localUser: { account: "atlas001", uid: 5001, gid: 5000, groups: [5000], rule: "r" } });
+    const job = await finishingJob({
+      fqans: ["/atlas/Role=production", "/atlas"],
+      localUser: { account: "atlas001", uid: 5001, gid: 5000, groups: [5000], rule: "r" },
+    });
     expect(await redis.xlen(keys.usageStream())).toBe(0);
-    const done = await finish(job, { localId: "42", usedWallSeconds: 100, usedUserSeconds: 80, usedSystemSeconds: 5, usedCpuSeconds: 85, processors: 2 }, { bytesIn: 10, benchmarkType: "HEPscore23", benchmarkValue: 16.5 });
+    const done = await finish(
+      job,
+      { localId: "42", usedWallSeconds: 100, usedUserSeconds: 80, usedSystemSeconds: 5, usedCpuSeconds: 85, processors: 2 },
+      { bytesIn: 10, benchmarkType: "HEPscore23", benchmarkValue: 16.5 },
+    );
     expect(done).toBeDefined();
     // The same move again (a stale copy: ioredis replay, a second JEM) loses the CAS: no entry.
     expect(await finish(job)).toBeUndefined();
     const entries = await redis.xrange(keys.usageStream(), "-", "+");
     expect(entries).toHaveLength(1);
     const f = Object.fromEntries(entries[0]![1].reduce<[string, string][]>((a, v, i, all) => (i % 2 ? a : [...a, [v, all[i + 1]!]]), []));
-    expect(f).toMatchObject({ id: job.id, recordId: `${job.id}/2`, localId: "42", "u.bytesIn": "10", "u.benchmarkType": "HEPscore23", "u.benchmarkValue": "16.5" });
+    expect(f).toMatchObject({
+      id: job.id,
+      recordId: `${job.id}/2`,
+      localId: "42",
+      "u.bytesIn": "10",
+      "u.benchmarkType": "HEPscore23",
+      "u.benchmarkValue": "16.5",
+    });
   });
 
   it("the consumer writes each record once, acknowledges and removes the entry", async () => {
-    const job = await finishingJob({ fqans: ["/atlas/Role=production", "/atlas"], localUser: { account: "atlas001", uid: 5001, gid: 5000, groups: [5000], rule: "r" } });
-    await finish(job, { localId: "42", usedWallSeconds: 100, usedUserSeconds: 80, usedSystemSeconds: 5, usedCpuSeconds: 85, processors: 2, nodes: "n1" }, { bytesIn: 10, bytesOut: 20, benchmarkType: "HEPscore23", benchmarkValue: 16.5, partition: "batch" });
+    const job = await finishingJob({
+      fqans: ["/atlas/Role=production", "/atlas"],
+      localUser: { account: "atlas001", uid: 5001, gid: 5000, groups: [5000], rule: "r" },
+    });
+    await finish(
+      job,
+      { localId: "42", usedWallSeconds: 100, usedUserSeconds: 80, usedSystemSeconds: 5, usedCpuSeconds: 85, processors: 2, nodes: "n1" },
+      { bytesIn: 10, bytesOut: 20, benchmarkType: "HEPscore23", benchmarkValue: 16.5, partition: "batch" },
+    );
     const c = consumer("a");
     await c.ensureGroup();
     expect(await c.step(false)).toBe(1);
     const [r] = await db.job(job.id);
     expect(r).toMatchObject({
-      recordId: `${job.id}/2`, batchId: "42", ownerDn: "/DC=org/CN=Alice", vo: "atlas", voGroup: "/atlas", voRole: "Role=production",
-      fqan: "/atlas/Role=production", fqans: ["/atlas/Role=production", "/atlas"], account: "atlas001", uid: 5001, queue: "main", partition: "batch",
-      wallSeconds: 100, cpuUserSeconds: 80, cpuSystemSeconds: 5, cpuSeconds: 85, processors: 2, nodeCount: 1, state: "FINISHED",
-      bytesIn: 10, bytesOut: 20, benchmarkType: "HEPscore23", benchmarkValue: 16.5,
+      recordId: `${job.id}/2`,
+      batchId: "42",
+      ownerDn: "/DC=org/CN=Alice",
+      vo: "atlas",
+      voGroup: "/atlas",
+      voRole: "Role=production",
+      fqan: "/atlas/Role=production",
+      fqans: ["/atlas/Role=production", "/atlas"],
+      account: "atlas001",
+      uid: 5001,
+      queue: "main",
+      partition: "batch",
+      wallSeconds: 100,
+      cpuUserSeconds: 80,
+      cpuSystemSeconds: 5,
+      cpuSeconds: 85,
+      processors: 2,
+      nodeCount: 1,
+      state: "FINISHED",
+      bytesIn: 10,
+      bytesOut: 20,
+      benchmarkType: "HEPscore23",
+      benchmarkValue: 16.5,
     });
     expect(await redis.xlen(keys.usageStream())).toBe(0);
     expect((await redis.xpending(keys.usageStream(), USAGE_GROUP))[0]).toBe(0);
@@ -98,7 +152,16 @@ describe("usage stream", () => {
     const c = consumer("a");
     await c.ensureGroup();
     await c.step(false);
-    expect((await db.job(tok.id))[0]).toMatchObject({ vo: "cms", voGroup: "/cms/production", voRole: null, tokenIssuer: "https://iss.example", tokenSubject: "u-123", ownerDn: null, state: "FAILED", exitCode: 3 });
+    expect((await db.job(tok.id))[0]).toMatchObject({
+      vo: "cms",
+      voGroup: "/cms/production",
+      voRole: null,
+      tokenIssuer: "https://iss.example",
+      tokenSubject: "u-123",
+      ownerDn: null,
+      state: "FAILED",
+      exitCode: 3,
+    });
     expect((await db.job(plain.id))[0]).toMatchObject({ vo: "ops-none", voGroup: "/ops-none", fqan: null, state: "KILLED" });
   });
 
@@ -106,7 +169,13 @@ describe("usage stream", () => {
     const job = await finishingJob();
     const ended = (await finish(job, { outcome: "failed", failedState: "INLRMS", failure: "x" }))!;
     // The restart (commands.ts) lowers `rerun` and moves the job back; it ends again.
-    let again = (await jobs.update(ended, { state: "INLRMS", pending: true, rerun: ended.rerun - 1, outcome: undefined, failure: undefined }))!;
+    let again = (await jobs.update(ended, {
+      state: "INLRMS",
+      pending: true,
+      rerun: ended.rerun - 1,
+      outcome: undefined,
+      failure: undefined,
+    }))!;
     again = (await jobs.update(again, { state: "FINISHING", pending: false }))!;
     await finish(again);
     const c = consumer("a");
@@ -125,10 +194,15 @@ describe("usage stream", () => {
     const dead = consumer("dead");
     await dead.ensureGroup();
     // The dead consumer read all five and committed the first two, then died before XACK.
-    const read = (await redis.xreadgroup("GROUP", USAGE_GROUP, "dead", "COUNT", 5, "STREAMS", keys.usageStream(), ">")) as [string, [string, string[]][]][];
+    const read = (await redis.xreadgroup("GROUP", USAGE_GROUP, "dead", "COUNT", 5, "STREAMS", keys.usageStream(), ">")) as [
+      string,
+      [string, string[]][],
+    ][];
     expect(read[0]![1]).toHaveLength(5);
     const { entryFields, usageRecord } = await import("./record.js");
-    await db.insert(read[0]![1].slice(0, 2).map(([id, f]) => ({ record: usageRecord(id, entryFields(f), { vomslessVo: "x" }), streamId: id })));
+    await db.insert(
+      read[0]![1].slice(0, 2).map(([id, f]) => ({ record: usageRecord(id, entryFields(f), { vomslessVo: "x" }), streamId: id })),
+    );
     // Another JEM: nothing of its own pending, nothing idle long enough yet.
     const live = consumer("live", 50);
     expect(await live.step(false)).toBe(0);

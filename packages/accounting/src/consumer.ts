@@ -73,7 +73,8 @@ export class UsageConsumer {
         if (failing) this.o.log.info("accounting consumer resumed");
         failing = false;
       } catch (e) {
-        if (!failing) this.o.log.warn({ err: e, reason: (e as Error).message }, "accounting consumer failed; entries stay pending and are retried");
+        if (!failing)
+          this.o.log.warn({ err: e, reason: (e as Error).message }, "accounting consumer failed; entries stay pending and are retried");
         failing = true;
         await new Promise((r) => setTimeout(r, RETRY_MS));
       }
@@ -89,7 +90,11 @@ export class UsageConsumer {
     const { redis, consumer } = this.o;
     const mine = await this.read("0", false);
     if (mine.length) return this.handle(mine);
-    const claimed = (await redis.xautoclaim(this.stream, USAGE_GROUP, consumer, this.o.claimIdleMs, "0-0", "COUNT", BATCH)) as [string, Entry[], string[]?];
+    const claimed = (await redis.xautoclaim(this.stream, USAGE_GROUP, consumer, this.o.claimIdleMs, "0-0", "COUNT", BATCH)) as [
+      string,
+      Entry[],
+      string[]?,
+    ];
     const taken = (claimed[1] ?? []).filter((e) => Array.isArray(e[1]));
     if (taken.length) {
       this.o.log.info({ entries: taken.length }, "accounting entries of an idle consumer taken over");
@@ -103,7 +108,10 @@ export class UsageConsumer {
     const args: (string | number)[] = ["GROUP", USAGE_GROUP, this.o.consumer, "COUNT", BATCH];
     if (block) args.push("BLOCK", this.blockMs);
     args.push("STREAMS", this.stream, from);
-    const res = (await (this.o.redis as unknown as { xreadgroup(...a: (string | number)[]): Promise<[string, Entry[]][] | null> }).xreadgroup(...args)) ?? [];
+    const res =
+      (await (this.o.redis as unknown as { xreadgroup(...a: (string | number)[]): Promise<[string, Entry[]][] | null> }).xreadgroup(
+        ...args,
+      )) ?? [];
     // A pending entry deleted meanwhile comes back with null fields: nothing to record, just ack it.
     return res.flatMap(([, entries]) => entries);
   }
@@ -123,7 +131,11 @@ export class UsageConsumer {
     const added = await this.o.db.insert(good);
     // Committed: only now may the entries leave the stream.
     const ids = entries.map(([id]) => id);
-    await this.o.redis.multi().xack(this.stream, USAGE_GROUP, ...ids).xdel(this.stream, ...ids).exec();
+    await this.o.redis
+      .multi()
+      .xack(this.stream, USAGE_GROUP, ...ids)
+      .xdel(this.stream, ...ids)
+      .exec();
     if (added.length) {
       this.o.log.info({ records: added.length, ids: added.map((r) => r.recordId) }, "usage records written");
       this.o.onRecorded?.(added);

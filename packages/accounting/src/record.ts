@@ -56,7 +56,10 @@ export interface RecordOptions {
 
 export class BadUsageEntryError extends Error {
   readonly code = "ACCT_BAD_ENTRY";
-  constructor(readonly entryId: string, reason: string) {
+  constructor(
+    readonly entryId: string,
+    reason: string,
+  ) {
     super(`usage stream entry ${entryId}: ${reason}`);
   }
 }
@@ -92,7 +95,10 @@ export const NULL_NAMES = /^(none|null)$/i;
  * before a `Role=` part. No FQAN: the VOMS-less VO, its group `/<vo>`.
  */
 export function voOf(fqan: string | null | undefined, vomslessVo: string): { vo: string; group: string; role: string | null } {
-  const parts = (fqan ?? "").split("/").map((p) => p.trim()).filter(Boolean);
+  const parts = (fqan ?? "")
+    .split("/")
+    .map((p) => p.trim())
+    .filter(Boolean);
   const groupParts = parts.filter((p) => !/^(Role|Capability)=/i.test(p));
   const role = parts.find((p) => /^Role=/i.test(p));
   const vo = groupParts[0];
@@ -103,7 +109,9 @@ export function voOf(fqan: string | null | undefined, vomslessVo: string): { vo:
 
 /** A usage record from one stream entry; throws BadUsageEntryError for an entry that is not one. */
 export function usageRecord(entryId: string, h: Record<string, string>, opts: RecordOptions): UsageRecord {
-  const jobId = h.id, recordId = h.recordId, owner = h.owner;
+  const jobId = h.id,
+    recordId = h.recordId,
+    owner = h.owner;
   if (!jobId || !recordId || !owner) throw new BadUsageEntryError(entryId, "no job id, record id or owner");
   const fqans = (json<unknown[]>(h.fqans) ?? []).filter((x): x is string => typeof x === "string" && x !== "");
   const fqan = fqans[0] ?? null;
@@ -114,8 +122,9 @@ export function usageRecord(entryId: string, h: Record<string, string>, opts: Re
   // What the batch system measured (`u.batch*`, e.g. Slurm's sacct) wins over the wrapper's diag,
   // field by field: it sees the whole allocation; a field it does not know keeps the wrapper's.
   const b = (k: string) => num(h[`u.batch${k}`]);
-  const batchStart = b("Start"), batchEnd = b("End");
-  const endMs = batchEnd !== null ? batchEnd * 1000 : num(h.endedAt) ?? num(h.stateSince) ?? num(h.updated) ?? 0;
+  const batchStart = b("Start"),
+    batchEnd = b("End");
+  const endMs = batchEnd !== null ? batchEnd * 1000 : (num(h.endedAt) ?? num(h.stateSince) ?? num(h.updated) ?? 0);
   const startMs = batchStart !== null ? batchStart * 1000 : num(h.startedAt);
   const wall = b("Wall") ?? num(h.usedWallSeconds);
   const batchCpu = b("Cpu") !== null || b("CpuUser") !== null;
@@ -126,11 +135,18 @@ export function usageRecord(entryId: string, h: Record<string, string>, opts: Re
   const outcome = h.outcome;
   const nodes = h.nodes || h["u.batchNodes"] || null;
   return {
-    recordId, jobId, batchId: h.localId || null, owner,
+    recordId,
+    jobId,
+    batchId: h.localId || null,
+    owner,
     ownerDn: isDn ? owner : null,
     tokenIssuer: isDn || slash <= 0 ? null : owner.slice(0, slash),
     tokenSubject: isDn || slash <= 0 ? null : owner.slice(slash + 1),
-    vo, voGroup: group, voRole: role, fqan, fqans,
+    vo,
+    voGroup: group,
+    voRole: role,
+    fqan,
+    fqans,
     account: localUser?.account ?? null,
     uid: typeof localUser?.uid === "number" ? localUser.uid : null,
     queue: h.queue ?? "",

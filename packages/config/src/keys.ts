@@ -92,7 +92,10 @@ export function strictDeep<T extends z.ZodTypeAny>(schema: T): T {
   else if (s instanceof z.ZodEffects) out = new z.ZodEffects({ ...s._def, schema: strictDeep(s._def.schema) });
   else if (s instanceof z.ZodArray) out = new z.ZodArray({ ...s._def, type: strictDeep(s._def.type) });
   else if (s instanceof z.ZodUnion) {
-    out = new z.ZodUnion({ ...s._def, options: (s._def.options as z.ZodTypeAny[]).map((o) => strictDeep(o)) as [z.ZodTypeAny, z.ZodTypeAny] });
+    out = new z.ZodUnion({
+      ...s._def,
+      options: (s._def.options as z.ZodTypeAny[]).map((o) => strictDeep(o)) as [z.ZodTypeAny, z.ZodTypeAny],
+    });
   }
   return out as T;
 }

@@ -56,8 +56,19 @@ describe("derived paths", () => {
   });
 
   it("keep absolute paths and resolve relative ones set explicitly", () => {
-    const c = compileConfig({ paths: { stateDir: "/srv/ce", controlDir: "ctl", sessionRoot: "/data/sessions" }, auth: { caDir: "/etc/grid-security/certificates" } }, dir);
-    expect(c.paths).toMatchObject({ stateDir: "/srv/ce", controlDir: join(dir, "ctl"), sessionRoot: "/data/sessions", rteDir: "/srv/ce/rte" });
+    const c = compileConfig(
+      {
+        paths: { stateDir: "/srv/ce", controlDir: "ctl", sessionRoot: "/data/sessions" },
+        auth: { caDir: "/etc/grid-security/certificates" },
+      },
+      dir,
+    );
+    expect(c.paths).toMatchObject({
+      stateDir: "/srv/ce",
+      controlDir: join(dir, "ctl"),
+      sessionRoot: "/data/sessions",
+      rteDir: "/srv/ce/rte",
+    });
     expect(c.auth.caDir).toBe("/etc/grid-security/certificates");
   });
 
@@ -74,7 +85,16 @@ describe("derived paths", () => {
 
 describe("environment overrides CE__SECTION__KEY", () => {
   it("map to camelCase paths and parse JSON-looking values", () => {
-    expect(envOverrides({ CE__GATEWAY__PORT: "9443", CE__JOBS__ALLOW_NEW: "false", CE__AUTH__ALLOW: '["vo:atlas"]', CE__LOGGING__LEVEL: "debug", OTHER: "x", CE_CONFIG: "x" })).toEqual({
+    expect(
+      envOverrides({
+        CE__GATEWAY__PORT: "9443",
+        CE__JOBS__ALLOW_NEW: "false",
+        CE__AUTH__ALLOW: '["vo:atlas"]',
+        CE__LOGGING__LEVEL: "debug",
+        OTHER: "x",
+        CE_CONFIG: "x",
+      }),
+    ).toEqual({
       gateway: { port: 9443 },
       jobs: { allowNew: false },
       auth: { allow: ["vo:atlas"] },
@@ -147,18 +167,24 @@ describe("unknown keys stop the boot with one line naming the key, its source an
   });
 
   it("an unrelated name gets the keys known at that place instead of a guess", () => {
-    expect(() => compileConfig({ logging: { colour: true } } as never, dir)).toThrow(/unknown key "logging\.colour" in the configuration \(known keys here: level, jemLogFile\)/);
+    expect(() => compileConfig({ logging: { colour: true } } as never, dir)).toThrow(
+      /unknown key "logging\.colour" in the configuration \(known keys here: level, jemLogFile\)/,
+    );
   });
 
   it("in the environment: the variable and the variable it should have been", () => {
     expect(() => loadConfig({ env: { CE__ADMIN__JEMPORT: "9445" } })).toThrow(
       new ConfigError("invalid configuration: unknown key CE__ADMIN__JEMPORT in the environment (did you mean CE__ADMIN__JEM_PORT?)"),
     );
-    expect(() => loadConfig({ env: { CE__GATEWAY: '{"prot":1}' } })).toThrow(/unknown key "gateway\.prot" from CE__GATEWAY \(did you mean "gateway\.port"\?\)/);
+    expect(() => loadConfig({ env: { CE__GATEWAY: '{"prot":1}' } })).toThrow(
+      /unknown key "gateway\.prot" from CE__GATEWAY \(did you mean "gateway\.port"\?\)/,
+    );
   });
 
   it("a bad value names the variable or the file it came from", () => {
-    expect(() => loadConfig({ env: { CE__GATEWAY__PORT: "-1" } })).toThrow(/^invalid configuration: gateway\.port: .* \(-1 from CE__GATEWAY__PORT\)$/);
+    expect(() => loadConfig({ env: { CE__GATEWAY__PORT: "-1" } })).toThrow(
+      /^invalid configuration: gateway\.port: .* \(-1 from CE__GATEWAY__PORT\)$/,
+    );
     const file = join(dir, "badport.yaml");
     writeFileSync(file, "gateway:\n  port: 70000\n");
     expect(() => loadConfig({ file, env: {} })).toThrow(new RegExp(`gateway\\.port: .* \\(70000 in ${file}\\)$`));
@@ -170,7 +196,9 @@ describe("unknown keys stop the boot with one line naming the key, its source an
   });
 
   it("a missing configuration file is one line naming it", () => {
-    expect(() => loadConfig({ file: join(dir, "nope.yaml"), env: {} })).toThrow(new ConfigError(`cannot read the configuration file ${join(dir, "nope.yaml")}: no such file or directory`));
+    expect(() => loadConfig({ file: join(dir, "nope.yaml"), env: {} })).toThrow(
+      new ConfigError(`cannot read the configuration file ${join(dir, "nope.yaml")}: no such file or directory`),
+    );
   });
 });
 

@@ -55,7 +55,9 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): { values: Record<
     const key = BY_ENV.get(k);
     if (!key) {
       const hint = nearest(k, [...BY_ENV.keys()], "__");
-      unknown.push(`unknown key ${k} in the environment (${hint ? `did you mean ${hint}?` : "names are CE__<SECTION>__<KEY>, listed in docs/configuration.md"})`);
+      unknown.push(
+        `unknown key ${k} in the environment (${hint ? `did you mean ${hint}?` : "names are CE__<SECTION>__<KEY>, listed in docs/configuration.md"})`,
+      );
       continue;
     }
     let value: unknown = raw;
@@ -171,8 +173,14 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; overr
   const file = opts.file ?? env.CE_CONFIG;
   const fromFile = file ? parseConfigFile(file) : {};
   const fromEnv = readEnv(env);
-  const merged = deepMerge(deepMerge(fromFile as Record<string, unknown>, fromEnv.values), (opts.overrides ?? {}) as Record<string, unknown>);
-  return compileConfig(merged as ConfigInput, file ? resolve(file, "..") : process.cwd(), { ...(file ? { file } : {}), env: fromEnv.origins });
+  const merged = deepMerge(
+    deepMerge(fromFile as Record<string, unknown>, fromEnv.values),
+    (opts.overrides ?? {}) as Record<string, unknown>,
+  );
+  return compileConfig(merged as ConfigInput, file ? resolve(file, "..") : process.cwd(), {
+    ...(file ? { file } : {}),
+    env: fromEnv.origins,
+  });
 }
 
 /** `ENOENT` → "no such file or directory", as the one-line reason of a failed read. */
@@ -186,7 +194,10 @@ function systemReason(e: unknown): string {
 const KEY_PATHS = KEYS.map((k) => dotted(k.path));
 
 function dotted(path: readonly (string | number)[]): string {
-  return path.map((s) => (s === "[]" || typeof s === "number" ? "[]" : `.${s}`)).join("").replace(/^\./, "");
+  return path
+    .map((s) => (s === "[]" || typeof s === "number" ? "[]" : `.${s}`))
+    .join("")
+    .replace(/^\./, "");
 }
 
 /** Values whose text must not reach a log line. */
@@ -211,7 +222,9 @@ function describeIssues(err: z.ZodError, input: unknown, origins: ConfigOrigins)
           // Back to the indices of the wrong path (`jobs.queues[].name` → `jobs.queues.0.name`).
           const idx = path.filter((s) => typeof s === "number");
           if (hint) hint = hint.replace(/\[\]/g, () => `.${idx.shift() ?? 0}`);
-          const siblings = KEYS.filter((c) => c.path.length === path.length && dotted(c.path.slice(0, -1)) === dotted(i.path)).map((c) => c.path.at(-1));
+          const siblings = KEYS.filter((c) => c.path.length === path.length && dotted(c.path.slice(0, -1)) === dotted(i.path)).map((c) =>
+            c.path.at(-1),
+          );
           const help = hint ? `did you mean "${hint}"?` : `known keys here: ${siblings.join(", ")}`;
           return `unknown key "${path.join(".")}" ${where(path) || "in the configuration"} (${help})`;
         })

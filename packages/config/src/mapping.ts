@@ -13,12 +13,12 @@ export const MAPPING_MATCH = /^(\*|kind:(x509|token)|(dn|ca|iss|sub|group|vo|fqa
 export const ACCOUNT_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/;
 
 const account = z.string().regex(ACCOUNT_NAME, "not a valid account name (letters, digits, _ . -, at most 32, not starting with a digit)");
-const match = z
-  .string()
-  .refine(
-    (s) => MAPPING_MATCH.test(s),
-    (s) => ({ message: `match ${JSON.stringify(s.slice(0, 100))} is not \`*\`, \`kind:x509|token\` or one of dn: ca: iss: sub: group: vo: fqan: followed by a pattern` }),
-  );
+const match = z.string().refine(
+  (s) => MAPPING_MATCH.test(s),
+  (s) => ({
+    message: `match ${JSON.stringify(s.slice(0, 100))} is not \`*\`, \`kind:x509|token\` or one of dn: ca: iss: sub: group: vo: fqan: followed by a pattern`,
+  }),
+);
 
 /** Pools larger than this are a configuration mistake (and slow to check at boot). */
 export const MAX_POOL_ACCOUNTS = 10_000;
@@ -26,10 +26,16 @@ export const MAX_POOL_ACCOUNTS = 10_000;
 const poolSchema = z
   .object({
     /** Lease namespace; default derived from the account list. */
-    name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+      .optional(),
     accounts: z.array(account).min(1).max(MAX_POOL_ACCOUNTS).optional(),
     /** `prefix` + `from`..`to` (zero-padded to `width`): grid001..grid050. */
-    prefix: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,24}$/).optional(),
+    prefix: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,24}$/)
+      .optional(),
     from: z.number().int().nonnegative().optional(),
     to: z.number().int().nonnegative().optional(),
     width: z.number().int().min(1).max(6).optional(),
@@ -41,8 +47,10 @@ const poolSchema = z
     else if (!p.accounts && (p.prefix === undefined || p.from === undefined || p.to === undefined)) {
       ctx.addIssue({ code: "custom", message: "a pool needs `accounts` or all of `prefix`, `from`, `to`" });
     } else if (range && p.to! < p.from!) ctx.addIssue({ code: "custom", message: "pool `to` is below `from`" });
-    else if (range && p.to! - p.from! + 1 > MAX_POOL_ACCOUNTS) ctx.addIssue({ code: "custom", message: `a pool has at most ${MAX_POOL_ACCOUNTS} accounts` });
-    else if (p.accounts && new Set(p.accounts).size !== p.accounts.length) ctx.addIssue({ code: "custom", message: "a pool lists an account twice" });
+    else if (range && p.to! - p.from! + 1 > MAX_POOL_ACCOUNTS)
+      ctx.addIssue({ code: "custom", message: `a pool has at most ${MAX_POOL_ACCOUNTS} accounts` });
+    else if (p.accounts && new Set(p.accounts).size !== p.accounts.length)
+      ctx.addIssue({ code: "custom", message: "a pool lists an account twice" });
   });
 
 const ruleSchema = z
@@ -61,7 +69,8 @@ const ruleSchema = z
   .strict()
   .superRefine((r, ctx) => {
     const targets = [r.user, r.pool, r.gridmap].filter((t) => t !== undefined).length;
-    if (targets !== 1) ctx.addIssue({ code: "custom", message: `a rule needs exactly one target of user, pool, gridmap (found ${targets})` });
+    if (targets !== 1)
+      ctx.addIssue({ code: "custom", message: `a rule needs exactly one target of user, pool, gridmap (found ${targets})` });
   });
 
 export const mappingSchema = z

@@ -25,7 +25,13 @@ describe("redis.users", () => {
   it("each app reads its own file, set per app in the file or by CE__REDIS__USERS__<APP>__PASSWORD_FILE", () => {
     const gw = secret("gw", "pw-gateway\n", 0o600);
     const jem = secret("jem", "pw-jem", 0o400);
-    const c = loadConfig({ env: { CE__REDIS__USERS__GATEWAY__PASSWORD_FILE: gw, CE__REDIS__USERS__JEM__PASSWORD_FILE: jem, CE__REDIS__USERS__JEM__USERNAME: "ce-jem" } });
+    const c = loadConfig({
+      env: {
+        CE__REDIS__USERS__GATEWAY__PASSWORD_FILE: gw,
+        CE__REDIS__USERS__JEM__PASSWORD_FILE: jem,
+        CE__REDIS__USERS__JEM__USERNAME: "ce-jem",
+      },
+    });
     expect(redisAuth(c.redis, "gateway")).toEqual({ username: "gateway", password: "pw-gateway" });
     expect(redisAuth(c.redis, "jem")).toEqual({ username: "ce-jem", password: "pw-jem" });
     // The compiled config names the file, never the password.
@@ -35,7 +41,9 @@ describe("redis.users", () => {
   it.each([0o644, 0o640, 0o604, 0o660])("refuses a password file with mode 0%s, naming the file", (mode) => {
     const p = secret(`loose-${mode}`, "pw", mode);
     expect(() => readPasswordFile(p)).toThrow(RedisSecretError);
-    expect(() => readPasswordFile(p)).toThrow(`redis password file ${p} is readable by group or others (mode 0${mode.toString(8)}); run: chmod 600 ${p}`);
+    expect(() => readPasswordFile(p)).toThrow(
+      `redis password file ${p} is readable by group or others (mode 0${mode.toString(8)}); run: chmod 600 ${p}`,
+    );
   });
 
   it("refuses a missing, empty or non-regular password file", () => {
@@ -45,6 +53,8 @@ describe("redis.users", () => {
   });
 
   it("rejects user names Redis' ACL syntax cannot carry", () => {
-    expect(() => compileConfig({ redis: { users: { gateway: { username: "a b" } } } })).toThrow(/redis\.users\.gateway\.username: Redis user names/);
+    expect(() => compileConfig({ redis: { users: { gateway: { username: "a b" } } } })).toThrow(
+      /redis\.users\.gateway\.username: Redis user names/,
+    );
   });
 });

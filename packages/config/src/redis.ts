@@ -78,7 +78,9 @@ export function redisAclFile(keyPattern: string, users: { username: string; pass
   const lines = [`user default off ${redisAclRules(keyPattern)}`];
   for (const u of users) {
     if (!/^[A-Za-z0-9_.-]+$/.test(u.username)) throw new ConfigError(`invalid Redis user name ${JSON.stringify(u.username)}`);
-    lines.push(`user ${u.username} on #${aclPasswordHash(u.password)} ${redisAclRules(keyPattern)}${u.extraRules ? ` ${u.extraRules}` : ""}`);
+    lines.push(
+      `user ${u.username} on #${aclPasswordHash(u.password)} ${redisAclRules(keyPattern)}${u.extraRules ? ` ${u.extraRules}` : ""}`,
+    );
   }
   return `${lines.join("\n")}\n`;
 }

@@ -42,7 +42,9 @@ const queueSchema = z.object({
    */
   vos: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "VO names are letters, digits, . _ -")).optional(),
   /** GLUE2 benchmarks of this queue's nodes, type → value (e.g. `{ HEPscore23: 12.5 }`). */
-  benchmarks: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "benchmark types are letters, digits, _ . -"), z.number().nonnegative()).default({}),
+  benchmarks: z
+    .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "benchmark types are letters, digits, _ . -"), z.number().nonnegative())
+    .default({}),
   /** CPU benchmark of this queue's nodes, per core (accounting, APEL). */
   benchmark: benchmarkSchema.optional(),
 });
@@ -63,7 +65,10 @@ const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$|^\[[0-9A-Fa-f:.]+\]:\d{1,5}
 const redisUserSchema = (name: string) =>
   z
     .object({
-      username: z.string().regex(/^[A-Za-z0-9_.-]+$/, "Redis user names are letters, digits, _ . -").default(name),
+      username: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]+$/, "Redis user names are letters, digits, _ . -")
+        .default(name),
       passwordFile: z.string().optional(),
     })
     .default({});
@@ -127,7 +132,10 @@ export const configSchema = z.object({
       waitReplicas: z.number().int().min(0).default(0),
       waitTimeoutMs: z.number().int().positive().default(1_000),
       /** Key prefix; the `{...}` hash tag keeps every key in one slot so Lua scripts work on Redis Cluster. */
-      prefix: z.string().regex(/^\{[A-Za-z0-9_.-]+\}$/, "prefix must be a Redis hash tag such as {ce}").default("{ce}"),
+      prefix: z
+        .string()
+        .regex(/^\{[A-Za-z0-9_.-]+\}$/, "prefix must be a Redis hash tag such as {ce}")
+        .default("{ce}"),
       /** `embedded`: `pnpm start` starts a local redis-server (ACL users, passwords in <stateDir>/secrets) under <stateDir>/redis. */
       embedded: z.boolean().default(false),
       /**
@@ -348,7 +356,10 @@ export const configSchema = z.object({
        */
       hooks: z
         .object({
-          account: z.string().regex(/^[a-z_][a-z0-9_.-]*\$?$/i, "a local account name").default("nobody"),
+          account: z
+            .string()
+            .regex(/^[a-z_][a-z0-9_.-]*\$?$/i, "a local account name")
+            .default("nobody"),
           concurrency: z.number().int().positive().default(4),
           timeoutSeconds: z.number().int().positive().default(10),
           scripts: z
@@ -369,7 +380,10 @@ export const configSchema = z.object({
 
   lrms: z
     .object({
-      backend: z.enum(["fork", "slurm", "sge"]).or(z.string().regex(/^[a-z0-9_-]+$/)).default("fork"),
+      backend: z
+        .enum(["fork", "slurm", "sge"])
+        .or(z.string().regex(/^[a-z0-9_-]+$/))
+        .default("fork"),
       /** Directory holding <backend>/{submit,cancel,poll} scripts. Default: the shipped apps/jem/backends. */
       scriptsDir: z.string().optional(),
       pollIntervalMs: z.number().int().positive().default(2_000),
@@ -389,7 +403,10 @@ export const configSchema = z.object({
           /** Where the cgroup hierarchies are mounted. */
           cgroupMount: z.string().default("/sys/fs/cgroup"),
           /** The parent cgroup of every job's (relative to each hierarchy; created when missing). */
-          cgroupParent: z.string().regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "a relative cgroup path").default("ce-jobs"),
+          cgroupParent: z
+            .string()
+            .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "a relative cgroup path")
+            .default("ce-jobs"),
           /** Slots published in GLUE2 (TotalSlots, FreeSlots); default: this host's CPU count. */
           slots: z.number().int().positive().optional(),
           /** Tests only: multiplies walltime and CPU time limits (the description's units are kept; 0.05 makes 1 minute 3 s). */
@@ -412,10 +429,21 @@ export const configSchema = z.object({
           placement: z
             .array(
               z.object({
-                match: z.array(z.string().regex(/^(\*|(vo|fqan|group|dn|sub|kind):.+)$/, "a rule vo:, fqan:, group:, dn:, sub:, kind: or *")).min(1),
-                account: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
-                qos: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
-                partition: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+                match: z
+                  .array(z.string().regex(/^(\*|(vo|fqan|group|dn|sub|kind):.+)$/, "a rule vo:, fqan:, group:, dn:, sub:, kind: or *"))
+                  .min(1),
+                account: z
+                  .string()
+                  .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+                  .optional(),
+                qos: z
+                  .string()
+                  .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+                  .optional(),
+                partition: z
+                  .string()
+                  .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+                  .optional(),
                 directives: z.array(z.string().regex(/^[^\n\r]+$/, "one line")).default([]),
               }),
             )
@@ -427,7 +455,10 @@ export const configSchema = z.object({
         .object({
           binPath: z.string().default("/usr/bin"),
           /** Parallel environment for jobs of more than one slot (`qsub -pe <pe> N`); none = such jobs are refused. */
-          parallelEnvironment: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+          parallelEnvironment: z
+            .string()
+            .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+            .optional(),
           /** How long /info uses one `qhost -q` answer for the queues' slot numbers. */
           infoRefreshSeconds: z.number().int().positive().default(60),
         })
@@ -478,9 +509,16 @@ export const configSchema = z.object({
            * Where X.509 proxies get a Rucio token when it is not the server's own
            * `https://<server>/auth/x509_proxy` (e.g. https://voatlasrucio-auth-prod.cern.ch/auth/x509_proxy).
            */
-          authUrl: z.string().url().refine((u) => u.startsWith("https://"), "an https:// URL").optional(),
+          authUrl: z
+            .string()
+            .url()
+            .refine((u) => u.startsWith("https://"), "an https:// URL")
+            .optional(),
           /** Rucio account when an input names none (`rucioaccount=`); none: Rucio's default for the identity. */
-          account: z.string().regex(/^[a-z0-9_-]{1,25}$/i, "a Rucio account name").optional(),
+          account: z
+            .string()
+            .regex(/^[a-z0-9_-]{1,25}$/i, "a Rucio account name")
+            .optional(),
           /** Bound on each call to Rucio (authentication, replica listing). */
           timeoutMs: z.number().int().positive().default(60_000),
         })
@@ -496,7 +534,9 @@ export const configSchema = z.object({
            * `drain`: files are used and cleaned but no new ones are stored; `readonly`: files are
            * used (copied into sessions), never written nor cleaned.
            */
-          dirs: z.array(z.object({ path: z.string().min(1), drain: z.boolean().default(false), readonly: z.boolean().default(false) })).default([]),
+          dirs: z
+            .array(z.object({ path: z.string().min(1), drain: z.boolean().default(false), readonly: z.boolean().default(false) }))
+            .default([]),
           /** The `cache=` value of an input URL that names none (no, yes, check, invariant, renew, copy). */
           default: z.enum(["no", "yes", "check", "invariant", "renew", "copy"]).default("yes"),
           /** How long the origin's answer to "may this identity read this URL" is remembered. */
@@ -509,7 +549,11 @@ export const configSchema = z.object({
           highWatermarkBytes: z.number().int().positive().optional(),
           lowWatermarkBytes: z.number().int().min(0).optional(),
           /** Files unused for this long are removed whatever the usage; 0 keeps them. */
-          lifetimeSeconds: z.number().int().min(0).default(30 * 86_400),
+          lifetimeSeconds: z
+            .number()
+            .int()
+            .min(0)
+            .default(30 * 86_400),
           /** How often the cleaner runs. */
           cleanIntervalSeconds: z.number().int().positive().default(300),
         })

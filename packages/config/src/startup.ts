@@ -8,7 +8,7 @@ import { ConfigError } from "./load.js";
 export function startupErrorLine(e: unknown, config?: object): string {
   if (e instanceof ConfigError) return e.message;
   const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
-  if (err?.code === "EADDRINUSE" || err?.code === "EACCES" && err.syscall === "listen") {
+  if (err?.code === "EADDRINUSE" || (err?.code === "EACCES" && err.syscall === "listen")) {
     const key = config && err.port !== undefined ? keyOf(config, (k, v) => v === err.port && /port$/i.test(k)) : undefined;
     const what = err.code === "EADDRINUSE" ? "is already in use by another program" : "may not be bound by this account";
     return `${err.address ?? "*"}:${err.port} ${what}${key ? ` (${key})` : ""}`;
@@ -19,7 +19,13 @@ export function startupErrorLine(e: unknown, config?: object): string {
     return `cannot ${err.syscall ?? "use"} ${err.path}: ${reason}${key ? ` (${key})` : ""}`;
   }
   const text = err instanceof Error ? err.message : String(e);
-  return text.split("\n").map((l) => l.trim()).filter(Boolean).join("; ") + (err?.code ? ` (${err.code})` : "");
+  return (
+    text
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .join("; ") + (err?.code ? ` (${err.code})` : "")
+  );
 }
 
 const REASONS: Record<string, string> = {

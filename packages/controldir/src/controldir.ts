@@ -13,8 +13,20 @@ import { fileq, type FsOp } from "./files.js";
 
 /** The files the diagnose endpoint may serve (spec E7), in spec order. */
 export const DIAGNOSE_FILES = [
-  "failed", "local", "errors", "description", "diag", "comment", "status", "acl",
-  "xml", "input", "output", "input_status", "output_status", "statistics",
+  "failed",
+  "local",
+  "errors",
+  "description",
+  "diag",
+  "comment",
+  "status",
+  "acl",
+  "xml",
+  "input",
+  "output",
+  "input_status",
+  "output_status",
+  "statistics",
 ] as const;
 export type DiagnoseFile = (typeof DIAGNOSE_FILES)[number];
 
@@ -35,7 +47,10 @@ export class ControlDir {
   private readonly jobsPrefix: string;
   private readonly sessionPrefix: string;
 
-  constructor(readonly root: string, readonly sessionRoot: string) {
+  constructor(
+    readonly root: string,
+    readonly sessionRoot: string,
+  ) {
     this.jobsPrefix = join(root, "jobs", "x").slice(0, -1);
     this.sessionPrefix = join(sessionRoot, "x").slice(0, -1);
   }
@@ -77,7 +92,12 @@ export class ControlDir {
     await mkdir(join(this.root, "jobs"), { recursive: true, mode: 0o711 });
     await mkdir(this.eventsDir(), { recursive: true, mode: 0o1733 });
     await mkdir(this.sessionRoot, { recursive: true, mode: 0o711 });
-    const modes: Array<[string, number]> = [[this.root, 0o711], [join(this.root, "jobs"), 0o711], [this.eventsDir(), 0o1733], [this.sessionRoot, 0o711]];
+    const modes: Array<[string, number]> = [
+      [this.root, 0o711],
+      [join(this.root, "jobs"), 0o711],
+      [this.eventsDir(), 0o1733],
+      [this.sessionRoot, 0o711],
+    ];
     // Not ours (a site-made volume root): the site set its modes.
     for (const [dir, mode] of modes) await chmod(dir, mode).catch(() => undefined);
   }
@@ -226,7 +246,9 @@ export function updateKeyValues(text: string, entries: Record<string, string | n
     const i = line.indexOf("=");
     return i > 0 && !Object.hasOwn(entries, line.slice(0, i).trim());
   });
-  const added = formatKeyValues(Object.entries(entries).map(([k, v]): [string, string | undefined] => [k, v === undefined ? undefined : String(v)]));
+  const added = formatKeyValues(
+    Object.entries(entries).map(([k, v]): [string, string | undefined] => [k, v === undefined ? undefined : String(v)]),
+  );
   return [...keep, added.trimEnd()].filter(Boolean).join("\n").concat("\n");
 }
 
@@ -247,7 +269,10 @@ let lastMds: [number, string] = [NaN, ""];
 export function mdsTime(d: Date): string {
   const t = d.getTime();
   if (t === lastMds[0]) return lastMds[1];
-  const s = d.toISOString().replace(/[-:T]/g, "").replace(/\.\d+Z$/, "Z");
+  const s = d
+    .toISOString()
+    .replace(/[-:T]/g, "")
+    .replace(/\.\d+Z$/, "Z");
   lastMds = [t, s];
   return s;
 }

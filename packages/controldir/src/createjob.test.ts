@@ -9,7 +9,9 @@ let root: string;
 const q = new FileQueue("test-createjob", 2);
 /** Like createJobs: every job's operation issued in one turn; per job, undefined or its error. */
 const createFiles = async (jobs: readonly CreateJobOp[]) =>
-  (await Promise.allSettled(jobs.map((j) => q.one(j)))).map((r) => (r.status === "fulfilled" ? undefined : (r.reason as NodeJS.ErrnoException)));
+  (await Promise.allSettled(jobs.map((j) => q.one(j)))).map((r) =>
+    r.status === "fulfilled" ? undefined : (r.reason as NodeJS.ErrnoException),
+  );
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "createjob-"));
 });
@@ -18,7 +20,12 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const job = (name: string, files = ["one", `1 ${name}`, "status", "ACCEPTED\n"]): CreateJobOp => ["createJob", [join(root, name, "a/b"), join(root, name, "s")], join(root, name, "a/b"), files];
+const job = (name: string, files = ["one", `1 ${name}`, "status", "ACCEPTED\n"]): CreateJobOp => [
+  "createJob",
+  [join(root, name, "a/b"), join(root, name, "s")],
+  join(root, name, "a/b"),
+  files,
+];
 
 describe("createJob on the file threads", () => {
   it("creates every job's dirs and files with their modes, results in job order over the workers", async () => {

@@ -34,11 +34,24 @@ describe("the file thread (FileQueue)", () => {
 
   it("runs one call's operations in order and stops at the first failure, with its code", async () => {
     const f = join(dir, "errors");
-    const err = await q.run([["append", f, "a\n", 0o600], ["write", join(dir, "no/such/dir/x"), "x", 0o600], ["append", f, "b\n", 0o600]]).catch((e: unknown) => e);
+    const err = await q
+      .run([
+        ["append", f, "a\n", 0o600],
+        ["write", join(dir, "no/such/dir/x"), "x", 0o600],
+        ["append", f, "b\n", 0o600],
+      ])
+      .catch((e: unknown) => e);
     expect((err as NodeJS.ErrnoException).code).toBe("ENOENT");
     expect(await readFile(f, "utf8")).toBe("a\n");
     // Operations of many callers in one turn go in one message; each gets its own answer.
-    const many = await Promise.all(Array.from({ length: 50 }, (_, i) => q.run([["write", join(dir, `m${i}`), String(i), 0o600], ["read", join(dir, `m${i}`)]])));
+    const many = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        q.run([
+          ["write", join(dir, `m${i}`), String(i), 0o600],
+          ["read", join(dir, `m${i}`)],
+        ]),
+      ),
+    );
     expect(many.map((r) => r[1])).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
   });
 
@@ -82,7 +95,12 @@ describe("the file thread (FileQueue)", () => {
     await mkdir(elsewhere);
     await writeFile(join(elsewhere, "diag"), "not the job's");
     await symlink(elsewhere, join(dir, "lrms-link"));
-    for (const op of [["write", join(dir, "lrms-link/job.sh"), "x", 0o600], ["append", join(dir, "lrms-link/diag"), "x", 0o600], ["unlink", join(dir, "lrms-link/diag")], ["create", join(dir, "lrms-link/new"), "x", 0o600]] as const) {
+    for (const op of [
+      ["write", join(dir, "lrms-link/job.sh"), "x", 0o600],
+      ["append", join(dir, "lrms-link/diag"), "x", 0o600],
+      ["unlink", join(dir, "lrms-link/diag")],
+      ["create", join(dir, "lrms-link/new"), "x", 0o600],
+    ] as const) {
       expect(((await q.one(op).catch((e: unknown) => e)) as NodeJS.ErrnoException).code, op[0]).toBe("ENOTDIR");
     }
     expect(await q.one(["readSmall", join(dir, "lrms-link/diag"), 100, false])).toBeNull();
@@ -90,7 +108,9 @@ describe("the file thread (FileQueue)", () => {
     expect(await readFile(join(elsewhere, "diag"), "utf8")).toBe("not the job's");
     // A link as the name: append and read refuse it, unlink removes the link only.
     await symlink(join(elsewhere, "diag"), join(dir, "errors-link"));
-    expect(((await q.one(["append", join(dir, "errors-link"), "x", 0o600]).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).toBe("ELOOP");
+    expect(((await q.one(["append", join(dir, "errors-link"), "x", 0o600]).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).toBe(
+      "ELOOP",
+    );
     expect(((await q.one(["read", join(dir, "errors-link")]).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).toBe("ELOOP");
     await q.one(["unlink", join(dir, "errors-link")]);
     expect(await readFile(join(elsewhere, "diag"), "utf8")).toBe("not the job's");
@@ -113,4 +133,3 @@ describe("the file thread (FileQueue)", () => {
     await own.close();
   });
 });
-

@@ -34,7 +34,10 @@ export class FileQueue {
 
   /** `threads`: the most threads a large turn is spread over (a slow shared file system then does not serialize every caller behind one). */
   constructor(label = "ce-files", threads = 2) {
-    this.hosts = Array.from({ length: Math.max(1, threads) }, (_, i) => new ThreadHost(`${label}-${i}`, () => workerEntry("file-worker", import.meta.url)));
+    this.hosts = Array.from(
+      { length: Math.max(1, threads) },
+      (_, i) => new ThreadHost(`${label}-${i}`, () => workerEntry("file-worker", import.meta.url)),
+    );
   }
 
   /** Runs `ops` in order (one round trip); rejects with the first failure's error (its `code` kept). */

@@ -1,4 +1,13 @@
-import { ADMISSION_REASON, awaitingMessage, awaitingText, clientUploads, type InputFile, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
+import {
+  ADMISSION_REASON,
+  awaitingMessage,
+  awaitingText,
+  clientUploads,
+  type InputFile,
+  type JobDescription,
+  type LocalUser,
+  type OutputFile,
+} from "@ce/model";
 import { type ControlDir, type ControlFile, keyValueLine, mdsTime, stateLine } from "./controldir.js";
 import type { FsOp } from "./ops.js";
 
@@ -100,7 +109,8 @@ export function localFile(j: JobFilesInput, sessionDir?: string): string {
  * `input` / `output` in A-REX's format (`/<name> [<url>]` per line), rendered from the description
  * when `diagnose/input|output` asks: nothing writes these files.
  */
-export const inputFile = (files: readonly InputFile[]) => files.map((f) => fileLine(f.name, f.source)).join("\n") + (files.length ? "\n" : "");
+export const inputFile = (files: readonly InputFile[]) =>
+  files.map((f) => fileLine(f.name, f.source)).join("\n") + (files.length ? "\n" : "");
 /** `diagnose/input|output` of a job from its `spec` text; undefined when there is no usable spec. */
 export function renderFileList(kind: "input" | "output", specText: string | undefined): string | undefined {
   if (!specText) return undefined;
@@ -116,7 +126,8 @@ export function renderFileList(kind: "input" | "output", specText: string | unde
   return kind === "input" ? inputFile(files as InputFile[]) : outputFile(files as OutputFile[]);
 }
 
-export const outputFile = (files: readonly OutputFile[]) => files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
+export const outputFile = (files: readonly OutputFile[]) =>
+  files.map((f) => fileLine(f.name, f.target)).join("\n") + (files.length ? "\n" : "");
 
 /** A new job's directories and files as one file-thread operation (ops.ts `createJob`). */
 export type CreateJobOp = Extract<FsOp, readonly ["createJob", ...unknown[]]>;

@@ -1,6 +1,19 @@
 import {
-  appendFileSync, constants as C, existsSync, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, readSync, renameSync, statSync,
-  unlinkSync, writeFileSync,
+  appendFileSync,
+  constants as C,
+  existsSync,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  opendirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
 } from "node:fs";
 import { OwnedFd } from "@ce/sessionfs/fd";
 
@@ -261,7 +274,8 @@ export function runOp(o: FsOp): FsResult {
     case "createJob":
       for (const dir of o[1]) mkdirSync(dir, { recursive: true, mode: 0o700 });
       // `encoding: "utf8"` takes writeFileSync's native path (open, write, close in one call).
-      for (let i = 0; i + 1 < o[3].length; i += 2) writeFileSync(`${o[2]}/${o[3][i]!}`, o[3][i + 1]!, { encoding: "utf8", mode: 0o600, flag: "wx" });
+      for (let i = 0; i + 1 < o[3].length; i += 2)
+        writeFileSync(`${o[2]}/${o[3][i]!}`, o[3][i + 1]!, { encoding: "utf8", mode: 0o600, flag: "wx" });
       return true;
   }
 }

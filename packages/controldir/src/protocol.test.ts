@@ -34,12 +34,32 @@ afterAll(async () => {
 
 function newJob(d: Partial<JobDescription> = {}, owner = "/CN=ctl"): NewJob {
   const description: JobDescription = { ...emptyDescription("emies:adl"), executable: "/bin/true", ...d };
-  const record = JobStore.newRecord({ id: randomUUID(), owner, queue: "main", backend: "fork", language: description.language, rerun: 0, lifetime: 60, delegations: [] });
+  const record = JobStore.newRecord({
+    id: randomUUID(),
+    owner,
+    queue: "main",
+    backend: "fork",
+    language: description.language,
+    rerun: 0,
+    lifetime: 60,
+    delegations: [],
+  });
   return {
     record,
     files: {
-      id: record.id, description, source: "<adl/>", owner: record.owner, queue: "main", backend: "fork", endpointUrl: "https://ce.test",
-      hostname: "ce.test", version: "1.1", lifetime: 60, rerun: 0, requestId: "r1", now: new Date(),
+      id: record.id,
+      description,
+      source: "<adl/>",
+      owner: record.owner,
+      queue: "main",
+      backend: "fork",
+      endpointUrl: "https://ce.test",
+      hostname: "ce.test",
+      version: "1.1",
+      lifetime: 60,
+      rerun: 0,
+      requestId: "r1",
+      now: new Date(),
     },
   };
 }
@@ -78,7 +98,11 @@ describe("createJobs: mark → files → commit → notify", () => {
     await control.createJobDirs(b.record.id);
     await writeFile(control.file(b.record.id, "spec"), "planted");
     const warned: string[] = [];
-    const r = await createJobs({ control, jobs }, [a, b], { maxTotal: 100, minRequired: 1, warn: (what, _e, id) => warned.push(`${id}:${what}`) });
+    const r = await createJobs({ control, jobs }, [a, b], {
+      maxTotal: 100,
+      minRequired: 1,
+      warn: (what, _e, id) => warned.push(`${id}:${what}`),
+    });
     expect(r.outcomes).toEqual(["created", "files-failed"]);
     expect(warned).toEqual([`${b.record.id}:writing control files failed`]);
     expect(existsSync(control.jobDir(b.record.id))).toBe(false);
@@ -115,7 +139,9 @@ describe("createJobs: admission at creation (@ce/model CREATION_STATES)", () => 
     const rec = (await jobs.get(waits.record.id))!;
     expect([rec.state, rec.rest, rec.stateSince === rec.created]).toEqual(["PREPARING", "PREPARING", true]);
     expect(await control.read(waits.record.id, "status")).toBeUndefined();
-    expect(await control.read(waits.record.id, "errors")).toMatch(/^\S+Z Job state change ACCEPTED -> PREPARING {3}Reason: Starting job processing\n\S+Z Waiting for client uploads: in\.dat\n$/);
+    expect(await control.read(waits.record.id, "errors")).toMatch(
+      /^\S+Z Job state change ACCEPTED -> PREPARING {3}Reason: Starting job processing\n\S+Z Waiting for client uploads: in\.dat\n$/,
+    );
     expect(await redis.smembers(jobs.keys.ownerRest(rec.ownerKey, "PREPARING"))).toEqual([waits.record.id]);
     const due = Number(await redis.zscore(jobs.keys.advanceDue(), waits.record.id));
     expect(due).toBeGreaterThanOrEqual(t0 + 600_000);
@@ -129,7 +155,10 @@ describe("createJobs: admission at creation (@ce/model CREATION_STATES)", () => 
 
   it("an owner at maxActivePerOwner gets ACCEPTED jobs (files rewritten before the commit), for the JEM to admit", async () => {
     const owner = `/CN=adm-${randomUUID()}`;
-    const first = await createJobs({ control, jobs }, [newJob(upload, owner), newJob(upload, owner)], { maxTotal: 1_000_000, admit: admit(3) });
+    const first = await createJobs({ control, jobs }, [newJob(upload, owner), newJob(upload, owner)], {
+      maxTotal: 1_000_000,
+      admit: admit(3),
+    });
     expect(first.committed.map((c) => c.state)).toEqual(["PREPARING", "PREPARING"]);
     // Two active, limit 3: two more would pass it, so neither is admitted (all or none per call).
     const more = [newJob(upload, owner), newJob(upload, owner)];
@@ -159,7 +188,8 @@ describe("input_status is append-only", () => {
     const j = newJob();
     await createJobs({ control, jobs }, [j], { maxTotal: 1_000_000 });
     await expect(control.write(j.record.id, "input_status", "/x\n")).rejects.toThrow(/append-only/);
-    for (const bad of ["", "/", "a\nb", "a\r", " a"]) await expect(appendInputs(control, j.record.id, [bad])).rejects.toBeInstanceOf(InputStatusPathError);
+    for (const bad of ["", "/", "a\nb", "a\r", " a"])
+      await expect(appendInputs(control, j.record.id, [bad])).rejects.toBeInstanceOf(InputStatusPathError);
   });
 
   it("later lines win: a forgotten input is wanted again until it is recorded again", () => {
@@ -189,7 +219,10 @@ describe("input_status is append-only", () => {
       await forgetInputs(control, id, ["dl/a", "dl/b"]);
       if (k % 2) await appendInputs(control, id, ["dl/a"]); // the re-download of a restart
     });
-    await Promise.all([...uploads.map((u) => completeUpload(control, { id, state: "ACCEPTED" }, `/${u}`, async () => undefined)), ...restarts]);
+    await Promise.all([
+      ...uploads.map((u) => completeUpload(control, { id, state: "ACCEPTED" }, `/${u}`, async () => undefined)),
+      ...restarts,
+    ]);
     const { paths } = await readInputStatus(control, id);
     for (const u of uploads) expect(paths.has(u), u).toBe(true);
     expect(paths.has("dl/b")).toBe(false);

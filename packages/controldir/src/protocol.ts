@@ -67,7 +67,11 @@ export interface CreateJobsResult {
  * limits (the commit point, which also clears the mark) → notify. Files of jobs not committed are removed again;
  * if this process dies before the commit, the mark lets the JEM's sweep remove the orphans.
  */
-export async function createJobs(store: { control: ControlDir; jobs: JobStore }, jobs: readonly NewJob[], o: CreateJobsOptions): Promise<CreateJobsResult> {
+export async function createJobs(
+  store: { control: ControlDir; jobs: JobStore },
+  jobs: readonly NewJob[],
+  o: CreateJobsOptions,
+): Promise<CreateJobsResult> {
   if (jobs.length === 0) return { outcomes: [], committed: [] };
   const { control } = store;
   const warn = o.warn ?? (() => undefined);
@@ -81,7 +85,11 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
   let settled = new Set<string>();
   try {
     const written = await writeAll(control, jobs, records, warn);
-    await mapLimit(jobs.filter((_, i) => !written[i]), concurrency, (j) => control.removeAll(j.record.id).catch(() => undefined));
+    await mapLimit(
+      jobs.filter((_, i) => !written[i]),
+      concurrency,
+      (j) => control.removeAll(j.record.id).catch(() => undefined),
+    );
     let ready = records.filter((_, i) => written[i]);
     if (ready.length < minRequired) {
       await removeAll(ready);
@@ -89,12 +97,16 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
     }
     let created: number;
     let limitedBy: "total" | "owner" | "active" | "lease" | undefined;
-    const commit = () => store.jobs.createBounded(ready, {
-      maxTotal: o.maxTotal, minRequired, maxPerOwner: o.maxPerOwner ?? 0,
-      maxActivePerOwner: o.admit?.maxActivePerOwner, admittedDue: o.admit ? Date.now() + o.admit.uploadTimeoutMs : undefined,
-      holdUntil: o.holdUntil,
-      lease: o.lease,
-    });
+    const commit = () =>
+      store.jobs.createBounded(ready, {
+        maxTotal: o.maxTotal,
+        minRequired,
+        maxPerOwner: o.maxPerOwner ?? 0,
+        maxActivePerOwner: o.admit?.maxActivePerOwner,
+        admittedDue: o.admit ? Date.now() + o.admit.uploadTimeoutMs : undefined,
+        holdUntil: o.holdUntil,
+        lease: o.lease,
+      });
     try {
       ({ created, limitedBy } = await commit());
       if (limitedBy === "active") {
@@ -111,14 +123,23 @@ export async function createJobs(store: { control: ControlDir; jobs: JobStore },
     settled = new Set(committed.map((r) => r.id));
     await removeAll(ready.slice(created));
     if (o.notify && committed.length > 0) await o.notify(committed).catch((err: unknown) => warn("notification after commit failed", err));
-    return { outcomes: jobs.map((j, i) => (settled.has(j.record.id) ? "created" : written[i] ? "limited" : "files-failed")), committed, limitedBy: limitedBy === "active" ? undefined : limitedBy };
+    return {
+      outcomes: jobs.map((j, i) => (settled.has(j.record.id) ? "created" : written[i] ? "limited" : "files-failed")),
+      committed,
+      limitedBy: limitedBy === "active" ? undefined : limitedBy,
+    };
   } finally {
     await store.jobs.doneCreating(ids.filter((id) => !settled.has(id))).catch((err: unknown) => warn("creating marks not cleared", err));
   }
 }
 
 /** Every job's files, one file-thread operation per job (one message per thread); per job, whether all were written. */
-async function writeAll(control: ControlDir, jobs: readonly NewJob[], records: readonly JobRecord[], warn: (what: string, err: unknown, jobId?: string) => void): Promise<boolean[]> {
+async function writeAll(
+  control: ControlDir,
+  jobs: readonly NewJob[],
+  records: readonly JobRecord[],
+  warn: (what: string, err: unknown, jobId?: string) => void,
+): Promise<boolean[]> {
   let batch;
   try {
     batch = jobs.map((j, i) => jobFiles(control, j.files, records[i]!.state === "PREPARING" ? "PREPARING" : "ACCEPTED"));
@@ -164,7 +185,12 @@ async function unadmit(control: ControlDir, r: JobRecord): Promise<JobRecord> {
  * JEM told — only while the job still waits for its inputs; A-REX accepts PUTs at any time.
  * Returns whether the job was told.
  */
-export async function completeUpload(control: ControlDir, job: { id: string; state: string }, path: string, notify: () => Promise<unknown>): Promise<boolean> {
+export async function completeUpload(
+  control: ControlDir,
+  job: { id: string; state: string },
+  path: string,
+  notify: () => Promise<unknown>,
+): Promise<boolean> {
   if (job.state !== "ACCEPTED" && job.state !== "PREPARING") return false;
   await appendInputs(control, job.id, [path]);
   await notify();

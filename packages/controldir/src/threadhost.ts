@@ -49,7 +49,10 @@ export class ThreadHost<Req, Res> {
   private seq = 0;
 
   /** `label` names the thread in errors and in the inspector; `entry` is asked once per thread start. */
-  constructor(private readonly label: string, private readonly entry: () => WorkerEntry) {}
+  constructor(
+    private readonly label: string,
+    private readonly entry: () => WorkerEntry,
+  ) {}
 
   /** Sends one request; rejects when the thread fails before it answers (then nothing is known of it). */
   request(body: Req): Promise<Res> {

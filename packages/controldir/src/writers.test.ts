@@ -60,7 +60,8 @@ export function scanWrites(module: string, src: string): { writes: Write[]; offe
   }
   for (const line of src.split("\n")) {
     if (!/\.file\(/.test(line)) continue;
-    if (/\[\s*"(write|create|append|unlink|writeOwned)"\s*,[^\]]*\.file\(/.test(line)) offences.push(`${module}: a raw write operation on a control file's path: ${line.trim()}`);
+    if (/\[\s*"(write|create|append|unlink|writeOwned)"\s*,[^\]]*\.file\(/.test(line))
+      offences.push(`${module}: a raw write operation on a control file's path: ${line.trim()}`);
     else if (!/(\[\s*"(read|readSmall|exists|lexists)"\s*,|\bexists\()[^\]]*\.file\(/.test(line) && !(module in PATH_USES)) {
       offences.push(`${module}: a control file's path used for something other than a read: ${line.trim()}`);
     }
@@ -116,7 +117,8 @@ describe("the writer table (writers.ts) is the truth about who writes each contr
     const found = new Set(writes.map((w) => `${w.module} ${w.kind} ${w.file}`));
     const stale: string[] = [];
     for (const [file, spec] of Object.entries(CONTROL_FILES)) {
-      for (const [module, kinds] of Object.entries(spec.writers)) for (const k of kinds) if (!found.has(`${module} ${k} ${file}`)) stale.push(`${module} ${k} ${file}`);
+      for (const [module, kinds] of Object.entries(spec.writers))
+        for (const k of kinds) if (!found.has(`${module} ${k} ${file}`)) stale.push(`${module} ${k} ${file}`);
     }
     expect(stale).toEqual([]);
   });
@@ -126,21 +128,36 @@ describe("the writer table (writers.ts) is the truth about who writes each contr
   });
 
   it("diagnose serves exactly the files the table marks as served; xml, input and output are never written (made on request)", () => {
-    expect((Object.keys(CONTROL_FILES) as ControlFile[]).filter((f) => CONTROL_FILES[f].diagnose !== "never").sort()).toEqual([...DIAGNOSE_FILES].sort());
+    expect((Object.keys(CONTROL_FILES) as ControlFile[]).filter((f) => CONTROL_FILES[f].diagnose !== "never").sort()).toEqual(
+      [...DIAGNOSE_FILES].sort(),
+    );
     for (const file of ["xml", "input", "output"] as const) {
       expect(CONTROL_FILES[file].diagnose, file).toBe("rendered");
-      expect(writes.filter((w) => w.file === file), file).toEqual([]);
+      expect(
+        writes.filter((w) => w.file === file),
+        file,
+      ).toEqual([]);
     }
   });
 
   it("the scan sees each way of writing, and refuses the ways it cannot name", () => {
     const m = "apps/x/src/m.ts";
-    expect(scanWrites(m, 'await ctx.control.write(job.id, "status", s, 0o644);\nops.push(this.control.appendOp(id, "errors", l));').writes).toEqual([
+    expect(
+      scanWrites(m, 'await ctx.control.write(job.id, "status", s, 0o644);\nops.push(this.control.appendOp(id, "errors", l));').writes,
+    ).toEqual([
       { module: m, file: "status", kind: "write" },
       { module: m, file: "errors", kind: "append" },
     ]);
-    expect(scanWrites(m, 'await control.remove(r.id, "failed"); await ctx.control.logState(id, a, b, why);').writes.map((w) => `${w.kind} ${w.file}`)).toEqual(["remove failed", "append errors"]);
-    expect(scanWrites(m, 'create("spec", JSON.stringify(d)); write("batch.env", e); write("grami", g);').writes.map((w) => `${w.kind} ${w.file}`)).toEqual(["create spec", "write grami"]);
+    expect(
+      scanWrites(m, 'await control.remove(r.id, "failed"); await ctx.control.logState(id, a, b, why);').writes.map(
+        (w) => `${w.kind} ${w.file}`,
+      ),
+    ).toEqual(["remove failed", "append errors"]);
+    expect(
+      scanWrites(m, 'create("spec", JSON.stringify(d)); write("batch.env", e); write("grami", g);').writes.map(
+        (w) => `${w.kind} ${w.file}`,
+      ),
+    ).toEqual(["create spec", "write grami"]);
     expect(scanWrites(m, "await ctx.control.write(id, name, text);").offences).toHaveLength(1);
     expect(scanWrites(m, 'await fileq.one(["write", ctx.control.file(id, "status"), s, 0o644]);').offences).toHaveLength(1);
     expect(scanWrites(m, 'const p = ctx.control.file(id, "lrms_done");').offences).toHaveLength(1);
@@ -151,7 +168,8 @@ describe("the writer table (writers.ts) is the truth about who writes each contr
 
 /** Within this package, the file system is changed by the file thread's operations (ops.ts) and the roots' creation only. */
 describe("@ce/controldir changes the file system in ops.ts only", () => {
-  const CHANGES = /\b(writeFile|appendFile|rm|rmdir|unlink|rename|mkdir|mkdtemp|chmod|chown|symlink|link|copyFile|cp|truncate|open|write|createWriteStream)(Sync)?\b/;
+  const CHANGES =
+    /\b(writeFile|appendFile|rm|rmdir|unlink|rename|mkdir|mkdtemp|chmod|chown|symlink|link|copyFile|cp|truncate|open|write|createWriteStream)(Sync)?\b/;
   const ALLOWED: Record<string, string[]> = {
     "ops.ts": ["*"],
     // ensureRoots/createJobDirs: the CE's own roots and a new job's two directories; openForRead reads.

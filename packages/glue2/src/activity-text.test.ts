@@ -12,7 +12,29 @@ const rnd = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
 const maybe = <T>(v: T): T | undefined => (rnd() < 0.4 ? undefined : v);
 
-const PIECES = ["job", "tëst", "<b>", "a&b", '"q"', "'", "\t", "\n", "\r\n", "\r", "x\u0001y", "\uD800", "😀", "", " ", "\\", "]]>", "é", "\u2028", "\uFFFE", "a/b=c"];
+const PIECES = [
+  "job",
+  "tëst",
+  "<b>",
+  "a&b",
+  '"q"',
+  "'",
+  "\t",
+  "\n",
+  "\r\n",
+  "\r",
+  "x\u0001y",
+  "\uD800",
+  "😀",
+  "",
+  " ",
+  "\\",
+  "]]>",
+  "é",
+  "\u2028",
+  "\uFFFE",
+  "a/b=c",
+];
 const text = () => {
   let s = "";
   const n = Math.floor(rnd() * 4);
@@ -26,7 +48,15 @@ const texts = () => {
   return out;
 };
 const num = () => pick([0, 1, -3, 2.5, 600.4, 1e21, NaN, Infinity, -Infinity, 12345678]);
-const date = () => pick([new Date(Date.UTC(2026, 4, 1, 9, 0, 0, 999)), new Date(0), new Date(NaN), new Date(Date.UTC(10000, 0, 1)), new Date(-1), new Date(1795456997063)]);
+const date = () =>
+  pick([
+    new Date(Date.UTC(2026, 4, 1, 9, 0, 0, 999)),
+    new Date(0),
+    new Date(NaN),
+    new Date(Date.UTC(10000, 0, 1)),
+    new Date(-1),
+    new Date(1795456997063),
+  ]);
 const STATES = ["nordugrid:FINISHED", "bes:Failed", "arcrest:FAILED", "emies:terminal", "arcrest:RUNNING", "", "nordugrid:INLRMS:R"];
 
 function randomInput(): ActivityInput {
@@ -44,7 +74,9 @@ function randomInput(): ActivityInput {
     localIdFromManager: maybe(text()),
     exitCode: maybe(num()),
     computingManagerExitCode: maybe(pick<string | number>(["1", 0, 3, "", "x<y"])),
-    errors: maybe(pick<string | string[]>([text() + "\n" + text(), "Job failed\r\nexit code 1\n\n", texts(), "x".repeat(1100) + "\nlast", "  \n\t\n"])),
+    errors: maybe(
+      pick<string | string[]>([text() + "\n" + text(), "Job failed\r\nexit code 1\n\n", texts(), "x".repeat(1100) + "\nlast", "  \n\t\n"]),
+    ),
     waitingPosition: maybe(num()),
     owner: maybe(pick(["/DC=org/CN=User", "iss/sub", text()])),
     localOwner: maybe(text()),
@@ -73,7 +105,7 @@ function randomInput(): ActivityInput {
     submissionClientName: maybe(text()),
     otherMessages: maybe(texts()),
     computingShareId: rnd() < 0.8 ? undefined : pick(["", "urn:share", "s&<"]),
-    computingEndpointId: rnd() < 0.7 ? undefined : pick(["", "urn:ep", "e\"p"]),
+    computingEndpointId: rnd() < 0.7 ? undefined : pick(["", "urn:ep", 'e"p']),
   };
 }
 
@@ -106,7 +138,9 @@ describe("activityXml / activityJson", () => {
       State: "arcrest:ACCEPTING",
       _attributes: { BaseType: "Activity", CreationTime: "2026-05-01T10:00:00Z", Validity: "60" },
     });
-    const two = JSON.parse(activityJson({ id: "j", hostname: "h", now: new Date(0), states: ["bes:Pending", "arcrest:ACCEPTING"], queue: "main" }));
+    const two = JSON.parse(
+      activityJson({ id: "j", hostname: "h", now: new Date(0), states: ["bes:Pending", "arcrest:ACCEPTING"], queue: "main" }),
+    );
     expect(two.State).toEqual(["bes:Pending", "arcrest:ACCEPTING"]);
     expect(two.Associations).toEqual({ ComputingShareID: "urn:ogf:ComputingShare:h:main" });
   });

@@ -48,12 +48,45 @@ const full: ActivityInput = {
 };
 
 const ORDER = [
-  "ID", "Name", "OtherInfo", "Type", "IDFromEndpoint", "LocalIDFromManager", "JobDescription", "State", "RestartState",
-  "ExitCode", "ComputingManagerExitCode", "Error", "WaitingPosition", "Owner", "LocalOwner", "RequestedTotalWallTime",
-  "RequestedTotalCPUTime", "RequestedSlots", "RequestedApplicationEnvironment", "StdIn", "StdOut", "StdErr", "LogDir",
-  "ExecutionNode", "Queue", "UsedTotalWallTime", "UsedTotalCPUTime", "UsedMainMemory", "SubmissionTime",
-  "ComputingManagerSubmissionTime", "StartTime", "ComputingManagerEndTime", "EndTime", "WorkingAreaEraseTime",
-  "ProxyExpirationTime", "SubmissionHost", "SubmissionClientName", "OtherMessages", "Associations",
+  "ID",
+  "Name",
+  "OtherInfo",
+  "Type",
+  "IDFromEndpoint",
+  "LocalIDFromManager",
+  "JobDescription",
+  "State",
+  "RestartState",
+  "ExitCode",
+  "ComputingManagerExitCode",
+  "Error",
+  "WaitingPosition",
+  "Owner",
+  "LocalOwner",
+  "RequestedTotalWallTime",
+  "RequestedTotalCPUTime",
+  "RequestedSlots",
+  "RequestedApplicationEnvironment",
+  "StdIn",
+  "StdOut",
+  "StdErr",
+  "LogDir",
+  "ExecutionNode",
+  "Queue",
+  "UsedTotalWallTime",
+  "UsedTotalCPUTime",
+  "UsedMainMemory",
+  "SubmissionTime",
+  "ComputingManagerSubmissionTime",
+  "StartTime",
+  "ComputingManagerEndTime",
+  "EndTime",
+  "WorkingAreaEraseTime",
+  "ProxyExpirationTime",
+  "SubmissionHost",
+  "SubmissionClientName",
+  "OtherMessages",
+  "Associations",
 ];
 
 describe("glueTime", () => {
@@ -65,7 +98,7 @@ describe("glueTime", () => {
   it("gives each second's text however times alternate (texts are kept per second)", () => {
     const ref = (ms: number) => new Date(ms).toISOString().slice(0, 19) + "Z";
     let seed = 7;
-    const rnd = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const rnd = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     // Across the cache's bound (4096 seconds), before 1970, fractions either side of a second.
     for (let i = 0; i < 20_000; i++) {
       const ms = Math.floor((rnd() - 0.3) * 1e13) + (i % 3 === 0 ? 999 : i % 3 === 1 ? 1 : 0);
@@ -85,7 +118,11 @@ describe("buildActivityDocument", () => {
   const xml = renderXml(doc);
 
   it("is a GLUE2 ComputingActivity with Activity attributes", () => {
-    expect(xml.startsWith('<ComputingActivity xmlns="http://schemas.ogf.org/glue/2009/03/spec_2.0_r1" BaseType="Activity" CreationTime="2026-05-01T10:00:00Z" Validity="60">')).toBe(true);
+    expect(
+      xml.startsWith(
+        '<ComputingActivity xmlns="http://schemas.ogf.org/glue/2009/03/spec_2.0_r1" BaseType="Activity" CreationTime="2026-05-01T10:00:00Z" Validity="60">',
+      ),
+    ).toBe(true);
   });
 
   it("has children in A-REX order", () => {
@@ -109,11 +146,28 @@ describe("buildActivityDocument", () => {
 
   it("formats every time exactly and every integer as an integer", () => {
     const p = new XMLParser({ parseTagValue: false }).parse(xml).ComputingActivity;
-    for (const k of ["SubmissionTime", "ComputingManagerSubmissionTime", "StartTime", "ComputingManagerEndTime", "EndTime", "WorkingAreaEraseTime", "ProxyExpirationTime"]) {
+    for (const k of [
+      "SubmissionTime",
+      "ComputingManagerSubmissionTime",
+      "StartTime",
+      "ComputingManagerEndTime",
+      "EndTime",
+      "WorkingAreaEraseTime",
+      "ProxyExpirationTime",
+    ]) {
       expect(p[k]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
     }
     expect(p.SubmissionTime).toBe("2026-05-01T09:00:00Z");
-    for (const k of ["UsedTotalWallTime", "UsedTotalCPUTime", "RequestedTotalWallTime", "RequestedTotalCPUTime", "RequestedSlots", "ExitCode", "WaitingPosition", "UsedMainMemory"]) {
+    for (const k of [
+      "UsedTotalWallTime",
+      "UsedTotalCPUTime",
+      "RequestedTotalWallTime",
+      "RequestedTotalCPUTime",
+      "RequestedSlots",
+      "ExitCode",
+      "WaitingPosition",
+      "UsedMainMemory",
+    ]) {
       expect(p[k]).toMatch(/^-?\d+$/);
     }
     expect(p.UsedTotalWallTime).toBe("13");
@@ -132,7 +186,14 @@ describe("buildActivityDocument", () => {
   });
 
   it("a minimal document has just the essentials; absent and invalid values are omitted", () => {
-    const min = buildActivityDocument({ id: "j", hostname: "h", now: t("2026-05-01T10:00:00Z"), states: ["arcrest:ACCEPTING"], endTime: new Date(NaN), exitCode: NaN });
+    const min = buildActivityDocument({
+      id: "j",
+      hostname: "h",
+      now: t("2026-05-01T10:00:00Z"),
+      states: ["arcrest:ACCEPTING"],
+      endTime: new Date(NaN),
+      exitCode: NaN,
+    });
     expect(renderXml(min)).toBe(
       '<ComputingActivity xmlns="http://schemas.ogf.org/glue/2009/03/spec_2.0_r1" BaseType="Activity" CreationTime="2026-05-01T10:00:00Z" Validity="60">' +
         "<ID>urn:caid:h:org.nordugrid.arcrest:j</ID><OtherInfo>SubmittedVia=org.nordugrid.arcrest</OtherInfo><Type>single</Type>" +

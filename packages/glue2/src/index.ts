@@ -18,16 +18,7 @@ export {
   sessionListingDoc,
   errorDoc,
 } from "./documents.js";
-export {
-  GLUE2_NS,
-  ARCREST_INTERFACE,
-  glueTime,
-  glueTimeOpt,
-  glueIds,
-  splitRteName,
-  voShareName,
-  publishedEndpointUrl,
-} from "./glue.js";
+export { GLUE2_NS, ARCREST_INTERFACE, glueTime, glueTimeOpt, glueIds, splitRteName, voShareName, publishedEndpointUrl } from "./glue.js";
 export {
   type InfoInput,
   type QueueInput,

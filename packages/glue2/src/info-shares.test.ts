@@ -40,7 +40,12 @@ describe("per-VO shares", () => {
   it("DIRAC's path Domains/AdminDomain/Services/ComputingService is objects all the way (no wrapper, no one-element arrays)", () => {
     const doc = json();
     expect(Object.keys(doc)).toEqual(["Domains"]);
-    for (const level of [doc.Domains, doc.Domains.AdminDomain, doc.Domains.AdminDomain.Services, doc.Domains.AdminDomain.Services.ComputingService]) {
+    for (const level of [
+      doc.Domains,
+      doc.Domains.AdminDomain,
+      doc.Domains.AdminDomain.Services,
+      doc.Domains.AdminDomain.Services.ComputingService,
+    ]) {
       expect(level).toBeTypeOf("object");
       expect(Array.isArray(level)).toBe(false);
     }
@@ -56,10 +61,21 @@ describe("per-VO shares", () => {
       "urn:ogf:ComputingShare:ce.example.org:debug_atlas",
     ]);
     const [main, vo, atlas, , debugAtlas] = shares;
-    expect(vo).toMatchObject({ Name: "main_vo.example.org", MappingQueue: "main", RunningJobs: "2", WaitingJobs: "1", StagingJobs: "0", TotalJobs: "3" });
+    expect(vo).toMatchObject({
+      Name: "main_vo.example.org",
+      MappingQueue: "main",
+      RunningJobs: "2",
+      WaitingJobs: "1",
+      StagingJobs: "0",
+      TotalJobs: "3",
+    });
     // The queue's limits and free slots; the VO's own use.
     expect(vo).toMatchObject({ MaxWallTime: "3600", FreeSlots: "3", UsedSlots: "2" });
-    expect(vo!.MappingPolicy).toMatchObject({ Scheme: "basic", Rule: "vo:Vo.Example.Org", ID: "urn:ogf:MappingPolicy:ce.example.org:main_vo.example.org" });
+    expect(vo!.MappingPolicy).toMatchObject({
+      Scheme: "basic",
+      Rule: "vo:Vo.Example.Org",
+      ID: "urn:ogf:MappingPolicy:ce.example.org:main_vo.example.org",
+    });
     expect(atlas).toMatchObject({ RunningJobs: "0", WaitingJobs: "0", FreeSlots: "3" });
     // The queue's share counts every job of the queue and stays open (pyarcrest submits only to shares without a MappingPolicy).
     expect(main).toMatchObject({ Name: "main", RunningJobs: "3", WaitingJobs: "2", StagingJobs: "1", FreeSlots: "3", UsedSlots: "5" });
@@ -87,7 +103,13 @@ describe("per-VO shares", () => {
   });
 
   it("a queue with GPUs (maxGpusPerJob > 0) gives each of its shares a GLUE 2.1 ComputingShareAcceleratorInfo; 0 or absent, none", () => {
-    const gpu = { ...input, queues: [{ ...input.queues[0]!, maxGpusPerJob: 2 }, { ...input.queues[1]!, maxGpusPerJob: 0 }] };
+    const gpu = {
+      ...input,
+      queues: [
+        { ...input.queues[0]!, maxGpusPerJob: 2 },
+        { ...input.queues[1]!, maxGpusPerJob: 0 },
+      ],
+    };
     const doc = JSON.parse(render(buildInfoDocument(gpu), "json"));
     const shares: Share[] = doc.Domains.AdminDomain.Services.ComputingService.ComputingShare;
     const acc = shares.map((s) => s.ComputingShareAcceleratorInfo);
@@ -99,13 +121,18 @@ describe("per-VO shares", () => {
       _attributes: { BaseType: "Entity", CreationTime: "2026-03-04T05:06:07Z", Validity: "600" },
     });
     // The VO shares of the queue carry the queue's limit, each under its own ID.
-    expect(acc[1]).toMatchObject({ ID: "urn:ogf:ComputingShareAcceleratorInfo:ce.example.org:main_vo.example.org:GPU", MaxAcceleratorSlotsPerJob: "2" });
+    expect(acc[1]).toMatchObject({
+      ID: "urn:ogf:ComputingShareAcceleratorInfo:ce.example.org:main_vo.example.org:GPU",
+      MaxAcceleratorSlotsPerJob: "2",
+    });
     expect(acc[2]).toMatchObject({ MaxAcceleratorSlotsPerJob: "2" });
     expect(acc.slice(3)).toEqual([undefined, undefined]);
     // XML: inside the share, after its MappingPolicy and before its Associations.
     const xml = renderXml(buildInfoDocument(gpu));
     const share = xml.slice(xml.indexOf("<ComputingShare "), xml.indexOf("</ComputingShare>"));
-    expect(share).toMatch(/<ComputingShareAcceleratorInfo BaseType="Entity"[^>]*><ID>[^<]+<\/ID><Type>GPU<\/Type><MaxAcceleratorSlotsPerJob>2<\/MaxAcceleratorSlotsPerJob>/);
+    expect(share).toMatch(
+      /<ComputingShareAcceleratorInfo BaseType="Entity"[^>]*><ID>[^<]+<\/ID><Type>GPU<\/Type><MaxAcceleratorSlotsPerJob>2<\/MaxAcceleratorSlotsPerJob>/,
+    );
     expect(share.lastIndexOf("<Associations>")).toBeGreaterThan(share.indexOf("</ComputingShareAcceleratorInfo>"));
     expect(renderXml(buildInfoDocument(input))).not.toContain("Accelerator");
   });

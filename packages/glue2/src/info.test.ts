@@ -15,7 +15,15 @@ const base: InfoInput = {
   serving: "production",
   lrms: "SLURM",
   queues: [
-    { name: "main", maxWallTime: 86400, maxCpuTime: 86400, maxMainMemory: 4096, maxSlotsPerJob: 16, defaultWallTime: 3600, counts: { running: 2, waiting: 1 } },
+    {
+      name: "main",
+      maxWallTime: 86400,
+      maxCpuTime: 86400,
+      maxMainMemory: 4096,
+      maxSlotsPerJob: 16,
+      defaultWallTime: 3600,
+      counts: { running: 2, waiting: 1 },
+    },
     { name: "short", counts: {} },
   ],
   counts: { total: 5, running: 2, waiting: 1, staging: 1, prelrms: 1, suspended: 0 },
@@ -30,7 +38,8 @@ const parser = new XMLParser({
   ignoreAttributes: false,
   attributeNamePrefix: "@",
   parseTagValue: false,
-  isArray: (name) => ["ComputingShare", "Capability", "InterfaceVersion", "JobDescription", "ApplicationEnvironment", "ComputingShareID"].includes(name),
+  isArray: (name) =>
+    ["ComputingShare", "Capability", "InterfaceVersion", "JobDescription", "ApplicationEnvironment", "ComputingShareID"].includes(name),
 });
 
 describe("buildInfoDocument", () => {
@@ -67,7 +76,21 @@ describe("buildInfoDocument", () => {
   });
 
   it("follows GLUE2 endpoint element order", () => {
-    const order = ["<URL>", "<Capability>", "<Technology>", "<InterfaceName>", "<InterfaceVersion>", "<Implementor>", "<ImplementationName>", "<ImplementationVersion>", "<QualityLevel>", "<HealthState>", "<ServingState>", "<Staging>", "<JobDescription>"];
+    const order = [
+      "<URL>",
+      "<Capability>",
+      "<Technology>",
+      "<InterfaceName>",
+      "<InterfaceVersion>",
+      "<Implementor>",
+      "<ImplementationName>",
+      "<ImplementationVersion>",
+      "<QualityLevel>",
+      "<HealthState>",
+      "<ServingState>",
+      "<Staging>",
+      "<JobDescription>",
+    ];
     const ep = xml.slice(xml.indexOf("<ComputingEndpoint"), xml.indexOf("</ComputingEndpoint>"));
     const pos = order.map((t) => ep.indexOf(t));
     expect(pos.every((p) => p >= 0)).toBe(true);
@@ -123,14 +146,16 @@ describe("buildInfoDocument", () => {
   });
 
   it("reports health and draining", () => {
-    const d = parser.parse(renderXml(buildInfoDocument({ ...base, health: { state: "critical", info: "LRMS down" }, serving: "draining" })));
+    const d = parser.parse(
+      renderXml(buildInfoDocument({ ...base, health: { state: "critical", info: "LRMS down" }, serving: "draining" })),
+    );
     const ep = d.InfoRoot.Domains.AdminDomain.Services.ComputingService.ComputingEndpoint;
     expect(ep.HealthState).toBe("critical");
     expect(ep.HealthStateInfo).toBe("LRMS down");
     expect(ep.ServingState).toBe("draining");
   });
 
-  it("never emits empty container elements (JSON \"\" instead of an object)", () => {
+  it('never emits empty container elements (JSON "" instead of an object)', () => {
     const x = renderXml(buildInfoDocument({ ...base, queues: [], runtimeEnvironments: [] }));
     expect(x).not.toMatch(/<[A-Za-z]+\/>/);
     expect(x).not.toContain("<ComputingShare ");

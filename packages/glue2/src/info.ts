@@ -135,7 +135,9 @@ export function buildInfoDocument(input: InfoInput): El {
   const stamp = { CreationTime: glueTime(input.now), Validity: String(input.validity ?? 600) };
   const base = (type: string) => ({ BaseType: type, ...stamp });
   const health = typeof input.health === "string" ? { state: input.health } : input.health;
-  const shareIds = input.queues.flatMap((q) => [q.name, ...(q.voShares ?? []).map((v) => voShareName(q.name, v.vo))].map((n) => glueIds.share(host, n)));
+  const shareIds = input.queues.flatMap((q) =>
+    [q.name, ...(q.voShares ?? []).map((v) => voShareName(q.name, v.vo))].map((n) => glueIds.share(host, n)),
+  );
   const endpointId = glueIds.endpoint(host, url);
   const eeName = input.executionEnvironment?.name ?? "execenv0";
   const eeId = glueIds.executionEnvironment(host, eeName);
@@ -330,7 +332,11 @@ function buildManager(input: InfoInput, base: BaseAttrs, eeId: string, shareIds:
       intLeaf("WorkingAreaLifeTime", input.workingAreaLifeTime ?? 604800),
       input.queues.flatMap((q) =>
         Object.entries(q.benchmarks ?? {}).map(([type, value]) =>
-          el("Benchmark", [el("ID", glueIds.benchmark(host, q.name, type)), el("Type", type), el("Value", String(value))], base("Benchmark")),
+          el(
+            "Benchmark",
+            [el("ID", glueIds.benchmark(host, q.name, type)), el("Type", type), el("Value", String(value))],
+            base("Benchmark"),
+          ),
         ),
       ),
       el("ExecutionEnvironments", [execEnv]),

@@ -43,7 +43,8 @@ export function accountProblem(a: Account, p: AccountPolicy): string | undefined
   if (a.uid < p.minUid) return `account ${a.account} has uid ${a.uid}, below mapping.minUid ${p.minUid}`;
   if (a.groups.includes(0)) return `account ${a.account} is in the root group (gid 0)`;
   const shared = a.groups.find((g) => p.ceGids?.includes(g));
-  if (shared !== undefined) return `account ${a.account} is in the CE's own group (gid ${shared}), which shares every job's session and batch directories`;
+  if (shared !== undefined)
+    return `account ${a.account} is in the CE's own group (gid ${shared}), which shares every job's session and batch directories`;
   return undefined;
 }
 

@@ -47,7 +47,9 @@ describe("grid-mapfile parsing", () => {
   });
 
   it("skips lines that do not parse, naming the line", () => {
-    const m = parseGridMap(['"/CN=Unterminated account', '"/CN=NoAccount"', '"/CN=Glued"acct', "/CN=X a b", '"/CN=Ok" ok', '""  empty'].join("\n"));
+    const m = parseGridMap(
+      ['"/CN=Unterminated account', '"/CN=NoAccount"', '"/CN=Glued"acct', "/CN=X a b", '"/CN=Ok" ok', '""  empty'].join("\n"),
+    );
     expect(m.warnings).toEqual([
       "line 1: unterminated quoted DN",
       "line 2: no account after the DN",
@@ -95,7 +97,13 @@ describe("grid-mapfile reload", () => {
     writeFileSync(path, '"/CN=A" changed\n');
     // Within checkMs the old answer stands (no stat per request).
     expect((await f.lookup("/CN=A"))?.accounts).toEqual(["a1"]);
-    const g = new GridMapFile(path, { checkMs: 0, onLoad: async () => { loads++; await new Promise((r) => setTimeout(r, 20)); } });
+    const g = new GridMapFile(path, {
+      checkMs: 0,
+      onLoad: async () => {
+        loads++;
+        await new Promise((r) => setTimeout(r, 20));
+      },
+    });
     loads = 0;
     await g.load();
     writeFileSync(path, '"/CN=A" again\n"/CN=C" c\n');
@@ -109,7 +117,11 @@ describe("grid-mapfile reload", () => {
     writeFileSync(path, '"/CN=A" a1\n');
     let release: () => void = () => undefined;
     let slow = false;
-    const f = new GridMapFile(path, { checkMs: 0, maxWaitMs: 50, onLoad: () => (slow ? new Promise<void>((r) => (release = r)) : undefined) });
+    const f = new GridMapFile(path, {
+      checkMs: 0,
+      maxWaitMs: 50,
+      onLoad: () => (slow ? new Promise<void>((r) => (release = r)) : undefined),
+    });
     await f.load();
     slow = true;
     writeFileSync(path, '"/CN=A" a2-longer\n');

@@ -67,7 +67,10 @@ function parseLine(line: string): { dn: string; accounts: string[] } | string {
   }
   const hash = rest.indexOf("#");
   if (hash >= 0) rest = rest.slice(0, hash);
-  const accounts = rest.split(",").map((a) => a.trim()).filter((a) => a !== "");
+  const accounts = rest
+    .split(",")
+    .map((a) => a.trim())
+    .filter((a) => a !== "");
   if (dn === "") return "empty DN";
   if (accounts.length === 0) return "no account after the DN";
   const bad = accounts.find((a) => /\s/.test(a));
@@ -91,7 +94,12 @@ export class GridMapFile {
 
   constructor(
     readonly path: string,
-    private readonly opts: { checkMs: number; maxWaitMs?: number; onLoad?: (m: GridMap) => Promise<void> | void; onWarning?: (msg: string) => void },
+    private readonly opts: {
+      checkMs: number;
+      maxWaitMs?: number;
+      onLoad?: (m: GridMap) => Promise<void> | void;
+      onWarning?: (msg: string) => void;
+    },
   ) {}
 
   /** First load: errors propagate (the boot stops on an unreadable grid-mapfile). */

@@ -17,7 +17,13 @@ const DEFAULT_GRACE_SECONDS = 600;
  * owner's pool leases when no other job of it is left. Cheap when the owner holds none. `scrub`
  * (the privileged JEM's) makes each account clean first; one that cannot be keeps the lease.
  */
-export async function onJobWiped(redis: Redis, prefix: string, owner: string, mapping?: MappingConfig, scrub?: AccountScrub): Promise<ReleaseResult> {
+export async function onJobWiped(
+  redis: Redis,
+  prefix: string,
+  owner: string,
+  mapping?: MappingConfig,
+  scrub?: AccountScrub,
+): Promise<ReleaseResult> {
   return new PoolLeases(redis, prefix).release(owner, (mapping?.leaseGraceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000, Date.now(), scrub);
 }
 

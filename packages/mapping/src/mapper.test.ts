@@ -20,7 +20,12 @@ let u1: string, u2: string, u3: string, pool: string[], sys: string, grp: string
 
 const jane: MatchIdentity = { subject: "/DC=org/DC=example/CN=Jane Doe", kind: "x509", issuer: "/DC=org/CN=Example CA" };
 const john: MatchIdentity = { subject: "/DC=org/DC=other/CN=John", kind: "x509", issuer: "/DC=org/CN=Other CA" };
-const tok = (sub: string, groups: string[] = []): MatchIdentity => ({ subject: `https://idp.example/${sub}`, kind: "token", issuer: "https://idp.example", groups });
+const tok = (sub: string, groups: string[] = []): MatchIdentity => ({
+  subject: `https://idp.example/${sub}`,
+  kind: "token",
+  issuer: "https://idp.example",
+  groups,
+});
 const voms: MatchIdentity = { ...john, vos: ["atlas"], fqans: ["/atlas/Role=production/Capability=NULL"] };
 
 beforeAll(async () => {
@@ -86,14 +91,28 @@ describe.runIf(root)("account checks", () => {
       `mapping.rules[3] "ghost": account ${acc.prefix}nosuch does not exist`,
     ]); // onNoMatch nobody (uid 65534) is a valid target here
     // nobody (65534) is allowed unless it is the CE's own; minUid raised above it refuses it too.
-    expect(await problems({ minUid: 70000, onNoMatch: { user: "nobody" } })).toEqual(["mapping.onNoMatch: account nobody has uid 65534, below mapping.minUid 70000"]);
-    expect(accountProblem({ account: "x", uid: 5000, gid: 0, groups: [0] }, { minUid: 1000, ceUids: [] })).toBe("account x is in the root group (gid 0)");
+    expect(await problems({ minUid: 70000, onNoMatch: { user: "nobody" } })).toEqual([
+      "mapping.onNoMatch: account nobody has uid 65534, below mapping.minUid 70000",
+    ]);
+    expect(accountProblem({ account: "x", uid: 5000, gid: 0, groups: [0] }, { minUid: 1000, ceUids: [] })).toBe(
+      "account x is in the root group (gid 0)",
+    );
   });
 
   it("refuses an account in the CE's own group (primary or supplementary) at boot, naming it", async () => {
     const a = (await lookupAccounts([u1])).get(u1)!;
     const ceGid = a.groups[1]!; // the test group, a supplementary group of u1 only
-    expect(await problems({ rules: [{ match: "dn:/CN=a", user: u1 }, { match: "dn:/CN=b", user: u2 }] }, { ceGids: [ceGid] })).toEqual([
+    expect(
+      await problems(
+        {
+          rules: [
+            { match: "dn:/CN=a", user: u1 },
+            { match: "dn:/CN=b", user: u2 },
+          ],
+        },
+        { ceGids: [ceGid] },
+      ),
+    ).toEqual([
       `mapping.rules[0]: account ${u1} is in the CE's own group (gid ${ceGid}), which shares every job's session and batch directories`,
     ]);
     expect(await problems({ rules: [{ match: "dn:/CN=c", pool: { accounts: pool } }] }, { ceGids: [a.gid] })).toEqual([
@@ -137,7 +156,11 @@ describe.runIf(root)("mapping decisions", () => {
     const refuse = await create({ rules: [{ match: "dn:/CN=nobody-here", user: u1 }] });
     const err = await refuse.map(jane).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MappingRefused);
-    expect(err).toMatchObject({ status: 403, code: "NO_MAPPING", message: expect.stringContaining(`identity ${jane.subject} matches no mapping rule`) });
+    expect(err).toMatchObject({
+      status: 403,
+      code: "NO_MAPPING",
+      message: expect.stringContaining(`identity ${jane.subject} matches no mapping rule`),
+    });
     const dflt = await create({ rules: [], onNoMatch: { user: u2 } });
     expect(await dflt.map(jane)).toMatchObject({ account: u2, rule: "mapping.onNoMatch" });
   });
@@ -164,7 +187,13 @@ describe.runIf(root)("mapping decisions", () => {
   it("grid-mapfile: first account of the line, falls through when the DN is absent, follows changes", async () => {
     const gm = join(dir, "grid-mapfile");
     writeFileSync(gm, `# test\n"${jane.subject}" ${u1},${u2}\n`);
-    const m = await create({ gridmapCheckMs: 0, rules: [{ match: "*", gridmap: gm }, { match: "*", user: u3 }] });
+    const m = await create({
+      gridmapCheckMs: 0,
+      rules: [
+        { match: "*", gridmap: gm },
+        { match: "*", user: u3 },
+      ],
+    });
     expect(await m.map(jane)).toMatchObject({ account: u1, rule: `mapping.rules[0] gridmap ${gm}` });
     expect(await m.map(john)).toMatchObject({ account: u3, rule: "mapping.rules[1]" });
     writeFileSync(gm, `"${jane.subject}" ${u2}\n"${john.subject}" ${u1}\n"/CN=evil" root\n"/CN=ghost" ${acc.prefix}ghost\n`);
@@ -172,7 +201,11 @@ describe.runIf(root)("mapping decisions", () => {
     expect((await m.map(john)).account).toBe(u1);
     // A reloaded file cannot smuggle in a forbidden account: refused, naming it; no fall-through.
     const evil = await m.map({ ...john, subject: "/CN=evil" }).catch((e: unknown) => e);
-    expect(evil).toMatchObject({ status: 403, code: "BAD_MAPPING_TARGET", message: expect.stringContaining("account root is root (uid 0)") });
+    expect(evil).toMatchObject({
+      status: 403,
+      code: "BAD_MAPPING_TARGET",
+      message: expect.stringContaining("account root is root (uid 0)"),
+    });
     const ghost = await m.map({ ...john, subject: "/CN=ghost" }).catch((e: unknown) => e);
     expect(ghost).toMatchObject({ status: 403, message: expect.stringContaining(`account ${acc.prefix}ghost does not exist`) });
   });

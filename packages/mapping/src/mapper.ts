@@ -22,9 +22,7 @@ export interface MapperOptions {
 }
 
 type Target =
-  | { kind: "user"; account: Account }
-  | { kind: "pool"; name: string; accounts: string[] }
-  | { kind: "gridmap"; file: GridMapFile };
+  { kind: "user"; account: Account } | { kind: "pool"; name: string; accounts: string[] } | { kind: "gridmap"; file: GridMapFile };
 
 interface CompiledRule {
   label: string;
@@ -137,7 +135,12 @@ export class Mapper {
       if (t.kind === "user") return result(t.account, r.label);
       if (t.kind === "pool") {
         const name = await this.leases.lease(id.subject, t.name, t.accounts);
-        if (!name) throw new MappingRefused(503, "POOL_EXHAUSTED", `${r.label}: every account of pool ${t.name} is leased to another identity; try again later`);
+        if (!name)
+          throw new MappingRefused(
+            503,
+            "POOL_EXHAUSTED",
+            `${r.label}: every account of pool ${t.name} is leased to another identity; try again later`,
+          );
         return { ...result(this.accounts.get(name)!, `${r.label} pool ${t.name}`), pool: t.name };
       }
       const entry = await t.file.lookup(id.subject);
@@ -145,11 +148,20 @@ export class Mapper {
       const name = entry.accounts[0]!;
       const a = this.accounts.get(name);
       const why = a ? accountProblem(a, this.policy) : `account ${name} does not exist`;
-      if (why) throw new MappingRefused(403, "BAD_MAPPING_TARGET", `${r.label}: grid-mapfile ${t.file.path} line ${entry.line} maps ${id.subject} to an account that may not run jobs: ${why}`);
+      if (why)
+        throw new MappingRefused(
+          403,
+          "BAD_MAPPING_TARGET",
+          `${r.label}: grid-mapfile ${t.file.path} line ${entry.line} maps ${id.subject} to an account that may not run jobs: ${why}`,
+        );
       return result(a!, `${r.label} gridmap ${t.file.path}`);
     }
     if (this.fallback) return result(this.fallback, "mapping.onNoMatch");
-    throw new MappingRefused(403, "NO_MAPPING", `identity ${id.subject} matches no mapping rule (mapping.onNoMatch is refuse): no local account to run its jobs`);
+    throw new MappingRefused(
+      403,
+      "NO_MAPPING",
+      `identity ${id.subject} matches no mapping rule (mapping.onNoMatch is refuse): no local account to run its jobs`,
+    );
   }
 
   /** After a job of `identity` was wiped or removed: frees its pool leases when it was the last. */

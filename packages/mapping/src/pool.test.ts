@@ -42,7 +42,9 @@ describe("pool leases", () => {
     const conns = Array.from({ length: 10 }, () => new Redis(inject("redisUrl")));
     try {
       const leases = conns.map((c) => new PoolLeases(c, p.keys.prefix));
-      const got = await Promise.all([...ids, ...ids].map((id, i) => leases[i % leases.length]!.lease(id, "pool", pool).then((acct) => ({ id, acct }))));
+      const got = await Promise.all(
+        [...ids, ...ids].map((id, i) => leases[i % leases.length]!.lease(id, "pool", pool).then((acct) => ({ id, acct }))),
+      );
       const byId = new Map<string, string>();
       for (const { id, acct } of got) {
         expect(acct).toBeDefined();
@@ -63,7 +65,9 @@ describe("pool leases", () => {
     const pool = Array.from({ length: 20 }, (_, i) => `q${i}`);
     const conns = Array.from({ length: 10 }, () => new Redis(inject("redisUrl")));
     try {
-      const got = await Promise.all(Array.from({ length: 50 }, (_, i) => new PoolLeases(conns[i % 10]!, p.keys.prefix).lease(`/CN=u${i}`, "pool", pool)));
+      const got = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => new PoolLeases(conns[i % 10]!, p.keys.prefix).lease(`/CN=u${i}`, "pool", pool)),
+      );
       const leased = got.filter((a): a is string => a !== undefined);
       expect(leased).toHaveLength(20);
       expect(new Set(leased).size).toBe(20);
@@ -135,11 +139,32 @@ describe("pool leases", () => {
     expect(await p.lease(slow, "pool", ACCOUNTS)).toBe("g01");
     expect(await p.release(slow, 0)).toEqual({ released: 1 });
     expect(await p.lease("/CN=next", "pool", ACCOUNTS)).toBe("g01");
-    const r = JobStore.newRecord({ id: randomBytes(6).toString("hex"), owner: slow, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
-    expect(await store.createBounded([r], { maxTotal: 1000, lease: { account: "g01", identity: slow } })).toEqual({ created: 0, limitedBy: "lease" });
+    const r = JobStore.newRecord({
+      id: randomBytes(6).toString("hex"),
+      owner: slow,
+      queue: "main",
+      backend: "fork",
+      language: "xrsl",
+      delegations: [],
+      rerun: 0,
+      lifetime: 60,
+    });
+    expect(await store.createBounded([r], { maxTotal: 1000, lease: { account: "g01", identity: slow } })).toEqual({
+      created: 0,
+      limitedBy: "lease",
+    });
     expect(await store.get(r.id)).toBeUndefined();
     // The lease holder's own commit goes through, and from then on the lease is kept for its job.
-    const n = JobStore.newRecord({ id: randomBytes(6).toString("hex"), owner: "/CN=next", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+    const n = JobStore.newRecord({
+      id: randomBytes(6).toString("hex"),
+      owner: "/CN=next",
+      queue: "main",
+      backend: "fork",
+      language: "xrsl",
+      delegations: [],
+      rerun: 0,
+      lifetime: 60,
+    });
     expect(await store.createBounded([n], { maxTotal: 1000, lease: { account: "g01", identity: "/CN=next" } })).toEqual({ created: 1 });
     expect(await p.release("/CN=next", 0)).toEqual({ kept: "jobs" });
   });

@@ -2,7 +2,13 @@ import { describe, expect, it } from "vitest";
 import { MAPPING_MATCH } from "@ce/config";
 import { allMatch, fqanForms, invalidRules, type MatchIdentity, ruleMatches, shortFqan } from "./rules.js";
 
-const jane: MatchIdentity = { subject: "/DC=org/DC=example/CN=Jane Doe", kind: "x509", issuer: "/DC=org/CN=Example CA", vos: ["atlas"], fqans: ["/atlas/Role=production/Capability=NULL", "/atlas"] };
+const jane: MatchIdentity = {
+  subject: "/DC=org/DC=example/CN=Jane Doe",
+  kind: "x509",
+  issuer: "/DC=org/CN=Example CA",
+  vos: ["atlas"],
+  fqans: ["/atlas/Role=production/Capability=NULL", "/atlas"],
+};
 const tok: MatchIdentity = { subject: "https://idp.example/abc-123", kind: "token", issuer: "https://idp.example", groups: ["/cms/uscms"] };
 
 describe("rule matcher", () => {
@@ -43,12 +49,35 @@ describe("rule matcher", () => {
   });
 
   it("the config schema accepts exactly the mapping matches the matcher parses", () => {
-    const samples = ["*", "dn:/CN=*", "ca:x", "iss:https://a", "sub:a/*", "group:/g", "vo:atlas", "fqan:/atlas/*", "kind:x509", "kind:token",
-      "kind:robot", "bogus:x", "dn:", "nocolon", "constructor:x", "dn: leading-space"];
+    const samples = [
+      "*",
+      "dn:/CN=*",
+      "ca:x",
+      "iss:https://a",
+      "sub:a/*",
+      "group:/g",
+      "vo:atlas",
+      "fqan:/atlas/*",
+      "kind:x509",
+      "kind:token",
+      "kind:robot",
+      "bogus:x",
+      "dn:",
+      "nocolon",
+      "constructor:x",
+      "dn: leading-space",
+    ];
     for (const s of samples) {
       const schemaOk = MAPPING_MATCH.test(s);
       if (schemaOk) expect(invalidRules([s]), s).toEqual([]);
     }
-    expect(samples.filter((s) => !MAPPING_MATCH.test(s))).toEqual(["kind:robot", "bogus:x", "dn:", "nocolon", "constructor:x", "dn: leading-space"]);
+    expect(samples.filter((s) => !MAPPING_MATCH.test(s))).toEqual([
+      "kind:robot",
+      "bogus:x",
+      "dn:",
+      "nocolon",
+      "constructor:x",
+      "dn: leading-space",
+    ]);
   });
 });

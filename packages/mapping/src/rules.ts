@@ -110,5 +110,11 @@ export function fqanForms(fqan: string): string[] {
 }
 
 function glob(p: string): RegExp {
-  return new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s");
+  return new RegExp(
+    `^${p
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".")}$`,
+    "s",
+  );
 }

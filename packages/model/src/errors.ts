@@ -4,12 +4,7 @@
  */
 
 export type DescriptionErrorCode =
-  | "XRSL_SYNTAX"
-  | "ADL_SYNTAX"
-  | "INVALID_DESCRIPTION"
-  | "TOO_LARGE"
-  | "LIMIT_EXCEEDED"
-  | "UNSUPPORTED_FORMAT";
+  "XRSL_SYNTAX" | "ADL_SYNTAX" | "INVALID_DESCRIPTION" | "TOO_LARGE" | "LIMIT_EXCEEDED" | "UNSUPPORTED_FORMAT";
 
 /** Where in the submitted text the problem is; line and column are 1-based. */
 export interface SourcePosition {
@@ -49,9 +44,7 @@ export class AdlSyntaxError extends DescriptionError {
   constructor(detail: string, position?: SourcePosition) {
     super(
       "ADL_SYNTAX",
-      position
-        ? `ADL syntax error at line ${position.line}, column ${position.column}: ${detail}`
-        : `ADL syntax error: ${detail}`,
+      position ? `ADL syntax error at line ${position.line}, column ${position.column}: ${detail}` : `ADL syntax error: ${detail}`,
       position,
     );
     this.name = "AdlSyntaxError";

@@ -4,16 +4,7 @@
  */
 
 /** Internal states as written to the control-directory `status` file (note `SUBMIT`, `CANCELING`). */
-export const INTERNAL_STATES = [
-  "ACCEPTED",
-  "PREPARING",
-  "SUBMIT",
-  "INLRMS",
-  "FINISHING",
-  "FINISHED",
-  "CANCELING",
-  "DELETED",
-] as const;
+export const INTERNAL_STATES = ["ACCEPTED", "PREPARING", "SUBMIT", "INLRMS", "FINISHING", "FINISHED", "CANCELING", "DELETED"] as const;
 export type InternalState = (typeof INTERNAL_STATES)[number];
 
 /** The 17 REST states, in lifecycle order. */

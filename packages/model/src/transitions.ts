@@ -53,7 +53,17 @@ export const ADMISSION_REASON = "Starting job processing";
  * `jobs.maxActivePerOwner`, for the JEM's admission and for admission at creation alike.
  */
 export const ACTIVE_REST_STATES: readonly RestState[] = [
-  "PREPARING", "PREPARED", "SUBMITTING", "QUEUING", "RUNNING", "HELD", "EXITINGLRMS", "OTHER", "EXECUTED", "FINISHING", "KILLING",
+  "PREPARING",
+  "PREPARED",
+  "SUBMITTING",
+  "QUEUING",
+  "RUNNING",
+  "HELD",
+  "EXITINGLRMS",
+  "OTHER",
+  "EXECUTED",
+  "FINISHING",
+  "KILLING",
 ];
 
 /**

@@ -24,6 +24,9 @@ export function awaitingText(names: readonly string[]): string {
 
 /** The sentence itself; `deadline` in ms. */
 export function awaitingMessage(awaiting: string, deadline: number | undefined): string {
-  const until = deadline !== undefined && Number.isFinite(deadline) ? `; the job fails unless they are all uploaded by ${new Date(deadline).toISOString().replace(/\.\d{3}Z$/, "Z")}` : "";
+  const until =
+    deadline !== undefined && Number.isFinite(deadline)
+      ? `; the job fails unless they are all uploaded by ${new Date(deadline).toISOString().replace(/\.\d{3}Z$/, "Z")}`
+      : "";
   return `Waiting for client uploads: ${awaiting}${until}`;
 }

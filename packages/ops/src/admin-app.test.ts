@@ -23,7 +23,8 @@ beforeAll(async () => {
   const metrics = createMetrics({ role: "jem", redis, prefix, queues, defaultMetrics: false });
   app = createAdminApp({ config, redis, queues, registry: metrics.registry, role: "jem", ready: async () => true });
   const store = new JobStore(redis, prefix);
-  const rec = (id: string, owner: string) => JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+  const rec = (id: string, owner: string) =>
+    JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
   await store.create([rec("a1", "/CN=alice"), rec("a2", "/CN=alice"), rec("b1", "/CN=bob")], 100);
 });
 afterAll(async () => {
@@ -54,7 +55,13 @@ describe("admin app", () => {
 
   it("reports not ready when the role check fails", async () => {
     const config = { admin: { token }, redis: { url: inject("redisUrl"), prefix } };
-    const notReady = createAdminApp({ config, redis, registry: createMetrics({ defaultMetrics: false }).registry, role: "gateway", ready: async () => false });
+    const notReady = createAdminApp({
+      config,
+      redis,
+      registry: createMetrics({ defaultMetrics: false }).registry,
+      role: "gateway",
+      ready: async () => false,
+    });
     const res = await notReady.request("/readyz", { headers: auth });
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ redis: true, gateway: false });
@@ -63,7 +70,10 @@ describe("admin app", () => {
   });
 
   it("lists jobs by owner and state and shows one", async () => {
-    const byOwner = (await (await app.request("/api/jobs?owner=/CN=alice", { headers: auth })).json()) as { total: number; jobs: { id: string }[] };
+    const byOwner = (await (await app.request("/api/jobs?owner=/CN=alice", { headers: auth })).json()) as {
+      total: number;
+      jobs: { id: string }[];
+    };
     expect(byOwner.jobs.map((j) => j.id).sort()).toEqual(["a1", "a2"]);
     const all = (await (await app.request("/api/jobs?state=accepting", { headers: auth })).json()) as { total: number };
     expect(all.total).toBe(3);
@@ -129,9 +139,18 @@ describe("admin app", () => {
     await adv.ring(["b1"], Date.now() + 600_000);
     await adv.claim(10, 30_000, Date.now()); // a1 is now leased (active)
     await adv.ring(["a2"]);
-    type BoardQueue = { name: string; counts: Record<string, number>; readOnlyMode: boolean; jobs: { id: string; name: string; data: Record<string, unknown> }[] };
+    type BoardQueue = {
+      name: string;
+      counts: Record<string, number>;
+      readOnlyMode: boolean;
+      jobs: { id: string; name: string; data: Record<string, unknown> }[];
+    };
     const list = async (status: string) =>
-      ((await (await app.request(`/queues/api/queues?activeQueue=advance&status=${status}`, { headers: auth })).json()) as { queues: BoardQueue[] }).queues.find((q) => q.name === "advance")!;
+      (
+        (await (await app.request(`/queues/api/queues?activeQueue=advance&status=${status}`, { headers: auth })).json()) as {
+          queues: BoardQueue[];
+        }
+      ).queues.find((q) => q.name === "advance")!;
     const waiting = await list("waiting");
     expect(waiting.readOnlyMode).toBe(true);
     expect(waiting.counts).toMatchObject({ waiting: 1, delayed: 1, active: 1 });
@@ -142,7 +161,9 @@ describe("admin app", () => {
     expect(await one.json()).toMatchObject({ job: { id: "b1" }, status: "delayed" });
     // Nothing on the work list can be changed from the board.
     expect((await app.request("/queues/api/queues/advance/pause", { method: "PUT", headers: auth })).status).toBeGreaterThanOrEqual(400);
-    expect((await app.request("/queues/api/queues/advance/b1/promote", { method: "PUT", headers: auth })).status).toBeGreaterThanOrEqual(400);
+    expect((await app.request("/queues/api/queues/advance/b1/promote", { method: "PUT", headers: auth })).status).toBeGreaterThanOrEqual(
+      400,
+    );
     expect((await adv.scoreOf("b1")).due).toBeGreaterThan(Date.now());
   });
 

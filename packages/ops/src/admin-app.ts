@@ -52,10 +52,7 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
   app.use("*", adminAuth(token, { skip: (p) => p === "/healthz" }));
 
   app.get("/readyz", async (c) => {
-    const [redisOk, roleOk] = await Promise.all([
-      withTimeout(redis.ping().then((r) => r === "PONG")),
-      withTimeout(opts.ready()),
-    ]);
+    const [redisOk, roleOk] = await Promise.all([withTimeout(redis.ping().then((r) => r === "PONG")), withTimeout(opts.ready())]);
     const ok = redisOk && roleOk;
     return c.json({ status: ok ? "ready" : "not ready", redis: redisOk, [role]: roleOk }, ok ? 200 : 503);
   });

@@ -13,7 +13,18 @@ import { AdvanceSet, JobStore, type JobRecord } from "@ce/store";
 export const ADVANCE_QUEUE_NAME = "advance";
 
 const KIND: Partial<Record<JobStatus, "due" | "timers" | "inflight">> = { waiting: "due", delayed: "timers", active: "inflight" };
-const FIELDS = ["pending", "queue", "jobName", "stateSince", "localId", "failure", "killRequested", "cleanRequested", "restartRequested", "hold"] as const;
+const FIELDS = [
+  "pending",
+  "queue",
+  "jobName",
+  "stateSince",
+  "localId",
+  "failure",
+  "killRequested",
+  "cleanRequested",
+  "restartRequested",
+  "hold",
+] as const;
 type Row = Pick<JobRecord, (typeof FIELDS)[number] | "id" | "owner" | "state" | "rest">;
 
 class ReadOnlyError extends Error {
@@ -38,9 +49,17 @@ function entry(status: JobStatus, id: string, at: number, r: Row | undefined, no
       ...(status === "active" ? { leaseEnds: new Date(at).toISOString() } : { due: new Date(at).toISOString() }),
       ...(r
         ? {
-            state: r.rest, internal: `${r.pending ? "PENDING:" : ""}${r.state}`, owner: r.owner, queue: r.queue, since: new Date(r.stateSince).toISOString(),
-            ...(r.localId ? { batchId: r.localId } : {}), ...(r.failure ? { failure: r.failure } : {}), ...(r.hold ? { heldBySubmission: r.hold } : {}),
-            ...(r.killRequested || r.cleanRequested || r.restartRequested ? { requested: [r.killRequested && "kill", r.cleanRequested && "clean", r.restartRequested && "restart"].filter(Boolean) } : {}),
+            state: r.rest,
+            internal: `${r.pending ? "PENDING:" : ""}${r.state}`,
+            owner: r.owner,
+            queue: r.queue,
+            since: new Date(r.stateSince).toISOString(),
+            ...(r.localId ? { batchId: r.localId } : {}),
+            ...(r.failure ? { failure: r.failure } : {}),
+            ...(r.hold ? { heldBySubmission: r.hold } : {}),
+            ...(r.killRequested || r.cleanRequested || r.restartRequested
+              ? { requested: [r.killRequested && "kill", r.cleanRequested && "clean", r.restartRequested && "restart"].filter(Boolean) }
+              : {}),
           }
         : {}),
     },
@@ -61,7 +80,10 @@ export class AdvanceBoardAdapter extends BaseAdapter {
   private readonly advance: AdvanceSet;
   private readonly store: JobStore;
 
-  constructor(private readonly redis: Redis, prefix: string) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
     super("bullmq", {
       readOnlyMode: true,
       allowRetries: false,
@@ -78,7 +100,17 @@ export class AdvanceBoardAdapter extends BaseAdapter {
 
   async getJobCounts(): Promise<JobCounts> {
     const c = await this.advance.counts();
-    return { latest: 0, active: c.inflight, waiting: c.due, "waiting-children": 0, prioritized: 0, completed: 0, failed: 0, delayed: c.timers, paused: 0 };
+    return {
+      latest: 0,
+      active: c.inflight,
+      waiting: c.due,
+      "waiting-children": 0,
+      prioritized: 0,
+      completed: 0,
+      failed: 0,
+      delayed: c.timers,
+      paused: 0,
+    };
   }
 
   async getJobs(statuses: JobStatus[], start = 0, end = 9): Promise<QueueJob[]> {
@@ -88,7 +120,10 @@ export class AdvanceBoardAdapter extends BaseAdapter {
       const kind = KIND[status];
       if (!kind) continue;
       const page = await this.advance.page(kind, start, end - start + 1, now);
-      const recs = await this.store.getManyFields(page.map((p) => p.id), FIELDS);
+      const recs = await this.store.getManyFields(
+        page.map((p) => p.id),
+        FIELDS,
+      );
       page.forEach((p, i) => out.push(entry(status, p.id, p.at, recs[i], now)));
     }
     return out;
@@ -96,7 +131,8 @@ export class AdvanceBoardAdapter extends BaseAdapter {
 
   async getJob(id: string): Promise<QueueJob | undefined> {
     const s = await this.advance.scoreOf(id);
-    const status: JobStatus | undefined = s.inflight !== undefined ? "active" : s.due === undefined ? undefined : s.due <= Date.now() ? "waiting" : "delayed";
+    const status: JobStatus | undefined =
+      s.inflight !== undefined ? "active" : s.due === undefined ? undefined : s.due <= Date.now() ? "waiting" : "delayed";
     if (!status) return undefined;
     const [r] = await this.store.getManyFields([id], FIELDS);
     return entry(status, id, (status === "active" ? s.inflight : s.due)!, r, Date.now());

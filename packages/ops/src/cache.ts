@@ -53,7 +53,8 @@ export async function listCache(config: CompiledConfig, limit = 1_000): Promise<
   const out: CachedFile[] = [];
   for (const { path } of config.staging.cache.dirs) {
     const top = await opendir(`${path}/data`).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === "EACCES") throw new OpsError("BAD_REQUEST", `cannot read ${path}/data: run ceadm cache list as root (the JEM's account)`);
+      if (e.code === "EACCES")
+        throw new OpsError("BAD_REQUEST", `cannot read ${path}/data: run ceadm cache list as root (the JEM's account)`);
       return undefined;
     });
     if (!top) continue;
@@ -64,7 +65,9 @@ export async function listCache(config: CompiledConfig, limit = 1_000): Promise<
         const hash = e.name.slice(0, -5);
         const [st, meta, m] = await Promise.all([
           stat(`${path}/data/${sub.name}/${hash}`).catch(() => undefined),
-          readFile(`${path}/data/${sub.name}/${e.name}`, "utf8").then((t) => JSON.parse(t) as { url?: string }).catch(() => ({ url: undefined })),
+          readFile(`${path}/data/${sub.name}/${e.name}`, "utf8")
+            .then((t) => JSON.parse(t) as { url?: string })
+            .catch(() => ({ url: undefined })),
           stat(`${path}/data/${sub.name}/${e.name}`).catch(() => undefined),
         ]);
         if (!st) continue;

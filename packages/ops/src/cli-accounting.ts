@@ -28,7 +28,8 @@ export interface AccountingArgs {
 export function utcDay(text: string | undefined, end: boolean, name: string): number {
   const m = text ? /^(\d{4})-(\d{2})-(\d{2})$/.exec(text) : null;
   const ms = m ? Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!) : Number.NaN;
-  if (!m || Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) throw new AccountingUsageError(`--${name} must be a date YYYY-MM-DD (UTC), got ${text ?? "nothing"}`);
+  if (!m || Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text)
+    throw new AccountingUsageError(`--${name} must be a date YYYY-MM-DD (UTC), got ${text ?? "nothing"}`);
   return ms / 1000 + (end ? 86_399 : 0);
 }
 
@@ -46,7 +47,10 @@ export function publishOptions(config: CompiledConfig, extra: Pick<PublishOption
     signer: certFile && keyFile ? { certFile, keyFile } : undefined,
     argo: a.targetUrl
       ? {
-          targetUrl: a.targetUrl, project: a.project, topic: a.topic, token,
+          targetUrl: a.targetUrl,
+          project: a.project,
+          topic: a.topic,
+          token,
           // No configured key: ARGO's authentication service gives one for the host certificate.
           authn: !token && certFile && keyFile ? { url: a.authnUrl ?? defaultAuthnUrl(a.targetUrl), certFile, keyFile } : undefined,
           ca: a.caFile ? { file: a.caFile } : { dir: config.auth.caDir },
@@ -56,17 +60,31 @@ export function publishOptions(config: CompiledConfig, extra: Pick<PublishOption
   };
 }
 
-export async function accountingCommand(config: CompiledConfig, args: AccountingArgs, json: boolean, out: (s: string) => void, table: (h: string[], rows: (string | number | undefined)[][]) => string): Promise<number> {
+export async function accountingCommand(
+  config: CompiledConfig,
+  args: AccountingArgs,
+  json: boolean,
+  out: (s: string) => void,
+  table: (h: string[], rows: (string | number | undefined)[][]) => string,
+): Promise<number> {
   const db = await AccountingDb.open(config.accounting.database, config.paths.stateDir);
   const print = (j: unknown, human: () => string) => out(json ? JSON.stringify(j, null, 2) : human());
   try {
     switch (args.sub ?? "totals") {
       case "totals": {
-        const range = { ...(args.from ? { from: utcDay(args.from, false, "from") } : {}), ...(args.to ? { to: utcDay(args.to, true, "to") } : {}) };
+        const range = {
+          ...(args.from ? { from: utcDay(args.from, false, "from") } : {}),
+          ...(args.to ? { to: utcDay(args.to, true, "to") } : {}),
+        };
         const res = { vo: await db.totals("vo", range), user: await db.totals("user", range), month: await db.totals("month", range) };
         print(res, () =>
           (["vo", "user", "month"] as const)
-            .map((by) => table([by.toUpperCase(), "JOBS", "WALL_H", "CPU_H"], res[by].map((t) => [t.key, t.jobs, hours(t.wallSeconds), hours(t.cpuSeconds)])))
+            .map((by) =>
+              table(
+                [by.toUpperCase(), "JOBS", "WALL_H", "CPU_H"],
+                res[by].map((t) => [t.key, t.jobs, hours(t.wallSeconds), hours(t.cpuSeconds)]),
+              ),
+            )
             .join("\n\n"),
         );
         return 0;
@@ -78,7 +96,16 @@ export async function accountingCommand(config: CompiledConfig, args: Accounting
           out(`no usage record for job ${args.arg}`);
           return 1;
         }
-        print(recs, () => recs.map((r) => table(["FIELD", "VALUE"], Object.entries(r).map(([k, v]) => [k, show(k, v)]))).join("\n\n"));
+        print(recs, () =>
+          recs
+            .map((r) =>
+              table(
+                ["FIELD", "VALUE"],
+                Object.entries(r).map(([k, v]) => [k, show(k, v)]),
+              ),
+            )
+            .join("\n\n"),
+        );
         return 0;
       }
       case "apel":
@@ -87,7 +114,11 @@ export async function accountingCommand(config: CompiledConfig, args: Accounting
         const range = args.sub === "republish" ? { from: utcDay(args.from, false, "from"), to: utcDay(args.to, true, "to") } : undefined;
         if (range && range.from > range.to) throw new AccountingUsageError("--from is after --to");
         const res = await publishApel(db, publishOptions(config, { outDir: args.out, range }));
-        print(res, () => (args.out ? `${res.messages} message(s), ${res.records} job record(s) written to ${args.out}` : `${res.messages} message(s) sent, ${res.records} job record(s)`));
+        print(res, () =>
+          args.out
+            ? `${res.messages} message(s), ${res.records} job record(s) written to ${args.out}`
+            : `${res.messages} message(s) sent, ${res.records} job record(s)`,
+        );
         return 0;
       }
       default:

@@ -21,8 +21,13 @@ const control = new ControlDir(join(dir, "control"), join(dir, "sessions"));
 /** Spawns `ceadm` exactly as `pnpm ceadm` does (node --import tsx), configured through CE__* only. */
 async function ceadm(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = {
-    ...process.env, CE__REDIS__URL: inject("redisUrl"), CE__REDIS__PREFIX: prefix, CE_CONFIG: "",
-    CE__PATHS__CONTROL_DIR: control.root, CE__PATHS__SESSION_ROOT: control.sessionRoot, CE__LOGGING__JEM_LOG_FILE: join(dir, "jem.log"),
+    ...process.env,
+    CE__REDIS__URL: inject("redisUrl"),
+    CE__REDIS__PREFIX: prefix,
+    CE_CONFIG: "",
+    CE__PATHS__CONTROL_DIR: control.root,
+    CE__PATHS__SESSION_ROOT: control.sessionRoot,
+    CE__LOGGING__JEM_LOG_FILE: join(dir, "jem.log"),
   };
   try {
     const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "packages/ops/src/cli.ts", ...args], { cwd: root, env });
@@ -36,15 +41,23 @@ async function ceadm(...args: string[]): Promise<{ code: number; stdout: string;
 beforeAll(async () => {
   redis = new Redis(inject("redisUrl"));
   const store = new JobStore(redis, prefix);
-  const rec = (id: string, owner: string) => JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+  const rec = (id: string, owner: string) =>
+    JobStore.newRecord({ id, owner, queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
   const mapped = {
-    ...rec("c1", "/DC=org/CN=alice"), jobName: "calibration-run-42", fqans: ["/atlas/Role=production"],
+    ...rec("c1", "/DC=org/CN=alice"),
+    jobName: "calibration-run-42",
+    fqans: ["/atlas/Role=production"],
     localUser: { account: "grid007", uid: 5007, gid: 100, groups: [100, 5000], rule: "mapping.rules[1] pool atlas" },
   };
   await store.create([mapped, rec("c2", "/DC=org/CN=bob")], 100);
   // c2 has sat in ACCEPTED for 7 hours (stuck past the 6 h default); c1 failed a minute ago.
   await store.update((await store.get("c2"))!, { stateSince: Date.now() - 7 * 3_600_000 });
-  await store.update((await store.get("c1"))!, { failure: "Walltime exceeded: 3600 s limit", failedCause: "user", failedState: "INLRMS", exitCode: 271 });
+  await store.update((await store.get("c1"))!, {
+    failure: "Walltime exceeded: 3600 s limit",
+    failedCause: "user",
+    failedState: "INLRMS",
+    exitCode: 271,
+  });
 });
 afterAll(async () => {
   await redis.quit();
@@ -53,7 +66,15 @@ afterAll(async () => {
 
 describe("ceadm", () => {
   it("aligns table columns", () => {
-    expect(table(["A", "BB"], [["xxx", 1], [undefined, 22]])).toBe("A    BB\nxxx  1\n-    22");
+    expect(
+      table(
+        ["A", "BB"],
+        [
+          ["xxx", 1],
+          [undefined, 22],
+        ],
+      ),
+    ).toBe("A    BB\nxxx  1\n-    22");
   });
 
   it("lists jobs as a table and as JSON, filtered by owner and state", async () => {
@@ -73,7 +94,12 @@ describe("ceadm", () => {
 
   it("shows one job, and fails cleanly for a missing one", async () => {
     const shown = JSON.parse((await ceadm("jobs", "show", "c1", "--json")).stdout);
-    expect(shown).toMatchObject({ id: "c1", owner: "/DC=org/CN=alice", state: "ACCEPTED", localUser: { account: "grid007", uid: 5007, gid: 100 } });
+    expect(shown).toMatchObject({
+      id: "c1",
+      owner: "/DC=org/CN=alice",
+      state: "ACCEPTED",
+      localUser: { account: "grid007", uid: 5007, gid: 100 },
+    });
     const human = (await ceadm("jobs", "show", "c1")).stdout;
     // State and failure come first, then who and where; not every raw field.
     expect(human.split("\n").slice(0, 4)).toEqual([
@@ -85,7 +111,9 @@ describe("ceadm", () => {
     expect(human).toMatch(/  Account +grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/);
     expect(human).toMatch(/  VO +atlas \(\/atlas\/Role=production\)\n/);
     expect(human).not.toContain("ownerKey");
-    expect((await ceadm("jobs", "show", "--all", "c1")).stdout).toMatch(/localUser\s+grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/);
+    expect((await ceadm("jobs", "show", "--all", "c1")).stdout).toMatch(
+      /localUser\s+grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/,
+    );
     const missing = await ceadm("jobs", "show", "zz");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("job zz not found");
@@ -125,7 +153,13 @@ describe("ceadm", () => {
 
   it("shows the input cache's counters and files, and asks the JEMs for a clean", async () => {
     await redis.hset(new Keys(prefix).cacheStats(), { hits: 19, misses: 1, bytesSaved: 247 });
-    expect(JSON.parse((await ceadm("cache", "stats", "--json")).stdout)).toMatchObject({ hits: 19, misses: 1, refused: 0, bytesSaved: 247, dirs: [] });
+    expect(JSON.parse((await ceadm("cache", "stats", "--json")).stdout)).toMatchObject({
+      hits: 19,
+      misses: 1,
+      refused: 0,
+      bytesSaved: 247,
+      dirs: [],
+    });
     const off = await ceadm("cache", "clean");
     expect(off.code).toBe(1);
     expect(off.stderr).toContain("no cache directories are configured");
@@ -147,7 +181,11 @@ describe("ceadm", () => {
     expect(res.stdout).toMatch(/^ID\s+STATE\s+INTERNAL\s+AGE\s+LIMIT/);
     expect(res.stdout).toMatch(/c2\s+ACCEPTING\s+ACCEPTED\s+7h\s+6h/);
     expect(res.stdout).not.toMatch(/^c1 /m);
-    expect(JSON.parse((await ceadm("--json", "jobs", "stuck", "--older-than", "0s", "--state", "accepted")).stdout).jobs.map((j: { id: string }) => j.id)).toEqual(["c2", "c1"]);
+    expect(
+      JSON.parse((await ceadm("--json", "jobs", "stuck", "--older-than", "0s", "--state", "accepted")).stdout).jobs.map(
+        (j: { id: string }) => j.id,
+      ),
+    ).toEqual(["c2", "c1"]);
     expect((await ceadm("jobs", "stuck", "--state", "INLRMS")).stderr).toContain("INLRMS has no default age: give --older-than");
     expect((await ceadm("jobs", "stuck", "--older-than", "soon")).stderr).toContain('bad duration "soon"');
   });
@@ -169,13 +207,34 @@ describe("ceadm", () => {
     const id = "0a1b2c3d-0000-4000-8000-00000000c1c1";
     const other = "0a1b2c3d-0000-4000-8000-00000000c1c2";
     const store = new JobStore(redis, prefix);
-    await store.create([JobStore.newRecord({ id, owner: "/DC=org/CN=alice", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 })], 100);
+    await store.create(
+      [
+        JobStore.newRecord({
+          id,
+          owner: "/DC=org/CN=alice",
+          queue: "main",
+          backend: "fork",
+          language: "xrsl",
+          delegations: [],
+          rerun: 0,
+          lifetime: 60,
+        }),
+      ],
+      100,
+    );
     mkdirSync(control.jobDir(id), { recursive: true });
     writeFileSync(control.file(id, "errors"), "2025-01-01T00:00:00Z Job state change ACCEPTED -> PREPARING   Reason: admitted\n");
     const line = (o: object) => `${JSON.stringify({ level: 30, time: Date.parse("2025-01-01T00:00:01Z"), pid: 1, ...o })}\n`;
     writeFileSync(
       join(dir, "jem.log"),
-      line({ jobId: id, from: "INLRMS", to: "FINISHING", reason: "Job failure detected", failure: "Walltime exceeded", msg: "state change" }) +
+      line({
+        jobId: id,
+        from: "INLRMS",
+        to: "FINISHING",
+        reason: "Job failure detected",
+        failure: "Walltime exceeded",
+        msg: "state change",
+      }) +
         line({ jobId: other, msg: "state change", note: `not ${id}!` }) +
         `jem-1  | ${line({ count: 2, moves: { "ACCEPTED -> PREPARING": [other, id] }, msg: "state changes" })}` +
         `not json ${id}\n`,
@@ -184,7 +243,9 @@ describe("ceadm", () => {
     expect(res.code).toBe(0);
     const out = res.stdout;
     expect(out).toContain("Job state change ACCEPTED -> PREPARING   Reason: admitted");
-    expect(out).toMatch(/2025-01-01T00:00:01.000Z INFO  state change from=INLRMS to=FINISHING reason=Job failure detected failure=Walltime exceeded/);
+    expect(out).toMatch(
+      /2025-01-01T00:00:01.000Z INFO  state change from=INLRMS to=FINISHING reason=Job failure detected failure=Walltime exceeded/,
+    );
     expect(out).toMatch(/state changes count=2 moves=/);
     // Another job's line (even one whose text contains the id) and a line that is not JSON are not shown.
     expect(out.match(/INFO  state change /g)).toHaveLength(1);
@@ -195,7 +256,21 @@ describe("ceadm", () => {
     expect(missing.stderr).toContain("job zz not found");
     const noLog = await ceadm("jobs", "log", other.replace("c1c2", "c1c3"), "--log", join(dir, "nope.log"));
     expect(noLog.code).toBe(1); // neither file nor record knows it
-    await store.create([JobStore.newRecord({ id: other, owner: "/DC=org/CN=bob", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 })], 100);
+    await store.create(
+      [
+        JobStore.newRecord({
+          id: other,
+          owner: "/DC=org/CN=bob",
+          queue: "main",
+          backend: "fork",
+          language: "xrsl",
+          delegations: [],
+          rerun: 0,
+          lifetime: 60,
+        }),
+      ],
+      100,
+    );
     const noFiles = await ceadm("jobs", "log", other, "--log", join(dir, "nope.log"));
     expect(noFiles.stdout).toContain("unreadable: no such file (the job was cleaned, or never admitted)");
     expect(noFiles.stdout).toContain("unreadable: no such file (give --log FILE or set logging.jemLogFile)");

@@ -66,9 +66,17 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   }
   const config = loadConfig(values.config ? { file: values.config } : {});
   // The accounting database is read directly: no Redis needed.
-  if (cmd === "accounting") return accountingCommand(config, { sub, arg, from: values.from, to: values.to, dryRun: values["dry-run"], out: values.out }, values.json, out, table);
+  if (cmd === "accounting")
+    return accountingCommand(
+      config,
+      { sub, arg, from: values.from, to: values.to, dryRun: values["dry-run"], out: values.out },
+      values.json,
+      out,
+      table,
+    );
   // Files under the control dir only: works without Redis.
-  if (cmd === "rte") return rteCommand(config, positionals.slice(1), (json, human) => out(values.json ? JSON.stringify(json, null, 2) : human()), table);
+  if (cmd === "rte")
+    return rteCommand(config, positionals.slice(1), (json, human) => out(values.json ? JSON.stringify(json, null, 2) : human()), table);
   // Fail fast instead of retrying forever when Redis is down.
   // ceadm logs in as the JEM's ACL user (an operator on the JEM's host can read its password file).
   const clients = connectRedis(config.redis, "ceadm");
@@ -106,31 +114,55 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
       case "drain": {
         if (sub !== "on" && sub !== "off" && sub !== "status") throw new UsageError("drain on|off|status");
         const st = sub === "status" ? await ops.drainStatus() : await ops.setDrain(sub === "on");
-        print(st, () => (st.draining ? `draining since ${iso(st.since) ?? "?"}: new jobs are refused` : "not draining: new jobs are accepted"));
+        print(st, () =>
+          st.draining ? `draining since ${iso(st.since) ?? "?"}: new jobs are refused` : "not draining: new jobs are accepted",
+        );
         return 0;
       }
       case "queues": {
         const counts = await ops.queueCounts();
-        print(counts, () => table(["QUEUE", ...QUEUE_COUNT_STATES.map((s) => s.toUpperCase())], Object.entries(counts).map(([q, c]) => [q, ...QUEUE_COUNT_STATES.map((s) => c[s] ?? 0)])));
+        print(counts, () =>
+          table(
+            ["QUEUE", ...QUEUE_COUNT_STATES.map((s) => s.toUpperCase())],
+            Object.entries(counts).map(([q, c]) => [q, ...QUEUE_COUNT_STATES.map((s) => c[s] ?? 0)]),
+          ),
+        );
         return 0;
       }
       case "stats": {
         const st = await ops.stats();
-        print(st, () => `${table(["STATE", "JOBS"], Object.entries(st.states).map(([s, n]) => [s, n]))}\n${"TOTAL".padEnd(11)}  ${st.total}`);
+        print(
+          st,
+          () =>
+            `${table(
+              ["STATE", "JOBS"],
+              Object.entries(st.states).map(([s, n]) => [s, n]),
+            )}\n${"TOTAL".padEnd(11)}  ${st.total}`,
+        );
         return 0;
       }
       case "cache": {
         if (sub === "stats") {
           const st = await cacheStats(redis, config);
-          print(st, () =>
-            `hits ${st.hits}  misses ${st.misses}  refused ${st.refused}  bytes saved ${st.bytesSaved}\n` +
-            table(["DIR", "FILES", "BYTES", "IN USE", "USED", "HIGH", "MEASURED"], st.dirs.map((d) => [d.dir, d.files, d.bytes, d.inUse, d.used, d.high, iso(d.at)])),
+          print(
+            st,
+            () =>
+              `hits ${st.hits}  misses ${st.misses}  refused ${st.refused}  bytes saved ${st.bytesSaved}\n` +
+              table(
+                ["DIR", "FILES", "BYTES", "IN USE", "USED", "HIGH", "MEASURED"],
+                st.dirs.map((d) => [d.dir, d.files, d.bytes, d.inUse, d.used, d.high, iso(d.at)]),
+              ),
           );
           return 0;
         }
         if (sub === "list") {
           const files = await listCache(config, values.limit ? Number(values.limit) : undefined);
-          print(files, () => table(["HASH", "BYTES", "LINKS", "LAST USE", "URL"], files.map((f) => [f.hash.slice(0, 16), f.size, f.links, iso(f.lastUse), f.url])));
+          print(files, () =>
+            table(
+              ["HASH", "BYTES", "LINKS", "LAST USE", "URL"],
+              files.map((f) => [f.hash.slice(0, 16), f.size, f.links, iso(f.lastUse), f.url]),
+            ),
+          );
           return 0;
         }
         if (sub === "clean") {
@@ -154,7 +186,11 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e: unknown) => {
-      const usage = e instanceof UsageError || e instanceof AccountingUsageError || e instanceof RteUsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+      const usage =
+        e instanceof UsageError ||
+        e instanceof AccountingUsageError ||
+        e instanceof RteUsageError ||
+        (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
       process.stderr.write(`ceadm: ${(e as Error).message}\n${usage ? USAGE : ""}`);
       process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError || e instanceof RteError ? 1 : 3);
     },

@@ -25,7 +25,16 @@ describe("health metrics", () => {
   it("labels jobs by configured VO (others as `other`), and shows the oldest job per state and the soonest delegation expiry", async () => {
     const store = new JobStore(redis, prefix);
     const rec = (id: string, fqans?: string[]) => ({
-      ...JobStore.newRecord({ id, owner: "/CN=alice", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 }),
+      ...JobStore.newRecord({
+        id,
+        owner: "/CN=alice",
+        queue: "main",
+        backend: "fork",
+        language: "xrsl",
+        delegations: [],
+        rerun: 0,
+        lifetime: 60,
+      }),
       ...(fqans ? { fqans } : {}),
     });
     // A user-chosen VO name must not become a series of its own.

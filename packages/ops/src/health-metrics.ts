@@ -9,13 +9,33 @@ import { ACTIVE_INTERNAL_STATES, JemHeartbeats, readJobAges, type JemBeat, type 
  * expiry. Deploy's alert rules (deploy/monitoring/alerts.yaml) are written against these names.
  */
 export const HEALTH_METRIC_CATALOG = {
-  redisUp: { name: "ce_redis_up", help: "1 when this process reached Redis at the last scrape (PING within the timeout), else 0", labelNames: [] },
-  jemHeartbeat: { name: "ce_jem_heartbeat_timestamp_seconds", help: "Last heartbeat of each JEM instance (host:pid), as stored in Redis", labelNames: ["jem"] },
+  redisUp: {
+    name: "ce_redis_up",
+    help: "1 when this process reached Redis at the last scrape (PING within the timeout), else 0",
+    labelNames: [],
+  },
+  jemHeartbeat: {
+    name: "ce_jem_heartbeat_timestamp_seconds",
+    help: "Last heartbeat of each JEM instance (host:pid), as stored in Redis",
+    labelNames: ["jem"],
+  },
   jemHeartbeatInterval: { name: "ce_jem_heartbeat_interval_seconds", help: "The interval each JEM instance beats at", labelNames: ["jem"] },
-  jobsByVo: { name: "ce_jobs_by_vo", help: "Jobs per internal state and VO (the configured VOs, other, none)", labelNames: ["state", "vo"] },
-  oldestJobAge: { name: "ce_job_oldest_age_seconds", help: "Time the oldest job not parked (pending) has spent in its internal state; 0 when there is none", labelNames: ["state"] },
+  jobsByVo: {
+    name: "ce_jobs_by_vo",
+    help: "Jobs per internal state and VO (the configured VOs, other, none)",
+    labelNames: ["state", "vo"],
+  },
+  oldestJobAge: {
+    name: "ce_job_oldest_age_seconds",
+    help: "Time the oldest job not parked (pending) has spent in its internal state; 0 when there is none",
+    labelNames: ["state"],
+  },
   // The label keeps the series absent when no active job has a delegation (a label-less gauge would say 0, i.e. 1970).
-  delegationExpiry: { name: "ce_delegation_soonest_expiry_timestamp_seconds", help: "Soonest credential expiry among the delegations of active jobs (scope=\"active_jobs\")", labelNames: ["scope"] },
+  delegationExpiry: {
+    name: "ce_delegation_soonest_expiry_timestamp_seconds",
+    help: 'Soonest credential expiry among the delegations of active jobs (scope="active_jobs")',
+    labelNames: ["scope"],
+  },
 } as const;
 
 export interface HealthMetricsOptions {
@@ -73,7 +93,14 @@ export function registerHealthMetrics(registry: Registry, o: HealthMetricsOption
     labelNames: [],
     ...reg,
     async collect() {
-      this.set((await readPing().then((r) => r === "PONG", () => false)) ? 1 : 0);
+      this.set(
+        (await readPing().then(
+          (r) => r === "PONG",
+          () => false,
+        ))
+          ? 1
+          : 0,
+      );
     },
   });
 

@@ -70,7 +70,10 @@ export async function stuckJobs(
 /** Parses `--state` for internal states (`SUBMIT,preparing`). */
 export function parseInternalStates(raw: string | undefined): InternalState[] | undefined {
   if (!raw) return undefined;
-  const states = raw.split(",").map((s) => s.trim().toUpperCase()).filter(Boolean);
+  const states = raw
+    .split(",")
+    .map((s) => s.trim().toUpperCase())
+    .filter(Boolean);
   const bad = states.filter((s) => !(INTERNAL_STATES as readonly string[]).includes(s));
   if (bad.length) throw new OpsError("BAD_REQUEST", `unknown internal state ${bad.join(",")}; one of ${INTERNAL_STATES.join(" ")}`);
   return states as InternalState[];
@@ -91,7 +94,9 @@ export interface Summary {
 export async function summary(redis: Redis, prefix: string, by: SummaryBy, opts: { activeOnly?: boolean } = {}): Promise<Summary> {
   const store = new JobStore(redis, prefix);
   const keys = new Keys(prefix);
-  const ids = opts.activeOnly ? (await Promise.all(ACTIVE_INTERNAL_STATES.map((s) => store.idsInState(s)))).flat() : await redis.zrange(keys.all(), 0, -1);
+  const ids = opts.activeOnly
+    ? (await Promise.all(ACTIVE_INTERNAL_STATES.map((s) => store.idsInState(s)))).flat()
+    : await redis.zrange(keys.all(), 0, -1);
   const groups = new Map<string, { key: string; total: number; states: Record<string, number> }>();
   let total = 0;
   for (let i = 0; i < ids.length; i += CHUNK) {

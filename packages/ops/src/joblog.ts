@@ -22,7 +22,12 @@ export async function readStateHistory(control: { controlDir: string; sessionRoo
     return { path, lines: (await readFile(path, "utf8")).split("\n").filter((l) => l.trim() !== "") };
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    const why = code === "ENOENT" ? "no such file (the job was cleaned, or never admitted)" : code === "EACCES" ? "permission denied (run as the CE account or root)" : (e as Error).message;
+    const why =
+      code === "ENOENT"
+        ? "no such file (the job was cleaned, or never admitted)"
+        : code === "EACCES"
+          ? "permission denied (run as the CE account or root)"
+          : (e as Error).message;
     return { path, unreadable: why };
   }
 }

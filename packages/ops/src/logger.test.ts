@@ -5,14 +5,27 @@ import { createLogger } from "./logger.js";
 
 function capture() {
   const lines: string[] = [];
-  const dest = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
+  const dest = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk));
+      cb();
+    },
+  });
   return { lines, log: createLogger("jem", "debug", {}, dest) };
 }
 
 describe("logger redaction", () => {
   it("a failed Redis AUTH is logged without the password ioredis attaches to the error", async () => {
     const { lines, log } = capture();
-    const r = new Redis({ port: inject("redisPort"), host: "127.0.0.1", username: "jem", password: "PW-MUST-NOT-LEAK-42", lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const r = new Redis({
+      port: inject("redisPort"),
+      host: "127.0.0.1",
+      username: "jem",
+      password: "PW-MUST-NOT-LEAK-42",
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     r.on("error", (err) => log.warn({ err }, "redis error"));
     await r.connect().catch((err: unknown) => log.warn({ err, ctx: { err } }, "connect failed"));
     r.disconnect();

@@ -47,7 +47,12 @@ function errSerializer(e: unknown): unknown {
   return out;
 }
 
-export function createLogger(service: "gateway" | "jem" | "ceadm", level: string, base: Record<string, unknown> = {}, destination?: pino.DestinationStream): Logger {
+export function createLogger(
+  service: "gateway" | "jem" | "ceadm",
+  level: string,
+  base: Record<string, unknown> = {},
+  destination?: pino.DestinationStream,
+): Logger {
   const options: pino.LoggerOptions = {
     level,
     base: { svc: service, ...base },

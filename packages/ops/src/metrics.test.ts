@@ -28,10 +28,19 @@ describe("metrics", () => {
     m.observeRequest("/rest/:version/jobs", "GET", 200, 0.01);
     const text = await m.registry.metrics();
     for (const name of [
-      "ce_jobs", "ce_submissions_total", "ce_http_request_duration_seconds", "ce_batch_calls_total",
-      "ce_batch_call_duration_seconds", "ce_staging_bytes_total", "ce_staging_files_total", "ce_staging_failures_total", "ce_queue_depth",
-      "ce_cache_lookups_total", "ce_cache_saved_bytes_total",
-      "process_cpu_seconds_total", "nodejs_eventloop_lag_seconds",
+      "ce_jobs",
+      "ce_submissions_total",
+      "ce_http_request_duration_seconds",
+      "ce_batch_calls_total",
+      "ce_batch_call_duration_seconds",
+      "ce_staging_bytes_total",
+      "ce_staging_files_total",
+      "ce_staging_failures_total",
+      "ce_queue_depth",
+      "ce_cache_lookups_total",
+      "ce_cache_saved_bytes_total",
+      "process_cpu_seconds_total",
+      "nodejs_eventloop_lag_seconds",
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
@@ -44,7 +53,17 @@ describe("metrics", () => {
 
   it("counts jobs per REST state from Redis at scrape time, cached between scrapes", async () => {
     const store = new JobStore(redis, prefix);
-    const rec = (id: string) => JobStore.newRecord({ id, owner: "/CN=alice", queue: "main", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+    const rec = (id: string) =>
+      JobStore.newRecord({
+        id,
+        owner: "/CN=alice",
+        queue: "main",
+        backend: "fork",
+        language: "xrsl",
+        delegations: [],
+        rerun: 0,
+        lifetime: 60,
+      });
     await store.create([rec("m1"), rec("m2")], 100);
     const m = createMetrics({ redis, prefix, defaultMetrics: false, cacheMs: 60_000 });
     expect(await m.registry.metrics()).toContain('ce_jobs{state="ACCEPTING",queue="*"} 2');
@@ -77,7 +96,9 @@ describe("metrics", () => {
   it("times batch calls and classifies execa timeouts", async () => {
     const m = createMetrics({ defaultMetrics: false });
     await m.timeBatchCall("fork", "poll", async () => 1);
-    await expect(m.timeBatchCall("fork", "submit", async () => Promise.reject(Object.assign(new Error("t"), { timedOut: true })))).rejects.toThrow();
+    await expect(
+      m.timeBatchCall("fork", "submit", async () => Promise.reject(Object.assign(new Error("t"), { timedOut: true }))),
+    ).rejects.toThrow();
     const text = await m.registry.metrics();
     expect(text).toContain('ce_batch_calls_total{backend="fork",op="poll",result="ok"} 1');
     expect(text).toContain('ce_batch_calls_total{backend="fork",op="submit",result="timeout"} 1');

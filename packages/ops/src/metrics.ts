@@ -12,15 +12,47 @@ import { cachedRead as cached, registerHealthMetrics, withDeadline } from "./hea
  * reference; label values are typed where the set is closed, to keep cardinality bounded.
  */
 export const METRIC_CATALOG = {
-  jobs: { name: "ce_jobs", help: "Jobs per REST state (queue is \"*\" until the store keeps a per-queue index)", labelNames: ["state", "queue"] },
+  jobs: {
+    name: "ce_jobs",
+    help: 'Jobs per REST state (queue is "*" until the store keeps a per-queue index)',
+    labelNames: ["state", "queue"],
+  },
   submissions: { name: "ce_submissions_total", help: "Job submissions by result", labelNames: ["result"] },
-  httpDuration: { name: "ce_http_request_duration_seconds", help: "REST request duration by route template", labelNames: ["route", "method", "status"] },
-  batchCalls: { name: "ce_batch_calls_total", help: "Calls into the batch system (submit/cancel/poll scripts)", labelNames: ["backend", "op", "result"] },
-  batchCallDuration: { name: "ce_batch_call_duration_seconds", help: "Duration of calls into the batch system", labelNames: ["backend", "op"] },
-  stagingBytes: { name: "ce_staging_bytes_total", help: "Bytes transferred by data staging, by URL scheme", labelNames: ["direction", "protocol"] },
-  stagingFiles: { name: "ce_staging_files_total", help: "Files staged (protocol \"cache\": an input served from the input cache)", labelNames: ["direction", "protocol"] },
-  stagingFailures: { name: "ce_staging_failures_total", help: "Failed data staging transfer attempts, by URL scheme", labelNames: ["direction", "protocol"] },
-  cacheLookups: { name: "ce_cache_lookups_total", help: "Cached inputs: hit (served from the cache), miss (downloaded into it), refused (the origin refused the user)", labelNames: ["result"] },
+  httpDuration: {
+    name: "ce_http_request_duration_seconds",
+    help: "REST request duration by route template",
+    labelNames: ["route", "method", "status"],
+  },
+  batchCalls: {
+    name: "ce_batch_calls_total",
+    help: "Calls into the batch system (submit/cancel/poll scripts)",
+    labelNames: ["backend", "op", "result"],
+  },
+  batchCallDuration: {
+    name: "ce_batch_call_duration_seconds",
+    help: "Duration of calls into the batch system",
+    labelNames: ["backend", "op"],
+  },
+  stagingBytes: {
+    name: "ce_staging_bytes_total",
+    help: "Bytes transferred by data staging, by URL scheme",
+    labelNames: ["direction", "protocol"],
+  },
+  stagingFiles: {
+    name: "ce_staging_files_total",
+    help: 'Files staged (protocol "cache": an input served from the input cache)',
+    labelNames: ["direction", "protocol"],
+  },
+  stagingFailures: {
+    name: "ce_staging_failures_total",
+    help: "Failed data staging transfer attempts, by URL scheme",
+    labelNames: ["direction", "protocol"],
+  },
+  cacheLookups: {
+    name: "ce_cache_lookups_total",
+    help: "Cached inputs: hit (served from the cache), miss (downloaded into it), refused (the origin refused the user)",
+    labelNames: ["result"],
+  },
   cacheSavedBytes: { name: "ce_cache_saved_bytes_total", help: "Bytes served from the input cache instead of the origin", labelNames: [] },
   queueDepth: { name: "ce_queue_depth", help: "BullMQ jobs per internal queue and state", labelNames: ["queue", "state"] },
 } as const;
@@ -95,7 +127,8 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
   const reg = { registers: [registry] };
 
   const { redis, prefix } = opts;
-  const readJobs = redis && prefix ? cached(cacheMs, () => withDeadline(readJobCounts(redis, prefix), READ_TIMEOUT_MS, "job counts")) : undefined;
+  const readJobs =
+    redis && prefix ? cached(cacheMs, () => withDeadline(readJobCounts(redis, prefix), READ_TIMEOUT_MS, "job counts")) : undefined;
   const jobs = new Gauge({
     ...METRIC_CATALOG.jobs,
     labelNames: [...METRIC_CATALOG.jobs.labelNames],
@@ -113,7 +146,11 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
   const queues = opts.queues ?? [];
   const advance = redis && prefix ? new AdvanceSet(redis, prefix) : undefined;
   const readDepth = cached(cacheMs, () =>
-    withDeadline((async () => ({ ...(await readQueueDepth(queues)), ...(advance ? { advance: await readAdvanceDepth(advance) } : {}) }))(), READ_TIMEOUT_MS, "queue depths"),
+    withDeadline(
+      (async () => ({ ...(await readQueueDepth(queues)), ...(advance ? { advance: await readAdvanceDepth(advance) } : {}) }))(),
+      READ_TIMEOUT_MS,
+      "queue depths",
+    ),
   );
   const queueDepth = new Gauge({
     ...METRIC_CATALOG.queueDepth,
@@ -129,7 +166,8 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
     },
   });
 
-  if (redis && prefix) registerHealthMetrics(registry, { redis, prefix, vos: opts.vos, cacheMs, agesCacheMs: opts.agesCacheMs, timeoutMs: READ_TIMEOUT_MS });
+  if (redis && prefix)
+    registerHealthMetrics(registry, { redis, prefix, vos: opts.vos, cacheMs, agesCacheMs: opts.agesCacheMs, timeoutMs: READ_TIMEOUT_MS });
 
   const submissions = new Counter({ ...METRIC_CATALOG.submissions, labelNames: [...METRIC_CATALOG.submissions.labelNames], ...reg });
   const httpDuration = new Histogram({
@@ -148,7 +186,11 @@ export function createMetrics(opts: MetricsOptions = {}): CeMetrics {
   });
   const stagingBytes = new Counter({ ...METRIC_CATALOG.stagingBytes, labelNames: [...METRIC_CATALOG.stagingBytes.labelNames], ...reg });
   const stagingFiles = new Counter({ ...METRIC_CATALOG.stagingFiles, labelNames: [...METRIC_CATALOG.stagingFiles.labelNames], ...reg });
-  const stagingFailures = new Counter({ ...METRIC_CATALOG.stagingFailures, labelNames: [...METRIC_CATALOG.stagingFailures.labelNames], ...reg });
+  const stagingFailures = new Counter({
+    ...METRIC_CATALOG.stagingFailures,
+    labelNames: [...METRIC_CATALOG.stagingFailures.labelNames],
+    ...reg,
+  });
   const cacheLookups = new Counter({ ...METRIC_CATALOG.cacheLookups, labelNames: [...METRIC_CATALOG.cacheLookups.labelNames], ...reg });
   const cacheSavedBytes = new Counter({ ...METRIC_CATALOG.cacheSavedBytes, labelNames: [], ...reg });
 

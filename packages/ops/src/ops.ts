@@ -2,7 +2,20 @@ import { Queue, type ConnectionOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CompiledConfig } from "@ce/config";
 import { isRestState, REST_STATES, type RestState } from "@ce/model";
-import { AdvanceSet, bullConnection, voOf, CeFlags, requestCommands, JobStore, openQueue, type DrainStatus, QUEUE_NAMES, type JobRecord, type QueueCatalog, type QueueName } from "@ce/store";
+import {
+  AdvanceSet,
+  bullConnection,
+  voOf,
+  CeFlags,
+  requestCommands,
+  JobStore,
+  openQueue,
+  type DrainStatus,
+  QUEUE_NAMES,
+  type JobRecord,
+  type QueueCatalog,
+  type QueueName,
+} from "@ce/store";
 import { readAdvanceDepth } from "./metrics.js";
 
 /**
@@ -34,10 +47,24 @@ export interface JobRow {
 }
 
 /** The list row of one record (ceadm, admin API). */
-export function jobRow(r: Pick<JobRecord, "id" | "owner" | "rest" | "state" | "pending" | "queue" | "created" | "updated" | "stateSince" | "jobName" | "localUser" | "fqans">): JobRow {
+export function jobRow(
+  r: Pick<
+    JobRecord,
+    "id" | "owner" | "rest" | "state" | "pending" | "queue" | "created" | "updated" | "stateSince" | "jobName" | "localUser" | "fqans"
+  >,
+): JobRow {
   return {
-    id: r.id, owner: r.owner, rest: r.rest, state: r.pending ? `PENDING:${r.state}` : r.state, queue: r.queue, created: r.created, updated: r.updated,
-    stateSince: r.stateSince, name: r.jobName, account: r.localUser?.account, vo: voOf(r.fqans),
+    id: r.id,
+    owner: r.owner,
+    rest: r.rest,
+    state: r.pending ? `PENDING:${r.state}` : r.state,
+    queue: r.queue,
+    created: r.created,
+    updated: r.updated,
+    stateSince: r.stateSince,
+    name: r.jobName,
+    account: r.localUser?.account,
+    vo: voOf(r.fqans),
   };
 }
 
@@ -78,7 +105,10 @@ export class AdminOps {
 
   parseStates(raw: string | undefined): RestState[] | undefined {
     if (!raw) return undefined;
-    const states = raw.split(",").map((s) => s.trim().toUpperCase()).filter(Boolean);
+    const states = raw
+      .split(",")
+      .map((s) => s.trim().toUpperCase())
+      .filter(Boolean);
     const bad = states.filter((s) => !isRestState(s));
     if (bad.length) throw new OpsError("BAD_REQUEST", `unknown state ${bad.join(",")}; one of ${REST_STATES.join(" ")}`);
     return states as RestState[];
@@ -88,7 +118,9 @@ export class AdminOps {
    * Jobs of one owner and/or in some REST states, newest first without filters. Uses the store's
    * indexes only; `limit` bounds the record reads (one pipeline).
    */
-  async listJobs(opts: { owner?: string | undefined; states?: RestState[] | undefined; limit?: number | undefined } = {}): Promise<{ total: number; jobs: JobRow[] }> {
+  async listJobs(
+    opts: { owner?: string | undefined; states?: RestState[] | undefined; limit?: number | undefined } = {},
+  ): Promise<{ total: number; jobs: JobRow[] }> {
     const limit = Math.max(1, Math.min(opts.limit ?? 100, 10_000));
     let ids: string[];
     if (opts.owner) {

@@ -12,7 +12,13 @@ let state: string;
 
 /** `ceadm` as `pnpm ceadm` runs it; `rte` needs no Redis (an unreachable URL proves it). */
 async function ceadm(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, CE_CONFIG: "", CE__PATHS__STATE_DIR: state, CE__REDIS__URL: "redis://127.0.0.1:1", CE__JOBS__RUNTIME_ENVIRONMENTS: '["APPS/CONFIGURED"]' };
+  const env = {
+    ...process.env,
+    CE_CONFIG: "",
+    CE__PATHS__STATE_DIR: state,
+    CE__REDIS__URL: "redis://127.0.0.1:1",
+    CE__JOBS__RUNTIME_ENVIRONMENTS: '["APPS/CONFIGURED"]',
+  };
   try {
     const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "packages/ops/src/cli.ts", ...args], { cwd: root, env });
     return { code: 0, stdout, stderr };
@@ -30,17 +36,26 @@ beforeAll(() => {
 
 describe("ceadm rte", () => {
   it("enables, makes default, sets parameters, lists and disables, in ARC's control-dir layout", async () => {
-    expect((await ceadm("rte", "enable", "APPS/HEP-1.0")).stdout).toContain(`APPS/HEP-1.0 enabled: ${join(state, "rte", "APPS", "HEP-1.0")}`);
+    expect((await ceadm("rte", "enable", "APPS/HEP-1.0")).stdout).toContain(
+      `APPS/HEP-1.0 enabled: ${join(state, "rte", "APPS", "HEP-1.0")}`,
+    );
     const link = join(state, "control", "rte", "enabled", "APPS", "HEP-1.0");
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(readlinkSync(link)).toBe(join(state, "rte", "APPS", "HEP-1.0"));
 
-    expect((await ceadm("rte", "params", "APPS/HEP-1.0", "SITE_NAME=my site", "X=1")).stdout).toMatch(/^SITE_NAME\s+my site\s+none\s+The site's name$/m);
+    expect((await ceadm("rte", "params", "APPS/HEP-1.0", "SITE_NAME=my site", "X=1")).stdout).toMatch(
+      /^SITE_NAME\s+my site\s+none\s+The site's name$/m,
+    );
     expect(readFileSync(join(state, "control", "rte", "params", "APPS", "HEP-1.0"), "utf8")).toBe('SITE_NAME="my site"\nX="1"\n');
     expect((await ceadm("rte", "params", "APPS/HEP-1.0", "X=")).stdout).not.toMatch(/^X\s/m);
 
     expect((await ceadm("rte", "default", "APPS/HEP-1.0")).code).toBe(0);
-    const list = JSON.parse((await ceadm("--json", "rte", "list")).stdout) as Array<{ name: string; enabled: boolean; default: boolean; script?: string }>;
+    const list = JSON.parse((await ceadm("--json", "rte", "list")).stdout) as Array<{
+      name: string;
+      enabled: boolean;
+      default: boolean;
+      script?: string;
+    }>;
     expect(list).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ name: "APPS/HEP-1.0", enabled: true, default: true }),

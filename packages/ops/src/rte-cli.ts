@@ -28,7 +28,12 @@ export function rteCommand(
     print(list, () =>
       table(
         ["NAME", "STATE", "SCRIPT", "PARAMS"],
-        list.map((r) => [r.name, r.default ? "default" : r.enabled ? "enabled" : "available", r.script ?? "(missing)", r.params.map((p) => `${p.name}=${p.value}`).join(" ") || undefined]),
+        list.map((r) => [
+          r.name,
+          r.default ? "default" : r.enabled ? "enabled" : "available",
+          r.script ?? "(missing)",
+          r.params.map((p) => `${p.name}=${p.value}`).join(" ") || undefined,
+        ]),
       ),
     );
     return 0;
@@ -38,14 +43,19 @@ export function rteCommand(
     case "enable":
     case "default": {
       const script = (sub === "enable" ? enableRte : defaultRte)(cfg, name, rest[0]);
-      print({ name, [sub === "enable" ? "enabled" : "default"]: true, script }, () => `${name} ${sub === "enable" ? "enabled" : "is a default"}: ${script}`);
+      print(
+        { name, [sub === "enable" ? "enabled" : "default"]: true, script },
+        () => `${name} ${sub === "enable" ? "enabled" : "is a default"}: ${script}`,
+      );
       return 0;
     }
     case "disable": {
       const changed = disableRte(cfg, name);
       const configured = config.jobs.runtimeEnvironments.includes(name) || config.jobs.defaultRuntimeEnvironments.includes(name);
-      print({ name, disabled: changed, configured }, () =>
-        `${name}: ${changed ? "disabled" : "was not enabled here"}${configured ? " (still listed in the configuration: jobs.runtimeEnvironments/defaultRuntimeEnvironments)" : ""}`,
+      print(
+        { name, disabled: changed, configured },
+        () =>
+          `${name}: ${changed ? "disabled" : "was not enabled here"}${configured ? " (still listed in the configuration: jobs.runtimeEnvironments/defaultRuntimeEnvironments)" : ""}`,
       );
       return 0;
     }

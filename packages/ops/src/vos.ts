@@ -18,6 +18,8 @@ export function configuredVos(config: {
     ...config.jobs.queues.flatMap((q) => q.allow ?? []),
     ...(config.mapping?.rules ?? []).flatMap((r) => (typeof r.match === "string" ? [r.match] : r.match)),
   ];
-  const vos = rules.map((r) => /^vo:([^*?/]+)$/.exec(r)?.[1] ?? /^fqan:\/([^/*?]+)/.exec(r)?.[1]).filter((v): v is string => !!v && v !== "other" && v !== "none");
+  const vos = rules
+    .map((r) => /^vo:([^*?/]+)$/.exec(r)?.[1] ?? /^fqan:\/([^/*?]+)/.exec(r)?.[1])
+    .filter((v): v is string => !!v && v !== "other" && v !== "none");
   return [...new Set(vos)].sort().slice(0, MAX_VO_LABELS);
 }

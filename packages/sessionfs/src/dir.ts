@@ -19,7 +19,12 @@ export const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK;
 export const HAVE_PROC_FD = process.platform === "linux" && existsSync("/proc/self/fd");
 
 export type FsErrorKind =
-  | "missing" | "not-dir" | "symlink" | "special" | "is-dir" | "too-long"
+  | "missing"
+  | "not-dir"
+  | "symlink"
+  | "special"
+  | "is-dir"
+  | "too-long"
   /** A regular file with more than one link: it may be a link to a file outside the session. */
   | "hard-link"
   /** The tree changed under a walk (a directory moved or swapped); we stopped instead of guessing. */
@@ -46,7 +51,10 @@ const REASONS: Record<FsErrorKind, string> = {
 
 /** A refusal with a kind callers map to a status or an error line; `at` is the relative path. */
 export class SessionFsError extends Error {
-  constructor(readonly kind: FsErrorKind, readonly at: string) {
+  constructor(
+    readonly kind: FsErrorKind,
+    readonly at: string,
+  ) {
     super(`${kind}: ${at}`);
     this.name = "SessionFsError";
   }
@@ -59,7 +67,10 @@ export class SessionFsError extends Error {
 
 /** An open directory handle plus its (informational) path; `at`/`self` throw once it is closed. */
 export class Dir {
-  private constructor(readonly handle: FileHandle, readonly path: string) {}
+  private constructor(
+    readonly handle: FileHandle,
+    readonly path: string,
+  ) {}
 
   /** Opens a directory by absolute path; the last component must not be a symlink. */
   static async open(path: string): Promise<Dir> {
@@ -147,7 +158,11 @@ const ignoreExists = (err: unknown) => {
  * one would come back with the creator's owner and mode (root's, world-readable), not the mapped
  * account's, so it stays missing ("missing" at "/"). The caller must close `dir`.
  */
-export async function openParent(root: string, segments: readonly string[], create = false): Promise<{ dir: Dir; name: string | undefined }> {
+export async function openParent(
+  root: string,
+  segments: readonly string[],
+  create = false,
+): Promise<{ dir: Dir; name: string | undefined }> {
   let dir: Dir;
   try {
     dir = await Dir.open(root);
@@ -180,6 +195,7 @@ export async function openParent(root: string, segments: readonly string[], crea
 /** Splits a session-relative name into segments; refuses `.`, `..`, empty and NUL components. */
 export function segmentsOf(name: string): string[] {
   const segs = name.split("/").filter((s) => s !== "");
-  if (segs.length === 0 || segs.some((s) => s === "." || s === ".." || s.includes("\0"))) throw new SessionFsError("invalid", `/${name.replace(/^\/+/, "")}`);
+  if (segs.length === 0 || segs.some((s) => s === "." || s === ".." || s.includes("\0")))
+    throw new SessionFsError("invalid", `/${name.replace(/^\/+/, "")}`);
   return segs;
 }

@@ -19,7 +19,10 @@ import { close, closeSync, open, openSync, type PathLike } from "node:fs";
 
 /** Base of the descriptor errors; `code` is stable for logs and tests. */
 export class FdError extends Error {
-  constructor(readonly code: "FD_CLOSED" | "FD_STOLEN", message: string) {
+  constructor(
+    readonly code: "FD_CLOSED" | "FD_STOLEN",
+    message: string,
+  ) {
     super(message);
     this.name = new.target.name;
   }

@@ -1,4 +1,15 @@
 export { Dir, openParent, segmentsOf, SessionFsError, type FsErrorKind } from "./dir.js";
 export { closeHandle, FdClosedError, FdError, FdStolenError, numOf, onFdStolen, OwnedFd } from "./fd.js";
-export { createFileIn, listEntries, openFileIn, openForWrite, openRegular, openTarget, readSmallFile, type Entry, type OpenOptions, type Target } from "./open.js";
+export {
+  createFileIn,
+  listEntries,
+  openFileIn,
+  openForWrite,
+  openRegular,
+  openTarget,
+  readSmallFile,
+  type Entry,
+  type OpenOptions,
+  type Target,
+} from "./open.js";
 export { removeEntry, removePath, walkFiles, type WalkResult } from "./tree.js";

@@ -16,14 +16,16 @@ export interface OpenOptions {
   refuseHardLinks?: boolean;
 }
 
-export type Target =
-  | { kind: "dir"; dir: Dir; stat: Stats }
-  | { kind: "file"; handle: FileHandle; stat: Stats };
+export type Target = { kind: "dir"; dir: Dir; stat: Stats } | { kind: "file"; handle: FileHandle; stat: Stats };
 
 /** Checks what an open descriptor is (the entry may have been swapped between lstat and open). */
 async function checkFile(handle: FileHandle, at: string, o: OpenOptions): Promise<Stats> {
   const st = await handle.stat();
-  const bad = !st.isFile() ? new SessionFsError(st.isDirectory() ? "is-dir" : "special", at) : o.refuseHardLinks && st.nlink > 1 ? new SessionFsError("hard-link", at) : undefined;
+  const bad = !st.isFile()
+    ? new SessionFsError(st.isDirectory() ? "is-dir" : "special", at)
+    : o.refuseHardLinks && st.nlink > 1
+      ? new SessionFsError("hard-link", at)
+      : undefined;
   if (bad) {
     await closeHandle(handle, at);
     throw bad;
@@ -62,7 +64,11 @@ export async function openTarget(root: string, segments: readonly string[], o: O
 }
 
 /** Opens a regular file (never a directory) for reading; the stat is from the descriptor. */
-export async function openRegular(root: string, segments: readonly string[], o: OpenOptions = {}): Promise<{ handle: FileHandle; stat: Stats }> {
+export async function openRegular(
+  root: string,
+  segments: readonly string[],
+  o: OpenOptions = {},
+): Promise<{ handle: FileHandle; stat: Stats }> {
   const t = await openTarget(root, segments, o);
   if (t.kind === "file") return t;
   await t.dir.close();

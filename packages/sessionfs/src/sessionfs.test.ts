@@ -22,7 +22,10 @@ afterEach(async () => {
 });
 
 async function refusal(p: Promise<unknown>): Promise<SessionFsError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(SessionFsError);
   return e as SessionFsError;
 }
@@ -120,7 +123,12 @@ describe("walking and deleting", () => {
     execFileSync("mkfifo", [join(session, "out/fifo")]);
     const r = await walkFiles(session, ["out"]);
     expect(r.files).toEqual(["out/a", "out/sub/b"]);
-    expect(r.refused.map((e) => `${e.kind} ${e.at}`).sort()).toEqual(["hard-link /out/sub/hard", "special /out/fifo", "symlink /out/leak", "symlink /out/sub/up"]);
+    expect(r.refused.map((e) => `${e.kind} ${e.at}`).sort()).toEqual([
+      "hard-link /out/sub/hard",
+      "special /out/fifo",
+      "symlink /out/leak",
+      "symlink /out/sub/up",
+    ]);
   });
 
   it("caps the number of entries walked", async () => {
@@ -242,13 +250,13 @@ describe("walking and deleting", () => {
   });
 });
 
-
 describe("files the job made inaccessible", () => {
   // Root reads everything, so the refusal is shown from an unprivileged process (setpriv).
   // ...and only where that user can read this checkout (not under a private 0700 directory).
   const asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
   const runAsNobody =
-    process.getuid?.() === 0 && existsSync("/usr/bin/setpriv") &&
+    process.getuid?.() === 0 &&
+    existsSync("/usr/bin/setpriv") &&
     spawnSync("setpriv", [...asNobody, "test", "-r", join(import.meta.dirname, "index.ts")]).status === 0;
   it.skipIf(!runAsNobody)("EACCES is a named `denied` refusal, not an exception", async () => {
     const d = await mkdtemp(join(tmpdir(), "sfs-denied-"));
@@ -257,10 +265,17 @@ describe("files the job made inaccessible", () => {
       await writeFile(join(d, "s", "secret"), "x", { mode: 0o000 });
       execFileSync("chmod", ["755", d]);
       const probe = join(d, "probe.mts");
-      await writeFile(probe, `import { openRegular, SessionFsError } from ${JSON.stringify(join(import.meta.dirname, "index.ts"))};
+      await writeFile(
+        probe,
+        `import { openRegular, SessionFsError } from ${JSON.stringify(join(import.meta.dirname, "index.ts"))};
 try { await openRegular(${JSON.stringify(join(d, "s"))}, ["secret"]); console.log("opened"); }
-catch (e) { console.log(e instanceof SessionFsError ? "kind=" + e.kind + " at=" + e.at : "other " + e); }`);
-      const out = execFileSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--import", "tsx", probe], { encoding: "utf8", cwd: join(import.meta.dirname, "..") });
+catch (e) { console.log(e instanceof SessionFsError ? "kind=" + e.kind + " at=" + e.at : "other " + e); }`,
+      );
+      const out = execFileSync(
+        "setpriv",
+        ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--import", "tsx", probe],
+        { encoding: "utf8", cwd: join(import.meta.dirname, "..") },
+      );
       expect(out.trim()).toBe("kind=denied at=/secret");
     } finally {
       await rm(d, { recursive: true, force: true });

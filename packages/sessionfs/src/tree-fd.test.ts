@@ -60,7 +60,10 @@ describe("tree operations close each descriptor once", () => {
       renameSync(a, join(session, "moved"));
       symlinkSync("moved", a);
     };
-    const e = await removePath(session, ["a"]).then(() => undefined, (err: unknown) => err);
+    const e = await removePath(session, ["a"]).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(e).toBeInstanceOf(SessionFsError);
     expect(spy.stolen).toEqual([]);
     expect(spy.ebadf).toEqual([]);

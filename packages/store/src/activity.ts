@@ -48,9 +48,35 @@ export interface ActivityFacts {
  * bulk info reads from Redis (JobStore.getManyFields) instead of whole records.
  */
 export const ACTIVITY_FIELDS = [
-  "id", "owner", "state", "pending", "outcome", "lrms", "rest", "jobName", "language", "localId", "exitCode", "failure",
-  "failedState", "localUser", "fqans", "summary", "queue", "nodes", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB",
-  "created", "startedAt", "endedAt", "cleanupAt", "delegationExpires", "clientHost", "awaiting", "uploadDeadline",
+  "id",
+  "owner",
+  "state",
+  "pending",
+  "outcome",
+  "lrms",
+  "rest",
+  "jobName",
+  "language",
+  "localId",
+  "exitCode",
+  "failure",
+  "failedState",
+  "localUser",
+  "fqans",
+  "summary",
+  "queue",
+  "nodes",
+  "usedWallSeconds",
+  "usedCpuSeconds",
+  "usedMemoryMB",
+  "created",
+  "startedAt",
+  "endedAt",
+  "cleanupAt",
+  "delegationExpires",
+  "clientHost",
+  "awaiting",
+  "uploadDeadline",
 ] as const satisfies readonly (keyof JobRecord)[];
 
 /** The part of a job record `activityInputFor` reads (a whole JobRecord is one). */

@@ -19,7 +19,10 @@ import { runScript } from "./scripts.js";
 export class AdvanceSet {
   readonly keys: Keys;
 
-  constructor(private readonly redis: Redis, prefix: string) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -28,22 +31,42 @@ export class AdvanceSet {
     if (ids.length === 0) return;
     for (let i = 0; i < ids.length; i += 10_000) {
       const chunk = ids.slice(i, i + 10_000);
-      await runScript(this.redis, "ceAdvanceRing", [this.keys.advanceDue(), this.keys.advanceBell()], [Math.ceil(at), Date.now(), ...chunk]);
+      await runScript(
+        this.redis,
+        "ceAdvanceRing",
+        [this.keys.advanceDue(), this.keys.advanceBell()],
+        [Math.ceil(at), Date.now(), ...chunk],
+      );
     }
   }
 
   /** Up to `max` due jobs, now leased to the caller until `now + leaseMs`. */
   async claim(max: number, leaseMs: number, now = Date.now()): Promise<string[]> {
     if (max <= 0) return [];
-    return (await runScript(this.redis, "ceAdvanceClaim", [this.keys.advanceDue(), this.keys.advanceInflight()], [now, now + leaseMs, max])) as string[];
+    return (await runScript(
+      this.redis,
+      "ceAdvanceClaim",
+      [this.keys.advanceDue(), this.keys.advanceInflight()],
+      [now, now + leaseMs, max],
+    )) as string[];
   }
 
   /**
    * One turn of a JEM's loop in one round trip: releases `done` (looks that ended), claims up to
    * `max` due jobs, and tells when the earliest job is due and the earliest lease ends (ms).
    */
-  async turn(done: readonly string[], max: number, leaseMs: number, now = Date.now()): Promise<{ ids: string[]; nextDueAt?: number; nextLeaseEnd?: number }> {
-    const [ids, due, held] = (await runScript(this.redis, "ceAdvanceClaim", [this.keys.advanceDue(), this.keys.advanceInflight()], [now, now + leaseMs, Math.max(0, max), "turn", ...done])) as [string[], string | null, string | null];
+  async turn(
+    done: readonly string[],
+    max: number,
+    leaseMs: number,
+    now = Date.now(),
+  ): Promise<{ ids: string[]; nextDueAt?: number; nextLeaseEnd?: number }> {
+    const [ids, due, held] = (await runScript(
+      this.redis,
+      "ceAdvanceClaim",
+      [this.keys.advanceDue(), this.keys.advanceInflight()],
+      [now, now + leaseMs, Math.max(0, max), "turn", ...done],
+    )) as [string[], string | null, string | null];
     return { ids, ...(due !== null ? { nextDueAt: Number(due) } : {}), ...(held !== null ? { nextLeaseEnd: Number(held) } : {}) };
   }
 

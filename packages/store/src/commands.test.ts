@@ -25,7 +25,16 @@ afterAll(async () => {
 });
 
 async function job(id: string, state?: "FINISHED"): Promise<void> {
-  const rec = JobStore.newRecord({ id, owner: "o", queue: "main", backend: "fork", language: "emies:adl", delegations: [], rerun: 1, lifetime: 60 });
+  const rec = JobStore.newRecord({
+    id,
+    owner: "o",
+    queue: "main",
+    backend: "fork",
+    language: "emies:adl",
+    delegations: [],
+    rerun: 1,
+    lifetime: 60,
+  });
   await jobs.create([rec], 1e6);
   if (state) await jobs.update({ ...(await jobs.get(id))!, state: "FINISHING" }, { state, outcome: "failed", failedState: "INLRMS" });
 }
@@ -56,7 +65,10 @@ describe("requestCommands", () => {
   });
 
   it("nothing is rung when the record cannot be written", async () => {
-    const broken = new JobStore(new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false }), prefix);
+    const broken = new JobStore(
+      new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false }),
+      prefix,
+    );
     const before = await commands.getJobCountByTypes("waiting");
     await expect(requestCommands(broken, commands, [{ action: "kill", jobId: "r-active" }])).rejects.toThrow();
     expect(await commands.getJobCountByTypes("waiting")).toBe(before);

@@ -39,7 +39,11 @@ describe("ReplicaBarrier (WAIT as a group commit)", () => {
 
 describe("describeRedis", () => {
   it("names the mode's endpoints without credentials", () => {
-    const base = { url: "redis://u:secret@10.0.0.1:6379", sentinel: { nodes: ["s1:26379", "s2:26379"], masterName: "ce" }, cluster: { nodes: ["c1:7000"] } };
+    const base = {
+      url: "redis://u:secret@10.0.0.1:6379",
+      sentinel: { nodes: ["s1:26379", "s2:26379"], masterName: "ce" },
+      cluster: { nodes: ["c1:7000"] },
+    };
     expect(describeRedis({ ...base, mode: "standalone" })).not.toContain("secret");
     expect(describeRedis({ ...base, mode: "sentinel" })).toBe('Sentinel primary "ce" via s1:26379,s2:26379');
     expect(describeRedis({ ...base, mode: "cluster" })).toBe("Redis Cluster via c1:7000");
@@ -73,11 +77,24 @@ describe("the JEM's BullMQ connections (connectRedis role jem)", () => {
   };
 
   it("a queue's and a worker's connections ended by ioredis come back; closed ones stay closed", async () => {
-    const clients = connectRedis({ mode: "standalone", url: inject("redisUrl"), sentinel: { nodes: [], masterName: "ce" }, cluster: { nodes: [] }, users: { gateway: { username: "gateway" }, jem: { username: "jem" } } }, "jem");
+    const clients = connectRedis(
+      {
+        mode: "standalone",
+        url: inject("redisUrl"),
+        sentinel: { nodes: [], masterName: "ce" },
+        cluster: { nodes: [] },
+        users: { gateway: { username: "gateway" }, jem: { username: "jem" } },
+      },
+      "jem",
+    );
     const prefix = `{t${randomBytes(6).toString("hex")}}`;
     const done: string[] = [];
     const queue = new Queue("commands", { connection: clients.bull, prefix });
-    const worker = new Worker("commands", async (j) => void done.push(String(j.data.n)), { connection: clients.bull, prefix, drainDelay: 1 });
+    const worker = new Worker("commands", async (j) => void done.push(String(j.data.n)), {
+      connection: clients.bull,
+      prefix,
+      drainDelay: 1,
+    });
     try {
       await worker.waitUntilReady();
       const shared = (await queue.client) as unknown as Redis;

@@ -118,7 +118,8 @@ export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClie
       get bull() {
         return bullClient();
       },
-      subscriber: () => new Cluster(nodes, { ...clusterOptions({ ...opts, lazyConnect: true }, auth), enableReadyCheck: false }) as unknown as Redis,
+      subscriber: () =>
+        new Cluster(nodes, { ...clusterOptions({ ...opts, lazyConnect: true }, auth), enableReadyCheck: false }) as unknown as Redis,
       close: () => closeAll([redis, bull]),
     };
   }
@@ -128,7 +129,10 @@ export function connectRedis(cfg: RedisConfig, role: RedisClientRole): RedisClie
   // ceadm runs one command and must fail, not loop; the daemons' connections must never end by themselves.
   const daemon = role !== "ceadm";
   if (daemon) keepConnected(redis, () => closing);
-  const bullOptions: RedisOptions = { ...(cfg.mode === "sentinel" ? base : (bullConnection(cfg.url, auth) as RedisOptions)), ...BULL_OPTIONS[role] };
+  const bullOptions: RedisOptions = {
+    ...(cfg.mode === "sentinel" ? base : (bullConnection(cfg.url, auth) as RedisOptions)),
+    ...BULL_OPTIONS[role],
+  };
   // The daemons' queues and workers: BullMQ would open its own unguarded connections from options;
   // one shared client instead, whose duplicates (the workers' blocking connections) are guarded too.
   let bull: Redis | undefined;
@@ -207,11 +211,13 @@ export function keepConnectedUntilClosed(redis: Redis): Redis {
 
 /** QUIT where connected (pending replies are flushed), otherwise just drop the socket and the reconnect loop. */
 async function closeAll(clients: (Redis | Cluster | undefined)[]): Promise<void> {
-  await Promise.all(clients.map(async (c) => {
-    if (!c || c.status === "end") return;
-    if (c.status === "ready") await c.quit().catch(() => c.disconnect());
-    else c.disconnect();
-  }));
+  await Promise.all(
+    clients.map(async (c) => {
+      if (!c || c.status === "end") return;
+      if (c.status === "ready") await c.quit().catch(() => c.disconnect());
+      else c.disconnect();
+    }),
+  );
 }
 
 /** Where `cfg` points, for a log line or an error message (no credentials). */
@@ -251,14 +257,20 @@ export class ReplicaBarrier {
   private current: Promise<number> | undefined;
   private queued: Promise<number> | undefined;
 
-  constructor(private readonly redis: Redis, readonly replicas: number, readonly timeoutMs: number) {}
+  constructor(
+    private readonly redis: Redis,
+    readonly replicas: number,
+    readonly timeoutMs: number,
+  ) {}
 
   confirm(): Promise<number> {
     if (!this.current) return (this.current = this.round());
-    this.queued ??= this.current.catch(() => 0).then(() => {
-      this.queued = undefined;
-      return (this.current ??= this.round());
-    });
+    this.queued ??= this.current
+      .catch(() => 0)
+      .then(() => {
+        this.queued = undefined;
+        return (this.current ??= this.round());
+      });
     return this.queued;
   }
 

@@ -27,7 +27,9 @@ export interface DelegationRecord {
 }
 
 /** The credential a job's staging or batch job uses, resolved through one function. */
-export type JobCredential = { type: "x509"; delegationId: string; proxyPem: string; expires?: number | undefined } | { type: "jwt"; delegationId: string; token: string; expires?: number | undefined };
+export type JobCredential =
+  | { type: "x509"; delegationId: string; proxyPem: string; expires?: number | undefined }
+  | { type: "jwt"; delegationId: string; token: string; expires?: number | undefined };
 
 /**
  * Delegations in Redis: metadata in clear, private keys / proxies / tokens sealed with AES-256-GCM
@@ -36,7 +38,11 @@ export type JobCredential = { type: "x509"; delegationId: string; proxyPem: stri
 export class DelegationStore {
   readonly keys: Keys;
 
-  constructor(readonly redis: Redis, prefix: string, private readonly box: SecretBox) {
+  constructor(
+    readonly redis: Redis,
+    prefix: string,
+    private readonly box: SecretBox,
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -62,11 +68,24 @@ export class DelegationStore {
    * Creates a delegation slot. Ids are unique; a clash is retried. With `maxPerOwner` the owner's
    * count is checked and the slot added in one script, so concurrent requests cannot overshoot.
    */
-  async create(owner: string, type: DelegationType, secret: { privateKeyPem: string } | { token: string; expires?: number | undefined }, id?: string, maxPerOwner = 0): Promise<string> {
+  async create(
+    owner: string,
+    type: DelegationType,
+    secret: { privateKeyPem: string } | { token: string; expires?: number | undefined },
+    id?: string,
+    maxPerOwner = 0,
+  ): Promise<string> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const did = id ?? DelegationStore.newId();
       const now = Date.now();
-      const fields: Record<string, string> = { id: did, owner, ownerKey: ownerKey(owner), type, created: String(now), updated: String(now) };
+      const fields: Record<string, string> = {
+        id: did,
+        owner,
+        ownerKey: ownerKey(owner),
+        type,
+        created: String(now),
+        updated: String(now),
+      };
       let index = "";
       let score = "";
       if ("privateKeyPem" in secret) {
@@ -92,7 +111,15 @@ export class DelegationStore {
   async get(id: string, owner: string): Promise<DelegationRecord | undefined> {
     const h = await this.redis.hmget(this.keys.deleg(id), "owner", "type", "created", "updated", "expires", "awaiting");
     if (h[0] !== owner) return undefined;
-    return { id, owner, type: h[1] === "jwt" ? "jwt" : "x509", created: Number(h[2]), updated: Number(h[3]), expires: h[4] ? Number(h[4]) : undefined, awaitingCertificate: h[5] === "1" };
+    return {
+      id,
+      owner,
+      type: h[1] === "jwt" ? "jwt" : "x509",
+      created: Number(h[2]),
+      updated: Number(h[3]),
+      expires: h[4] ? Number(h[4]) : undefined,
+      awaitingCertificate: h[5] === "1",
+    };
   }
 
   async list(owner: string, type?: DelegationType): Promise<DelegationRecord[]> {
@@ -159,7 +186,12 @@ export class DelegationStore {
   private async propagateExpiry(id: string, expires: number): Promise<void> {
     const jobs = await this.jobsOf(id);
     if (jobs.length === 0) return;
-    await runScript(this.redis, "ceDelegExpiry", jobs.map((j) => this.keys.job(j)), [id, String(expires)]);
+    await runScript(
+      this.redis,
+      "ceDelegExpiry",
+      jobs.map((j) => this.keys.job(j)),
+      [id, String(expires)],
+    );
   }
 
   /** x509: the public chain (no key). A jwt delegation has no public part: its token is a secret. */
@@ -185,7 +217,12 @@ export class DelegationStore {
 
   /** Forgets a pending renewal key (abandoned renew); the stored proxy stays in use. */
   async dropPendingKey(id: string): Promise<void> {
-    await this.redis.multi().hdel(this.keys.deleg(id), "key").hset(this.keys.deleg(id), "awaiting", "0").zrem(this.pendingIndex(), id).exec();
+    await this.redis
+      .multi()
+      .hdel(this.keys.deleg(id), "key")
+      .hset(this.keys.deleg(id), "awaiting", "0")
+      .zrem(this.pendingIndex(), id)
+      .exec();
   }
 
   /** Records that jobs use these delegations (listed by the bulk `delegations` action). */
@@ -243,7 +280,9 @@ export interface SweepResult {
 export async function sweepDelegations(store: DelegationStore, now: number, opts: SweepOptions): Promise<SweepResult> {
   const out: SweepResult = { removed: [], abandonedRenewals: [] };
   const grace = (opts.expiredGraceSeconds ?? opts.pendingLifetimeSeconds) * 1000;
-  const owners = async (ids: string[]) => (ids.length ? await store.redis.pipeline(ids.map((id) => ["hmget", store.keys.deleg(id), "owner", "proxy", "token"])).exec() : []) ?? [];
+  const owners = async (ids: string[]) =>
+    (ids.length ? await store.redis.pipeline(ids.map((id) => ["hmget", store.keys.deleg(id), "owner", "proxy", "token"])).exec() : []) ??
+    [];
 
   const expired = await store.redis.zrangebyscore(store.expiryIndex(), "-inf", now - grace, "LIMIT", 0, 1000);
   const expiredInfo = await owners(expired);

@@ -15,7 +15,10 @@ export interface DrainStatus {
 export class CeFlags {
   readonly keys: Keys;
 
-  constructor(private readonly redis: Redis, prefix: string) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 

@@ -24,7 +24,10 @@ export interface JemBeat {
 export class JemHeartbeats {
   readonly keys: Keys;
 
-  constructor(private readonly redis: Redis, prefix: string) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -78,7 +81,12 @@ export async function readJobAges(
 ): Promise<Record<string, StateAges>> {
   const keys = new Keys(prefix);
   const states = opts.states ?? ACTIVE_INTERNAL_STATES;
-  const rows = (await runScript(redis, "ceJobAges", states.map((s) => keys.internal(s)), [prefix, opts.maxPerState ?? 200_000, ...vos])) as (string | number)[][];
+  const rows = (await runScript(
+    redis,
+    "ceJobAges",
+    states.map((s) => keys.internal(s)),
+    [prefix, opts.maxPerState ?? 200_000, ...vos],
+  )) as (string | number)[][];
   const out: Record<string, StateAges> = {};
   states.forEach((s, i) => {
     const [n, oldest, soonest, truncated, ...pairs] = rows[i] ?? [0, -1, -1, 0];

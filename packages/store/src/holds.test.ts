@@ -18,7 +18,16 @@ beforeAll(() => {
 });
 
 const rec = (over: Partial<JobRecord> = {}): JobRecord => ({
-  ...JobStore.newRecord({ id: `h${++n}x`, owner: "alice", queue: "q", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 }),
+  ...JobStore.newRecord({
+    id: `h${++n}x`,
+    owner: "alice",
+    queue: "q",
+    backend: "fork",
+    language: "xrsl",
+    delegations: [],
+    rerun: 0,
+    lifetime: 60,
+  }),
   ...over,
 });
 
@@ -26,7 +35,11 @@ const rec = (over: Partial<JobRecord> = {}): JobRecord => ({
 async function createHeld(count: number, until: number, over: Partial<JobRecord> = {}): Promise<{ key: string; ids: string[] }> {
   const key = SubmissionHolds.newKey();
   const records = Array.from({ length: count }, () => rec({ hold: key, ...over }));
-  const r = await jobs.createBounded(records, { maxTotal: 1_000, holdUntil: until, admittedDue: over.state === "PREPARING" ? Date.now() + 600_000 : undefined });
+  const r = await jobs.createBounded(records, {
+    maxTotal: 1_000,
+    holdUntil: until,
+    admittedDue: over.state === "PREPARING" ? Date.now() + 600_000 : undefined,
+  });
   expect(r.created).toBe(count);
   return { key, ids: records.map((x) => x.id) };
 }

@@ -27,7 +27,10 @@ export const WITHDRAWN_REASON =
 export class SubmissionHolds {
   readonly keys: Keys;
 
-  constructor(private readonly redis: Redis, prefix: string) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -43,7 +46,16 @@ export class SubmissionHolds {
    */
   async release(key: string, ids: readonly string[], admittedDue = 0, now = Date.now()): Promise<boolean> {
     const k = this.keys;
-    return Number(await runScript(this.redis, "ceHoldRelease", [k.holds(), k.advanceDue(), k.advanceBell()], [key, now, Math.ceil(admittedDue), k.prefix, ...ids])) === 1;
+    return (
+      Number(
+        await runScript(
+          this.redis,
+          "ceHoldRelease",
+          [k.holds(), k.advanceDue(), k.advanceBell()],
+          [key, now, Math.ceil(admittedDue), k.prefix, ...ids],
+        ),
+      ) === 1
+    );
   }
 
   /** The request will not be answered 201 (or the answer never left): its jobs never run. True when this call withdrew it. */
@@ -63,7 +75,12 @@ export class SubmissionHolds {
 
   private async call(key: string, mode: "force" | "expired", ids: readonly string[], now: number): Promise<HoldVerdict> {
     const k = this.keys;
-    const [verdict, until] = (await runScript(this.redis, "ceHoldWithdraw", [k.holds(), k.advanceDue(), k.advanceBell()], [key, now, mode, ...ids])) as [string, string | null];
+    const [verdict, until] = (await runScript(
+      this.redis,
+      "ceHoldWithdraw",
+      [k.holds(), k.advanceDue(), k.advanceBell()],
+      [key, now, mode, ...ids],
+    )) as [string, string | null];
     if (verdict === "held") return { verdict, until: Number(until) };
     if (verdict === "withdrawn") return { verdict };
     return { verdict: "ended" };

@@ -53,7 +53,18 @@ describe("create (lua/create.lua)", () => {
     expect(await jobs.create([r], 10)).toBe(1);
     expect(await jobs.get(r.id)).toMatchObject({ id: r.id, owner: "alice", state: "ACCEPTED", rest: "ACCEPTING" });
     const ok = ownerKey("alice");
-    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("ACCEPTED"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "ACCEPTING"), keys.ownerStates(ok), keys.rest("ACCEPTING")].sort());
+    expect(await mentions(r.id)).toEqual(
+      [
+        keys.advanceDue(),
+        keys.all(),
+        keys.internal("ACCEPTED"),
+        keys.job(r.id),
+        keys.owner(ok),
+        keys.ownerRest(ok, "ACCEPTING"),
+        keys.ownerStates(ok),
+        keys.rest("ACCEPTING"),
+      ].sort(),
+    );
   });
 
   it("creates each record of a batch as given, whatever it shares with the first (fields differing, missing, or only in the first)", async () => {
@@ -64,7 +75,18 @@ describe("create (lua/create.lua)", () => {
     expect(await jobs.create([a, b, c], 10)).toBe(3);
     for (const r of [a, b, c]) expect(await jobs.get(r.id)).toEqual(decodeRecord(encodeRecord(r)));
     expect(await redis.hexists(keys.job(b.id), "clientHost")).toBe(0);
-    expect(await mentions(b.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("DELETED"), keys.job(b.id), keys.owner(ownerKey("bob")), keys.ownerRest(ownerKey("bob"), "WIPED"), keys.ownerStates(ownerKey("bob")), keys.rest("WIPED")].sort());
+    expect(await mentions(b.id)).toEqual(
+      [
+        keys.advanceDue(),
+        keys.all(),
+        keys.internal("DELETED"),
+        keys.job(b.id),
+        keys.owner(ownerKey("bob")),
+        keys.ownerRest(ownerKey("bob"), "WIPED"),
+        keys.ownerStates(ownerKey("bob")),
+        keys.rest("WIPED"),
+      ].sort(),
+    );
     // The commit clears the creating marks of what it created.
     expect(await redis.zcard(keys.creating())).toBe(0);
   });
@@ -83,7 +105,10 @@ describe("create (lua/create.lua)", () => {
   it("refuses past the owner's quota, counting owners separately and WIPED jobs for nobody", async () => {
     const wiped = rec("bob", { state: "DELETED", rest: "WIPED" });
     expect(await jobs.create([rec("bob"), wiped], 10)).toBe(2);
-    expect(await jobs.createBounded([rec("bob"), rec("bob")], { maxTotal: 10, maxPerOwner: 2 })).toEqual({ created: 0, limitedBy: "owner" });
+    expect(await jobs.createBounded([rec("bob"), rec("bob")], { maxTotal: 10, maxPerOwner: 2 })).toEqual({
+      created: 0,
+      limitedBy: "owner",
+    });
     expect(await jobs.heldBy("bob")).toBe(1);
     expect(await jobs.createBounded([rec("bob"), rec("carol"), rec("carol")], { maxTotal: 10, maxPerOwner: 2 })).toEqual({ created: 3 });
     expect(await jobs.heldBy("bob")).toBe(2);
@@ -114,9 +139,23 @@ describe("update (lua/update.lua)", () => {
     const r = rec();
     await jobs.create([{ ...r, failure: "old" }], 10);
     const ok = ownerKey("alice");
-    const next = await jobs.update({ ...r, failure: "old", state: "SUBMIT" }, { state: "INLRMS", pending: false, lrms: "RUNNING", failure: undefined });
+    const next = await jobs.update(
+      { ...r, failure: "old", state: "SUBMIT" },
+      { state: "INLRMS", pending: false, lrms: "RUNNING", failure: undefined },
+    );
     expect(next?.rest).toBe("RUNNING");
-    expect(await mentions(r.id)).toEqual([keys.advanceDue(), keys.all(), keys.internal("INLRMS"), keys.job(r.id), keys.owner(ok), keys.ownerRest(ok, "RUNNING"), keys.ownerStates(ok), keys.rest("RUNNING")].sort());
+    expect(await mentions(r.id)).toEqual(
+      [
+        keys.advanceDue(),
+        keys.all(),
+        keys.internal("INLRMS"),
+        keys.job(r.id),
+        keys.owner(ok),
+        keys.ownerRest(ok, "RUNNING"),
+        keys.ownerStates(ok),
+        keys.rest("RUNNING"),
+      ].sort(),
+    );
     expect(await redis.hexists(keys.job(r.id), "failure")).toBe(0);
     // Same internal state, different REST state: only the REST indexes move.
     await jobs.update(next!, { pending: true });
@@ -199,14 +238,39 @@ describe("statesOwnedBy (lua/status-many.lua)", () => {
 describe("decodeFlatRecord", () => {
   it("decodes HGETALL's flat list exactly as decodeRecord decodes the hash, and refuses what it refuses", () => {
     const full: JobRecord = {
-      ...JobStore.newRecord({ id: "j1", owner: "/CN=a, b", queue: "q", backend: "fork", language: "nordugrid:xrsl", delegations: ["d1", "d2"], rerun: 2, lifetime: 60 }),
-      pending: true, exitCode: 0, failure: "x\ny", summary: { stdout: "o", rtes: ["A-1"] }, fqans: ["/vo"], localUser: { account: "u", uid: 1, gid: 2 } as JobRecord["localUser"], killRequested: true, nodes: "",
+      ...JobStore.newRecord({
+        id: "j1",
+        owner: "/CN=a, b",
+        queue: "q",
+        backend: "fork",
+        language: "nordugrid:xrsl",
+        delegations: ["d1", "d2"],
+        rerun: 2,
+        lifetime: 60,
+      }),
+      pending: true,
+      exitCode: 0,
+      failure: "x\ny",
+      summary: { stdout: "o", rtes: ["A-1"] },
+      fqans: ["/vo"],
+      localUser: { account: "u", uid: 1, gid: 2 } as JobRecord["localUser"],
+      killRequested: true,
+      nodes: "",
     };
     const flatOf = (h: Record<string, string>) => Object.entries(h).flat();
-    for (const h of [encodeRecord(full), { ...encodeRecord(full), delegations: "" }, encodeRecord({ id: "j", owner: "o", state: "ACCEPTED", rest: "ACCEPTING" })]) {
+    for (const h of [
+      encodeRecord(full),
+      { ...encodeRecord(full), delegations: "" },
+      encodeRecord({ id: "j", owner: "o", state: "ACCEPTED", rest: "ACCEPTING" }),
+    ]) {
       expect(decodeFlatRecord(flatOf(h))).toEqual(decodeRecord(h));
     }
-    const bads: Record<string, string>[] = [{ owner: "o", state: "ACCEPTED", rest: "ACCEPTING" }, { id: "j", owner: "o", state: "NOPE", rest: "ACCEPTING" }, { id: "j", owner: "", state: "ACCEPTED", rest: "ACCEPTING" }, { id: "j", owner: "o", state: "ACCEPTED", rest: "x" }];
+    const bads: Record<string, string>[] = [
+      { owner: "o", state: "ACCEPTED", rest: "ACCEPTING" },
+      { id: "j", owner: "o", state: "NOPE", rest: "ACCEPTING" },
+      { id: "j", owner: "", state: "ACCEPTED", rest: "ACCEPTING" },
+      { id: "j", owner: "o", state: "ACCEPTED", rest: "x" },
+    ];
     for (const bad of bads) {
       expect(decodeRecord(bad)).toBeUndefined();
       expect(decodeFlatRecord(flatOf(bad))).toBeUndefined();
@@ -231,14 +295,42 @@ describe("getMany (lua/get-many.lua)", () => {
 describe("getManyFields (lua/get-many.lua with field names)", () => {
   it("the named fields decoded as getMany decodes them, in id order; missing and invalid records are undefined", async () => {
     const full = rec("dave", {
-      jobName: "j <&> é", pending: false, state: "INLRMS", rest: "RUNNING", lrms: "RUNNING", exitCode: 0, failure: "a\nb", nodes: "n1,n2",
-      delegations: ["d1", "d2"], summary: { stdout: "o", rtes: ["R"], slots: 2 }, localUser: { account: "grid001", uid: 1, gid: 1, groups: [1], rule: "test" },
-      fqans: ["/vo"], usedWallSeconds: 1.5, killRequested: true, clientHost: "",
+      jobName: "j <&> é",
+      pending: false,
+      state: "INLRMS",
+      rest: "RUNNING",
+      lrms: "RUNNING",
+      exitCode: 0,
+      failure: "a\nb",
+      nodes: "n1,n2",
+      delegations: ["d1", "d2"],
+      summary: { stdout: "o", rtes: ["R"], slots: 2 },
+      localUser: { account: "grid001", uid: 1, gid: 1, groups: [1], rule: "test" },
+      fqans: ["/vo"],
+      usedWallSeconds: 1.5,
+      killRequested: true,
+      clientHost: "",
     });
     const plain = rec("dave");
     await jobs.create([full, plain], 10);
     await redis.hset(keys.job(plain.id), "state", "BOGUS");
-    const fields = ["jobName", "pending", "lrms", "exitCode", "failure", "nodes", "delegations", "summary", "localUser", "fqans", "usedWallSeconds", "killRequested", "clientHost", "outcome", "cleanupAt"] as const;
+    const fields = [
+      "jobName",
+      "pending",
+      "lrms",
+      "exitCode",
+      "failure",
+      "nodes",
+      "delegations",
+      "summary",
+      "localUser",
+      "fqans",
+      "usedWallSeconds",
+      "killRequested",
+      "clientHost",
+      "outcome",
+      "cleanupAt",
+    ] as const;
     const [a, missing, bad] = await jobs.getManyFields([full.id, "nope", plain.id], fields);
     expect(missing).toBeUndefined();
     expect(bad).toBeUndefined();
@@ -282,7 +374,8 @@ describe("record revision (lua/lib/rev.lua) and getManyFieldsSince", () => {
   });
 
   it("answers UNCHANGED only for a record still at the revision given; reads the rest", async () => {
-    const a = rec("erin"), b = rec("erin");
+    const a = rec("erin"),
+      b = rec("erin");
     await jobs.create([a, b], 10);
     const fields = ["exitCode", "rev"] as const;
     const [a1, b1] = await jobs.getManyFields([a.id, b.id], fields);

@@ -9,7 +9,16 @@ import {
   IllegalMoveError,
 } from "@ce/model";
 import { Keys, ownerKey } from "./keys.js";
-import { type JobRecord, type RecordCore, decodeFlatRecord, decodeRecord, decodeValues, encodeRecord, fieldPlan, recordDelta } from "./record.js";
+import {
+  type JobRecord,
+  type RecordCore,
+  decodeFlatRecord,
+  decodeRecord,
+  decodeValues,
+  encodeRecord,
+  fieldPlan,
+  recordDelta,
+} from "./record.js";
 import { runScript } from "./scripts.js";
 import { type ShareCount, parseShareCounts, shareField } from "./shares.js";
 import { StatusReader } from "./status-many.js";
@@ -43,17 +52,25 @@ export interface CreateLimits {
 }
 
 /** Fields a state change may set; `rest` is always recomputed from them. */
-export type JobChange = Partial<Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans" | "share" | "rev">>;
+export type JobChange = Partial<
+  Omit<JobRecord, "id" | "owner" | "ownerKey" | "rest" | "created" | "localUser" | "fqans" | "share" | "rev">
+>;
 
 export class JobStore {
   readonly keys: Keys;
 
-  constructor(readonly redis: Redis, prefix: string) {
+  constructor(
+    readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 
   /** Builds a new record in ACCEPTED (REST ACCEPTING). */
-  static newRecord(init: Omit<JobRecord, "ownerKey" | "state" | "pending" | "rest" | "created" | "updated" | "stateSince">, now = Date.now()): JobRecord {
+  static newRecord(
+    init: Omit<JobRecord, "ownerKey" | "state" | "pending" | "rest" | "created" | "updated" | "stateSince">,
+    now = Date.now(),
+  ): JobRecord {
     // Object.assign, then the new fields: `{ ...init, <7 new fields> }` (and a spread copy grown
     // afterwards) cost about twenty times this per record; a bulk submission builds one per job.
     const r = Object.assign({}, init) as JobRecord;
@@ -101,14 +118,18 @@ export class JobStore {
    * (PREPARING) that would take their owner past `maxActivePerOwner`: none created, "active".
    * The creating marks (`markCreating`) of the records created are cleared in the same step.
    */
-  async createBounded(records: JobRecord[], o: CreateLimits): Promise<{ created: number; limitedBy?: "total" | "owner" | "active" | "lease" }> {
+  async createBounded(
+    records: JobRecord[],
+    o: CreateLimits,
+  ): Promise<{ created: number; limitedBy?: "total" | "owner" | "active" | "lease" }> {
     if (records.length === 0) return { created: 0 };
     const k = this.keys;
     // With `admittedDue`, records in PREPARING are admitted at creation (@ce/model CREATION_STATES):
     // all of one owner, whose active count the script checks.
     const admitted = o.admittedDue === undefined ? [] : records.filter((r) => r.state === "PREPARING" && !r.pending);
     const admitOwner = admitted[0]?.ownerKey;
-    if (admitted.some((r) => r.ownerKey !== admitOwner)) throw new Error("createBounded: jobs admitted at creation must all be of one owner");
+    if (admitted.some((r) => r.ownerKey !== admitOwner))
+      throw new Error("createBounded: jobs admitted at creation must all be of one owner");
     const active = admitOwner === undefined ? [] : ACTIVE_REST_STATES.map((s) => k.ownerRest(admitOwner, s));
     // One argument for the whole batch (lua/create.lua builds the per-record keys): a bulk
     // submission's records differ mostly in id and job name, so each later record is sent as its
@@ -116,14 +137,36 @@ export class JobStore {
     const encoded = records.map(encodeRecord);
     const first = encoded[0]!;
     const payload = JSON.stringify(encoded.map((e, i) => (i === 0 ? e : recordDelta(first, e))));
-    const keys = [k.all(), k.rest("WIPED"), k.advanceDue(), k.advanceBell(), k.creating(), k.holds(), ...active, k.shareCounts(), k.mapLeases()];
+    const keys = [
+      k.all(),
+      k.rest("WIPED"),
+      k.advanceDue(),
+      k.advanceBell(),
+      k.creating(),
+      k.holds(),
+      ...active,
+      k.shareCounts(),
+      k.mapLeases(),
+    ];
     const args = [
-      o.maxTotal, o.minRequired ?? records.length, Date.now(), o.maxPerOwner ?? 0, o.maxActivePerOwner ?? 0, active.length, o.admittedDue ?? 0, k.prefix, payload,
-      o.holdUntil ?? 0, o.lease?.account ?? "", o.lease?.identity ?? "",
+      o.maxTotal,
+      o.minRequired ?? records.length,
+      Date.now(),
+      o.maxPerOwner ?? 0,
+      o.maxActivePerOwner ?? 0,
+      active.length,
+      o.admittedDue ?? 0,
+      k.prefix,
+      payload,
+      o.holdUntil ?? 0,
+      o.lease?.account ?? "",
+      o.lease?.identity ?? "",
     ];
     const res = await runScript(this.redis, "ceCreateJobs", keys, args);
     const [n, by] = res as unknown as [number, string];
-    return by === "total" || by === "owner" || by === "active" || by === "lease" ? { created: Number(n), limitedBy: by } : { created: Number(n) };
+    return by === "total" || by === "owner" || by === "active" || by === "lease"
+      ? { created: Number(n), limitedBy: by }
+      : { created: Number(n) };
   }
 
   async get(id: string): Promise<JobRecord | undefined> {
@@ -168,7 +211,14 @@ export class JobStore {
     const out: (JobRecord | undefined)[] = [];
     for (let i = 0; i < ids.length; i += 1_000) {
       const chunk = ids.slice(i, i + 1_000);
-      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), [""])) as string) as unknown[];
+      const rows = JSON.parse(
+        (await runScript(
+          this.redis,
+          "ceGetMany",
+          chunk.map((id) => this.keys.job(id)),
+          [""],
+        )) as string,
+      ) as unknown[];
       for (const flat of rows) {
         // A missing job is an empty Lua table, which cjson writes as `{}`.
         if (!Array.isArray(flat) || flat.length === 0) {
@@ -187,7 +237,10 @@ export class JobStore {
    * id, owner, state or rest (always read) are not valid; absent fields are undefined members.
    * Read-only: records of one call may share their JSON-decoded members.
    */
-  async getManyFields<K extends keyof JobRecord>(ids: readonly string[], fields: readonly K[]): Promise<(Pick<JobRecord, K | RecordCore> | undefined)[]> {
+  async getManyFields<K extends keyof JobRecord>(
+    ids: readonly string[],
+    fields: readonly K[],
+  ): Promise<(Pick<JobRecord, K | RecordCore> | undefined)[]> {
     return (await this.readFields(ids, fields)) as (Pick<JobRecord, K | RecordCore> | undefined)[];
   }
 
@@ -210,7 +263,14 @@ export class JobStore {
     for (let i = 0; i < ids.length; i += 1_000) {
       const chunk = ids.slice(i, i + 1_000);
       const revs = known ? JSON.stringify(known.slice(i, i + 1_000).map((r) => (r === undefined ? "" : String(r)))) : "";
-      const rows = JSON.parse((await runScript(this.redis, "ceGetMany", chunk.map((id) => this.keys.job(id)), [revs, ...plan.names])) as string) as unknown[];
+      const rows = JSON.parse(
+        (await runScript(
+          this.redis,
+          "ceGetMany",
+          chunk.map((id) => this.keys.job(id)),
+          [revs, ...plan.names],
+        )) as string,
+      ) as unknown[];
       // One row of values (false for an absent field) per key, in `plan.names` order; `true`
       // for a record still at the revision given.
       const parsed = new Map<string, unknown>();
@@ -245,7 +305,12 @@ export class JobStore {
    * or the job is gone, so two JEMs can never advance the same job twice. A move into FINISHED
    * also appends the job's usage record (the record plus `usage`) to the usage stream, atomically.
    */
-  async update(current: JobRecord, change: JobChange, expect: Partial<Record<keyof JobRecord, string>> = {}, usage: Record<string, string | number> = {}): Promise<JobRecord | undefined> {
+  async update(
+    current: JobRecord,
+    change: JobChange,
+    expect: Partial<Record<keyof JobRecord, string>> = {},
+    usage: Record<string, string | number> = {},
+  ): Promise<JobRecord | undefined> {
     // The mapping is decided once (at submission): nothing may change it afterwards.
     if ("localUser" in change) throw new Error(`job ${current.id}: localUser never changes`);
     if ("fqans" in change) throw new Error(`job ${current.id}: fqans never change`);
@@ -258,18 +323,44 @@ export class JobStore {
     const next = { ...current, ...change, updated: Date.now() } as JobRecord;
     if (change.state && change.state !== current.state) next.stateSince = next.updated;
     next.rest = toRestState(next);
-    const set: Record<string, string | null> = encodeRecord({ ...change, updated: next.updated, stateSince: next.stateSince, rest: next.rest });
+    const set: Record<string, string | null> = encodeRecord({
+      ...change,
+      updated: next.updated,
+      stateSince: next.stateSince,
+      rest: next.rest,
+    });
     // Explicitly cleared fields (undefined in `change`) are removed from the hash.
     for (const [k, v] of Object.entries(change)) if (v === undefined) set[k] = null;
     const k = this.keys;
-    const keys = [k.job(current.id), k.ownerSessionBytes(current.ownerKey || ownerKey(current.owner)), k.uploads(current.id), k.shareCounts(), k.usageStream()];
-    const res = await runScript(this.redis, "ceUpdateJob", keys, [k.prefix, current.id, JSON.stringify(expect), JSON.stringify(set), JSON.stringify(usage)]);
+    const keys = [
+      k.job(current.id),
+      k.ownerSessionBytes(current.ownerKey || ownerKey(current.owner)),
+      k.uploads(current.id),
+      k.shareCounts(),
+      k.usageStream(),
+    ];
+    const res = await runScript(this.redis, "ceUpdateJob", keys, [
+      k.prefix,
+      current.id,
+      JSON.stringify(expect),
+      JSON.stringify(set),
+      JSON.stringify(usage),
+    ]);
     return Number(res) === 1 ? next : undefined;
   }
 
   async remove(id: string): Promise<boolean> {
     const k = this.keys;
-    return Number(await runScript(this.redis, "ceRemoveJob", [k.job(id), k.all(), k.expiry(), k.uploads(id), k.advanceDue(), k.advanceInflight(), k.shareCounts()], [k.prefix, id])) === 1;
+    return (
+      Number(
+        await runScript(
+          this.redis,
+          "ceRemoveJob",
+          [k.job(id), k.all(), k.expiry(), k.uploads(id), k.advanceDue(), k.advanceInflight(), k.shareCounts()],
+          [k.prefix, id],
+        ),
+      ) === 1
+    );
   }
 
   async countByInternal(states: readonly InternalState[]): Promise<Record<string, number>> {
@@ -315,7 +406,14 @@ export class JobStore {
   async countOwnerRest(owner: string, states: readonly RestState[]): Promise<number> {
     const ok = ownerKey(owner);
     // One script call, not one SCARD per state: the JEM counts per ACCEPTED look (per-owner limit).
-    return Number(await runScript(this.redis, "ceCountSets", states.map((s) => this.keys.ownerRest(ok, s)), []));
+    return Number(
+      await runScript(
+        this.redis,
+        "ceCountSets",
+        states.map((s) => this.keys.ownerRest(ok, s)),
+        [],
+      ),
+    );
   }
 
   /** The newest `limit` job ids (any owner), newest first. */
@@ -361,10 +459,12 @@ export class JobStore {
    */
   async request(reqs: readonly { action: "kill" | "clean" | "restart"; jobId: string }[]): Promise<boolean[]> {
     const k = this.keys;
-    return Promise.all(reqs.map(async ({ action, jobId }) => {
-      const noop = action === "kill" ? [...FINAL_INTERNAL_STATES].join(" ") : "";
-      return Number(await runScript(this.redis, "ceRequest", [k.job(jobId), k.requests()], [jobId, `${action}Requested`, noop])) === 1;
-    }));
+    return Promise.all(
+      reqs.map(async ({ action, jobId }) => {
+        const noop = action === "kill" ? [...FINAL_INTERNAL_STATES].join(" ") : "";
+        return Number(await runScript(this.redis, "ceRequest", [k.job(jobId), k.requests()], [jobId, `${action}Requested`, noop])) === 1;
+      }),
+    );
   }
 
   /** Up to `limit` jobs with an open request, a random sample so that none is starved (JEM recovery). */
@@ -380,7 +480,10 @@ export class JobStore {
   async closeRequests(seen: readonly { id: string; record: JobRecord | undefined }[]): Promise<void> {
     if (seen.length === 0) return;
     const f = (b: boolean | undefined) => (b ? "1" : "");
-    const args = seen.flatMap(({ id, record: r }) => [id, r ? `${r.state}|${f(r.killRequested)}|${f(r.cleanRequested)}|${f(r.restartRequested)}` : ""]);
+    const args = seen.flatMap(({ id, record: r }) => [
+      id,
+      r ? `${r.state}|${f(r.killRequested)}|${f(r.cleanRequested)}|${f(r.restartRequested)}` : "",
+    ]);
     await runScript(this.redis, "ceCloseRequests", [this.keys.requests(), ...seen.map(({ id }) => this.keys.job(id))], args);
   }
 

@@ -20,7 +20,10 @@ export type AccountScrub = (account: string) => Promise<string | undefined>;
 export class PoolLeases {
   readonly keys: Keys;
 
-  constructor(readonly redis: Redis, prefix: string) {
+  constructor(
+    readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -28,7 +31,8 @@ export class PoolLeases {
   async lease(identity: string, pool: string, accounts: readonly string[], now = Date.now()): Promise<string | undefined> {
     const k = this.keys;
     const call = async (list: readonly string[]) =>
-      ((await runScript(this.redis, "cePoolLease", [k.mapLeases(), k.mapHeld(identity), k.mapTouched()], [identity, pool, now, ...list])) as string | null);
+      (await runScript(this.redis, "cePoolLease", [k.mapLeases(), k.mapHeld(identity), k.mapTouched()], [identity, pool, now, ...list])) as
+        string | null;
     // Most submissions come from identities that hold their account already: renew without
     // sending the whole pool (up to 10,000 names); the full call only for a new or moved lease.
     const held = await call([]);
@@ -63,7 +67,12 @@ export class PoolLeases {
     }
     // The script checks jobs and grace again, atomically: a submission since the check keeps the lease.
     const n = Number(
-      await runScript(this.redis, "cePoolRelease", [k.mapLeases(), k.mapHeld(identity), k.mapTouched(), k.owner(ok), k.ownerRest(ok, "WIPED")], [identity, now, graceMs]),
+      await runScript(
+        this.redis,
+        "cePoolRelease",
+        [k.mapLeases(), k.mapHeld(identity), k.mapTouched(), k.owner(ok), k.ownerRest(ok, "WIPED")],
+        [identity, now, graceMs],
+      ),
     );
     if (n === -1) return { kept: "jobs" };
     if (n === -2) return { kept: "grace" };
@@ -84,7 +93,7 @@ export class PoolLeases {
   async sweep(graceMs: number, now = Date.now(), max = 10_000, scrub?: AccountScrub): Promise<number> {
     const PAGE = 500;
     let released = 0;
-    for (let offset = 0; offset < max; ) {
+    for (let offset = 0; offset < max;) {
       const due = await this.redis.zrangebyscore(this.keys.mapTouched(), 0, now - graceMs, "LIMIT", offset, PAGE);
       for (const identity of due) {
         const r = await this.release(identity, graceMs, now, scrub);

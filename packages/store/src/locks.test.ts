@@ -55,7 +55,16 @@ describe("Locks", () => {
     const b = new Locks(t.redis, t.prefix);
     const jobs = new JobStore(t.redis, t.prefix);
     const adv = new AdvanceSet(t.redis, t.prefix);
-    const rec = JobStore.newRecord({ id: "lk1z", owner: "alice", queue: "q", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+    const rec = JobStore.newRecord({
+      id: "lk1z",
+      owner: "alice",
+      queue: "q",
+      backend: "fork",
+      language: "xrsl",
+      delegations: [],
+      rerun: 0,
+      lifetime: 60,
+    });
     await jobs.create([rec], 10);
     const taken = await a.tryAcquireJob("lk1z", 30_000);
     expect(taken?.lease.held).toBe(true);

@@ -31,7 +31,10 @@ export class Locks {
   /** Key → token of the leases this instance holds (or is taking) right now. */
   private readonly live = new Map<string, string>();
 
-  constructor(private readonly redis: Redis, prefix: string) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -81,13 +84,16 @@ export class Locks {
       held = false;
       if (this.live.get(key) === token) this.live.delete(key);
     };
-    const timer = setInterval(() => {
-      runScript(this.redis, "ceLockExtend", [key], [token, ttlMs])
-        .then((r) => {
-          if (Number(r) !== 1) drop();
-        })
-        .catch(() => undefined);
-    }, Math.max(100, Math.floor(ttlMs / 3)));
+    const timer = setInterval(
+      () => {
+        runScript(this.redis, "ceLockExtend", [key], [token, ttlMs])
+          .then((r) => {
+            if (Number(r) !== 1) drop();
+          })
+          .catch(() => undefined);
+      },
+      Math.max(100, Math.floor(ttlMs / 3)),
+    );
     timer.unref();
     const lease: Lease = {
       key,
@@ -100,7 +106,12 @@ export class Locks {
         if (held) drop();
         if (ring) {
           // A failed call is redone by the caller; its release part is taken over as below.
-          await runScript(this.redis, "ceLockReleaseRing", [key, this.keys.advanceDue(), this.keys.advanceBell()], [token, Math.ceil(ring.at), Date.now(), ring.id]);
+          await runScript(
+            this.redis,
+            "ceLockReleaseRing",
+            [key, this.keys.advanceDue(), this.keys.advanceBell()],
+            [token, Math.ceil(ring.at), Date.now(), ring.id],
+          );
           return;
         }
         if (!wasHeld) return;

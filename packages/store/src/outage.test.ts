@@ -14,7 +14,10 @@ describe("redisTrouble", () => {
   it("knows a Redis that cannot be reached, and leaves every other Redis error alone", async () => {
     const dead = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
     dead.on("error", () => undefined);
-    const refused = await dead.connect().then(() => undefined, (e: unknown) => e);
+    const refused = await dead.connect().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(redisTrouble(refused)).toBe("down");
     expect(redisTrouble(await dead.get("x").catch((e: unknown) => e))).toBe("down");
     dead.disconnect();
@@ -24,7 +27,9 @@ describe("redisTrouble", () => {
     expect(redisTrouble(new Error("boom"))).toBeUndefined();
     // The replies of a refusing server (their text is Redis' own), also wrapped as a cause.
     expect(redisTrouble(new Error("OOM command not allowed when used memory > 'maxmemory'. script: abc, on @user_script:14."))).toBe("oom");
-    expect(redisTrouble(new Error("x", { cause: new Error("MISCONF Redis is configured to save RDB snapshots, but ...") }))).toBe("misconf");
+    expect(redisTrouble(new Error("x", { cause: new Error("MISCONF Redis is configured to save RDB snapshots, but ...") }))).toBe(
+      "misconf",
+    );
     expect(redisTrouble(new Error("READONLY You can't write against a read only replica."))).toBe("readonly");
     expect(redisTrouble(new Error("LOADING Redis is loading the dataset in memory"))).toBe("loading");
     expect(redisTrouble(new Error("Command timed out"))).toBe("timeout");
@@ -82,7 +87,12 @@ describe("RedisOutage", () => {
   });
 
   it("stop() releases waiters and retry gives up with the last error", async () => {
-    const outage = new RedisOutage({ probe: () => Promise.reject(new Error("Connection is closed.")), onDown: () => undefined, onUp: () => undefined, minDelayMs: 10 });
+    const outage = new RedisOutage({
+      probe: () => Promise.reject(new Error("Connection is closed.")),
+      onDown: () => undefined,
+      onUp: () => undefined,
+      minDelayMs: 10,
+    });
     const step = outage.retry(() => Promise.reject(new Error("Connection is closed.")));
     await new Promise((r) => setTimeout(r, 30));
     outage.stop();

@@ -25,7 +25,16 @@ const CONNECTION_TROUBLE = [
   "All sentinels are unreachable",
   "connect ECONNREFUSED",
 ];
-const CONNECTION_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTCONN", "ECONNABORTED"]);
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTCONN",
+  "ECONNABORTED",
+]);
 
 /** What kind of Redis trouble `err` (or an error in its `cause` chain) is; undefined for anything else. */
 export function redisTrouble(err: unknown): RedisTrouble | undefined {

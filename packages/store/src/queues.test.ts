@@ -17,7 +17,11 @@ afterAll(async () => {
 
 describe("queue producers", () => {
   it("commands: one waiting command per job and action, however often the doorbell rings; ids carry no `:`", async () => {
-    await enqueueCommands(q.commands, [{ action: "kill", jobId: "c1" }, { action: "kill", jobId: "c1" }, { action: "clean", jobId: "c1" }]);
+    await enqueueCommands(q.commands, [
+      { action: "kill", jobId: "c1" },
+      { action: "kill", jobId: "c1" },
+      { action: "clean", jobId: "c1" },
+    ]);
     await enqueueCommands(q.commands, [{ action: "kill", jobId: "c1" }]);
     const jobs = (await q.commands.getJobs(["waiting", "delayed", "prioritized"])).filter((j) => j.data.jobId === "c1");
     expect(jobs.map((j) => j.data.action).sort()).toEqual(["clean", "kill"]);
@@ -27,7 +31,11 @@ describe("queue producers", () => {
 
 describe("queue payloads", () => {
   it("the consumer takes what the schema allows, and refuses anything else with the reason, not to be retried", () => {
-    expect(readPayload("commands", { action: "kill", jobId: "a1b2-c3", requestId: "r1" })).toEqual({ action: "kill", jobId: "a1b2-c3", requestId: "r1" });
+    expect(readPayload("commands", { action: "kill", jobId: "a1b2-c3", requestId: "r1" })).toEqual({
+      action: "kill",
+      jobId: "a1b2-c3",
+      requestId: "r1",
+    });
     expect(readPayload("staging", { jobId: "j1", direction: "out" })).toEqual({ jobId: "j1", direction: "out" });
     const bad: [QueueName, unknown, RegExp][] = [
       ["commands", { action: "rm -rf", jobId: "j1" }, /action/],

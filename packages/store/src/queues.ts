@@ -9,7 +9,11 @@ import { z } from "zod";
  * names live under the CE hash-tag prefix (Redis Cluster safe).
  */
 // A job id names a directory and a BullMQ job: no `/`, no `:` (BullMQ reserves it in custom ids).
-const jobId = z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, "a job id: letters, digits, '.', '_' or '-'");
+const jobId = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9._-]+$/, "a job id: letters, digits, '.', '_' or '-'");
 const requestId = z.string().max(256).optional();
 export const QUEUE_PAYLOADS = {
   /** Doorbell of kill / clean / restart: the request itself is on the job record (commands.ts, requestCommands). */
@@ -53,15 +57,26 @@ export function readPayload<N extends QueueName>(name: N, data: unknown): QueueC
 export async function enqueueCommands(queue: Queue<QueueCatalog["commands"]>, cmds: readonly QueueCatalog["commands"][]): Promise<void> {
   if (cmds.length === 0) return;
   for (const c of cmds) QUEUE_PAYLOADS.commands.parse(c);
-  await queue.addBulk(cmds.map((data) => ({
-    name: data.action,
-    data,
-    opts: { ...QUEUE_DEFAULTS.commands, jobId: `${data.jobId}_${data.action}_${randomUUID().slice(0, 8)}`, deduplication: { id: `cmd-${data.action}-${data.jobId}` } },
-  })));
+  await queue.addBulk(
+    cmds.map((data) => ({
+      name: data.action,
+      data,
+      opts: {
+        ...QUEUE_DEFAULTS.commands,
+        jobId: `${data.jobId}_${data.action}_${randomUUID().slice(0, 8)}`,
+        deduplication: { id: `cmd-${data.action}-${data.jobId}` },
+      },
+    })),
+  );
 }
 
 /** Transfers of one job: one waiting/active staging job per job and direction (deduplication until it completes). */
-export async function enqueueStaging(queue: Queue<QueueCatalog["staging"]>, jobId: string, direction: "in" | "out", requestId?: string): Promise<void> {
+export async function enqueueStaging(
+  queue: Queue<QueueCatalog["staging"]>,
+  jobId: string,
+  direction: "in" | "out",
+  requestId?: string,
+): Promise<void> {
   const data = QUEUE_PAYLOADS.staging.parse(requestId ? { jobId, direction, requestId } : { jobId, direction });
   await queue.add("staging", data, { ...QUEUE_DEFAULTS.staging, deduplication: { id: `${direction}-${jobId}` } });
 }

@@ -23,14 +23,20 @@ export interface RangeLimits {
 export class UploadRanges {
   readonly keys: Keys;
 
-  constructor(private readonly redis: Redis, prefix: string, private readonly limits: RangeLimits) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+    private readonly limits: RangeLimits,
+  ) {
     this.keys = new Keys(prefix);
   }
 
   /** Merges [start, end) of `path` (file length `total`); "complete" when [0,total) is covered. */
   async add(jobId: string, path: string, start: number, end: number, total: number): Promise<RangeResult> {
     const { maxRanges, maxFiles, ttlMs } = this.limits;
-    const r = Number(await runScript(this.redis, "ceUploadRange", [this.keys.uploads(jobId)], [path, start, end, total, ttlMs, maxRanges, maxFiles]));
+    const r = Number(
+      await runScript(this.redis, "ceUploadRange", [this.keys.uploads(jobId)], [path, start, end, total, ttlMs, maxRanges, maxFiles]),
+    );
     return r === 1 ? "complete" : r === 0 ? "recorded" : r === -1 ? "too-many-ranges" : "too-many-files";
   }
 
@@ -72,7 +78,11 @@ export interface QuotaRefusal {
 export class SessionBytes {
   readonly keys: Keys;
 
-  constructor(private readonly redis: Redis, prefix: string, private readonly limits: { perJob: number; perOwner: number }) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+    private readonly limits: { perJob: number; perOwner: number },
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -96,7 +106,12 @@ export class SessionBytes {
   }
 
   private async apply(owner: string, jobId: string, delta: number): Promise<[number, number, number]> {
-    const res = (await runScript(this.redis, "ceSessionBytes", [this.keys.ownerSessionBytes(ownerKey(owner))], [jobId, delta, this.limits.perJob, this.limits.perOwner])) as number[];
+    const res = (await runScript(
+      this.redis,
+      "ceSessionBytes",
+      [this.keys.ownerSessionBytes(ownerKey(owner))],
+      [jobId, delta, this.limits.perJob, this.limits.perOwner],
+    )) as number[];
     return [Number(res[0]), Number(res[1]), Number(res[2])];
   }
 }
@@ -105,7 +120,13 @@ export class SessionBytes {
  * A per-owner count of events in the current minute (fixed window). Returns the seconds until the
  * window ends when the limit is already reached, else undefined (and the event is counted).
  */
-export async function takeFromMinuteWindow(redis: Redis, prefix: string, owner: string, limit: number, now = Date.now()): Promise<number | undefined> {
+export async function takeFromMinuteWindow(
+  redis: Redis,
+  prefix: string,
+  owner: string,
+  limit: number,
+  now = Date.now(),
+): Promise<number | undefined> {
   const minute = Math.floor(now / 60_000);
   const key = new Keys(prefix).ownerRenewals(ownerKey(owner), minute);
   const n = Number(await runScript(redis, "ceWindow", [key], [limit, 120_000]));

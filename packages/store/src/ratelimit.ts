@@ -41,7 +41,10 @@ export class RateLimiter {
   private readonly keys: Keys;
   private readonly leases = new Map<string, Lease>();
 
-  constructor(private readonly redis: Redis, prefix: string) {
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
     this.keys = new Keys(prefix);
   }
 
@@ -70,7 +73,10 @@ export class RateLimiter {
 
   /** Takes up to leaseSize() tokens from the shared bucket into the local lease. */
   private async lease(who: string, l: Lease, rate: number, burst: number): Promise<void> {
-    const res = (await runScript(this.redis, "ceTokenBucket", [this.keys.rateLimit(who)], [rate, burst, leaseSize(rate, burst)])) as [number, number];
+    const res = (await runScript(this.redis, "ceTokenBucket", [this.keys.rateLimit(who)], [rate, burst, leaseSize(rate, burst)])) as [
+      number,
+      number,
+    ];
     const granted = Number(res[0]);
     if (granted >= 1) l.tokens += granted;
     // Refused locally for at least one lease period: a client hammering past its limit costs

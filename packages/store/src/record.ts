@@ -1,12 +1,4 @@
-import {
-  type InternalState,
-  type LocalUser,
-  type LrmsState,
-  type Outcome,
-  type RestState,
-  isInternalState,
-  isRestState,
-} from "@ce/model";
+import { type InternalState, type LocalUser, type LrmsState, type Outcome, type RestState, isInternalState, isRestState } from "@ce/model";
 
 /*
  * The job record and its one codec: the typed view of the Redis hash (`JobRecord`), how a record
@@ -120,14 +112,28 @@ export interface JobSummary {
 }
 
 const NUM = new Set([
-  "created", "updated", "stateSince", "exitCode", "rerun", "lifetime", "cleanupAt", "removeAt",
-  "delegationExpires", "startedAt", "endedAt", "usedWallSeconds", "usedCpuSeconds", "usedMemoryMB", "rev",
-  "usedUserSeconds", "usedSystemSeconds", "processors",
+  "created",
+  "updated",
+  "stateSince",
+  "exitCode",
+  "rerun",
+  "lifetime",
+  "cleanupAt",
+  "removeAt",
+  "delegationExpires",
+  "startedAt",
+  "endedAt",
+  "usedWallSeconds",
+  "usedCpuSeconds",
+  "usedMemoryMB",
+  "rev",
+  "usedUserSeconds",
+  "usedSystemSeconds",
+  "processors",
   "uploadDeadline",
 ]);
 const BOOL = new Set(["pending", "killRequested", "cleanRequested", "restartRequested"]);
 const JSON_FIELDS = new Set(["summary", "localUser", "fqans"]);
-
 
 export function encodeRecord(r: Partial<JobRecord>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -167,7 +173,8 @@ export function decodeRecord(h: Record<string, string>): JobRecord | undefined {
 export function decodeFlatRecord(f: readonly string[]): JobRecord | undefined {
   const r: Record<string, unknown> = {};
   for (let i = 0; i + 1 < f.length; i += 2) r[f[i]!] = decodeField(f[i]!, f[i + 1]!);
-  if (!r.id || !r.owner || !isInternalState((r.state as string | undefined) ?? "") || !isRestState((r.rest as string | undefined) ?? "")) return undefined;
+  if (!r.id || !r.owner || !isInternalState((r.state as string | undefined) ?? "") || !isRestState((r.rest as string | undefined) ?? ""))
+    return undefined;
   r.delegations ??= [];
   return r as unknown as JobRecord;
 }
@@ -183,7 +190,11 @@ interface FieldPlan {
   /** Every field undefined: records are copies of it, so they share one object shape. */
   blank: Record<string, unknown>;
 }
-const K_TEXT = 0, K_NUM = 1, K_BOOL = 2, K_LIST = 3, K_JSON = 4;
+const K_TEXT = 0,
+  K_NUM = 1,
+  K_BOOL = 2,
+  K_LIST = 3,
+  K_JSON = 4;
 const plans = new WeakMap<readonly string[], FieldPlan>();
 
 export function fieldPlan(fields: readonly string[]): FieldPlan {
@@ -201,8 +212,15 @@ export function fieldPlan(fields: readonly string[]): FieldPlan {
  * field a member (undefined when absent). A JSON text repeated within one read (the owner's localUser, a batch's summary) is parsed once:
  * records of one read may share those values, so they are read-only.
  */
-export function decodeValues(plan: FieldPlan, row: readonly (string | false | null)[], parsed: Map<string, unknown>): Record<string, unknown> | undefined {
-  const id = row[0], owner = row[1], state = row[2], rest = row[3];
+export function decodeValues(
+  plan: FieldPlan,
+  row: readonly (string | false | null)[],
+  parsed: Map<string, unknown>,
+): Record<string, unknown> | undefined {
+  const id = row[0],
+    owner = row[1],
+    state = row[2],
+    rest = row[3];
   if (!id || !owner || !isInternalState(state || "") || !isRestState(rest || "")) return undefined;
   const r = { ...plan.blank };
   const { names, kinds } = plan;

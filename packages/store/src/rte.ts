@@ -1,4 +1,16 @@
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 
 /**
@@ -39,7 +51,13 @@ const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** A name is a relative path of plain segments (no `.`/`..`, no empty segment, no NUL or newline). */
 export function checkRteName(name: string): string {
-  if (!name || name.length > 200 || name.startsWith("/") || /[\0\n\r]/.test(name) || name.split("/").some((s) => s === "" || s === "." || s === "..")) {
+  if (
+    !name ||
+    name.length > 200 ||
+    name.startsWith("/") ||
+    /[\0\n\r]/.test(name) ||
+    name.split("/").some((s) => s === "" || s === "." || s === "..")
+  ) {
     throw new RteError("BAD_NAME", `invalid runtime environment name ${JSON.stringify(name.slice(0, 80))}`);
   }
   return name;
@@ -176,7 +194,10 @@ function unlinkName(cfg: RteConfig, set: "enabled" | "default", name: string): b
 function sourceFor(cfg: RteConfig, name: string, file: string | undefined, systemDirs: readonly string[]): string {
   const target = file ? resolve(file) : availableRtes(cfg, [...systemDirs]).get(name);
   if (!target || !existsSync(target) || !statSync(target).isFile()) {
-    throw new RteError("NOT_FOUND", `no runtime environment script for ${name}${file ? ` at ${file}` : ` in ${[cfg.paths.rteDir, ...systemDirs].join(", ")}`}`);
+    throw new RteError(
+      "NOT_FOUND",
+      `no runtime environment script for ${name}${file ? ` at ${file}` : ` in ${[cfg.paths.rteDir, ...systemDirs].join(", ")}`}`,
+    );
   }
   return target;
 }
@@ -209,7 +230,8 @@ export function setRteParams(cfg: RteConfig, name: string, assignments: readonly
     const i = a.indexOf("=");
     const key = i > 0 ? a.slice(0, i) : "";
     const value = a.slice(i + 1);
-    if (!PARAM_NAME.test(key)) throw new RteError("BAD_PARAM", `parameter must be NAME=value with NAME a shell variable name: ${JSON.stringify(a.slice(0, 80))}`);
+    if (!PARAM_NAME.test(key))
+      throw new RteError("BAD_PARAM", `parameter must be NAME=value with NAME a shell variable name: ${JSON.stringify(a.slice(0, 80))}`);
     if (/[\0\n\r]/.test(value)) throw new RteError("BAD_PARAM", `parameter ${key}: value must be one line`);
     if (value === "") current.delete(key);
     else current.set(key, value);

@@ -12,10 +12,19 @@ const luaFiles = (pkg: string) => readdirSync(dir(pkg)).filter((f) => f.endsWith
 describe("Lua script files", () => {
   it("are all registered, each opening with a comment naming its KEYS and ARGV; no other package has any", () => {
     const files = luaFiles("store").map((f) => f.replace(/\.lua$/, ""));
-    expect(files.sort()).toEqual(Object.values(SCRIPTS).map((s) => s.file).sort());
+    expect(files.sort()).toEqual(
+      Object.values(SCRIPTS)
+        .map((s) => s.file)
+        .sort(),
+    );
     for (const f of luaFiles("store")) {
       const lines = readFileSync(new URL(f, dir("store")), "utf8").split("\n");
-      const head = lines.slice(0, lines.findIndex((l) => !l.startsWith("--"))).join("\n");
+      const head = lines
+        .slice(
+          0,
+          lines.findIndex((l) => !l.startsWith("--")),
+        )
+        .join("\n");
       expect(head, f).toMatch(/KEYS\[1(\]|\.\.)/);
       expect(head, f).toMatch(/ARGV/);
     }

@@ -63,15 +63,24 @@ const defined = new WeakMap<Redis, Set<ScriptName>>();
  * Runs a store script (EVALSHA, EVAL on a cache miss). Scripts with a variable number of keys
  * (`numberOfKeys: undefined`) take the key count as their first argument, as ioredis expects.
  */
-export async function runScript(redis: Redis, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+export async function runScript(
+  redis: Redis,
+  name: ScriptName,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
   let set = defined.get(redis);
   if (!set) defined.set(redis, (set = new Set()));
   const spec = SCRIPTS[name];
   if (!set.has(name)) {
-    redis.defineCommand(name, spec.numberOfKeys === undefined ? { lua: source(name) } : { numberOfKeys: spec.numberOfKeys, lua: source(name) });
+    redis.defineCommand(
+      name,
+      spec.numberOfKeys === undefined ? { lua: source(name) } : { numberOfKeys: spec.numberOfKeys, lua: source(name) },
+    );
     set.add(name);
   }
-  if (spec.numberOfKeys !== undefined && keys.length !== spec.numberOfKeys) throw new Error(`script ${name}: ${keys.length} keys given, ${spec.numberOfKeys} declared`);
+  if (spec.numberOfKeys !== undefined && keys.length !== spec.numberOfKeys)
+    throw new Error(`script ${name}: ${keys.length} keys given, ${spec.numberOfKeys} declared`);
   const fn = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>)[name]!;
   return spec.numberOfKeys === undefined ? fn.call(redis, keys.length, ...keys, ...args) : fn.call(redis, ...keys, ...args);
 }

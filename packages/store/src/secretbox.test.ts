@@ -6,7 +6,10 @@ import { loadSecretBox, SecretBox } from "./secretbox.js";
 
 const root = mkdtempSync(join(tmpdir(), "ce-secretbox-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-const cfg = (d: { encryptionKey?: string; encryptionKeyFile?: string }, stateDir = join(root, "state")) => ({ delegations: d, paths: { stateDir } });
+const cfg = (d: { encryptionKey?: string; encryptionKeyFile?: string }, stateDir = join(root, "state")) => ({
+  delegations: d,
+  paths: { stateDir },
+});
 
 describe("loadSecretBox (one loader for the gateway and the JEM)", () => {
   it("uses the configured key, and names the setting when it is not 32 bytes", () => {

@@ -9,10 +9,19 @@ const t = useTestRedis("shares");
 
 let n = 0;
 const rec = (queue: string, fqans?: string[]): JobRecord =>
-  JobStore.newRecord({ id: `s${++n}`, owner: "alice", queue, backend: "slurm", language: "xrsl", delegations: [], rerun: 0, lifetime: 60, fqans });
+  JobStore.newRecord({
+    id: `s${++n}`,
+    owner: "alice",
+    queue,
+    backend: "slurm",
+    language: "xrsl",
+    delegations: [],
+    rerun: 0,
+    lifetime: 60,
+    fqans,
+  });
 
-const byShare = async (jobs: JobStore) =>
-  Object.fromEntries((await jobs.shareCounts()).map((c) => [`${c.queue}|${c.vo}`, c.byRest]));
+const byShare = async (jobs: JobStore) => Object.fromEntries((await jobs.shareCounts()).map((c) => [`${c.queue}|${c.vo}`, c.byRest]));
 
 describe("jobVo", () => {
   it("takes the whole VO of the primary FQAN or token group, lower-cased", () => {
@@ -52,7 +61,9 @@ describe("share counters (lua/create|update|remove.lua)", () => {
     expect(await byShare(jobs)).toMatchObject({ "main|vo.example.org": { RUNNING: 1 }, "main|atlas": { ACCEPTING: 1 } });
     // Fields at zero are removed: the hash holds only live counts.
     const fields = await t.redis.hkeys(new Keys(t.prefix).shareCounts());
-    expect(fields.sort()).toEqual(["long|atlas|ACCEPTING", "main||ACCEPTING", "main|atlas|ACCEPTING", "main|vo.example.org|RUNNING"].sort());
+    expect(fields.sort()).toEqual(
+      ["long|atlas|ACCEPTING", "main||ACCEPTING", "main|atlas|ACCEPTING", "main|vo.example.org|RUNNING"].sort(),
+    );
 
     expect(await jobs.remove(a.id)).toBe(true);
     expect(await jobs.remove(d.id)).toBe(true);
@@ -81,7 +92,17 @@ describe("share counters (lua/create|update|remove.lua)", () => {
 
 describe("parseShareCounts", () => {
   it("skips malformed fields and non-positive counts", () => {
-    expect(parseShareCounts({ "q|vo|RUNNING": "2", "q||QUEUING": "1", "q|vo|NOPE": "3", bad: "1", "q|vo": "1", "q|x|RUNNING": "0", "q|y|RUNNING": "z" })).toEqual([
+    expect(
+      parseShareCounts({
+        "q|vo|RUNNING": "2",
+        "q||QUEUING": "1",
+        "q|vo|NOPE": "3",
+        bad: "1",
+        "q|vo": "1",
+        "q|x|RUNNING": "0",
+        "q|y|RUNNING": "z",
+      }),
+    ).toEqual([
       { queue: "q", vo: "vo", byRest: { RUNNING: 2 } },
       { queue: "q", vo: "", byRest: { QUEUING: 1 } },
     ]);

@@ -9,7 +9,16 @@ const t = useTestRedis("sm");
 
 let n = 0;
 const rec = (owner: string): JobRecord =>
-  JobStore.newRecord({ id: `s${++n}-${Math.random().toString(36).slice(2)}`, owner, queue: "q", backend: "fork", language: "xrsl", delegations: [], rerun: 0, lifetime: 60 });
+  JobStore.newRecord({
+    id: `s${++n}-${Math.random().toString(36).slice(2)}`,
+    owner,
+    queue: "q",
+    backend: "fork",
+    language: "xrsl",
+    delegations: [],
+    rerun: 0,
+    lifetime: 60,
+  });
 
 /** Counts the script calls a connection sends (EVALSHA/EVAL). */
 function countCalls(jobs: JobStore): { calls: number } {
@@ -69,7 +78,8 @@ describe("StatusReader", () => {
     await jobs.create([a], 100);
     const odd = [`${a.id} x`, "", "a,b", "é€😀", `${a.id}\n`, "x".repeat(300), "y".repeat(70_000)];
     // Records under exactly those keys: found for their owner only, in their places.
-    for (const id of odd) await t.redis.hset(new Keys(t.prefix).job(id), "owner", "alice", "ownerKey", ownerKey("alice"), "rest", "RUNNING");
+    for (const id of odd)
+      await t.redis.hset(new Keys(t.prefix).job(id), "owner", "alice", "ownerKey", ownerKey("alice"), "rest", "RUNNING");
     expect(await jobs.statesOwnedBy([...odd, a.id], "alice")).toEqual([...odd.map(() => "RUNNING"), "ACCEPTING"]);
     expect(await jobs.statesOwnedBy([...odd, a.id], "bob")).toEqual([...odd.map(() => undefined), undefined]);
     // A space-separated pair names neither job.
@@ -85,7 +95,14 @@ describe("StatusReader", () => {
     for (const id of ids) {
       const n = 8 + id.length;
       const h = b[o]!;
-      const [len, skip] = h >= 0xa0 && h <= 0xbf ? [h & 31, 1] : h === 0xd9 ? [b[o + 1]!, 2] : h === 0xda ? [b.readUInt16BE(o + 1), 3] : [b.readUInt32BE(o + 1), 5];
+      const [len, skip] =
+        h >= 0xa0 && h <= 0xbf
+          ? [h & 31, 1]
+          : h === 0xd9
+            ? [b[o + 1]!, 2]
+            : h === 0xda
+              ? [b.readUInt16BE(o + 1), 3]
+              : [b.readUInt32BE(o + 1), 5];
       expect(len).toBe(n);
       expect(b.toString("latin1", o + skip, o + skip + len)).toBe(`{p}:job:${id}`);
       o += skip + len;
@@ -117,7 +134,9 @@ describe("StatusReader", () => {
       defineCommand: () => undefined,
       ceStatusMany: (...args: (string | number)[]) => {
         sent.push((args.length - 3) / 2); // numkeys, the key, the prefix, then (ownerKey, ids) per read
-        return new Promise((r) => setTimeout(r, 30)).then(() => (t.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).ceStatusMany!(...args));
+        return new Promise((r) => setTimeout(r, 30)).then(() =>
+          (t.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).ceStatusMany!(...args),
+        );
       },
     });
     const r = new StatusReader(slow, new Keys(t.prefix));
@@ -132,7 +151,10 @@ describe("StatusReader", () => {
 
   it("a failing call fails every read it carried", async () => {
     const broken = new StatusReader(
-      Object.assign(Object.create(t.redis) as typeof t.redis, { ceStatusMany: () => Promise.reject(new Error("boom")), defineCommand: () => undefined }),
+      Object.assign(Object.create(t.redis) as typeof t.redis, {
+        ceStatusMany: () => Promise.reject(new Error("boom")),
+        defineCommand: () => undefined,
+      }),
       new Keys(t.prefix),
     );
     const both = await Promise.allSettled([broken.read(["a"], "x"), broken.read(["b"], "y")]);

@@ -20,7 +20,16 @@ export function packKeys(pre: string, ids: readonly string[]): Buffer {
     const bytes = Buffer.byteLength(id);
     if (bytes !== id.length) id = Buffer.from(id, "utf8").toString("latin1");
     const n = pre.length + bytes;
-    s += (n < 32 ? String.fromCharCode(0xa0 | n) : n < 0x100 ? "\xd9" + String.fromCharCode(n) : n < 0x10000 ? "\xda" + u16(n) : "\xdb" + u32(n)) + pre + id;
+    s +=
+      (n < 32
+        ? String.fromCharCode(0xa0 | n)
+        : n < 0x100
+          ? "\xd9" + String.fromCharCode(n)
+          : n < 0x10000
+            ? "\xda" + u16(n)
+            : "\xdb" + u32(n)) +
+      pre +
+      id;
   }
   return Buffer.from(s, "latin1");
 }
@@ -52,7 +61,10 @@ export class StatusReader {
   private scheduled = false;
   private inFlight = 0;
 
-  constructor(private readonly redis: Redis, private readonly keys: Keys) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {}
 
   /** REST state per id (undefined: missing or another owner's). */
   async read(ids: readonly string[], owner: string): Promise<(RestState | undefined)[]> {

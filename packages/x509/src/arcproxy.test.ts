@@ -36,7 +36,20 @@ describe.skipIf(!present)("arcproxy interoperability", () => {
 
   it("a real RFC 3820 proxy from arcproxy verifies, with the same identity arcproxy reports", async () => {
     const out = join(work, "x509up");
-    arcproxy(["-C", join(work, "usercert.pem"), "-K", join(work, "userkey.pem"), "-P", out, "-T", cadir, "-S", "", "-c", "validityPeriod=1H"]);
+    arcproxy([
+      "-C",
+      join(work, "usercert.pem"),
+      "-K",
+      join(work, "userkey.pem"),
+      "-P",
+      out,
+      "-T",
+      cadir,
+      "-S",
+      "",
+      "-c",
+      "validityPeriod=1H",
+    ]);
     const pem = readFileSync(out, "utf8");
     const parts = splitPem(pem);
     expect(parts.certificates).toHaveLength(2);

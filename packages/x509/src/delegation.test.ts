@@ -28,7 +28,9 @@ describe("KeyPool", () => {
     expect(performance.now() - t0).toBeLessThan(20);
     expect(kp.privateKey.asymmetricKeyDetails).toMatchObject({ modulusLength: 2048, publicExponent: 65537n });
     const other = await pool.take();
-    expect(other.publicKey.export({ type: "spki", format: "der" }).equals(kp.publicKey.export({ type: "spki", format: "der" }))).toBe(false);
+    expect(other.publicKey.export({ type: "spki", format: "der" }).equals(kp.publicKey.export({ type: "spki", format: "der" }))).toBe(
+      false,
+    );
     await pool.warm();
     expect(pool.available).toBe(3);
   });
@@ -80,7 +82,9 @@ describe("acceptDelegatedChain", () => {
   });
 
   it("also accepts bare-base64 CSRs signed directly with a user certificate proxy chain passed as PEM", async () => {
-    const csr = createCsr(kp).replace(/-----[A-Z ]+-----/g, "").replace(/\n/g, "");
+    const csr = createCsr(kp)
+      .replace(/-----[A-Z ]+-----/g, "")
+      .replace(/\n/g, "");
     const body = signCsrAsProxy(csr, proxy.cert, proxy.key, proxy.chain.slice(1));
     expect(acceptDelegatedChain(body, kp.privateKey, store, undefined)).toMatchObject({ ok: true, identity: USER });
   });
@@ -149,7 +153,15 @@ describe("openssl agrees with the test PKI", () => {
       writeFileSync(join(dir, "ca.pem"), ca.certPem);
       writeFileSync(join(dir, "untrusted.pem"), proxy.certPem + user.certPem);
       writeFileSync(join(dir, "leaf.pem"), p2.certPem);
-      const out = execFileSync("openssl", ["verify", "-allow_proxy_certs", "-CAfile", join(dir, "ca.pem"), "-untrusted", join(dir, "untrusted.pem"), join(dir, "leaf.pem")]);
+      const out = execFileSync("openssl", [
+        "verify",
+        "-allow_proxy_certs",
+        "-CAfile",
+        join(dir, "ca.pem"),
+        "-untrusted",
+        join(dir, "untrusted.pem"),
+        join(dir, "leaf.pem"),
+      ]);
       expect(out.toString()).toMatch(/: OK/);
     } finally {
       rmSync(dir, { recursive: true, force: true });

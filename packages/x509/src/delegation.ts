@@ -173,7 +173,11 @@ export function acceptDelegatedChain(
     privateKey.asymmetricKeyType === "rsa"
       ? (privateKey.export({ type: "pkcs1", format: "pem" }) as string)
       : (privateKey.export({ type: "pkcs8", format: "pem" }) as string);
-  const proxyPem = [derToPem(leaf.raw), keyPem.endsWith("\n") ? keyPem : keyPem + "\n", ...res.chain.slice(1).map((c) => derToPem(c.raw))].join("");
+  const proxyPem = [
+    derToPem(leaf.raw),
+    keyPem.endsWith("\n") ? keyPem : keyPem + "\n",
+    ...res.chain.slice(1).map((c) => derToPem(c.raw)),
+  ].join("");
   return { ok: true, proxyPem, notAfter: res.notAfter, identity: res.identity, limited: res.limited };
 }
 

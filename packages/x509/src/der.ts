@@ -30,7 +30,7 @@ export function readTlv(buf: Buffer, off: number): Tlv {
 
 export function children(buf: Buffer, parent: Tlv): Tlv[] {
   const out: Tlv[] = [];
-  for (let off = parent.start + parent.headerLen; off < parent.end; ) {
+  for (let off = parent.start + parent.headerLen; off < parent.end;) {
     const t = readTlv(buf, off);
     out.push(t);
     off = t.end;

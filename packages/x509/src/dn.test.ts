@@ -5,7 +5,10 @@ import { derToPem } from "./pem.js";
 import { createCA, issueUserCert } from "./testing.js";
 
 const opensslSubject = (pem: string) =>
-  execFileSync("openssl", ["x509", "-noout", "-subject", "-nameopt", "compat"], { input: pem }).toString().trim().replace(/^subject=/, "");
+  execFileSync("openssl", ["x509", "-noout", "-subject", "-nameopt", "compat"], { input: pem })
+    .toString()
+    .trim()
+    .replace(/^subject=/, "");
 
 describe("one-line DN", () => {
   const ca = createCA({ dn: "/DC=org/DC=nordugrid/DC=ARC/O=TestCA/CN=Test CA" });

@@ -71,7 +71,10 @@ function ereToRegExp(re: string): RegExp {
 
 /** Glob (`*` any run, `?` one character) → anchored, case-insensitive RegExp. */
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
   return new RegExp(`^${body}$`, "i");
 }
 
@@ -108,7 +111,7 @@ export function parseSigningPolicy(text: string): Eacl {
   const rules: EaclRule[] = [];
   let issuer: string | undefined;
   let canSign = false;
-  for (let i = 0; i < toks.length; ) {
+  for (let i = 0; i < toks.length;) {
     const key = toks[i++]!.value.toLowerCase();
     const kind = toks[i++]; // X509 / globus
     const value = toks[i++];
@@ -140,7 +143,8 @@ export function eaclDenies(policy: Eacl, issuerDn: string, subjectDn: string, se
   const rules = policy.rules.filter((r) => same(r.issuer === "SELF" ? selfDn : r.issuer, issuerDn));
   if (rules.length === 0) return `the ${policy.format} file of CA ${JSON.stringify(issuerDn)} grants it no namespace`;
   const deny = rules.find((r) => !r.permit && r.pattern.test(subjectDn));
-  if (deny) return `subject ${JSON.stringify(subjectDn)} is denied by ${JSON.stringify(deny.source)} in the ${policy.format} of CA ${JSON.stringify(issuerDn)}`;
+  if (deny)
+    return `subject ${JSON.stringify(subjectDn)} is denied by ${JSON.stringify(deny.source)} in the ${policy.format} of CA ${JSON.stringify(issuerDn)}`;
   if (!rules.some((r) => r.permit && r.pattern.test(subjectDn))) {
     return `subject ${JSON.stringify(subjectDn)} is outside the namespace of CA ${JSON.stringify(issuerDn)} (${policy.format})`;
   }

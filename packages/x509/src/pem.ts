@@ -38,7 +38,8 @@ interface Marker {
 export function pemBlocks(text: string): PemBlock[] {
   const src = text.replace(/\r\n?/g, "\n");
   const markers: Marker[] = [];
-  for (const m of src.matchAll(MARKER_RE)) markers.push({ begin: m[1] === "BEGIN", label: m[2] ?? "", start: m.index, end: m.index + m[0].length });
+  for (const m of src.matchAll(MARKER_RE))
+    markers.push({ begin: m[1] === "BEGIN", label: m[2] ?? "", start: m.index, end: m.index + m[0].length });
   const nextEnd = new Array<Marker | undefined>(markers.length);
   const nearest = new Map<string, Marker>();
   for (let i = markers.length - 1; i >= 0; i--) {

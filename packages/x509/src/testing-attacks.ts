@@ -34,13 +34,19 @@ export function victimLoopChain(victim: TestCredential): ForgedChain {
   const x = buildCertificate({
     issuerName: nameFromDn(yDn),
     subjectName: subjectNode(victim.cert),
-    notBefore, notAfter, publicKey: kx, signKey: ky,
+    notBefore,
+    notAfter,
+    publicKey: kx,
+    signKey: ky,
     extensions: [ext.basicConstraints(false), ext.keyUsage(["digitalSignature", "keyEncipherment"])],
   });
   const y = buildCertificate({
     issuerName: subjectNode(victim.cert),
     subjectName: nameFromDn(yDn),
-    notBefore, notAfter, publicKey: ky, signKey: kx,
+    notBefore,
+    notAfter,
+    publicKey: ky,
+    signKey: kx,
     extensions: [ext.proxyCertInfo(OID.inheritAll), ext.keyUsage(["digitalSignature", "keyEncipherment"])],
   });
   return bundle([x, y, victim.cert], kx);
@@ -48,7 +54,8 @@ export function victimLoopChain(victim: TestCredential): ForgedChain {
 
 function bundle(certs: X509Certificate[], key: KeyObject): ForgedChain {
   return {
-    certs, key,
+    certs,
+    key,
     keyPem: key.export({ type: "pkcs8", format: "pem" }) as string,
     pem: certs.map((c) => derToPem(c.raw)).join(""),
   };

@@ -7,7 +7,14 @@
  * specific or never-used key. Certificates are assembled with forge.asn1 and signed by Node.
  */
 import {
-  createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, X509Certificate, type KeyObject,
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  X509Certificate,
+  type KeyObject,
 } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,7 +50,16 @@ const STRING_TAG: Record<string, number> = { "0.9.2342.19200300.100.1.25": 22, "
 
 /** Encode a one-line DN (`/DC=org/CN=Jane`, `+` for multi-valued RDNs) as an X.501 Name. */
 export function nameFromDn(dn: string): Node {
-  return seq(parseDn(dn).map((rdn) => A.create(U, A.Type.SET, true, rdn.map((a) => seq([oid(a.oid), str(a.oid, a.value)])))));
+  return seq(
+    parseDn(dn).map((rdn) =>
+      A.create(
+        U,
+        A.Type.SET,
+        true,
+        rdn.map((a) => seq([oid(a.oid), str(a.oid, a.value)])),
+      ),
+    ),
+  );
 }
 const str = (o: string, v: string) => A.create(U, STRING_TAG[o] ?? A.Type.UTF8, false, Buffer.from(v, "utf8").toString("binary"));
 
@@ -109,9 +125,7 @@ export const ext = {
   subjectAltName: (names: string[]): Ext => ({
     oid: OID.subjectAltName,
     value: seq(
-      names.map((n) =>
-        /^[\d.]+$/.test(n) ? ctx(7, false, Buffer.from(n.split(".").map(Number)).toString("binary")) : ctx(2, false, n),
-      ),
+      names.map((n) => (/^[\d.]+$/.test(n) ? ctx(7, false, Buffer.from(n.split(".").map(Number)).toString("binary")) : ctx(2, false, n))),
     ),
   }),
   extKeyUsage: (oids: string[]): Ext => ({ oid: "2.5.29.37", value: seq(oids.map(oid)) }),
@@ -127,7 +141,10 @@ export const ext = {
   subjectKeyId: (pub: KeyObject): Ext => ({ oid: "2.5.29.14", value: octets(keyId(pub)) }),
   authorityKeyId: (pub: KeyObject): Ext => ({ oid: "2.5.29.35", value: seq([ctx(0, false, keyId(pub).toString("binary"))]) }),
 };
-const keyId = (pub: KeyObject) => createHash("sha1").update(publicOf(pub).export({ type: "spki", format: "der" })).digest();
+const keyId = (pub: KeyObject) =>
+  createHash("sha1")
+    .update(publicOf(pub).export({ type: "spki", format: "der" }))
+    .digest();
 
 /** Public half of a key (KeyObject private or public). */
 export const publicOf = (k: KeyObject): KeyObject => (k.type === "public" ? k : createPublicKey(k));
@@ -176,7 +193,11 @@ export function buildCertificate(spec: CertSpec): X509Certificate {
     ...(spec.extensions.length
       ? [
           ctx(3, true, [
-            seq(spec.extensions.map((e) => seq([oid(e.oid), ...(e.critical ? [A.create(U, A.Type.BOOLEAN, false, "\xff")] : []), octets(der(e.value))]))),
+            seq(
+              spec.extensions.map((e) =>
+                seq([oid(e.oid), ...(e.critical ? [A.create(U, A.Type.BOOLEAN, false, "\xff")] : []), octets(der(e.value))]),
+              ),
+            ),
           ]),
         ]
       : []),
@@ -212,7 +233,12 @@ export function credential(cert: X509Certificate, key: KeyObject, issuer?: TestC
   const certPem = derToPem(cert.raw);
   const keyPem = key.export({ type: "pkcs8", format: "pem" }) as string;
   return {
-    dn: subjectDn(cert), cert, certPem, key, keyPem, chain,
+    dn: subjectDn(cert),
+    cert,
+    certPem,
+    key,
+    keyPem,
+    chain,
     chainPem: chain.map((c) => derToPem(c.raw)).join(""),
     filePem: certPem + keyPem + above.map((c) => derToPem(c.raw)).join(""),
   };

@@ -11,10 +11,22 @@ import { children, signedParts, SIG_HASH, slice } from "./der.js";
 import { normalizeCsrPem, pemToDer, splitPem, derToPem } from "./pem.js";
 import { classifyCertificate } from "./proxy.js";
 import {
-  buildCertificate, credential, ext, int, nameFromDn, randomSerial, seq, sigAlg, signed, subjectNode, testKey, time,
-  type Ext, type Node, type TestCredential,
+  buildCertificate,
+  credential,
+  ext,
+  int,
+  nameFromDn,
+  randomSerial,
+  seq,
+  sigAlg,
+  signed,
+  subjectNode,
+  testKey,
+  time,
+  type Ext,
+  type Node,
+  type TestCredential,
 } from "./testing-pki.js";
-
 
 export type ProxyKind = "rfc3820" | "limited" | "independent" | "legacy" | "legacy-limited" | "draft";
 
@@ -137,7 +149,10 @@ export function signCsrAsProxy(
   const chain =
     issuerChain === undefined
       ? cred.chain
-      : [cred.cert, ...(typeof issuerChain === "string" ? splitPem(issuerChain).certificates.map((p) => new X509Certificate(p)) : issuerChain)];
+      : [
+          cred.cert,
+          ...(typeof issuerChain === "string" ? splitPem(issuerChain).certificates.map((p) => new X509Certificate(p)) : issuerChain),
+        ];
   const uniq = chain.filter((c, i) => chain.findIndex((d) => d.fingerprint256 === c.fingerprint256) === i);
   return [cert, ...uniq].map((c) => derToPem(c.raw)).join("");
 }
@@ -167,7 +182,9 @@ export function createCrl(ca: TestCredential, revoked: (X509Certificate | TestCr
 /** OpenSSL subject hash (`openssl x509 -subject_hash`), the file name stem in X509_CERT_DIR. */
 export function subjectHash(cert: X509Certificate | TestCredential): string {
   const c = "cert" in cert ? cert.cert : cert;
-  return execFileSync("openssl", ["x509", "-noout", "-subject_hash"], { input: derToPem(c.raw) }).toString().trim();
+  return execFileSync("openssl", ["x509", "-noout", "-subject_hash"], { input: derToPem(c.raw) })
+    .toString()
+    .trim();
 }
 
 export interface CADirOptions {
@@ -194,7 +211,10 @@ export function writeCADir(dir: string, cas: (TestCredential | X509Certificate)[
     if (o.sideFiles ?? true) {
       // Real IGTF formats: grid clients (ARC's signing-policy check) read these, not just skip them.
       const dn = subjectDn(c);
-      writeFileSync(join(dir, `${h}.signing_policy`), `access_id_CA      X509         '${dn}'\npos_rights        globus        CA:sign\ncond_subjects     globus       '"*"'\n`);
+      writeFileSync(
+        join(dir, `${h}.signing_policy`),
+        `access_id_CA      X509         '${dn}'\npos_rights        globus        CA:sign\ncond_subjects     globus       '"*"'\n`,
+      );
       writeFileSync(join(dir, `${h}.namespaces`), `TO Issuer "${dn}" \\\n  PERMIT Subject ".*"\n`);
       writeFileSync(join(dir, `${h}.info`), `alias = ${dn.split("/").pop()?.replace(/^CN=/, "") ?? "test"}\n`);
     }

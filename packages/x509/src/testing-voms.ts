@@ -45,10 +45,28 @@ export function vomsProxy(user: TestCredential, server: TestCredential, o: VomsP
   try {
     const w = (n: string, s: string, mode = 0o644) => (writeFileSync(join(d, n), s, { mode }), join(d, n));
     const args = [
-      "-cert", w("usercert.pem", user.certPem), "-key", w("userkey.pem", user.keyPem, 0o600),
-      "-hostcert", w("hostcert.pem", server.certPem), "-hostkey", w("hostkey.pem", server.keyPem, 0o600),
-      "-certdir", caDir, "-voms", o.vo, "-uri", o.uri ?? "voms.example.org:15000", "-rfc", "-q",
-      "-out", join(d, "proxy.pem"), "-vomslife", String(o.acHours ?? 12), "-hours", "12",
+      "-cert",
+      w("usercert.pem", user.certPem),
+      "-key",
+      w("userkey.pem", user.keyPem, 0o600),
+      "-hostcert",
+      w("hostcert.pem", server.certPem),
+      "-hostkey",
+      w("hostkey.pem", server.keyPem, 0o600),
+      "-certdir",
+      caDir,
+      "-voms",
+      o.vo,
+      "-uri",
+      o.uri ?? "voms.example.org:15000",
+      "-rfc",
+      "-q",
+      "-out",
+      join(d, "proxy.pem"),
+      "-vomslife",
+      String(o.acHours ?? 12),
+      "-hours",
+      "12",
     ];
     for (const f of o.fqans) args.push("-fqan", f);
     for (const t of o.targets ?? []) args.push("-target", t);

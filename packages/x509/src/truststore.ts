@@ -40,7 +40,12 @@ export interface TrustPolicy {
    */
   crlRequired: "intermediates" | "all" | "none";
 }
-export const DEFAULT_TRUST_POLICY: TrustPolicy = { crlExpired: "deny", crlUnparsable: "deny", namespaces: "enforce", crlRequired: "intermediates" };
+export const DEFAULT_TRUST_POLICY: TrustPolicy = {
+  crlExpired: "deny",
+  crlUnparsable: "deny",
+  namespaces: "enforce",
+  crlRequired: "intermediates",
+};
 
 /** What certificates issued by one CA face: a refusal, or the serials its CRL revokes. */
 export type Revocation = { problem: string } | { revoked: ReadonlySet<string> };
@@ -72,7 +77,10 @@ export class TrustStore {
   warnings: string[] = [];
   readonly policy: TrustPolicy;
 
-  constructor(readonly dir?: string, policy: Partial<TrustPolicy> = {}) {
+  constructor(
+    readonly dir?: string,
+    policy: Partial<TrustPolicy> = {},
+  ) {
     this.policy = { ...DEFAULT_TRUST_POLICY, ...policy };
   }
 
@@ -87,7 +95,10 @@ export class TrustStore {
   static fromPem(certs: string | string[], crls: (string | Buffer)[] = [], policy: Partial<TrustPolicy> = {}): TrustStore {
     const s = new TrustStore(undefined, policy);
     const x = (Array.isArray(certs) ? certs : [certs]).flatMap((p) => splitPem(p).certificates).map((p) => new X509Certificate(p));
-    s.install(x.map((c) => ({ cert: c })), crls.flatMap((c) => crlDers(c).map((der) => ({ der }))));
+    s.install(
+      x.map((c) => ({ cert: c })),
+      crls.flatMap((c) => crlDers(c).map((der) => ({ der }))),
+    );
     return s;
   }
 
@@ -118,7 +129,10 @@ export class TrustStore {
         // .namespaces wins over .signing_policy when a CA has both (sorted: "n" < "s").
         if (kind === "signing_policy" && policies.has(h!.toLowerCase())) continue;
         try {
-          policies.set(h!.toLowerCase(), kind === "namespaces" ? parseNamespaces(data.toString("utf8")) : parseSigningPolicy(data.toString("utf8")));
+          policies.set(
+            h!.toLowerCase(),
+            kind === "namespaces" ? parseNamespaces(data.toString("utf8")) : parseSigningPolicy(data.toString("utf8")),
+          );
         } catch (e) {
           // An unreadable policy must not widen trust: the CA then grants no namespace at all.
           warnings.push(`${name}: ${(e as Error).message.slice(0, 200)}; the CA is refused until it is fixed`);
@@ -174,14 +188,16 @@ export class TrustStore {
     const looseCrls = new Map<string, LooseCrl[]>();
     const broken = (file: CrlFile, why: string) => {
       // A hash-named CRL file names its CA even when its content is unusable: that CA fails closed.
-      const cas = file.hash ? byHash.get(file.hash) ?? [] : [];
+      const cas = file.hash ? (byHash.get(file.hash) ?? []) : [];
       for (const ca of cas) {
         const st = crlByCa.get(ca.x509.fingerprint256) ?? {};
         if (!st.nextUpdate) st.broken = `${file.file}: ${why}`;
         crlByCa.set(ca.x509.fingerprint256, st);
       }
       const who = cas.map((c) => JSON.stringify(c.subject.oneLine)).join(", ");
-      warnings.push(`CRL ${file.file ?? "(inline)"} unusable: ${why}${who ? `; CA ${who} ${this.policy.crlUnparsable === "deny" ? "refuses every certificate it issued until fixed" : "is used without it"}` : ""}`);
+      warnings.push(
+        `CRL ${file.file ?? "(inline)"} unusable: ${why}${who ? `; CA ${who} ${this.policy.crlUnparsable === "deny" ? "refuses every certificate it issued until fixed" : "is used without it"}` : ""}`,
+      );
     };
     for (const file of crls) {
       if (!file.der) {
@@ -227,7 +243,9 @@ export class TrustStore {
     for (const [fp, st] of crlByCa) {
       if (st.nextUpdate && st.nextUpdate.getTime() < Date.now()) {
         const ca = [...byName.values()].flat().find((i) => i.x509.fingerprint256 === fp);
-        warnings.push(`CRL of CA ${JSON.stringify(ca?.subject.oneLine)} expired at ${st.nextUpdate.toISOString()}${this.policy.crlExpired === "deny" ? "; certificates it issued are refused until fetch-crl refreshes it" : ""}`);
+        warnings.push(
+          `CRL of CA ${JSON.stringify(ca?.subject.oneLine)} expired at ${st.nextUpdate.toISOString()}${this.policy.crlExpired === "deny" ? "; certificates it issued are refused until fetch-crl refreshes it" : ""}`,
+        );
       }
     }
     this.byName = byName;
@@ -243,7 +261,8 @@ export class TrustStore {
   crlProblem(ca: X509Certificate, now: Date): string | undefined {
     const st = this.crlByCa.get(ca.fingerprint256);
     if (!st) return undefined;
-    if (st.broken && this.policy.crlUnparsable === "deny") return `the CRL of CA ${JSON.stringify(subjectOf(ca))} is unusable (${st.broken})`;
+    if (st.broken && this.policy.crlUnparsable === "deny")
+      return `the CRL of CA ${JSON.stringify(subjectOf(ca))} is unusable (${st.broken})`;
     if (st.nextUpdate && st.nextUpdate.getTime() < now.getTime() && this.policy.crlExpired === "deny") {
       return `the CRL of CA ${JSON.stringify(subjectOf(ca))} expired at ${st.nextUpdate.toISOString()}`;
     }
@@ -314,7 +333,9 @@ export class TrustStore {
     if (this.policy.namespaces === "ignore") return undefined;
     const eacl = this.eaclByCa.get(ca.x509.fingerprint256);
     if (!eacl) {
-      return this.policy.namespaces === "require" ? `CA ${JSON.stringify(ca.subject.oneLine)} has no .namespaces or .signing_policy file` : undefined;
+      return this.policy.namespaces === "require"
+        ? `CA ${JSON.stringify(ca.subject.oneLine)} has no .namespaces or .signing_policy file`
+        : undefined;
     }
     return eaclDenies(eacl, ca.subject.oneLine, subjectDn, ca.subject.oneLine);
   }
@@ -364,7 +385,10 @@ function certsFrom(data: Buffer): X509Certificate[] {
 
 function crlDers(data: string | Buffer): Buffer[] {
   const text = typeof data === "string" ? data : data.toString("latin1");
-  if (text.includes("-----BEGIN")) return pemBlocks(text).filter((b) => b.label === "X509 CRL").map((b) => b.der);
+  if (text.includes("-----BEGIN"))
+    return pemBlocks(text)
+      .filter((b) => b.label === "X509 CRL")
+      .map((b) => b.der);
   return [typeof data === "string" ? Buffer.from(data, "binary") : data];
 }
 

@@ -35,7 +35,12 @@ describe("identity is bound to the first (proven) certificate", () => {
   it("every rotation and order of the forged bundle is refused or is the victim's own leaf", () => {
     const forged = victimLoopChain(victim);
     const [x, y, v] = forged.certs;
-    for (const order of [[x, y, v], [x, v, y], [y, x, v], [y, v, x]]) {
+    for (const order of [
+      [x, y, v],
+      [x, v, y],
+      [y, x, v],
+      [y, v, x],
+    ]) {
       const r = verifyChain(order as never, store);
       expect(r.ok, JSON.stringify(order.map((c) => c!.subject))).toBe(false);
     }
@@ -68,7 +73,14 @@ describe("identity is bound to the first (proven) certificate", () => {
 
 describe("work is bounded before the chain is known to be good", () => {
   it("too many certificates, small or huge RSA keys, unsupported curves", () => {
-    fail(verifyChain(Array.from({ length: 17 }, () => createProxy(attacker).cert), store), "LIMITS", /too many certificates/);
+    fail(
+      verifyChain(
+        Array.from({ length: 17 }, () => createProxy(attacker).cert),
+        store,
+      ),
+      "LIMITS",
+      /too many certificates/,
+    );
     const weak = issueUserCert(ca, { dn: "/C=XX/O=Grid/CN=Weak", key: testKey(768, true) });
     fail(verifyChain([weak.cert], store), "KEY_REJECTED", /768-bit RSA/);
     fail(verifyChain([attacker.cert], store, { maxRsaBits: 1024 }), "KEY_REJECTED", /2048-bit RSA key \(accepted: 1024–1024\)/);
@@ -156,4 +168,3 @@ describe("CRLs fail closed", () => {
     expect(verifyChain([victim.cert], lax)).toMatchObject({ ok: true });
   });
 });
-

@@ -47,7 +47,11 @@ describe("a presented sub-CA is bound by the namespace of the installed CA above
   it("the sub-CA cannot issue a subject its anchor could not (enforce and require)", async () => {
     for (const namespaces of ["enforce", "require"] as const) {
       const s = await rootOnly({ namespaces: ROOT_NS }, [subCrl], { namespaces });
-      fail(verifyChain(createProxy(forged).chainPem, s), "NAMESPACE", /Someone Else.*outside the namespace of CA .*Root CA.*governs CA .*Sub CA.*not installed/);
+      fail(
+        verifyChain(createProxy(forged).chainPem, s),
+        "NAMESPACE",
+        /Someone Else.*outside the namespace of CA .*Root CA.*governs CA .*Sub CA.*not installed/,
+      );
       expect(verifyChain(createProxy(insider).chainPem, s)).toMatchObject({ ok: true, identity: insider.dn, issuerCA: SUB_DN });
     }
   });
@@ -77,7 +81,11 @@ describe("a presented sub-CA is bound by the namespace of the installed CA above
   it("an anchor without a policy file covers no presented sub-CA, unless namespaces are ignored", async () => {
     const s = await rootOnly({}, [subCrl]);
     expect(verifyChain([issueUserCert(root, { dn: "/DC=org/DC=x/CN=Direct" }).cert], s)).toMatchObject({ ok: true });
-    fail(verifyChain([insider.cert, sub.cert], s), "NAMESPACE", /Sub CA.* is not installed and installed CA .*Root CA.* has no \.namespaces/);
+    fail(
+      verifyChain([insider.cert, sub.cert], s),
+      "NAMESPACE",
+      /Sub CA.* is not installed and installed CA .*Root CA.* has no \.namespaces/,
+    );
     const ign = await rootOnly({}, [subCrl], { namespaces: "ignore" });
     expect(verifyChain([forged.cert, sub.cert], ign)).toMatchObject({ ok: true });
   });

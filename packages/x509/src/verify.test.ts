@@ -169,7 +169,11 @@ describe("verifyChain: rejected chains", () => {
 
   it("proxy with CA:true, keyCertSign, or subjectAltName", () => {
     fail(verifyChain(createProxy(user, undefined, { ca: true }).chainPem, store), "PROXY_RULES", /CA:true/);
-    fail(verifyChain(createProxy(user, undefined, { keyUsage: ["digitalSignature", "keyCertSign"] }).chainPem, store), "PROXY_RULES", /keyCertSign/);
+    fail(
+      verifyChain(createProxy(user, undefined, { keyUsage: ["digitalSignature", "keyCertSign"] }).chainPem, store),
+      "PROXY_RULES",
+      /keyCertSign/,
+    );
     const withSan = createProxy(user, undefined, { extensions: [{ oid: "2.5.29.17", value: sanNode() }] });
     fail(verifyChain(withSan.chainPem, store), "PROXY_RULES", /AltName/);
   });
@@ -189,8 +193,14 @@ describe("verifyChain: rejected chains", () => {
     const root = createCA({ dn: "/O=Grid/CN=Root PL0", pathLen: 0 });
     const sub = createCA({ dn: "/O=Grid/CN=Sub PL", issuer: root });
     const u = issueUserCert(sub, { dn: "/O=Grid/CN=PL User" });
-    fail(verifyChain(u.chainPem, TrustStore.fromPem(root.certPem, [], { namespaces: "ignore", crlRequired: "none" })), "UNTRUSTED_ISSUER", /pathLenConstraint 0/);
-    expect(verifyChain(issueUserCert(root, { dn: "/O=Grid/CN=Direct" }).chainPem, TrustStore.fromPem(root.certPem))).toMatchObject({ ok: true });
+    fail(
+      verifyChain(u.chainPem, TrustStore.fromPem(root.certPem, [], { namespaces: "ignore", crlRequired: "none" })),
+      "UNTRUSTED_ISSUER",
+      /pathLenConstraint 0/,
+    );
+    expect(verifyChain(issueUserCert(root, { dn: "/O=Grid/CN=Direct" }).chainPem, TrustStore.fromPem(root.certPem))).toMatchObject({
+      ok: true,
+    });
   });
 
   it("end-entity certificate that is a CA, and a CA without basicConstraints", () => {
@@ -203,7 +213,11 @@ describe("verifyChain: rejected chains", () => {
 
   it("the signing key must not be the RSA key of a ring neighbour", () => {
     // guard for the test PKI itself: distinct certificates get distinct keys by default
-    expect(testKey().export({ type: "pkcs8", format: "der" }).equals(testKey().export({ type: "pkcs8", format: "der" }))).toBe(false);
+    expect(
+      testKey()
+        .export({ type: "pkcs8", format: "der" })
+        .equals(testKey().export({ type: "pkcs8", format: "der" })),
+    ).toBe(false);
   });
 });
 

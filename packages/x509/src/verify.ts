@@ -69,7 +69,13 @@ export interface VerifyOptions {
   minRsaBits?: number;
 }
 
-export const VERIFY_LIMITS: Required<Omit<VerifyOptions, "now">> = { maxDepth: 12, maxCerts: 16, maxSignatureChecks: 32, maxRsaBits: 8192, minRsaBits: 1024 };
+export const VERIFY_LIMITS: Required<Omit<VerifyOptions, "now">> = {
+  maxDepth: 12,
+  maxCerts: 16,
+  maxSignatureChecks: 32,
+  maxRsaBits: 8192,
+  minRsaBits: 1024,
+};
 /** Largest DER certificate accepted (VOMS attribute certificates make proxies a few KB). */
 const MAX_CERT_BYTES = 64 * 1024;
 /** Longest subject DN matched against namespace patterns. */
@@ -190,7 +196,8 @@ function checkCheap(c: X509Certificate, lim: typeof VERIFY_LIMITS): void {
       return;
     }
     case "ec":
-      if (!EC_CURVES.has(d.namedCurve ?? "")) throw new Fail("KEY_REJECTED", `${what} uses EC curve ${d.namedCurve ?? "?"} (accepted: P-256, P-384, P-521)`);
+      if (!EC_CURVES.has(d.namedCurve ?? ""))
+        throw new Fail("KEY_REJECTED", `${what} uses EC curve ${d.namedCurve ?? "?"} (accepted: P-256, P-384, P-521)`);
       return;
     case "ed25519":
     case "ed448":
@@ -242,9 +249,15 @@ function buildPath(bundle: CertInfo[], store: TrustStore, maxDepth: number, budg
     if (!next) {
       if (cur.fromStore) return path; // a trusted intermediate whose root is not installed
       if (candidates.length > 0) {
-        throw new Fail("BAD_SIGNATURE", `signature of ${dnOf(cur.info)} does not verify with the key of its issuer ${JSON.stringify(cur.info.issuer.oneLine)}`);
+        throw new Fail(
+          "BAD_SIGNATURE",
+          `signature of ${dnOf(cur.info)} does not verify with the key of its issuer ${JSON.stringify(cur.info.issuer.oneLine)}`,
+        );
       }
-      throw new Fail("UNTRUSTED_ISSUER", `issuer ${JSON.stringify(cur.info.issuer.oneLine)} of ${dnOf(cur.info)} is neither a trusted CA nor in the presented chain`);
+      throw new Fail(
+        "UNTRUSTED_ISSUER",
+        `issuer ${JSON.stringify(cur.info.issuer.oneLine)} of ${dnOf(cur.info)} is neither a trusted CA nor in the presented chain`,
+      );
     }
     used.add(next.info.x509.fingerprint256);
     path.push(next);

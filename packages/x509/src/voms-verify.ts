@@ -44,7 +44,13 @@ export interface VomsResult {
   invalid: string[];
 }
 
-export function verifyVomsAc(ac: VomsAc, holder: X509Certificate, store: TrustStore, trust: VomsTrust, opts: VomsVerifyOptions): VomsAttributes | string {
+export function verifyVomsAc(
+  ac: VomsAc,
+  holder: X509Certificate,
+  store: TrustStore,
+  trust: VomsTrust,
+  opts: VomsVerifyOptions,
+): VomsAttributes | string {
   try {
     return check(ac, holder, store, trust, opts);
   } catch (e) {
@@ -76,7 +82,12 @@ function check(ac: VomsAc, holder: X509Certificate, store: TrustStore, trust: Vo
   if (foreign) return `${what}: FQAN ${JSON.stringify(foreign)} is outside the VO ${JSON.stringify(ac.vo)} its signer is trusted for`;
   if (ac.targets && ac.targets.length > 0) {
     const ours = opts.hostNames.map((n) => n.toLowerCase());
-    const named = ac.targets.map((t) => t.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "").replace(/[:/].*$/, "").toLowerCase());
+    const named = ac.targets.map((t) =>
+      t
+        .replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
+        .replace(/[:/].*$/, "")
+        .toLowerCase(),
+    );
     if (!named.some((t) => ours.includes(t))) return `${what}: targeted at ${ac.targets.join(", ")}, not at this CE`;
   }
   const signer = findSigner(ac, store, trust);
@@ -112,7 +123,8 @@ function findSigner(ac: VomsAc, store: TrustStore, trust: VomsTrust): X509Certif
     return sigOk(server) ? server : "bad signature";
   }
   const installed = trust.certificates(ac.vo).filter((c) => certInfo(c).subject.oneLine.toLowerCase() === ac.issuerDn.toLowerCase());
-  if (installed.length === 0) return `it carries no signing certificate and none for ${JSON.stringify(ac.issuerDn)} is installed in the vomsdir`;
+  if (installed.length === 0)
+    return `it carries no signing certificate and none for ${JSON.stringify(ac.issuerDn)} is installed in the vomsdir`;
   return installed.find(sigOk) ?? "bad signature";
 }
 

@@ -11,7 +11,20 @@ import { vomsAttributesOf } from "./voms-verify.js";
 import { OctetString } from "@peculiar/asn1-schema";
 import { Extension, Extensions } from "@peculiar/asn1-x509";
 import { VOMS_OID } from "./voms.js";
-import { acsOf, createCA, createProxy, HAS_VOMS_FAKE, issueHostCert, issueUserCert, lscFor, proxyWithAcs, resignAc, targetsExtension, vomsProxy, writeCADir } from "./testing.js";
+import {
+  acsOf,
+  createCA,
+  createProxy,
+  HAS_VOMS_FAKE,
+  issueHostCert,
+  issueUserCert,
+  lscFor,
+  proxyWithAcs,
+  resignAc,
+  targetsExtension,
+  vomsProxy,
+  writeCADir,
+} from "./testing.js";
 
 const ca = createCA({ dn: "/C=XX/O=Grid/CN=VOMS Test CA" });
 const rogueCa = createCA({ dn: "/C=XX/O=Grid/CN=Rogue CA" });
@@ -48,7 +61,9 @@ describe.skipIf(!HAS_VOMS_FAKE)("VOMS ACs from voms-proxy-fake", () => {
   it("a proxy of the VOMS proxy inherits its attributes (end-entity-most AC)", () => {
     const pem = vomsProxy(alice, server, { vo: "atlas", fqans: ["/atlas"] }, caDir);
     const [cert, ...rest] = splitPem(pem).certificates;
-    const key = pem.slice(pem.indexOf("-----BEGIN"), pem.length).match(/-----BEGIN (RSA )?PRIVATE KEY-----[\s\S]+?-----END (RSA )?PRIVATE KEY-----\n?/)![0];
+    const key = pem
+      .slice(pem.indexOf("-----BEGIN"), pem.length)
+      .match(/-----BEGIN (RSA )?PRIVATE KEY-----[\s\S]+?-----END (RSA )?PRIVATE KEY-----\n?/)![0];
     const child = createProxy(cert! + rest.join(""), key);
     const chain = chainOf(child.certPem + cert! + rest.join(""));
     expect(chain.proxies).toBe(2);
@@ -93,7 +108,9 @@ describe.skipIf(!HAS_VOMS_FAKE)("VOMS ACs from voms-proxy-fake", () => {
   it("re-signing with another key, an unknown critical extension, or a holder serial of another certificate is refused", () => {
     expect(attrsWith(realAc()).valid).toHaveLength(1); // the unchanged AC in our own proxy verifies
     expect(attrsWith(resignAc(realAc(), impostor, () => undefined)).invalid[0]).toMatch(/bad signature/);
-    const crit = resignAc(realAc(), server, (i) => i.extensions!.push(new Extension({ extnID: "1.2.3.4.5", critical: true, extnValue: new OctetString(Buffer.from([5, 0])) })));
+    const crit = resignAc(realAc(), server, (i) =>
+      i.extensions!.push(new Extension({ extnID: "1.2.3.4.5", critical: true, extnValue: new OctetString(Buffer.from([5, 0])) })),
+    );
     expect(attrsWith(crit).invalid[0]).toMatch(/unsupported critical extension 1.2.3.4.5/);
     const moved = resignAc(realAc(), server, (i) => {
       i.holder.baseCertificateID!.serial = Uint8Array.from(Buffer.from(bob.cert.serialNumber, "hex")).buffer;
@@ -103,7 +120,9 @@ describe.skipIf(!HAS_VOMS_FAKE)("VOMS ACs from voms-proxy-fake", () => {
 
   it("an FQAN of another VO in an AC signed by this VO's server is refused (the signer is trusted per VO)", () => {
     const pem = vomsProxy(alice, server, { vo: "atlas", fqans: ["/atlas", "/cms/Role=production"] }, caDir);
-    expect(vomsAttributesOf(chainOf(pem), store, vomsdir, opts).invalid[0]).toMatch(/FQAN "\/cms\/Role=production" is outside the VO "atlas"/);
+    expect(vomsAttributesOf(chainOf(pem), store, vomsdir, opts).invalid[0]).toMatch(
+      /FQAN "\/cms\/Role=production" is outside the VO "atlas"/,
+    );
   });
 
   it("an AC without a certificate list verifies against a vomsdir certificate only", () => {

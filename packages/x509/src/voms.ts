@@ -31,7 +31,12 @@ export const VOMS_OID = {
 
 /** AC extensions we understand; a critical one outside this set makes the AC invalid. */
 export const KNOWN_AC_EXTENSIONS = new Set<string>([
-  VOMS_OID.certList, VOMS_OID.generic, VOMS_OID.tags, VOMS_OID.targets, VOMS_OID.noRevAvail, VOMS_OID.authorityKeyId,
+  VOMS_OID.certList,
+  VOMS_OID.generic,
+  VOMS_OID.tags,
+  VOMS_OID.targets,
+  VOMS_OID.noRevAvail,
+  VOMS_OID.authorityKeyId,
 ]);
 
 export class VomsParseError extends Error {
@@ -128,8 +133,9 @@ export function parseAc(der: Buffer): VomsAc {
     if (attr.type !== VOMS_OID.fqans) continue;
     for (const v of attr.values) {
       const syn = AsnParser.parse(v, IetfAttr);
-      const auth = syn.policyAuthority?.find((g) => g.uniformResourceIdentifier)?.uniformResourceIdentifier
-        ?? syn.policyAuthority?.find((g) => g.dNSName)?.dNSName;
+      const auth =
+        syn.policyAuthority?.find((g) => g.uniformResourceIdentifier)?.uniformResourceIdentifier ??
+        syn.policyAuthority?.find((g) => g.dNSName)?.dNSName;
       const m = auth ? /^([^:/]+):\/\/(.+)$/.exec(auth) : null;
       if (m) {
         vo = m[1]!;
@@ -152,7 +158,12 @@ export function parseAc(der: Buffer): VomsAc {
       // VOMS encodes SEQUENCE { SEQUENCE OF Certificate }; accept the bare SEQUENCE OF as well.
       let list = readTlv(value, 0);
       const first = children(value, list)[0];
-      if (first && children(value, first).length > 0 && children(value, children(value, first)[0]!).length === 3 && readTlv(value, children(value, children(value, first)[0]!)[0]!.start).tag === 0x30) {
+      if (
+        first &&
+        children(value, first).length > 0 &&
+        children(value, children(value, first)[0]!).length === 3 &&
+        readTlv(value, children(value, children(value, first)[0]!)[0]!.start).tag === 0x30
+      ) {
         list = first;
       }
       for (const c of children(value, list)) {
@@ -207,4 +218,3 @@ function dirName(names: GeneralNames): string | undefined {
   const der = Buffer.from(AsnConvert.serialize(dn as AsnName));
   return nameFromAsn1(forge.asn1.fromDer(der.toString("binary"))).oneLine;
 }
-

@@ -23,7 +23,16 @@ describe("authConfigProblems", () => {
       jobs: { queues: [{ name: "q", allow: ["kind:robot"] }] },
     });
     const p = authConfigProblems(cfg).join("\n");
-    for (const re of [/auth\.allow: rule "bogus:x"/, /auth\.deny: rule "nocolon"/, /jobs\.queues\[q\]\.allow: rule "kind:robot"/, /issuers\[0\]\.issuer: http:\/\/idp\.example is not/, /issuers\[1\]\.jwksUri/, /issuers\[1\]\.caFile/, /listed twice/, /no algorithm/]) {
+    for (const re of [
+      /auth\.allow: rule "bogus:x"/,
+      /auth\.deny: rule "nocolon"/,
+      /jobs\.queues\[q\]\.allow: rule "kind:robot"/,
+      /issuers\[0\]\.issuer: http:\/\/idp\.example is not/,
+      /issuers\[1\]\.jwksUri/,
+      /issuers\[1\]\.caFile/,
+      /listed twice/,
+      /no algorithm/,
+    ]) {
       expect(p).toMatch(re);
     }
   });

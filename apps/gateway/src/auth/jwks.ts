@@ -166,30 +166,34 @@ export class JwksCache {
     if (u.protocol !== "https:") return Promise.reject(new JwksUnavailable(`refusing non-HTTPS key URL ${url}`));
     const ca = this.ca(cfg);
     return new Promise((resolve, reject) => {
-      const req = request(u, { method: "GET", headers: { accept: "application/json" }, timeout: this.opts.timeoutMs ?? 5000, ...(ca ? { ca } : {}) }, (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          reject(new JwksUnavailable(`GET ${url}: HTTP ${res.statusCode}`));
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (b: Buffer) => {
-          size += b.length;
-          if (size > MAX_DOC_BYTES) req.destroy(new JwksUnavailable(`GET ${url}: document too large`));
-          else chunks.push(b);
-        });
-        res.on("end", () => {
-          try {
-            const v: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-            if (!v || typeof v !== "object" || Array.isArray(v)) throw new Error("not a JSON object");
-            resolve(v as Record<string, unknown>);
-          } catch (e) {
-            reject(new JwksUnavailable(`GET ${url}: ${(e as Error).message}`));
+      const req = request(
+        u,
+        { method: "GET", headers: { accept: "application/json" }, timeout: this.opts.timeoutMs ?? 5000, ...(ca ? { ca } : {}) },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            reject(new JwksUnavailable(`GET ${url}: HTTP ${res.statusCode}`));
+            return;
           }
-        });
-        res.on("error", reject);
-      });
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on("data", (b: Buffer) => {
+            size += b.length;
+            if (size > MAX_DOC_BYTES) req.destroy(new JwksUnavailable(`GET ${url}: document too large`));
+            else chunks.push(b);
+          });
+          res.on("end", () => {
+            try {
+              const v: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+              if (!v || typeof v !== "object" || Array.isArray(v)) throw new Error("not a JSON object");
+              resolve(v as Record<string, unknown>);
+            } catch (e) {
+              reject(new JwksUnavailable(`GET ${url}: ${(e as Error).message}`));
+            }
+          });
+          res.on("error", reject);
+        },
+      );
       req.on("timeout", () => req.destroy(new JwksUnavailable(`GET ${url}: timeout`)));
       req.on("error", (e) => reject(e instanceof JwksUnavailable ? e : new JwksUnavailable(`GET ${url}: ${e.message}`)));
       req.end();

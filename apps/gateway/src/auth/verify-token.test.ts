@@ -129,7 +129,12 @@ describe("TokenVerifier", () => {
   it("keeps serving cached keys when the issuer goes away", async () => {
     let t = Date.now();
     const other = await startTokenIssuer({ audience: AUD });
-    const v = new TokenVerifier({ ...verifier().opts, issuers: [{ issuer: other.issuer, caFile: other.caFile }], jwksCacheSeconds: 1, now: () => t });
+    const v = new TokenVerifier({
+      ...verifier().opts,
+      issuers: [{ issuer: other.issuer, caFile: other.caFile }],
+      jwksCacheSeconds: 1,
+      now: () => t,
+    });
     const token = await other.mint();
     expect((await v.verify(token)).ok).toBe(true);
     await other.close();

@@ -54,7 +54,7 @@ const fail = (code: TokenFailureCode, reason: string): TokenResult => ({ ok: fal
 
 /** Claim values we quote back are issuer-controlled but not secret; keep them short and printable. */
 export function quoteValue(v: unknown): string {
-  const s = typeof v === "string" ? v : JSON.stringify(v) ?? String(v);
+  const s = typeof v === "string" ? v : (JSON.stringify(v) ?? String(v));
   return JSON.stringify(s.replace(/[^\x20-\x7e]/g, "?").slice(0, 120));
 }
 
@@ -85,12 +85,16 @@ export class TokenVerifier {
     }
     const alg = header.alg;
     if (typeof alg !== "string" || !(this.opts.algorithms as readonly string[]).includes(alg)) {
-      return fail("ALG_NOT_ALLOWED", `algorithm not allowed: ${quoteValue(alg ?? "(none)")} (accepted: ${this.opts.algorithms.join(", ")})`);
+      return fail(
+        "ALG_NOT_ALLOWED",
+        `algorithm not allowed: ${quoteValue(alg ?? "(none)")} (accepted: ${this.opts.algorithms.join(", ")})`,
+      );
     }
     if (typeof header.kid !== "string" || header.kid === "") return fail("MISSING_KID", "token header has no kid");
     // Selecting the key set by the unverified `iss` is safe: a lie only selects keys that will not verify.
     const iss = unverified.iss;
-    if (typeof iss !== "string" || !this.jwks.issuerConfig(iss)) return fail("UNKNOWN_ISSUER", `unknown issuer ${quoteValue(iss ?? "(none)")}`);
+    if (typeof iss !== "string" || !this.jwks.issuerConfig(iss))
+      return fail("UNKNOWN_ISSUER", `unknown issuer ${quoteValue(iss ?? "(none)")}`);
     const key = await this.jwks.key(iss, header.kid, alg as SigningAlg);
     if (!key) return fail("UNKNOWN_KID", `issuer publishes no ${alg} key with kid ${quoteValue(header.kid)}`);
     let payload: Record<string, unknown>;
@@ -120,11 +124,15 @@ export class TokenVerifier {
       if (typeof p.iat !== "number") return fail("MISSING_CLAIM", "token iat is not numeric");
       if (now + leeway < p.iat) return fail("ISSUED_IN_FUTURE", `token issued in the future (iat ${isoTime(p.iat)})`);
     }
-    const aud = typeof p.aud === "string" ? [p.aud] : Array.isArray(p.aud) ? p.aud.filter((a): a is string => typeof a === "string") : undefined;
+    const aud =
+      typeof p.aud === "string" ? [p.aud] : Array.isArray(p.aud) ? p.aud.filter((a): a is string => typeof a === "string") : undefined;
     if (!aud || aud.length === 0) return fail("MISSING_CLAIM", "token has no aud");
     const accepted = this.opts.allowAnyAudience ? [...this.opts.audiences, WLCG_ANY_AUDIENCE] : this.opts.audiences;
     if (!aud.some((a) => accepted.includes(a))) {
-      return fail("AUDIENCE_MISMATCH", `audience mismatch: token aud ${quoteValue(aud.join(" "))} does not name this CE (accepted: ${accepted.join(" ")})`);
+      return fail(
+        "AUDIENCE_MISMATCH",
+        `audience mismatch: token aud ${quoteValue(aud.join(" "))} does not name this CE (accepted: ${accepted.join(" ")})`,
+      );
     }
     const ver = p["wlcg.ver"];
     if (ver !== undefined && !(typeof ver === "string" && /^1(\.\d+)*$/.test(ver))) {
@@ -133,7 +141,10 @@ export class TokenVerifier {
     const scopes = typeof p.scope === "string" ? p.scope.split(/\s+/).filter(Boolean) : [];
     const rawGroups = p["wlcg.groups"];
     const groups = Array.isArray(rawGroups) ? rawGroups.filter((g): g is string => typeof g === "string") : [];
-    return { ok: true, token: { issuer: iss, sub: p.sub, subject: `${iss}/${p.sub}`, scopes: new Set(scopes), groups, expires: p.exp * 1000 } };
+    return {
+      ok: true,
+      token: { issuer: iss, sub: p.sub, subject: `${iss}/${p.sub}`, scopes: new Set(scopes), groups, expires: p.exp * 1000 },
+    };
   }
 }
 

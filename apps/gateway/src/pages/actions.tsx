@@ -40,7 +40,10 @@ export function checkSameOrigin(c: Context<AppEnv>): void {
     throw new Forbidden(`Cross-site form post refused (Origin ${origin} is not ${own}); use the job page of this CE`, "CROSS_SITE_REFUSED");
   }
   if (site === undefined && origin === undefined) {
-    throw new Forbidden("Form post without Origin or Sec-Fetch-Site refused; programs use POST /jobs?action=kill|clean|restart", "CROSS_SITE_REFUSED");
+    throw new Forbidden(
+      "Form post without Origin or Sec-Fetch-Site refused; programs use POST /jobs?action=kill|clean|restart",
+      "CROSS_SITE_REFUSED",
+    );
   }
 }
 
@@ -54,15 +57,25 @@ export async function postJobForm(c: Context<AppEnv>, id: string): Promise<Respo
   const act = action as FormAction;
   requireScope(c, ACTION_SCOPE[act]);
   if (act === "restart") requireFullProxy(c, "restart jobs");
-  const [item] = await runBulk(c.get("services"), act, [id], { identity: c.get("identity"), requestId: c.get("requestId"), log: c.get("log") });
+  const [item] = await runBulk(c.get("services"), act, [id], {
+    identity: c.get("identity"),
+    requestId: c.get("requestId"),
+    log: c.get("log"),
+  });
   const base = restBase(c);
   const ok = item!.statusCode === 202;
   // The answer is a page, not a redirect: a 202 is what the durability check (redis.waitReplicas)
   // holds until the request is on the replicas, and the page says what happened either way.
-  const back = act === "clean" && ok ? { href: `${base}/jobs`, label: "Back to the job list" } : { href: `${jobHref(base, id)}${ok && ACTION_NOTICES[act] ? `?done=${act}` : ""}`, label: "Back to the job" };
+  const back =
+    act === "clean" && ok
+      ? { href: `${base}/jobs`, label: "Back to the job list" }
+      : { href: `${jobHref(base, id)}${ok && ACTION_NOTICES[act] ? `?done=${act}` : ""}`, label: "Back to the job" };
   return sendPage(
     c,
-    <Layout title={`${act[0]!.toUpperCase()}${act.slice(1)}: ${item!.reason}`} crumbs={trail(c, { label: "Jobs", href: `${base}/jobs` }, { label: id, href: jobHref(base, id) }, { label: act })}>
+    <Layout
+      title={`${act[0]!.toUpperCase()}${act.slice(1)}: ${item!.reason}`}
+      crumbs={trail(c, { label: "Jobs", href: `${base}/jobs` }, { label: id, href: jobHref(base, id) }, { label: act })}
+    >
       <p class={ok ? "notice" : "failure"} role="status">
         {item!.statusCode} {item!.reason}
       </p>

@@ -6,7 +6,8 @@ import type { JobRow } from "./data.js";
 
 describe("state history from the errors file", () => {
   it("reads the JEM's state lines with their reasons, and keeps other lines as notes", () => {
-    const text = stateLine("ACCEPTED", "PREPARING", "Starting job processing", new Date("2026-01-02T03:04:05Z")) +
+    const text =
+      stateLine("ACCEPTED", "PREPARING", "Starting job processing", new Date("2026-01-02T03:04:05Z")) +
       "2026-01-02T03:04:06Z Waiting for client uploads: a.txt\n" +
       stateLine("INLRMS", "FINISHING", "LRMS error: (3) exit code 3", new Date("2026-01-02T03:05:00Z"));
     expect(parseHistory(text, false)).toEqual([

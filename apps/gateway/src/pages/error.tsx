@@ -8,7 +8,13 @@ import { Layout, sendPage, trail } from "./layout.js";
  * document's two values in a table, in the pages' frame, so a person can go on from it. The
  * headers (X-Error-Code, Allow, Retry-After …) are the error's, set by the caller.
  */
-export function errorPage(c: Context<AppEnv>, status: ContentfulStatusCode, title: string, reason: string, headers: Record<string, string>): Response {
+export function errorPage(
+  c: Context<AppEnv>,
+  status: ContentfulStatusCode,
+  title: string,
+  reason: string,
+  headers: Record<string, string>,
+): Response {
   const crumbs = c.get("services") ? trail(c, { label: `${status}` }) : [{ label: `${status}` }];
   return sendPage(
     c,

@@ -31,7 +31,11 @@ async function sessionFiles(c: Context<AppEnv>, job: JobRecord): Promise<Session
   try {
     target = await openTarget(s.control.sessionDir(job.id), []);
   } catch (e) {
-    if (e instanceof SessionFsError) return { entries: [], note: e.kind === "missing" ? "There is no session directory." : "The session directory cannot be read by the CE." };
+    if (e instanceof SessionFsError)
+      return {
+        entries: [],
+        note: e.kind === "missing" ? "There is no session directory." : "The session directory cannot be read by the CE.",
+      };
     throw e;
   }
   if (target.kind !== "dir") {
@@ -40,7 +44,10 @@ async function sessionFiles(c: Context<AppEnv>, job: JobRecord): Promise<Session
   }
   try {
     const { files, dirs } = await listCapped(target.dir, "/", s.config.gateway.limits.listingEntries);
-    const entries = [...dirs.map((d) => ({ name: d.name, dir: true, size: 0, mtimeMs: d.stat.mtimeMs })), ...files.map((f) => ({ name: f.name, dir: false, size: f.stat.size, mtimeMs: f.stat.mtimeMs }))];
+    const entries = [
+      ...dirs.map((d) => ({ name: d.name, dir: true, size: 0, mtimeMs: d.stat.mtimeMs })),
+      ...files.map((f) => ({ name: f.name, dir: false, size: f.stat.size, mtimeMs: f.stat.mtimeMs })),
+    ];
     return { entries };
   } catch (e) {
     if (e instanceof ListingTooLarge) return { entries: [], note: e.message };
@@ -69,7 +76,12 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
   const canRestart = restartRefusal(job) === undefined;
   const facts: [string, Child][] = [
     ["Job id", <span class="mono">{job.id}</span>],
-    ["State", <><StateBadge state={job.rest} /> <span class="muted small">since {when(job.stateSince)}</span></>],
+    [
+      "State",
+      <>
+        <StateBadge state={job.rest} /> <span class="muted small">since {when(job.stateSince)}</span>
+      </>,
+    ],
     ["Queue", job.queue],
     ["Owner", <span class="mono">{job.owner}</span>],
     ["Local account", job.localUser?.account ?? ""],
@@ -92,7 +104,13 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
   return sendPage(
     c,
     <Layout title={`Job ${name}`} crumbs={trail(c, { label: "Jobs", href: `${base}/jobs` }, { label: name })}>
-      {notice ? <p class="notice" role="status">{notice}</p> : ""}
+      {notice ? (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      ) : (
+        ""
+      )}
       {job.failure ? (
         <div class="failure" role="note">
           <strong>Failure{job.failedCause ? ` (${causeText(job.failedCause)})` : ""}:</strong> {job.failure}
@@ -101,8 +119,8 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
         ""
       )}
       <p>
-        <a href={`${sessionRoot}/`}>Session files</a> · <a href={`${self}/diagnose`}>Diagnose files</a> · <a href={`${self}/diagnose/errors`}>State log (errors)</a> ·{" "}
-        <a href={`${self}/diagnose/xml`}>GLUE2 activity (XML)</a>
+        <a href={`${sessionRoot}/`}>Session files</a> · <a href={`${self}/diagnose`}>Diagnose files</a> ·{" "}
+        <a href={`${self}/diagnose/errors`}>State log (errors)</a> · <a href={`${self}/diagnose/xml`}>GLUE2 activity (XML)</a>
       </p>
       <h2 id="actions">Actions</h2>
       <div class="actions">
@@ -122,7 +140,13 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
           ))}
       </dl>
       <h2>State history</h2>
-      {history.cut ? <p class="muted small">Earlier lines are in the full <a href={`${self}/diagnose/errors`}>errors</a> file.</p> : ""}
+      {history.cut ? (
+        <p class="muted small">
+          Earlier lines are in the full <a href={`${self}/diagnose/errors`}>errors</a> file.
+        </p>
+      ) : (
+        ""
+      )}
       {history.entries.length === 0 ? (
         <p class="muted">No state changes recorded yet.</p>
       ) : (
@@ -148,8 +172,18 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
         </div>
       )}
       <h2>Files</h2>
-      {files.note ? <p class="muted">{files.note}</p> : <FileTable entries={files.entries.slice(0, FILES_SHOWN)} href={(e) => hrefFor(sessionRoot, [e.name], e.dir)} now={now} />}
-      {files.entries.length > FILES_SHOWN ? <p><a href={`${sessionRoot}/`}>All {files.entries.length} entries</a></p> : ""}
+      {files.note ? (
+        <p class="muted">{files.note}</p>
+      ) : (
+        <FileTable entries={files.entries.slice(0, FILES_SHOWN)} href={(e) => hrefFor(sessionRoot, [e.name], e.dir)} now={now} />
+      )}
+      {files.entries.length > FILES_SHOWN ? (
+        <p>
+          <a href={`${sessionRoot}/`}>All {files.entries.length} entries</a>
+        </p>
+      ) : (
+        ""
+      )}
       <h2>Diagnose files</h2>
       <DiagnoseTable entries={diagnose} href={(t) => `${self}/diagnose/${t}`} now={now} />
     </Layout>,
@@ -187,7 +221,9 @@ export function FileTable(props: { entries: FileEntry[]; href: (e: FileEntry) =>
         <thead>
           <tr>
             <th scope="col">Name</th>
-            <th scope="col" class="num">Size</th>
+            <th scope="col" class="num">
+              Size
+            </th>
             <th scope="col">Modified</th>
           </tr>
         </thead>
@@ -209,7 +245,9 @@ export function FileTable(props: { entries: FileEntry[]; href: (e: FileEntry) =>
                 <a href={props.href(e)}>{e.name}</a>
                 {e.dir ? "/" : ""}
               </td>
-              <td class="num" title={e.dir ? undefined : `${e.size} bytes`}>{e.dir ? "" : bytes(e.size)}</td>
+              <td class="num" title={e.dir ? undefined : `${e.size} bytes`}>
+                {e.dir ? "" : bytes(e.size)}
+              </td>
               <td>
                 <Time ms={e.mtimeMs} now={props.now} />
               </td>
@@ -246,7 +284,9 @@ export function DiagnoseTable(props: { entries: DiagnoseEntry[]; href: (type: st
           <tr>
             <th scope="col">File</th>
             <th scope="col">Holds</th>
-            <th scope="col" class="num">Size</th>
+            <th scope="col" class="num">
+              Size
+            </th>
             <th scope="col">Modified</th>
           </tr>
         </thead>
@@ -274,7 +314,10 @@ export async function diagnoseIndexPage(c: Context<AppEnv>, job: JobRecord): Pro
   const entries = await diagnoseEntries(c.get("services"), job.id);
   return sendPage(
     c,
-    <Layout title={`Diagnose files of ${name}`} crumbs={trail(c, { label: "Jobs", href: `${base}/jobs` }, { label: name, href: self }, { label: "diagnose" })}>
+    <Layout
+      title={`Diagnose files of ${name}`}
+      crumbs={trail(c, { label: "Jobs", href: `${base}/jobs` }, { label: name, href: self }, { label: "diagnose" })}
+    >
       <p>
         Control files the CE keeps for this job of {shortDn(job.owner)} (<StateBadge state={job.rest} />
         ). <a href={`${self}/session/`}>Session files</a>

@@ -43,7 +43,8 @@ export function parseListQuery(c: Context<AppEnv>, states: RestState[] | undefin
   const order = c.req.query("order") || (sort === "name" || sort === "state" ? "asc" : "desc");
   if (order !== "asc" && order !== "desc") throw new BadRequest(`Unknown order ${JSON.stringify(order)}; asc or desc`, "BAD_SORT");
   const rawPage = c.req.query("page") || "1";
-  if (!/^[1-9][0-9]{0,5}$/.test(rawPage)) throw new BadRequest(`page must be a positive integer, got ${JSON.stringify(rawPage)}`, "BAD_PAGE");
+  if (!/^[1-9][0-9]{0,5}$/.test(rawPage))
+    throw new BadRequest(`page must be a positive integer, got ${JSON.stringify(rawPage)}`, "BAD_PAGE");
   return { states, sort: sort as SortKey, order, page: Number(rawPage) };
 }
 
@@ -91,7 +92,15 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
           <li>{q.states ? <a href={href({ state: "" })}>All ({data.total})</a> : <strong>All ({data.total})</strong>}</li>
           {present.map((st) => (
             <li>
-              {q.states?.length === 1 && q.states[0] === st ? <strong>{st} ({data.byState[st]})</strong> : <a href={href({ state: st })}>{st} ({data.byState[st]})</a>}
+              {q.states?.length === 1 && q.states[0] === st ? (
+                <strong>
+                  {st} ({data.byState[st]})
+                </strong>
+              ) : (
+                <a href={href({ state: st })}>
+                  {st} ({data.byState[st]})
+                </a>
+              )}
             </li>
           ))}
         </ul>
@@ -100,9 +109,13 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
         <label>
           State
           <select name="state">
-            <option value="" selected={!q.states}>all</option>
+            <option value="" selected={!q.states}>
+              all
+            </option>
             {REST_STATES.map((st) => (
-              <option value={st} selected={q.states?.length === 1 && q.states[0] === st}>{st}</option>
+              <option value={st} selected={q.states?.length === 1 && q.states[0] === st}>
+                {st}
+              </option>
             ))}
           </select>
         </label>
@@ -110,15 +123,21 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
           Sort by
           <select name="sort">
             {Object.keys(SORTS).map((k) => (
-              <option value={k} selected={k === q.sort}>{k}</option>
+              <option value={k} selected={k === q.sort}>
+                {k}
+              </option>
             ))}
           </select>
         </label>
         <label>
           Order
           <select name="order">
-            <option value="desc" selected={q.order === "desc"}>descending</option>
-            <option value="asc" selected={q.order === "asc"}>ascending</option>
+            <option value="desc" selected={q.order === "desc"}>
+              descending
+            </option>
+            <option value="asc" selected={q.order === "asc"}>
+              ascending
+            </option>
           </select>
         </label>
         <button type="submit">Show</button>
@@ -132,11 +151,21 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
               <tr>
                 {COLUMNS.map((col) => {
                   // Narrow screens leave out what every row shares (the owner is the caller).
-                  if (col.key === "owner") return <th scope="col" class="wide-only">{col.label}</th>;
+                  if (col.key === "owner")
+                    return (
+                      <th scope="col" class="wide-only">
+                        {col.label}
+                      </th>
+                    );
                   const active = col.key === q.sort;
-                  const next = active && q.order === "desc" ? "asc" : active ? "desc" : col.key === "name" || col.key === "state" ? "asc" : "desc";
+                  const next =
+                    active && q.order === "desc" ? "asc" : active ? "desc" : col.key === "name" || col.key === "state" ? "asc" : "desc";
                   return (
-                    <th scope="col" class={col.num ? "num" : undefined} aria-sort={active ? (q.order === "asc" ? "ascending" : "descending") : undefined}>
+                    <th
+                      scope="col"
+                      class={col.num ? "num" : undefined}
+                      aria-sort={active ? (q.order === "asc" ? "ascending" : "descending") : undefined}
+                    >
                       <a href={href({ sort: col.key, order: next })}>
                         {col.label}
                         {active ? (q.order === "asc" ? " ▲" : " ▼") : ""}
@@ -168,7 +197,13 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
                   </td>
                   <td class="num">{r.exitCode ?? ""}</td>
                   <td>
-                    {r.rest === "WIPED" ? <span class="muted">removed</span> : <a href={`${jobHref(base, r.id)}/session/`} aria-label={`files of ${r.jobName || r.id}`}>files</a>}
+                    {r.rest === "WIPED" ? (
+                      <span class="muted">removed</span>
+                    ) : (
+                      <a href={`${jobHref(base, r.id)}/session/`} aria-label={`files of ${r.jobName || r.id}`}>
+                        files
+                      </a>
+                    )}
                   </td>
                 </tr>
               ))}
@@ -179,9 +214,23 @@ export async function jobListPage(c: Context<AppEnv>, q: ListQuery): Promise<Res
       {pages > 1 ? (
         <nav aria-label="Pages">
           <ul class="inline">
-            {page > 1 ? <li><a href={href({ page: page - 1 })}>← previous</a></li> : ""}
-            <li>page {page} of {pages}</li>
-            {page < pages ? <li><a href={href({ page: page + 1 })}>next →</a></li> : ""}
+            {page > 1 ? (
+              <li>
+                <a href={href({ page: page - 1 })}>← previous</a>
+              </li>
+            ) : (
+              ""
+            )}
+            <li>
+              page {page} of {pages}
+            </li>
+            {page < pages ? (
+              <li>
+                <a href={href({ page: page + 1 })}>next →</a>
+              </li>
+            ) : (
+              ""
+            )}
           </ul>
         </nav>
       ) : (

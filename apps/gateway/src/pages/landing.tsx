@@ -11,7 +11,12 @@ import { ago, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, tr
  * failures grouped by reason, and the links onwards.
  */
 
-const VO_LABELS: Record<VoColumn, string> = { waiting: "Waiting in the CE", queued: "Queued in batch", running: "Running", finishing: "Finishing" };
+const VO_LABELS: Record<VoColumn, string> = {
+  waiting: "Waiting in the CE",
+  queued: "Queued in batch",
+  running: "Running",
+  finishing: "Finishing",
+};
 
 export async function landingPage(c: Context<AppEnv>): Promise<Response> {
   const s = c.get("services");
@@ -37,8 +42,8 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
     c,
     <Layout title={`Computing element ${host}`} crumbs={trail(c)}>
       <p>
-        {draining ? <strong>Draining: new jobs are refused.</strong> : "Accepting new jobs."} Batch system: {config.lrms.backend}. Signed in as{" "}
-        <span title={owner}>{shortDn(owner)}</span>.
+        {draining ? <strong>Draining: new jobs are refused.</strong> : "Accepting new jobs."} Batch system: {config.lrms.backend}. Signed in
+        as <span title={owner}>{shortDn(owner)}</span>.
       </p>
       <nav aria-label="Main">
         <ul class="links">
@@ -80,7 +85,9 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
           <table>
             <thead>
               <tr>
-                <th scope="col" class="num">Jobs</th>
+                <th scope="col" class="num">
+                  Jobs
+                </th>
                 <th scope="col">Reason</th>
                 <th scope="col">Latest</th>
               </tr>
@@ -115,7 +122,9 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
             {config.jobs.queues.map((q) => (
               <tr>
                 <td class="mono">{q.name}</td>
-                <td>{q.allow.length === 0 ? "everyone the CE admits" : (vosOfRules(q.allow)?.map((v) => `VO ${v}`) ?? q.allow).join(", ")}</td>
+                <td>
+                  {q.allow.length === 0 ? "everyone the CE admits" : (vosOfRules(q.allow)?.map((v) => `VO ${v}`) ?? q.allow).join(", ")}
+                </td>
                 <td>{q.maxWallTimeSeconds !== undefined ? `${Math.round(q.maxWallTimeSeconds / 60)} min` : "–"}</td>
               </tr>
             ))}
@@ -133,7 +142,9 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
               <tr>
                 <th scope="col">VO</th>
                 {cols.map((k) => (
-                  <th scope="col" class="num">{VO_LABELS[k]}</th>
+                  <th scope="col" class="num">
+                    {VO_LABELS[k]}
+                  </th>
                 ))}
               </tr>
             </thead>

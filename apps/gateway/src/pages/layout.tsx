@@ -123,7 +123,10 @@ export const jobHref = (base: string, id: string) => `${base}/jobs/${encodeURICo
 /** `2026-03-01 12:34:56Z`: UTC, seconds, readable and sortable. */
 export function when(ms: number | undefined): string {
   if (ms === undefined || !Number.isFinite(ms) || ms <= 0) return "";
-  return new Date(ms).toISOString().replace("T", " ").replace(/\.\d{3}Z$/, "Z");
+  return new Date(ms)
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d{3}Z$/, "Z");
 }
 
 /** A time with its age: `<time>` carries the exact UTC value, the text says how long ago. */

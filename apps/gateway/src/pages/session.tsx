@@ -12,7 +12,12 @@ import { type Crumb, jobHref, Layout, restBase, sendPage, trail } from "./layout
  * the job page and its diagnose files. Every name links to its own URL (files download, directories
  * list), encoded by the same hrefFor as the REST renderings.
  */
-export function sessionListingPage(c: Context<AppEnv>, job: JobRecord, p: SessionPath, listing: { files: Entry[]; dirs: Entry[] }): Response {
+export function sessionListingPage(
+  c: Context<AppEnv>,
+  job: JobRecord,
+  p: SessionPath,
+  listing: { files: Entry[]; dirs: Entry[] },
+): Response {
   const base = restBase(c);
   const self = jobHref(base, job.id);
   const name = job.jobName || job.id;
@@ -27,7 +32,10 @@ export function sessionListingPage(c: Context<AppEnv>, job: JobRecord, p: Sessio
   const parent = p.segments.length > 0 ? hrefFor(p.rootHref, p.segments.slice(0, -1), true) : undefined;
   return sendPage(
     c,
-    <Layout title={`Session directory ${p.normalized} of job ${name}`} crumbs={trail(c, { label: "Jobs", href: `${base}/jobs` }, { label: name, href: self }, ...dirCrumbs)}>
+    <Layout
+      title={`Session directory ${p.normalized} of job ${name}`}
+      crumbs={trail(c, { label: "Jobs", href: `${base}/jobs` }, { label: name, href: self }, ...dirCrumbs)}
+    >
       <p>
         <a href={self}>Job page</a> · <a href={`${self}/diagnose`}>Diagnose files</a>
       </p>

@@ -34,7 +34,13 @@ function service(c: Context<AppEnv>): DelegationService {
   let svc = services.get(s);
   if (!svc) {
     const { delegationsPerOwner, delegationRenewalsPerMinute } = s.config.quotas;
-    svc = new DelegationService({ store: s.delegations, keyPool: s.keyPool, trust: s.trust, maxPerOwner: delegationsPerOwner, renewalsPerMinute: delegationRenewalsPerMinute });
+    svc = new DelegationService({
+      store: s.delegations,
+      keyPool: s.keyPool,
+      trust: s.trust,
+      maxPerOwner: delegationsPerOwner,
+      renewalsPerMinute: delegationRenewalsPerMinute,
+    });
     services.set(s, svc);
   }
   return svc;

@@ -50,7 +50,9 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   // `xml` (the job's GLUE2 ComputingActivity) is rendered from the record, the one truth, on
   // demand: no file is kept for it, so it cannot lag behind the record.
   if (type === "xml") {
-    const body = renderXml(buildActivityDocument(activityInputFor(job, { hostname: new URL(config.endpoint.url).hostname })), { declaration: true });
+    const body = renderXml(buildActivityDocument(activityInputFor(job, { hostname: new URL(config.endpoint.url).hostname })), {
+      declaration: true,
+    });
     return rendered(c, body, "application/xml");
   }
   // `status` likewise: the record's state in the file's words. The JEM keeps a `status` file for

@@ -23,7 +23,11 @@ describe("GET /jobs streamed", () => {
       const g = await t.request("GET", `${t.rest}/1.1/jobs${q}`, { accept });
       // The items as the client reads them, rendered whole again (nothing changes them meanwhile).
       const items: { id: string; state?: string }[] =
-        fmt === "json" ? g.json().job : [...g.text.matchAll(/<job><id>([^<]*)<\/id>(?:<state>([^<]*)<\/state>)?<\/job>/g)].map((m) => (m[2] ? { id: m[1]!, state: m[2] } : { id: m[1]! }));
+        fmt === "json"
+          ? g.json().job
+          : [...g.text.matchAll(/<job><id>([^<]*)<\/id>(?:<state>([^<]*)<\/state>)?<\/job>/g)].map((m) =>
+              m[2] ? { id: m[1]!, state: m[2] } : { id: m[1]! },
+            );
       expect(items.length).toBeGreaterThan(STREAM_MIN_JOBS);
       if (q) expect(items.every((j) => j.state)).toBe(true);
       expect(g.status).toBe(200);

@@ -41,7 +41,8 @@ export function jobRoutes(r: Hono<AppEnv>): void {
       return jobPage(c, await ownedJob(c, c.req.param("id") ?? ""));
     }
     // Only a browser's form post (HTML negotiated): programs keep the interface's 404.
-    if (c.req.method.toUpperCase() === "POST" && formatOf(c) === "html" && mediaType(c) === "application/x-www-form-urlencoded") return postJobForm(c, c.req.param("id") ?? "");
+    if (c.req.method.toUpperCase() === "POST" && formatOf(c) === "html" && mediaType(c) === "application/x-www-form-urlencoded")
+      return postJobForm(c, c.req.param("id") ?? "");
     throw new NotFound("Missing job sub-resource: use /jobs/<id>/session or /jobs/<id>/diagnose/<file>", "MISSING_SUBRESOURCE");
   });
 }
@@ -55,10 +56,16 @@ function identityOf(c: Context<AppEnv>): Identity {
 /** `state` filter: comma-separated REST state names; an unknown name is a 400 naming it. */
 export function parseStateFilter(raw: string | undefined): RestState[] | undefined {
   if (raw === undefined) return undefined;
-  const names = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const names = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !isRestState(n));
   if (unknown.length > 0) {
-    throw new BadRequest(`Unknown job state ${unknown.map((n) => JSON.stringify(n)).join(", ")} in state filter; states are ${REST_STATES.join(", ")}`, "BAD_STATE");
+    throw new BadRequest(
+      `Unknown job state ${unknown.map((n) => JSON.stringify(n)).join(", ")} in state filter; states are ${REST_STATES.join(", ")}`,
+      "BAD_STATE",
+    );
   }
   return [...new Set(names as RestState[])];
 }
@@ -146,7 +153,8 @@ async function bulk(c: Context<AppEnv>, action: (typeof BULK_ACTIONS)[number]): 
   const status = s.config.compat.strictSpecCodes && action !== "info" ? 200 : 201;
   const fmt = formatOf(c);
   // The hottest requests: rendered straight to text (no element tree) in JSON and XML.
-  if (action === "status" && fmt !== "html") return sendRendered(c, renderBulkStatus(await bulkStatus(s, ids, identityOf(c)), fmt), fmt, { status });
+  if (action === "status" && fmt !== "html")
+    return sendRendered(c, renderBulkStatus(await bulkStatus(s, ids, identityOf(c)), fmt), fmt, { status });
   if (action === "info" && fmt !== "html") return sendRendered(c, await bulkInfoText(s, ids, identityOf(c), fmt), fmt, { status });
   const items = await runBulk(s, action, ids, { identity: identityOf(c), requestId: c.get("requestId"), log: c.get("log") });
   return respond(c, bulkResultsDoc(items), { status, title: `Jobs: ${action}` });

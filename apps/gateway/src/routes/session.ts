@@ -5,7 +5,17 @@ import { MethodNotAllowed } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
 import { sessionListingPage } from "../pages/session.js";
 import { formatOf, respond } from "../render.js";
-import { deleteEntry, jobWithSession, ownedJob, parseSessionPath, propfindEntry, putFile, rawTargetPath, readEntry, type SessionPath } from "../services/session/index.js";
+import {
+  deleteEntry,
+  jobWithSession,
+  ownedJob,
+  parseSessionPath,
+  propfindEntry,
+  putFile,
+  rawTargetPath,
+  readEntry,
+  type SessionPath,
+} from "../services/session/index.js";
 
 /**
  * E6 — `<base>/jobs/<id>/session[/<path>]`: files of the job's session directory (docs/interface.md

@@ -16,10 +16,31 @@ const bob: Identity = { subject: "/DC=org/CN=Bob", kind: "x509" } as Identity;
 
 const t0 = Date.UTC(2026, 4, 1, 9);
 const fresh = JobStore.newRecord(
-  { id: "0b7c1f6e-1111-4222-8333-944445555666", owner: jane.subject, queue: "main", backend: "fork", language: "nordugrid:xrsl", jobName: "j <&>", delegations: ["d1"], mainDelegation: "d1", rerun: 1, lifetime: 60, summary: { stdout: "out.txt", wallTime: 600, slots: 2, rtes: ["ENV/PROXY", "APPS/X-1.2"] }, localUser: { account: "grid001", uid: 1001, gid: 1001, groups: [1001], rule: "test" }, fqans: ["/atlas", "/atlas/Role=pilot"] },
+  {
+    id: "0b7c1f6e-1111-4222-8333-944445555666",
+    owner: jane.subject,
+    queue: "main",
+    backend: "fork",
+    language: "nordugrid:xrsl",
+    jobName: "j <&>",
+    delegations: ["d1"],
+    mainDelegation: "d1",
+    rerun: 1,
+    lifetime: 60,
+    summary: { stdout: "out.txt", wallTime: 600, slots: 2, rtes: ["ENV/PROXY", "APPS/X-1.2"] },
+    localUser: { account: "grid001", uid: 1001, gid: 1001, groups: [1001], rule: "test" },
+    fqans: ["/atlas", "/atlas/Role=pilot"],
+  },
   t0,
 );
-const odd = { ...fresh, id: "f\"é\\<x>", jobName: "\"CreationTime\":\"x\" CreationTime=\"y\"", summary: undefined, localUser: undefined, fqans: undefined };
+const odd = {
+  ...fresh,
+  id: 'f"é\\<x>',
+  jobName: '"CreationTime":"x" CreationTime="y"',
+  summary: undefined,
+  localUser: undefined,
+  fqans: undefined,
+};
 const bobs = { ...fresh, id: "b0b", owner: bob.subject, ownerKey: JobStore.newRecord({ ...fresh, owner: bob.subject }).ownerKey };
 
 beforeAll(async () => {
@@ -35,38 +56,52 @@ afterAll(async () => {
 });
 
 /** The answer rendered afresh from the records, through the element tree. */
-const afresh = async (ids: string[], who: Identity, fmt: "json" | "xml", now: Date) => render(bulkResultsDoc(infoBulkItems(await bulkInfo(s, ids, who, now))), fmt);
+const afresh = async (ids: string[], who: Identity, fmt: "json" | "xml", now: Date) =>
+  render(bulkResultsDoc(infoBulkItems(await bulkInfo(s, ids, who, now))), fmt);
 
 describe("bulkInfoText", () => {
   const ids = [fresh.id, "missing", odd.id, bobs.id, fresh.id];
 
-  it.each(["json", "xml"] as const)("%s: byte-identical to the element-tree rendering, first read and from its kept texts, at each request's time", async (fmt) => {
-    for (const now of [new Date(t0 + 1500), new Date(t0 + 86_400_000)]) {
-      expect(await bulkInfoText(s, ids, jane, fmt, now)).toBe(await afresh(ids, jane, fmt, now));
-    }
-    expect(await bulkInfoText(s, [], jane, fmt)).toBe(await afresh([], jane, fmt, new Date()));
-  });
+  it.each(["json", "xml"] as const)(
+    "%s: byte-identical to the element-tree rendering, first read and from its kept texts, at each request's time",
+    async (fmt) => {
+      for (const now of [new Date(t0 + 1500), new Date(t0 + 86_400_000)]) {
+        expect(await bulkInfoText(s, ids, jane, fmt, now)).toBe(await afresh(ids, jane, fmt, now));
+      }
+      expect(await bulkInfoText(s, [], jane, fmt)).toBe(await afresh([], jane, fmt, new Date()));
+    },
+  );
 
-  it.each(["json", "xml"] as const)("%s: shows every change to a record (update, request, delegation expiry) and its removal", async (fmt) => {
-    const now = new Date(t0 + 5000);
-    const one = [fresh.id];
-    await bulkInfoText(s, one, jane, fmt, now);
-    const rec = (await s.jobs.get(fresh.id))!;
-    const moved = await s.jobs.update(rec, { state: "FINISHING", failure: `exit 3 in ${fmt}`, failedState: "INLRMS", exitCode: 3, endedAt: t0 + 9000, usedWallSeconds: 12 });
-    expect(moved).toBeDefined();
-    const after = await bulkInfoText(s, one, jane, fmt, now);
-    expect(after).toContain(`exit 3 in ${fmt}`);
-    expect(after).toBe(await afresh(one, jane, fmt, now));
-    // A kill request is not shown in the activity, but changes the record: read afresh, same text.
-    await s.jobs.request([{ action: "kill", jobId: fresh.id }]);
-    expect(await bulkInfoText(s, one, jane, fmt, now)).toBe(after);
-    await runScript(redis, "ceDelegExpiry", [new Keys(prefix).job(fresh.id)], ["d1", String(t0 + 7_200_000)]);
-    expect(await bulkInfoText(s, one, jane, fmt, now)).toBe(await afresh(one, jane, fmt, now));
-    expect(await bulkInfoText(s, one, jane, fmt, now)).toContain("2026-05-01T11:00:00Z");
-    await s.jobs.remove(odd.id);
-    expect(await bulkInfoText(s, [odd.id], jane, fmt, now)).toBe(await afresh([odd.id], jane, fmt, now));
-    expect(await bulkInfoText(s, [odd.id], jane, fmt, now)).toContain("404");
-  });
+  it.each(["json", "xml"] as const)(
+    "%s: shows every change to a record (update, request, delegation expiry) and its removal",
+    async (fmt) => {
+      const now = new Date(t0 + 5000);
+      const one = [fresh.id];
+      await bulkInfoText(s, one, jane, fmt, now);
+      const rec = (await s.jobs.get(fresh.id))!;
+      const moved = await s.jobs.update(rec, {
+        state: "FINISHING",
+        failure: `exit 3 in ${fmt}`,
+        failedState: "INLRMS",
+        exitCode: 3,
+        endedAt: t0 + 9000,
+        usedWallSeconds: 12,
+      });
+      expect(moved).toBeDefined();
+      const after = await bulkInfoText(s, one, jane, fmt, now);
+      expect(after).toContain(`exit 3 in ${fmt}`);
+      expect(after).toBe(await afresh(one, jane, fmt, now));
+      // A kill request is not shown in the activity, but changes the record: read afresh, same text.
+      await s.jobs.request([{ action: "kill", jobId: fresh.id }]);
+      expect(await bulkInfoText(s, one, jane, fmt, now)).toBe(after);
+      await runScript(redis, "ceDelegExpiry", [new Keys(prefix).job(fresh.id)], ["d1", String(t0 + 7_200_000)]);
+      expect(await bulkInfoText(s, one, jane, fmt, now)).toBe(await afresh(one, jane, fmt, now));
+      expect(await bulkInfoText(s, one, jane, fmt, now)).toContain("2026-05-01T11:00:00Z");
+      await s.jobs.remove(odd.id);
+      expect(await bulkInfoText(s, [odd.id], jane, fmt, now)).toBe(await afresh([odd.id], jane, fmt, now));
+      expect(await bulkInfoText(s, [odd.id], jane, fmt, now)).toContain("404");
+    },
+  );
 
   it("answers another owner's job as missing, even when its text is kept", async () => {
     const now = new Date(t0);

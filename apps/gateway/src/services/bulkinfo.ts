@@ -36,7 +36,12 @@ export async function bulkInfo(s: Services, ids: readonly string[], identity: Id
 
 /** The items as bulkResultsDoc takes them (the HTML page is rendered from the tree). */
 export function infoBulkItems(items: readonly InfoItem[]): BulkItem[] {
-  return items.map((it) => ({ statusCode: it.statusCode, reason: it.reason, id: it.id, infoDocument: it.activity ? buildActivityDocument(it.activity) : null }));
+  return items.map((it) => ({
+    statusCode: it.statusCode,
+    reason: it.reason,
+    id: it.id,
+    infoDocument: it.activity ? buildActivityDocument(it.activity) : null,
+  }));
 }
 
 /** Characters of rendered activities a gateway keeps (activity-cache.ts): ~8,000 jobs' texts. */
@@ -58,11 +63,21 @@ const INFO_FIELDS = [...ACTIVITY_FIELDS, "rev"] as const;
  * job's record is still at the revision they were rendered from; only the other records are read
  * and rendered. Another owner's job answers exactly like a missing one.
  */
-export async function bulkInfoText(s: Services, ids: readonly string[], identity: Identity, fmt: ActivityFormat, now = new Date()): Promise<string> {
+export async function bulkInfoText(
+  s: Services,
+  ids: readonly string[],
+  identity: Identity,
+  fmt: ActivityFormat,
+  now = new Date(),
+): Promise<string> {
   const cache = cacheOf(s);
   // The entries themselves, not just their revisions: another request may evict them meanwhile.
   const held = ids.map((id) => cache.peek(fmt, id));
-  const rows = await s.jobs.getManyFieldsSince(ids, INFO_FIELDS, held.map((t) => t?.rev));
+  const rows = await s.jobs.getManyFieldsSince(
+    ids,
+    INFO_FIELDS,
+    held.map((t) => t?.rev),
+  );
   const stamp = glueTime(now);
   const hostname = hostnameOf(s);
   const parts: string[] = [];
@@ -79,7 +94,8 @@ export async function bulkInfoText(s: Services, ids: readonly string[], identity
       if (row.rev !== undefined) cache.put(fmt, id, t);
     }
     const found = t !== undefined && t.owner === identity.subject;
-    const code = found ? "200" : "404", reason = found ? "OK" : "Job not found";
+    const code = found ? "200" : "404",
+      reason = found ? "OK" : "Job not found";
     if (fmt === "json") {
       const head = `{"status-code":"${code}","reason":"${reason}"${id ? `,"id":${JSON.stringify(id)}` : ""},"info_document":`;
       parts.push(found ? `${head}{"ComputingActivity":${activityTextAt(t!, stamp)}}}` : `${head}""}`);

@@ -61,7 +61,12 @@ export class DelegationService {
     const max = this.d.renewalsPerMinute ?? 120;
     const wait = await takeFromMinuteWindow(this.d.store.redis, this.d.store.keys.prefix, owner, max, this.d.now?.().getTime());
     if (wait !== undefined) {
-      throw new CeError(429, "DELEGATION_RENEWAL_RATE", `Too many delegation renewals: the limit is ${max} per minute per identity (quota quotas.delegationRenewalsPerMinute); retry after ${wait} s`, { "Retry-After": String(wait) });
+      throw new CeError(
+        429,
+        "DELEGATION_RENEWAL_RATE",
+        `Too many delegation renewals: the limit is ${max} per minute per identity (quota quotas.delegationRenewalsPerMinute); retry after ${wait} s`,
+        { "Retry-After": String(wait) },
+      );
     }
   }
 
@@ -89,7 +94,11 @@ export class DelegationService {
   /** X.509 renewal: a fresh key and CSR; the stored proxy stays in use until the PUT. */
   async renewX509(owner: string, id: string, version: ApiVersion): Promise<string> {
     const rec = await this.find(owner, id, version);
-    if (rec.type !== "x509") throw new BadRequest("Delegation is a jwt delegation: renew it with the new token in an X-Token-Delegation header", "DELEGATION_TYPE");
+    if (rec.type !== "x509")
+      throw new BadRequest(
+        "Delegation is a jwt delegation: renew it with the new token in an X-Token-Delegation header",
+        "DELEGATION_TYPE",
+      );
     await this.takeRenewal(owner);
     const kp = await this.takeKey();
     await this.d.store.replaceKey(id, owner, pkcs8(kp.privateKey));
@@ -107,10 +116,21 @@ export class DelegationService {
     if (rec.type !== "x509") throw new BadRequest("Delegation is a jwt delegation; it takes no certificate", "DELEGATION_TYPE");
     if (body.trim() === "") throw new BadRequest("Missing payload: the signed delegation certificate chain (PEM)", "DELEGATION_EMPTY");
     const keyPem = await this.d.store.privateKey(id, owner);
-    if (!keyPem) throw new BadRequest("No certificate request is pending for this delegation: start with action=renew", "DELEGATION_NOT_PENDING");
+    if (!keyPem)
+      throw new BadRequest("No certificate request is pending for this delegation: start with action=renew", "DELEGATION_NOT_PENDING");
     const now = this.d.now?.();
-    const res = acceptDelegatedChain(body, createPrivateKey(keyPem), this.d.trust, caller.kind === "x509" ? caller.subject : undefined, now ? { now } : {});
-    if (!res.ok) throw new BadRequest(`Failed accepting delegation (${res.code.toLowerCase().replace(/_/g, " ")}): ${res.reason}`, `DELEGATION_${res.code}`);
+    const res = acceptDelegatedChain(
+      body,
+      createPrivateKey(keyPem),
+      this.d.trust,
+      caller.kind === "x509" ? caller.subject : undefined,
+      now ? { now } : {},
+    );
+    if (!res.ok)
+      throw new BadRequest(
+        `Failed accepting delegation (${res.code.toLowerCase().replace(/_/g, " ")}): ${res.reason}`,
+        `DELEGATION_${res.code}`,
+      );
     const expires = res.notAfter.getTime();
     await this.d.store.storeProxy(id, owner, res.proxyPem, expires, publicPart(res.proxyPem));
     return { expires, identity: res.identity };
@@ -134,7 +154,11 @@ export class DelegationService {
    * x509: the public chain (never the key). jwt: what the token says of itself, never the token —
    * a reader needs only compute.read, and the stored token may carry broader rights than that.
    */
-  async get(owner: string, id: string, version: ApiVersion): Promise<{ type: "x509"; body: string } | { type: "jwt"; meta: TokenMetadata }> {
+  async get(
+    owner: string,
+    id: string,
+    version: ApiVersion,
+  ): Promise<{ type: "x509"; body: string } | { type: "jwt"; meta: TokenMetadata }> {
     const rec = await this.find(owner, id, version);
     if (rec.type === "x509") return { type: "x509", body: (await this.d.store.publicPart(id, owner)) ?? "" };
     const cred = await this.d.store.credential(owner, id);
@@ -148,7 +172,10 @@ export class DelegationService {
 }
 
 function quotaReached(max: number): Forbidden {
-  return new Forbidden(`Too many delegations: the limit is ${max} per identity (quota quotas.delegationsPerOwner); delete unused ones`, "DELEGATION_QUOTA");
+  return new Forbidden(
+    `Too many delegations: the limit is ${max} per identity (quota quotas.delegationsPerOwner); delete unused ones`,
+    "DELEGATION_QUOTA",
+  );
 }
 
 /** Ids are ours (16 hex); anything else cannot exist, so it is not looked up. */
@@ -170,9 +197,13 @@ export function publicPart(proxyPem: string): string {
  * a `Bearer ` prefix (any case), stored bare.
  */
 export function delegatedToken(header: string | undefined): string {
-  const token = (header ?? "").trim().replace(/^bearer\s+/i, "").trim();
+  const token = (header ?? "")
+    .trim()
+    .replace(/^bearer\s+/i, "")
+    .trim();
   if (token === "") throw new BadRequest("Missing X-Token-Delegation header (the token to delegate)", "DELEGATION_TOKEN_MISSING");
-  if (/[\s\x00-\x1f\x7f]/.test(token) || token.length > 64 * 1024) throw new BadRequest("X-Token-Delegation does not hold a single token", "DELEGATION_TOKEN_MALFORMED");
+  if (/[\s\x00-\x1f\x7f]/.test(token) || token.length > 64 * 1024)
+    throw new BadRequest("X-Token-Delegation does not hold a single token", "DELEGATION_TOKEN_MALFORMED");
   return token;
 }
 
@@ -197,7 +228,8 @@ export function tokenMetadata(token: string, expires: number | undefined): Token
   } catch {
     return { jwt: false, ...(expires !== undefined ? { expires } : {}) };
   }
-  const aud = typeof c.aud === "string" ? [c.aud] : Array.isArray(c.aud) ? c.aud.filter((a): a is string => typeof a === "string") : undefined;
+  const aud =
+    typeof c.aud === "string" ? [c.aud] : Array.isArray(c.aud) ? c.aud.filter((a): a is string => typeof a === "string") : undefined;
   const m: TokenMetadata = { jwt: true };
   if (claim(c.iss)) m.issuer = claim(c.iss)!;
   if (claim(c.sub)) m.subject = claim(c.sub)!;

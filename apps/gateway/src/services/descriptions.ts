@@ -1,10 +1,4 @@
-import {
-  type SettledDescription,
-  DescriptionTooLargeError,
-  detectFormat,
-  isBodyLimit,
-  parseDescriptionsSettled,
-} from "@ce/model";
+import { type SettledDescription, DescriptionTooLargeError, detectFormat, isBodyLimit, parseDescriptionsSettled } from "@ce/model";
 import { BadRequest, CeError, PayloadTooLarge, UnsupportedMediaType } from "../errors.js";
 import { GENERIC_TYPES } from "./body.js";
 
@@ -36,17 +30,28 @@ export function settleDescriptions(
     if (JSON_TYPES.has(contentType) || contentType.endsWith("+json")) throw jsonRefused();
     const declared = ADL_TYPES.has(contentType) ? "adl" : XRSL_TYPES.has(contentType) ? "xrsl" : undefined;
     if (!declared) {
-      throw new UnsupportedMediaType(`Content-Type ${contentType} is not a job description type; use application/xml (ADL) or application/rsl (xRSL)`);
+      throw new UnsupportedMediaType(
+        `Content-Type ${contentType} is not a job description type; use application/xml (ADL) or application/rsl (xRSL)`,
+      );
     }
     // A body that is neither language is read as the declared one: its syntax error is the item's reason.
     if (sniffed === "unknown") format = declared;
     else if (sniffed !== declared && sniffed !== "json") {
-      throw new BadRequest(`Content-Type ${contentType} announces ${declared === "adl" ? "ADL" : "xRSL"} but the body is not ${declared === "adl" ? "XML" : "xRSL"}`, "CONTENT_TYPE_MISMATCH");
+      throw new BadRequest(
+        `Content-Type ${contentType} announces ${declared === "adl" ? "ADL" : "xRSL"} but the body is not ${declared === "adl" ? "XML" : "xRSL"}`,
+        "CONTENT_TYPE_MISMATCH",
+      );
     }
   }
   if (sniffed === "json") throw jsonRefused();
   try {
-    return parseDescriptionsSettled(body, { format, maxBytes: opts.maxBytes, maxRerun: opts.maxRerun, localInputPrefixes: opts.localInputPrefixes, limits: { maxDescriptions: opts.maxDescriptions } });
+    return parseDescriptionsSettled(body, {
+      format,
+      maxBytes: opts.maxBytes,
+      maxRerun: opts.maxRerun,
+      localInputPrefixes: opts.localInputPrefixes,
+      limits: { maxDescriptions: opts.maxDescriptions },
+    });
   } catch (e) {
     if (e instanceof DescriptionTooLargeError) throw new PayloadTooLarge("Job description", e.limit);
     if (isBodyLimit(e)) {

@@ -47,7 +47,8 @@ export function scanXmlIdList(text: string, lim: XmlIdListLimits): string[] {
       const raw = cdata ?? chars!;
       if (collecting) {
         // Entities are at most 10 characters each: longer raw text cannot be an id of ≤ 128.
-        if (id!.length + raw.length > MAX_ID_TEXT) throw new BadRequest(`job[${jobs - 1}] <id> is longer than 128 characters`, "BAD_JOB_ID");
+        if (id!.length + raw.length > MAX_ID_TEXT)
+          throw new BadRequest(`job[${jobs - 1}] <id> is longer than 128 characters`, "BAD_JOB_ID");
         id += cdata ?? decode(raw, (what) => bad(what, at));
       } else if (/\S/.test(raw) && (stack.length <= 1 || (stack.length === 2 && isJob(stack[1]!)))) {
         throw bad(stack.length === 0 ? "text outside the root element" : "text outside an <id> element", at);
@@ -58,7 +59,8 @@ export function scanXmlIdList(text: string, lim: XmlIdListLimits): string[] {
     const local = name!.slice(name!.indexOf(":") + 1); // namespace prefixes are not checked, as A-REX
     if (slash) {
       const open = stack.pop();
-      if (open !== name) throw bad(open === undefined ? `closing tag </${name}> without an opening tag` : `expected </${open}>, found </${name}>`, at);
+      if (open !== name)
+        throw bad(open === undefined ? `closing tag </${name}> without an opening tag` : `expected </${open}>, found </${name}>`, at);
       if (collecting && depth === 3) collecting = false;
       else if (depth === 2 && local === "job") closeJob();
       continue;
@@ -96,7 +98,8 @@ function decode(s: string, bad: (what: string) => Error): string {
   if (!s.includes("&")) return s;
   return s.replace(ENTITY, (m, dec: string | undefined, hex: string | undefined, named: string | undefined) => {
     if (named) return NAMED[named]!;
-    if (dec === undefined && hex === undefined) throw bad("a bare '&' or an undefined entity (only &lt; &gt; &amp; &quot; &apos; and &#…; exist here)");
+    if (dec === undefined && hex === undefined)
+      throw bad("a bare '&' or an undefined entity (only &lt; &gt; &amp; &quot; &apos; and &#…; exist here)");
     const cp = dec !== undefined ? Number(dec) : parseInt(hex!, 16);
     if (cp > 0x10ffff) throw bad(`character reference ${m} is out of range`);
     return String.fromCodePoint(cp);

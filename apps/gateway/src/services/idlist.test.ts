@@ -37,7 +37,9 @@ describe("parseIdList", () => {
     expect(r.message).toMatch(/nested deeper than 8/);
   });
   it("elements other than <job> are ignored, whatever their name (__proto__ included)", () => {
-    expect(parseIdList("<jobs><__proto__><id>x</id></__proto__><job><note>n</note><id a='1'>y</id><id>z</id></job></jobs>", undefined)).toEqual(["y"]);
+    expect(
+      parseIdList("<jobs><__proto__><id>x</id></__proto__><job><note>n</note><id a='1'>y</id><id>z</id></job></jobs>", undefined),
+    ).toEqual(["y"]);
     expect(({} as Record<string, unknown>).id).toBeUndefined();
   });
   it("1 MiB of entities, attributes or comments costs milliseconds, not seconds", () => {
@@ -60,8 +62,12 @@ describe("parseIdList", () => {
     expect(refusal(() => parseIdList(bodies[0]!, undefined)).message).toMatch(/<id> is longer than 128 characters/);
   });
   it("names the problem of malformed XML with its position", () => {
-    expect(refusal(() => parseIdList("<jobs><job><id>a&b;</id></job></jobs>", undefined)).message).toMatch(/undefined entity.*line 1, column 16/);
-    expect(refusal(() => parseIdList("<jobs>\n<job><id>x</id></jobs>", undefined)).message).toMatch(/expected <\/job>, found <\/jobs> \(line 2/);
+    expect(refusal(() => parseIdList("<jobs><job><id>a&b;</id></job></jobs>", undefined)).message).toMatch(
+      /undefined entity.*line 1, column 16/,
+    );
+    expect(refusal(() => parseIdList("<jobs>\n<job><id>x</id></jobs>", undefined)).message).toMatch(
+      /expected <\/job>, found <\/jobs> \(line 2/,
+    );
     expect(refusal(() => parseIdList("<jobs>hello</jobs>", undefined)).message).toMatch(/text outside an <id>/);
     expect(refusal(() => parseIdList("<jobs><job><id>x", undefined)).message).toMatch(/unclosed <id>/);
   });
@@ -101,9 +107,16 @@ describe("quickJsonIdList (the JSON list without JSON.parse)", () => {
     expect(ids.every((id) => typeof id === "string" && isListedId(id))).toBe(true);
     return ids;
   };
-  const ws = fc.oneof({ arbitrary: fc.constantFrom("", " ", "\n", "\t", "\r\n  "), weight: 20 }, { arbitrary: fc.constantFrom("\u00a0", "\ufeff", "\v"), weight: 1 });
-  const idChars = fc.constantFrom(..."abcXYZ09-_.:~!#{}[]\"\\/é \u0000\u007f😀");
-  const id = fc.oneof({ arbitrary: fc.uuid(), weight: 8 }, fc.string({ unit: idChars, minLength: 0, maxLength: 6 }), fc.constantFrom("x".repeat(128), "x".repeat(129), "7"));
+  const ws = fc.oneof(
+    { arbitrary: fc.constantFrom("", " ", "\n", "\t", "\r\n  "), weight: 20 },
+    { arbitrary: fc.constantFrom("\u00a0", "\ufeff", "\v"), weight: 1 },
+  );
+  const idChars = fc.constantFrom(...'abcXYZ09-_.:~!#{}[]"\\/é \u0000\u007f😀');
+  const id = fc.oneof(
+    { arbitrary: fc.uuid(), weight: 8 },
+    fc.string({ unit: idChars, minLength: 0, maxLength: 6 }),
+    fc.constantFrom("x".repeat(128), "x".repeat(129), "7"),
+  );
 
   it("takes the canonical shape of valid ids, with any JSON whitespace", () => {
     const ids = ["a", "2f0b1d3e-7c4a-4e59-9d7b-1b2c3d4e5f60", "x".repeat(128), "!#$%&'()*+-./:;<=>?@[]^_`{|}~"];
@@ -113,26 +126,46 @@ describe("quickJsonIdList (the JSON list without JSON.parse)", () => {
   });
 
   it("leaves everything else to JSON.parse: escapes, numbers, other keys, one object, empty, too many", () => {
-    for (const t of ['{"job":[{"id":"a\\"b"}]}', '{"job":[{"id":"\\u0061"}]}', '{"job":[{"id":7}]}', '{"job":[{"id":"a","x":1}]}', '{"job":{"id":"a"}}', '{"job":[]}', '{"job":[{"id":"a"}],"job":[{"id":"b"}]}', '{"job":[{"id":"a"},]}', '{"job":[{"id":"a"}]}x', '\u00a0{"job":[{"id":"a"}]}']) {
+    for (const t of [
+      '{"job":[{"id":"a\\"b"}]}',
+      '{"job":[{"id":"\\u0061"}]}',
+      '{"job":[{"id":7}]}',
+      '{"job":[{"id":"a","x":1}]}',
+      '{"job":{"id":"a"}}',
+      '{"job":[]}',
+      '{"job":[{"id":"a"}],"job":[{"id":"b"}]}',
+      '{"job":[{"id":"a"},]}',
+      '{"job":[{"id":"a"}]}x',
+      '\u00a0{"job":[{"id":"a"}]}',
+    ]) {
       expect(quickJsonIdList(t, 100)).toBeUndefined();
     }
     expect(quickJsonIdList('{"job":[{"id":"a"},{"id":"b"}]}', 1)).toBeUndefined();
-    expect(refusal(() => parseIdList('{"job":[{"id":"a"},{"id":"b"}]}', "application/json", 1))).toMatchObject({ status: 413, code: "TOO_MANY_IDS" });
+    expect(refusal(() => parseIdList('{"job":[{"id":"a"},{"id":"b"}]}', "application/json", 1))).toMatchObject({
+      status: 413,
+      code: "TOO_MANY_IDS",
+    });
   });
 
   it("whatever it takes, JSON.parse reads the same ids and the general checks accept them", () => {
     let taken = 0;
     fc.assert(
-      fc.property(fc.array(fc.tuple(id, ws, ws, ws), { minLength: 0, maxLength: 5 }), ws, ws, fc.integer({ min: 1, max: 10 }), (items, a, b, max) => {
-        // Built by hand (not JSON.stringify): raw quotes, backslashes and controls reach the scanner.
-        const text = `${a}{"job":[${items.map(([i, x, y, z]) => `${x}{${y}"id":"${i}"}${z}`).join(",")}]}${b}`;
-        const quick = quickJsonIdList(text, max);
-        if (quick !== undefined) {
-          taken++;
-          expect(general(text, max)).toEqual(quick);
-          expect(parseIdList(text, "application/json", max)).toEqual(quick);
-        }
-      }),
+      fc.property(
+        fc.array(fc.tuple(id, ws, ws, ws), { minLength: 0, maxLength: 5 }),
+        ws,
+        ws,
+        fc.integer({ min: 1, max: 10 }),
+        (items, a, b, max) => {
+          // Built by hand (not JSON.stringify): raw quotes, backslashes and controls reach the scanner.
+          const text = `${a}{"job":[${items.map(([i, x, y, z]) => `${x}{${y}"id":"${i}"}${z}`).join(",")}]}${b}`;
+          const quick = quickJsonIdList(text, max);
+          if (quick !== undefined) {
+            taken++;
+            expect(general(text, max)).toEqual(quick);
+            expect(parseIdList(text, "application/json", max)).toEqual(quick);
+          }
+        },
+      ),
       { numRuns: 3_000 },
     );
     expect(taken).toBeGreaterThan(300);

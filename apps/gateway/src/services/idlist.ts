@@ -41,9 +41,11 @@ export function parseIdList(body: string, contentType: string | undefined, maxId
   else if (contentType === undefined || GENERIC_TYPES.has(contentType)) {
     if (first === "<") kind = "xml";
     else if (first === "{" || first === "[") kind = "json";
-    else throw new BadRequest("Job id list must be XML (<jobs><job><id>…) or JSON ({\"job\":[{\"id\":…}]})", "BAD_ID_LIST");
+    else throw new BadRequest('Job id list must be XML (<jobs><job><id>…) or JSON ({"job":[{"id":…}]})', "BAD_ID_LIST");
   } else {
-    throw new UnsupportedMediaType(`Content-Type ${contentType} is not supported for job id lists; use application/xml or application/json`);
+    throw new UnsupportedMediaType(
+      `Content-Type ${contentType} is not supported for job id lists; use application/xml or application/json`,
+    );
   }
   if (kind === "json") {
     const quick = quickJsonIdList(text, maxIds);
@@ -52,7 +54,10 @@ export function parseIdList(body: string, contentType: string | undefined, maxId
   const ids = kind === "json" ? fromJson(text, maxIds) : fromXml(text, maxIds);
   ids.forEach((id, i) => {
     if (!isListedId(id)) {
-      throw new BadRequest(`job[${i}] id ${JSON.stringify(id.slice(0, 40))}${id.length > 40 ? "…" : ""} is not a job id: ids are 1-128 printable ASCII characters without spaces`, "BAD_JOB_ID");
+      throw new BadRequest(
+        `job[${i}] id ${JSON.stringify(id.slice(0, 40))}${id.length > 40 ? "…" : ""} is not a job id: ids are 1-128 printable ASCII characters without spaces`,
+        "BAD_JOB_ID",
+      );
     }
   });
   return ids;
@@ -116,7 +121,11 @@ function fromXml(text: string, maxIds: number): string[] {
   // Each id costs 4 tags (<job><id></id></job>): more markup than maxIds need is refused at once.
   const tags = countChar(text, "<");
   if (tags > 4 * maxIds + 64) throw new TooManyIds(`XML job id list has ${tags} tags, more than ${maxIds} ids need`, maxIds);
-  return scanXmlIdList(text, { maxIds, maxDepth: MAX_XML_DEPTH, tooMany: (n) => new TooManyIds(`More than ${n - 1} job ids in one request`, maxIds) });
+  return scanXmlIdList(text, {
+    maxIds,
+    maxDepth: MAX_XML_DEPTH,
+    tooMany: (n) => new TooManyIds(`More than ${n - 1} job ids in one request`, maxIds),
+  });
 }
 
 function countChar(s: string, ch: string): number {

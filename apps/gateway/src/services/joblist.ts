@@ -1,7 +1,11 @@
 import { escapeXmlText, type JobListItem } from "@ce/glue2";
 
-const jsonItem = (j: JobListItem) => (j.state === undefined ? `{"id":${JSON.stringify(j.id)}}` : `{"id":${JSON.stringify(j.id)},"state":${JSON.stringify(j.state)}}`);
-const xmlItem = (j: JobListItem) => (j.state === undefined ? `<job><id>${escapeXmlText(j.id)}</id></job>` : `<job><id>${escapeXmlText(j.id)}</id><state>${escapeXmlText(j.state)}</state></job>`);
+const jsonItem = (j: JobListItem) =>
+  j.state === undefined ? `{"id":${JSON.stringify(j.id)}}` : `{"id":${JSON.stringify(j.id)},"state":${JSON.stringify(j.state)}}`;
+const xmlItem = (j: JobListItem) =>
+  j.state === undefined
+    ? `<job><id>${escapeXmlText(j.id)}</id></job>`
+    : `<job><id>${escapeXmlText(j.id)}</id><state>${escapeXmlText(j.state)}</state></job>`;
 const FRAME = { json: { open: '{"job":[', sep: ",", close: "]}" }, xml: { open: "<jobs>", sep: "", close: "</jobs>" } } as const;
 
 /**

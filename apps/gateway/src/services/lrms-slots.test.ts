@@ -25,7 +25,15 @@ const qhostXml = (hosts: Record<string, Record<string, [slots: number, used: num
         ` <host name='${h}'>\n   <hostvalue name='num_proc'>8</hostvalue>\n` +
         Object.entries(qs)
           .map(([q, [slots, used, resv, state]]) =>
-            [` <queue name='${q}'>`, ["qtype_string", "BI"], ["slots_used", used], ["slots", slots], ["slots_resv", resv], ["state_string", state], " </queue>"]
+            [
+              ` <queue name='${q}'>`,
+              ["qtype_string", "BI"],
+              ["slots_used", used],
+              ["slots", slots],
+              ["slots_resv", resv],
+              ["state_string", state],
+              " </queue>",
+            ]
               .map((x) => (typeof x === "string" ? x : `   <queuevalue qname='${q}' name='${x[0]}'>${x[1]}</queuevalue>`))
               .join("\n"),
           )
@@ -37,7 +45,13 @@ const qhostXml = (hosts: Record<string, Record<string, [slots: number, used: num
 
 describe("parseQhost", () => {
   it("sums each queue's instances, gives a disabled or alarmed instance no idle slot, and counts a host in two queues once", () => {
-    const s = parseQhost(qhostXml({ n1: { main: [8, 3, 1, ""], short: [8, 2, 0, ""] }, n2: { main: [4, 0, 0, "d"] }, n3: { main: [4, 1, 0, "a"], short: [2, 0, 0, "u"] } }));
+    const s = parseQhost(
+      qhostXml({
+        n1: { main: [8, 3, 1, ""], short: [8, 2, 0, ""] },
+        n2: { main: [4, 0, 0, "d"] },
+        n3: { main: [4, 1, 0, "a"], short: [2, 0, 0, "u"] },
+      }),
+    );
     expect(s.partitions.get("main")).toEqual({ total: 16, allocated: 4, idle: 4 });
     expect(s.partitions.get("short")).toEqual({ total: 10, allocated: 2, idle: 6 });
     // n1: 8 slots, 5 used, at most 3 idle; n2 disabled; n3 in alarm and unknown.
@@ -75,7 +89,8 @@ describe("SgeSlots", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   it("asks qhost -q -xml and keeps the last answer when qhost fails", async () => {
     writeFileSync(join(dir, "qhost.out"), qhostXml({ n1: { main: [4, 1, 0, ""] } }));
-    const script = (body: string) => writeFileSync(join(dir, "qhost"), `#!/bin/sh\n[ "$*" = "-q -xml" ] || exit 3\n${body}\n`, { mode: 0o755 });
+    const script = (body: string) =>
+      writeFileSync(join(dir, "qhost"), `#!/bin/sh\n[ "$*" = "-q -xml" ] || exit 3\n${body}\n`, { mode: 0o755 });
     script(`cat ${dir}/qhost.out`);
     const src = new SgeSlots({ binPath: dir, log: pino({ level: "silent" }), refreshMs: 60_000 });
     expect((await src.get())?.partitions.get("main")).toEqual({ total: 4, allocated: 1, idle: 3 });
@@ -93,7 +108,13 @@ describe("queueVos", () => {
     const config = cfg({
       auth: { allow: ["vo:cms", "dn:/CN=x"] },
       mapping: { rules: [{ match: ["vo:lhcb"], user: "nobody" }] },
-      jobs: { queues: [{ name: "a", vos: ["Atlas", "atlas", "x.y"] }, { name: "b", allow: ["fqan:/vo.example.org/Role=pilot", "group:/dteam", "vo:a*"] }, { name: "c" }] },
+      jobs: {
+        queues: [
+          { name: "a", vos: ["Atlas", "atlas", "x.y"] },
+          { name: "b", allow: ["fqan:/vo.example.org/Role=pilot", "group:/dteam", "vo:a*"] },
+          { name: "c" },
+        ],
+      },
     });
     const [a, b, c] = config.jobs.queues;
     expect(queueVos(a!, config)).toEqual(["Atlas", "x.y"]);

@@ -136,10 +136,14 @@ export class LrmsSlots {
       const { tool, args, parse } = this.src;
       const out = await run(join(this.o.binPath, tool), args, this.o.timeoutMs ?? 10_000);
       const v = parse(out);
-      if (v.partitions.size === 0) throw new Error(`${tool} listed no ${tool === "sinfo" ? "partition" : "queue"}: ${JSON.stringify(out.slice(0, 200))}`);
+      if (v.partitions.size === 0)
+        throw new Error(`${tool} listed no ${tool === "sinfo" ? "partition" : "queue"}: ${JSON.stringify(out.slice(0, 200))}`);
       this.value = v;
     } catch (err) {
-      this.o.log.warn({ err, reason: (err as Error).message }, `info: batch system slots unavailable (${this.src.tool} failed); slot numbers are the last known ones`);
+      this.o.log.warn(
+        { err, reason: (err as Error).message },
+        `info: batch system slots unavailable (${this.src.tool} failed); slot numbers are the last known ones`,
+      );
     } finally {
       // Also after a failure: a broken tool is retried once per period, not once per request.
       this.at = Date.now();

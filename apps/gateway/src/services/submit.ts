@@ -86,9 +86,17 @@ export async function submitJobs(s: Services, req: SubmitRequest): Promise<BulkI
   if (req.instances !== undefined && jobs.length === 1) {
     const min = req.instancesMin ?? 1;
     const headroom = await s.jobs.headroom(config.jobs.maxTotal);
-    if (headroom < min) throw new Forbidden(`Number of requested instances exceeds allowed limit: ${headroom} more jobs allowed, instances_min is ${min}`, "INSTANCES_LIMIT");
+    if (headroom < min)
+      throw new Forbidden(
+        `Number of requested instances exceeds allowed limit: ${headroom} more jobs allowed, instances_min is ${min}`,
+        "INSTANCES_LIMIT",
+      );
     const n = Math.min(req.instances, headroom, maxJobs);
-    if (n < min) throw new Forbidden(`Can't create requested number of job instances: at most ${n} per request, instances_min is ${min}`, "INSTANCES_LIMIT");
+    if (n < min)
+      throw new Forbidden(
+        `Can't create requested number of job instances: at most ${n} per request, instances_min is ${min}`,
+        "INSTANCES_LIMIT",
+      );
     jobs = Array.from({ length: n }, () => jobs[0]!);
     minRequired = min;
   }
@@ -125,9 +133,7 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
   };
   const wanted = [...new Set(settled.flatMap((it) => (it.ok ? refs(it.description).all : [])))];
   const found = new Map(
-    await Promise.all(
-      wanted.map(async (id) => [id, DELEGATION_ID.test(id) ? await s.delegations.get(id, owner) : undefined] as const),
-    ),
+    await Promise.all(wanted.map(async (id) => [id, DELEGATION_ID.test(id) ? await s.delegations.get(id, owner) : undefined] as const)),
   );
   return settled.map((it, index): Outcome => {
     if (!it.ok) return { kind: "item", item: failed(400, clip(it.error.message)) };
@@ -140,7 +146,10 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
     }
     // A valid request this queue's policy refuses (another queue may take it): 403, as a queue not allowed.
     if (d.gpus && queue.maxGpusPerJob !== undefined && d.gpus > queue.maxGpusPerJob) {
-      const limit = queue.maxGpusPerJob === 0 ? `queue ${queueName} has no GPUs (maxGpusPerJob 0)` : `queue ${queueName} allows at most ${queue.maxGpusPerJob} per job (maxGpusPerJob)`;
+      const limit =
+        queue.maxGpusPerJob === 0
+          ? `queue ${queueName} has no GPUs (maxGpusPerJob 0)`
+          : `queue ${queueName} allows at most ${queue.maxGpusPerJob} per job (maxGpusPerJob)`;
       return { kind: "item", item: failed(403, `Requested ${d.gpus} GPU(s); ${limit}`) };
     }
     const missingRte = d.runtimeEnvironments.find((r) => !rteAvailable(r, enabledRtesCached(config)));
@@ -153,7 +162,15 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
     if (missing) return { kind: "item", item: failed(400, `Delegation ${missing} not found`) };
     return {
       kind: "plan",
-      plan: { index, description: d, source: it.source, queue: queueName, delegations: all, mainDelegation: main, delegationExpires: main ? found.get(main)?.expires : undefined },
+      plan: {
+        index,
+        description: d,
+        source: it.source,
+        queue: queueName,
+        delegations: all,
+        mainDelegation: main,
+        delegationExpires: main ? found.get(main)?.expires : undefined,
+      },
     };
   });
 }
@@ -218,28 +235,50 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   const endpointUrl = config.endpoint.url.replace(/\/+$/, "");
   let result;
   try {
-    result = await storeCreateJobs({ control: s.control, jobs: s.jobs }, plans.map((p, i) => ({
-      record: records[i]!,
-      files: {
-        id: ids[i]!, description: p.description, source: p.source, owner, queue: p.queue, backend: config.lrms.backend,
-        endpointUrl, hostname, version: req.version, lifetime: records[i]!.lifetime,
-        rerun: records[i]!.rerun, mainDelegation: p.mainDelegation, delegationExpires: p.delegationExpires,
-        clientHost: req.clientHost, clientSoftware: req.clientSoftware, requestId: req.requestId, now, localUser, fqans: records[i]!.fqans,
-        uploadDeadline: records[i]!.uploadDeadline,
+    result = await storeCreateJobs(
+      { control: s.control, jobs: s.jobs },
+      plans.map((p, i) => ({
+        record: records[i]!,
+        files: {
+          id: ids[i]!,
+          description: p.description,
+          source: p.source,
+          owner,
+          queue: p.queue,
+          backend: config.lrms.backend,
+          endpointUrl,
+          hostname,
+          version: req.version,
+          lifetime: records[i]!.lifetime,
+          rerun: records[i]!.rerun,
+          mainDelegation: p.mainDelegation,
+          delegationExpires: p.delegationExpires,
+          clientHost: req.clientHost,
+          clientSoftware: req.clientSoftware,
+          requestId: req.requestId,
+          now,
+          localUser,
+          fqans: records[i]!.fqans,
+          uploadDeadline: records[i]!.uploadDeadline,
+        },
+      })),
+      {
+        maxTotal: config.jobs.maxTotal,
+        minRequired,
+        maxPerOwner: config.quotas.jobsPerOwner,
+        concurrency: FILE_CONCURRENCY,
+        // A job that only waits for the client's uploads is created admitted (PREPARING): the JEM
+        // then has nothing to do for it until an upload completes or its upload deadline passes.
+        admit: { maxActivePerOwner: config.jobs.maxActivePerOwner, uploadTimeoutMs: config.jobs.uploadTimeoutSeconds * 1000 },
+        holdUntil: hold?.until,
+        lease: localUser?.pool ? { account: localUser.account, identity: req.identity.subject } : undefined,
+        notify: (committed) => {
+          req.hold?.created(Date.now() + config.jobs.uploadTimeoutSeconds * 1000);
+          return afterCommit(s, req, committed);
+        },
+        warn: (what, err, jobId) => req.log.warn({ err, jobId }, what),
       },
-    })), {
-      maxTotal: config.jobs.maxTotal, minRequired, maxPerOwner: config.quotas.jobsPerOwner, concurrency: FILE_CONCURRENCY,
-      // A job that only waits for the client's uploads is created admitted (PREPARING): the JEM
-      // then has nothing to do for it until an upload completes or its upload deadline passes.
-      admit: { maxActivePerOwner: config.jobs.maxActivePerOwner, uploadTimeoutMs: config.jobs.uploadTimeoutSeconds * 1000 },
-      holdUntil: hold?.until,
-      lease: localUser?.pool ? { account: localUser.account, identity: req.identity.subject } : undefined,
-      notify: (committed) => {
-        req.hold?.created(Date.now() + config.jobs.uploadTimeoutSeconds * 1000);
-        return afterCommit(s, req, committed);
-      },
-      warn: (what, err, jobId) => req.log.warn({ err, jobId }, what),
-    });
+    );
   } catch (err) {
     if (!(err instanceof JobCommitError)) throw err;
     // Redis trouble is logged once per outage episode (outage.ts); anything else here is worth a line.
@@ -252,8 +291,16 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   return records.map((r, i) => {
     if (outcomes[i] === "created") return created(r.id, restOf.get(r.id) ?? r.rest);
     if (outcomes[i] === "files-failed") return failed(500, "Failed to create the job's control files");
-    if (limitedBy === "lease") return failed(503, `No job was created: pool account ${localUser?.account} of pool ${localUser?.pool} was released while this submission was being committed; submit again`);
-    if (limitedBy === "owner") return failed(403, `No more jobs allowed: the per-owner quota quotas.jobsPerOwner (${config.quotas.jobsPerOwner} jobs, WIPED ones not counted) is reached`);
+    if (limitedBy === "lease")
+      return failed(
+        503,
+        `No job was created: pool account ${localUser?.account} of pool ${localUser?.pool} was released while this submission was being committed; submit again`,
+      );
+    if (limitedBy === "owner")
+      return failed(
+        403,
+        `No more jobs allowed: the per-owner quota quotas.jobsPerOwner (${config.quotas.jobsPerOwner} jobs, WIPED ones not counted) is reached`,
+      );
     return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
   });
 }

@@ -76,8 +76,10 @@ export class JobCgroups {
     const v1 = existsSync(join(m, "freezer", "cgroup.procs"));
     const tries: Array<() => Promise<JobCgroups | string>> = [];
     const v2At = (root: string) => () => JobCgroups.setupV2(root, s.cgroupParent);
-    if (s.cgroup === "v2") tries.push(pureV2 ? v2At(m) : hybridV2 ? v2At(join(m, "unified")) : async () => `no cgroup v2 hierarchy under ${m}`);
-    else if (s.cgroup === "v1") tries.push(v1 ? () => JobCgroups.setupV1(m, s.cgroupParent) : async () => `no cgroup v1 freezer hierarchy at ${join(m, "freezer")}`);
+    if (s.cgroup === "v2")
+      tries.push(pureV2 ? v2At(m) : hybridV2 ? v2At(join(m, "unified")) : async () => `no cgroup v2 hierarchy under ${m}`);
+    else if (s.cgroup === "v1")
+      tries.push(v1 ? () => JobCgroups.setupV1(m, s.cgroupParent) : async () => `no cgroup v1 freezer hierarchy at ${join(m, "freezer")}`);
     else {
       // auto: v2 where it is the whole tree; on a hybrid host the controllers live in v1, so
       // v1 first, and the controller-less v2 tree (tracking and kill only) last.
@@ -170,7 +172,9 @@ export class JobCgroups {
   /** The file the wrapper reads for OOM kills (a memory-exceeded reason), if any. */
   oomFile(jobId: string): string | undefined {
     if (!this.memory) return undefined;
-    return this.kind === "v2" ? join(this.dir(this.primary, jobId), "memory.events") : join(this.dir(this.of("memory")!, jobId), "memory.oom_control");
+    return this.kind === "v2"
+      ? join(this.dir(this.primary, jobId), "memory.events")
+      : join(this.dir(this.of("memory")!, jobId), "memory.oom_control");
   }
 
   /** Creates the job's cgroup (an existing one is kept: a resumed submission's job runs in it). */

@@ -3,7 +3,15 @@ import type { CompiledConfig } from "@ce/config";
 import type { JobDescription } from "@ce/model";
 import type { Logger } from "pino";
 import type { Expected } from "../lrms/micro-batch.js";
-import { BackendError, type Backend, type BatchJobSpec, type JobContainment, type PollState, type RunAsJob, type SubmitResult } from "../lrms/types.js";
+import {
+  BackendError,
+  type Backend,
+  type BatchJobSpec,
+  type JobContainment,
+  type PollState,
+  type RunAsJob,
+  type SubmitResult,
+} from "../lrms/types.js";
 import { JobCgroups } from "./cgroup.js";
 import { CLK_TCK, killPid, pidsWithEnv, procStat, procUids, uptimeSeconds } from "./procs.js";
 
@@ -36,7 +44,11 @@ export const LIMIT_EXIT = 137;
 
 export function limitsOf(d: JobDescription, queue: string, config: CompiledConfig): Limits {
   const q = config.jobs.queues.find((x) => x.name === queue);
-  return { wallSeconds: d.wallTimeSeconds ?? q?.defaultWallTimeSeconds, cpuSeconds: d.cpuTimeSeconds, memoryMB: d.memoryMB ?? q?.defaultMemoryMB };
+  return {
+    wallSeconds: d.wallTimeSeconds ?? q?.defaultWallTimeSeconds,
+    cpuSeconds: d.cpuTimeSeconds,
+    memoryMB: d.memoryMB ?? q?.defaultMemoryMB,
+  };
 }
 
 const parseLocal = (localId: string) => {
@@ -128,7 +140,10 @@ export class ContainedFork implements Backend {
     if (!this.cgroups || this.placed.has(j.jobId)) return;
     this.placed.add(j.jobId);
     if ((await this.cgroups.members(j.jobId)).length > 0) return;
-    const owner = await stat(j.jobDir).then((st) => st.uid, () => undefined);
+    const owner = await stat(j.jobDir).then(
+      (st) => st.uid,
+      () => undefined,
+    );
     if (owner === undefined) return;
     try {
       await this.place(j.jobId, j.localId, owner);
@@ -224,7 +239,8 @@ export class ContainedFork implements Backend {
     }
     if (l.cpuSeconds !== undefined && this.cgroups?.cpu) {
       const used = await this.cgroups.cpuSeconds(jobId);
-      if (used !== undefined && used >= l.cpuSeconds * this.scale) return `CPU time exceeded: the job used more than its limit of ${l.cpuSeconds} s`;
+      if (used !== undefined && used >= l.cpuSeconds * this.scale)
+        return `CPU time exceeded: the job used more than its limit of ${l.cpuSeconds} s`;
     }
     if (l.memoryMB !== undefined && this.cgroups?.memory && (await this.cgroups.oomKills(jobId)) > 0) {
       return `Memory exceeded: the job used more than its limit of ${l.memoryMB} MB`;

@@ -101,7 +101,12 @@ export function killPid(pid: number, signal: NodeJS.Signals = "SIGKILL"): void {
 export async function killAllOf(uid: number, gid: number, rounds = 5): Promise<number[]> {
   let left = await pidsOfUid(uid);
   for (let i = 0; i < rounds && left.length > 0; i++) {
-    await execa("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", "kill", "-KILL", "--", "-1"], { reject: false, timeout: 10_000, env: { PATH: "/usr/bin:/bin" }, extendEnv: false });
+    await execa("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", "kill", "-KILL", "--", "-1"], {
+      reject: false,
+      timeout: 10_000,
+      env: { PATH: "/usr/bin:/bin" },
+      extendEnv: false,
+    });
     // Processes of the uid that the account cannot signal (another uid as real and saved uid, this one as effective): root's KILL.
     for (const pid of await pidsOfUid(uid)) killPid(pid);
     await new Promise((r) => setTimeout(r, 50 * (i + 1)));

@@ -74,7 +74,8 @@ async function removeSchedules(account: string, uid: number, o: ScrubOptions): P
   const left: string[] = [];
   if (await have("crontab")) {
     const r = await execa("crontab", ["-r", "-u", account], { reject: false, timeout: 30_000 });
-    if (r.exitCode !== 0 && !/no crontab/i.test(String(r.stderr))) left.push(`crontab -r -u ${account}: ${String(r.stderr).trim().slice(0, 200)}`);
+    if (r.exitCode !== 0 && !/no crontab/i.test(String(r.stderr)))
+      left.push(`crontab -r -u ${account}: ${String(r.stderr).trim().slice(0, 200)}`);
   }
   if (await have("atq")) {
     const r = await execa("atq", [], { reject: false, timeout: 30_000 });
@@ -91,7 +92,10 @@ async function removeSchedules(account: string, uid: number, o: ScrubOptions): P
     if (!dir) continue;
     try {
       const st = await dir.lstat(account).catch(() => undefined);
-      if (st && !st.isDirectory()) await removeEntry(dir, account, `${spool}/${account}`).catch((e: unknown) => left.push(`${spool}/${account}: ${(e as Error).message}`));
+      if (st && !st.isDirectory())
+        await removeEntry(dir, account, `${spool}/${account}`).catch((e: unknown) =>
+          left.push(`${spool}/${account}: ${(e as Error).message}`),
+        );
     } finally {
       await dir.close();
     }
@@ -131,9 +135,11 @@ export async function sgeJobs(account: string, binPath: string): Promise<string[
 /** The batch system's jobs of the account, or the reason the lease must stay; undefined when it has none. */
 async function batchJobsLeft(account: string, config: CompiledConfig): Promise<string | undefined> {
   const [tool, ids] =
-    config.lrms.backend === "slurm" ? ["squeue", await slurmJobs(account, config)]
-    : config.lrms.backend === "sge" ? ["qstat", await sgeJobs(account, config.lrms.sge.binPath)]
-    : [undefined, []];
+    config.lrms.backend === "slurm"
+      ? ["squeue", await slurmJobs(account, config)]
+      : config.lrms.backend === "sge"
+        ? ["qstat", await sgeJobs(account, config.lrms.sge.binPath)]
+        : [undefined, []];
   if (ids === undefined) return `${tool} cannot list the jobs of ${account}`;
   if (ids.length > 0) return `${tool} lists ${ids.length} job(s) of ${account} (ids ${ids.slice(0, 5).join(" ")})`;
   return undefined;

@@ -108,7 +108,8 @@ function sessionPath(what: string, p: string | undefined): string | null {
   if (p === undefined || p === "") return null;
   if (p === "/dev/null") return p;
   const n = normalize(p);
-  if (isAbsolute(n) || n === ".." || n.startsWith(`..${sep}`)) fail(`${what} must be relative to the session directory: ${JSON.stringify(p)}`);
+  if (isAbsolute(n) || n === ".." || n.startsWith(`..${sep}`))
+    fail(`${what} must be relative to the session directory: ${JSON.stringify(p)}`);
   return n;
 }
 
@@ -146,7 +147,11 @@ export function wrapperExecutable(exe: string | undefined): string | null {
 
 /** Validated description entries → wrapper commands (the path rules are validate.ts's). */
 function auxCommands(list: readonly AuxExecutable[] | undefined): AuxCommand[] {
-  return (list ?? []).map((x) => ({ executable: wrapperExecutable(x.path) ?? fail("a pre- or post-executable has no path"), arguments: [...x.arguments], successExitCode: x.successExitCode ?? null }));
+  return (list ?? []).map((x) => ({
+    executable: wrapperExecutable(x.path) ?? fail("a pre- or post-executable has no path"),
+    arguments: [...x.arguments],
+    successExitCode: x.successExitCode ?? null,
+  }));
 }
 
 export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): BatchFile {
@@ -232,7 +237,8 @@ const TAG = /^[A-Za-z0-9._-]{1,100}$/;
 
 function submitTag(spec: BatchJobSpec): string {
   if (spec.submitTag === undefined) throw new BackendError("SUBMIT_FAILED", "no submission tag");
-  if (!TAG.test(spec.submitTag)) throw new BackendError("SUBMIT_FAILED", `invalid submission tag ${JSON.stringify(spec.submitTag.slice(0, 80))}`);
+  if (!TAG.test(spec.submitTag))
+    throw new BackendError("SUBMIT_FAILED", `invalid submission tag ${JSON.stringify(spec.submitTag.slice(0, 80))}`);
   return spec.submitTag;
 }
 

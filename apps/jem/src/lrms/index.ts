@@ -28,7 +28,11 @@ function scriptsDirFor(config: CompiledConfig): string {
  * back end runs contained (src/contain): per-job cgroups and its limits kept by the JEM;
  * `description` gives a running job's limits after a restart.
  */
-export function createBackend(config: CompiledConfig, log: Logger, deps: { description?: (jobId: string) => Promise<JobDescription | undefined> } = {}): Backend {
+export function createBackend(
+  config: CompiledConfig,
+  log: Logger,
+  deps: { description?: (jobId: string) => Promise<JobDescription | undefined> } = {},
+): Backend {
   const name = config.lrms.backend;
   const dir = join(scriptsDirFor(config), name);
   for (const op of ["submit", "cancel", "poll"]) {

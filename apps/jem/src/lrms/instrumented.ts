@@ -8,7 +8,9 @@ export function instrumentBackend(b: Backend, metrics: CeMetrics): Backend {
     submit: (spec, expected) => metrics.timeBatchCall(b.name, "submit", () => b.submit(spec, expected)),
     ...(b.expectSubmit ? { expectSubmit: () => b.expectSubmit!() } : {}),
     // usage never throws either (no figures is its failure); counted as calls, not as errors.
-    ...(b.usage ? { usage: (jobs: Array<{ jobId: string; localId: string }>) => metrics.timeBatchCall(b.name, "usage", () => b.usage!(jobs)) } : {}),
+    ...(b.usage
+      ? { usage: (jobs: Array<{ jobId: string; localId: string }>) => metrics.timeBatchCall(b.name, "usage", () => b.usage!(jobs)) }
+      : {}),
     ...(b.ended ? { ended: (jobId: string, localId: string | undefined) => b.ended!(jobId, localId) } : {}),
     cancel: (localId, spec) => metrics.timeBatchCall(b.name, "cancel", () => b.cancel(localId, spec)),
     // poll never throws (failures come back as "unknown"); count those as errors.

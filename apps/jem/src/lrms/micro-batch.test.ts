@@ -22,7 +22,10 @@ describe("MicroBatcher", () => {
     await Promise.resolve();
     expect(runs).toEqual([{ key: "z", items: [4, 5, 6] }]);
     await vi.advanceTimersByTimeAsync(5);
-    expect(runs.slice(1)).toEqual([{ key: "x", items: [1, 3] }, { key: "y", items: [2] }]);
+    expect(runs.slice(1)).toEqual([
+      { key: "x", items: [1, 3] },
+      { key: "y", items: [2] },
+    ]);
     expect(await Promise.all(a)).toEqual(["x:1", "y:2", "x:3"]);
     expect(await full).toEqual([
       { status: "rejected", reason: new Error("no four") },
@@ -43,7 +46,12 @@ describe("MicroBatcher", () => {
   it("waits for announced items (bounded by maxWaitMs) and runs once the last arrives; a lone announced item runs at once", async () => {
     vi.useFakeTimers();
     const runs: number[][] = [];
-    const b = new MicroBatcher<number, number>({ windowMs: 4, maxWaitMs: 200, max: 100, run: async (_k, items) => (runs.push(items), items) });
+    const b = new MicroBatcher<number, number>({
+      windowMs: 4,
+      maxWaitMs: 200,
+      max: 100,
+      run: async (_k, items) => (runs.push(items), items),
+    });
     const [e1, e2, e3] = [b.expect(), b.expect(), b.expect()];
     const p1 = b.add("k", 1, e1);
     await vi.advanceTimersByTimeAsync(50); // past the window: still waiting for the two announced
@@ -70,4 +78,3 @@ describe("MicroBatcher", () => {
     expect(await lone).toBe(4);
   });
 });
-

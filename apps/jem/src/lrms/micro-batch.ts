@@ -17,7 +17,10 @@ export interface Expected {
  * one call per straggler, and a lone job runs without waiting out the window.
  */
 export class MicroBatcher<T, R> {
-  private readonly open = new Map<string, { items: Array<{ item: T; resolve: (r: R) => void; reject: (e: unknown) => void }>; timer: NodeJS.Timeout }>();
+  private readonly open = new Map<
+    string,
+    { items: Array<{ item: T; resolve: (r: R) => void; reject: (e: unknown) => void }>; timer: NodeJS.Timeout }
+  >();
   /** Announced items not yet added (nor given up). */
   private outstanding = 0;
 
@@ -70,15 +73,21 @@ export class MicroBatcher<T, R> {
     this.open.delete(key);
     clearTimeout(batch.timer);
     const { items } = batch;
-    this.opts.run(key, items.map((i) => i.item), (i, r) => items[i]?.resolve(r)).then(
-      (results) =>
-        items.forEach((it, n) => {
-          const r = results[n];
-          if (r instanceof Error) it.reject(r);
-          else if (r === undefined) it.reject(new Error("bulk call returned no result for this item"));
-          else it.resolve(r);
-        }),
-      (e: unknown) => items.forEach((it) => it.reject(e)),
-    );
+    this.opts
+      .run(
+        key,
+        items.map((i) => i.item),
+        (i, r) => items[i]?.resolve(r),
+      )
+      .then(
+        (results) =>
+          items.forEach((it, n) => {
+            const r = results[n];
+            if (r instanceof Error) it.reject(r);
+            else if (r === undefined) it.reject(new Error("bulk call returned no result for this item"));
+            else it.resolve(r);
+          }),
+        (e: unknown) => items.forEach((it) => it.reject(e)),
+      );
   }
 }

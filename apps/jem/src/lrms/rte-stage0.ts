@@ -28,7 +28,10 @@ export function gramiOf(b: BatchFile): Map<string, string> {
   // Read-only for RTEs: the JEM judges the executable's end by the description's code.
   if (b.successExitCode !== null) g.set("joboption_arg_code", String(b.successExitCode));
   // ADL Pre/PostExecutable as ARC names them: joboption_pre_<n>_0 the program, _1.. its arguments.
-  for (const [kind, list] of [["pre", b.preExecutables], ["post", b.postExecutables]] as const) {
+  for (const [kind, list] of [
+    ["pre", b.preExecutables],
+    ["post", b.postExecutables],
+  ] as const) {
     list.forEach((x, n) => {
       [x.executable, ...x.arguments].forEach((a, i) => g.set(`joboption_${kind}_${n}_${i}`, a));
       if (x.successExitCode !== null) g.set(`joboption_${kind}_${n}_code`, String(x.successExitCode));
@@ -77,10 +80,18 @@ export function loadStage0Body(scriptsDir: string): string {
 
 /** argv after the two files: per RTE `NAME PATH NPARAMS KEY=value… NOPTS OPTION…`. */
 export function stage0Args(b: BatchFile): string[] {
-  return b.runtimeEnvironments.flatMap((r) => [r.name, r.path, String(r.params.length), ...r.params.map((p) => `${p.name}=${p.value}`), String(r.options.length), ...r.options]);
+  return b.runtimeEnvironments.flatMap((r) => [
+    r.name,
+    r.path,
+    String(r.params.length),
+    ...r.params.map((p) => `${p.name}=${p.value}`),
+    String(r.options.length),
+    ...r.options,
+  ]);
 }
 
-export type Stage0Output = { kind: "ok"; vars: Map<string, string> } | { kind: "failed"; rte: string; code: string } | { kind: "incomplete" };
+export type Stage0Output =
+  { kind: "ok"; vars: Map<string, string> } | { kind: "failed"; rte: string; code: string } | { kind: "incomplete" };
 
 export function parseStage0Output(stdout: string): Stage0Output {
   const parts = stdout.split("\0");
@@ -210,7 +221,9 @@ export function applyStage0(before: BatchFile, vars: ReadonlyMap<string, string>
   }
   if (changed("joboption_jobname")) b.jobName = oneLine("joboption_jobname", vars.get("joboption_jobname") ?? "") || null;
   if (changed("joboption_rsl_project")) b.project = oneLine("joboption_rsl_project", vars.get("joboption_rsl_project") ?? "") || null;
-  b.nodeProperties = indexed(vars, "joboption_nodeproperty_").map((p, i) => oneLine(`joboption_nodeproperty_${i}`, p)).filter((p) => p.trim() !== "");
+  b.nodeProperties = indexed(vars, "joboption_nodeproperty_")
+    .map((p, i) => oneLine(`joboption_nodeproperty_${i}`, p))
+    .filter((p) => p.trim() !== "");
   const scratch = vars.get("RUNTIME_LOCAL_SCRATCH_DIR");
   b.localScratchDir = scratch ? oneLine("RUNTIME_LOCAL_SCRATCH_DIR", scratch) : null;
   if (scratch) changes.push(`RUNTIME_LOCAL_SCRATCH_DIR: ${JSON.stringify(scratch)}`);

@@ -14,7 +14,10 @@ let backend: Backend;
 
 beforeAll(() => {
   root = tempRoot("ce-fake-");
-  backend = createBackend(makeConfig(root, { backend: "fake", scriptsDir: FAKE_BACKENDS, scriptTimeoutMs: 1_500, callsPerSecond: 1000 }), silentLog);
+  backend = createBackend(
+    makeConfig(root, { backend: "fake", scriptsDir: FAKE_BACKENDS, scriptTimeoutMs: 1_500, callsPerSecond: 1000 }),
+    silentLog,
+  );
 });
 
 const job = (jobName: string) => makeJob(root, { jobName, executable: "/bin/true" });
@@ -25,7 +28,13 @@ describe("submit", () => {
     const { localId } = await backend.submit(spec);
     expect(localId).toMatch(/^fake-running-\d+-1$/);
     const batch = JSON.parse(readFileSync(join(spec.jobDir, "batch.json"), "utf8"));
-    expect(batch).toMatchObject({ version: 1, jobId: spec.jobId, partition: "main", wrapper: join(spec.jobDir, "job.sh"), submit: { tag: expect.stringMatching(new RegExp(`^${spec.jobId}\\.[0-9a-f]{8}$`)), resume: false } });
+    expect(batch).toMatchObject({
+      version: 1,
+      jobId: spec.jobId,
+      partition: "main",
+      wrapper: join(spec.jobDir, "job.sh"),
+      submit: { tag: expect.stringMatching(new RegExp(`^${spec.jobId}\\.[0-9a-f]{8}$`)), resume: false },
+    });
     expect(existsSync(join(spec.jobDir, "batch.env"))).toBe(true);
     expect(readFileSync(join(spec.jobDir, "job.sh"), "utf8")).toMatch(/^#!\/bin\/bash\n/);
   });
@@ -48,7 +57,8 @@ describe("submit", () => {
     const results = await Promise.allSettled(specs.map((s) => backend.submit(s)));
     // Which run each job landed in depends on timing (MicroBatcher's own test covers that); each
     // job gets its own answer whatever the grouping.
-    for (const i of [0, 2, 4]) expect(results[i]).toMatchObject({ status: "fulfilled", value: { localId: expect.stringMatching(/^fake-running-\d+-\d+$/) } });
+    for (const i of [0, 2, 4])
+      expect(results[i]).toMatchObject({ status: "fulfilled", value: { localId: expect.stringMatching(/^fake-running-\d+-\d+$/) } });
     expect(new Set(results.map((r) => (r.status === "fulfilled" ? r.value.localId : r.status))).size).toBe(4);
     expect(results[1]).toMatchObject({ status: "rejected", reason: { code: "SUBMIT_FAILED", message: "sbatch: error: Invalid account" } });
     expect(results[3]).toMatchObject({ status: "rejected", reason: { code: "BUSY" } });
@@ -74,7 +84,10 @@ describe("submit", () => {
 
   it("invalid descriptions fail before any script runs", async () => {
     const spec = makeJob(root, { executable: "x", environment: [{ name: "BAD NAME", value: "1" }] });
-    await expect(backend.submit(spec)).rejects.toMatchObject({ code: "SUBMIT_FAILED", message: expect.stringContaining("environment variable name") });
+    await expect(backend.submit(spec)).rejects.toMatchObject({
+      code: "SUBMIT_FAILED",
+      message: expect.stringContaining("environment variable name"),
+    });
     const spec2 = makeJob(root, { executable: "x", stdout: "../../etc/owned" });
     await expect(backend.submit(spec2)).rejects.toMatchObject({ code: "SUBMIT_FAILED", message: expect.stringContaining("stdout") });
   });
@@ -85,7 +98,10 @@ describe("cancel", () => {
     const spec = job("x");
     await backend.cancel("fake-running-7", spec);
     expect(readFileSync(join(spec.jobDir, "cancelled-by-fake"), "utf8")).toBe("fake-running-7\n");
-    await expect(backend.cancel("fake-cancelfail", spec)).rejects.toMatchObject({ code: "CANCEL_FAILED", message: expect.stringContaining("not responding") });
+    await expect(backend.cancel("fake-cancelfail", spec)).rejects.toMatchObject({
+      code: "CANCEL_FAILED",
+      message: expect.stringContaining("not responding"),
+    });
     await expect(backend.cancel("fake-cancelhang", spec)).rejects.toMatchObject({ code: "TIMEOUT" });
     await expect(backend.cancel("bad id; rm -rf /", spec)).rejects.toMatchObject({ code: "CANCEL_FAILED" });
   });
@@ -95,7 +111,20 @@ describe("poll", () => {
   const jobs = (...ids: string[]) => ids.map((localId, i) => ({ jobId: `job${i}`, localId, jobDir: join(root, "control", `job${i}`) }));
 
   it("maps every state in one call; missing or garbled lines → unknown, never done", async () => {
-    const m = await backend.poll(jobs("fake-running", "fake-queued", "fake-held", "fake-done3", "fake-done0", "fake-gone", "fake-garbage", "fake-badcode", "fake-bogus", "fake-silent"));
+    const m = await backend.poll(
+      jobs(
+        "fake-running",
+        "fake-queued",
+        "fake-held",
+        "fake-done3",
+        "fake-done0",
+        "fake-gone",
+        "fake-garbage",
+        "fake-badcode",
+        "fake-bogus",
+        "fake-silent",
+      ),
+    );
     expect(Object.fromEntries(m)).toEqual({
       job0: { kind: "active", lrms: "RUNNING" },
       job1: { kind: "active", lrms: "QUEUING" },
@@ -135,7 +164,10 @@ describe("poll", () => {
 
 describe("parsers", () => {
   it("parsePollOutput", () => {
-    const { states, bad } = parsePollOutput("j1 DONE -1 Job died unexpectedly\r\nj2 EXITINGLRMS\n\nj3 DONE 271   Job timeout  \nx y z\nj9 RUNNING\n", ["j1", "j2", "j3", "j4"]);
+    const { states, bad } = parsePollOutput(
+      "j1 DONE -1 Job died unexpectedly\r\nj2 EXITINGLRMS\n\nj3 DONE 271   Job timeout  \nx y z\nj9 RUNNING\n",
+      ["j1", "j2", "j3", "j4"],
+    );
     expect(Object.fromEntries(states)).toEqual({
       j1: { kind: "done", exitCode: -1, message: "Job died unexpectedly" },
       j2: { kind: "active", lrms: "EXITINGLRMS" },

@@ -30,7 +30,10 @@ export interface ScriptBackendOptions {
 
 /** Last non-empty stderr lines, bounded: the failure reason a user or admin gets to see. */
 function reason(r: ScriptResult): string {
-  const lines = r.stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = r.stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   const text = lines.slice(-5).join("; ").slice(0, 1000);
   return text || `exit code ${r.exitCode ?? r.signal ?? "?"}`;
 }
@@ -160,8 +163,18 @@ export class ScriptBackend implements Backend {
     this.limiter = rate > 0 ? new TokenBucket(rate) : UNLIMITED;
     this.log = opts.log.child({ component: "lrms", backend: name });
     const sge = opts.config.lrms.sge;
-    this.env = { JEM_BACKEND: name, SLURM_BIN_PATH: opts.config.lrms.slurm.binPath, SGE_BIN_PATH: sge.binPath, ...(sge.parallelEnvironment ? { JEM_SGE_PE: sge.parallelEnvironment } : {}) };
-    this.submits = new MicroBatcher({ windowMs: BULK_WINDOW_MS, maxWaitMs: BULK_MAX_WAIT_MS, max: BULK_MAX, run: (_k, specs, early) => this.submitBulk(specs, early) });
+    this.env = {
+      JEM_BACKEND: name,
+      SLURM_BIN_PATH: opts.config.lrms.slurm.binPath,
+      SGE_BIN_PATH: sge.binPath,
+      ...(sge.parallelEnvironment ? { JEM_SGE_PE: sge.parallelEnvironment } : {}),
+    };
+    this.submits = new MicroBatcher({
+      windowMs: BULK_WINDOW_MS,
+      maxWaitMs: BULK_MAX_WAIT_MS,
+      max: BULK_MAX,
+      run: (_k, specs, early) => this.submitBulk(specs, early),
+    });
     this.cancels = new MicroBatcher({ windowMs: BULK_WINDOW_MS, max: BULK_MAX, run: (_k, items) => this.cancelBulk(items) });
     if (hasScript(opts.dir, "usage")) this.usage = (jobs) => this.batchUsage(jobs);
   }
@@ -170,7 +183,14 @@ export class ScriptBackend implements Backend {
   readonly usage?: (jobs: Array<{ jobId: string; localId: string }>) => Promise<Map<string, BatchUsage>>;
 
   /** One script run; `ops` batch-system operations are taken from the rate limit first. */
-  private async call(op: "submit" | "cancel" | "poll" | "usage", args: string[], input?: string, runAs?: RunAsJob, ops = 1, onLine?: (line: string) => void): Promise<ScriptResult> {
+  private async call(
+    op: "submit" | "cancel" | "poll" | "usage",
+    args: string[],
+    input?: string,
+    runAs?: RunAsJob,
+    ops = 1,
+    onLine?: (line: string) => void,
+  ): Promise<ScriptResult> {
     const waited = performance.now();
     await this.limiter.take(ops);
     const queuedMs = Math.round(performance.now() - waited);
@@ -189,9 +209,13 @@ export class ScriptBackend implements Backend {
   }
 
   private failure(code: "SUBMIT_FAILED" | "CANCEL_FAILED" | "POLL_FAILED", op: string, r: ScriptResult): BackendError {
-    if (r.timedOut) return new BackendError("TIMEOUT", `${op} timed out after ${this.opts.config.lrms.scriptTimeoutMs} ms`, { stderr: r.stderr });
+    if (r.timedOut)
+      return new BackendError("TIMEOUT", `${op} timed out after ${this.opts.config.lrms.scriptTimeoutMs} ms`, { stderr: r.stderr });
     if (r.spawnError) return new BackendError(code, `${op} could not run: ${r.spawnError}`);
-    return new BackendError(code, reason(r), { stderr: r.stderr.slice(-4096), ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }) });
+    return new BackendError(code, reason(r), {
+      stderr: r.stderr.slice(-4096),
+      ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }),
+    });
   }
 
   /**
@@ -199,9 +223,20 @@ export class ScriptBackend implements Backend {
    * job's options as joboption_* (the `grami` written here), in one shell as the job's account;
    * what they leave becomes the batch file. Their output goes to the job's `errors`.
    */
-  private async stage0(batch: BatchFile, write: WriteJobFile, runAs?: RunAsJob): Promise<{ batch: BatchFile; changes: string[]; log: string }> {
+  private async stage0(
+    batch: BatchFile,
+    write: WriteJobFile,
+    runAs?: RunAsJob,
+  ): Promise<{ batch: BatchFile; changes: string[]; log: string }> {
     await Promise.all([write("batch.env", renderBatchEnv(batch), 0o600), write("grami", renderGrami(gramiOf(batch)), 0o600)]);
-    const args = ["-c", loadStage0Body(this.opts.wrapperDir), "rte-stage0", join(batch.jobDir, "batch.env"), join(batch.jobDir, "grami"), ...stage0Args(batch)];
+    const args = [
+      "-c",
+      loadStage0Body(this.opts.wrapperDir),
+      "rte-stage0",
+      join(batch.jobDir, "batch.env"),
+      join(batch.jobDir, "grami"),
+      ...stage0Args(batch),
+    ];
     const cmd = runAs ? runAs.wrap("/bin/bash", args) : { file: "/bin/bash", args };
     const r = await runScript(cmd.file, cmd.args, {
       timeoutMs: this.opts.config.lrms.scriptTimeoutMs,
@@ -221,7 +256,8 @@ export class ScriptBackend implements Backend {
     }
     const applied = applyStage0(batch, out.vars, this.opts.config);
     await write("grami", renderGrami(applied.grami), 0o600);
-    if (applied.changes.length > 0) this.log.info({ jobId: batch.jobId, rtes: names, changes: applied.changes }, "runtime environments changed the job in stage 0");
+    if (applied.changes.length > 0)
+      this.log.info({ jobId: batch.jobId, rtes: names, changes: applied.changes }, "runtime environments changed the job in stage 0");
     return { batch: applied.batch, changes: applied.changes, log: r.stderr.slice(-4096) };
   }
 
@@ -232,7 +268,9 @@ export class ScriptBackend implements Backend {
   async submit(spec: BatchJobSpec, expected?: Expected): Promise<SubmitResult> {
     try {
       if (spec.submitTag === undefined) spec = { ...spec, submitTag: `${spec.jobId}.${randomBytes(4).toString("hex")}` };
-      const write: WriteJobFile = spec.runAs ? (name, text, mode) => spec.runAs!.writeFile(name, text, mode) : (name, text, mode) => writeAtomic(join(spec.jobDir, name), text, mode);
+      const write: WriteJobFile = spec.runAs
+        ? (name, text, mode) => spec.runAs!.writeFile(name, text, mode)
+        : (name, text, mode) => writeAtomic(join(spec.jobDir, name), text, mode);
       let batch = buildBatchFile(spec, this.opts.config);
       const rte = batch.runtimeEnvironments.length > 0 ? await this.stage0(batch, write, spec.runAs) : undefined;
       if (rte) batch = rte.batch;
@@ -244,7 +282,17 @@ export class ScriptBackend implements Backend {
         write("job.sh", script, 0o700),
       ]);
       const { localId } = await this.submits.add(spec.runAs?.account ?? "", spec, expected);
-      this.log.debug({ jobId: spec.jobId, localId, queue: spec.queue, partition: batch.partition, ...(spec.requestId ? { requestId: spec.requestId } : {}), ...(spec.resume ? { resumed: true } : {}) }, "job submitted to the batch system");
+      this.log.debug(
+        {
+          jobId: spec.jobId,
+          localId,
+          queue: spec.queue,
+          partition: batch.partition,
+          ...(spec.requestId ? { requestId: spec.requestId } : {}),
+          ...(spec.resume ? { resumed: true } : {}),
+        },
+        "job submitted to the batch system",
+      );
       return { localId, ...(rte ? { rteChanges: rte.changes, rteLog: rte.log } : {}) };
     } finally {
       // Failed before its batch (a file, RTE stage 0): the others stop waiting for it.
@@ -256,7 +304,10 @@ export class ScriptBackend implements Backend {
    * One submit run for jobs of one account: one result line per job dir. A job's local id counts
    * from its line on (`early`): its caller records it while the script still starts the others.
    */
-  private async submitBulk(specs: BatchJobSpec[], early?: (i: number, r: { localId: string }) => void): Promise<Array<{ localId: string } | Error>> {
+  private async submitBulk(
+    specs: BatchJobSpec[],
+    early?: (i: number, r: { localId: string }) => void,
+  ): Promise<Array<{ localId: string } | Error>> {
     const onLine = early
       ? (line: string) => {
           const l = parseBulkOutput(line, specs.length).values().next().value;
@@ -264,13 +315,22 @@ export class ScriptBackend implements Backend {
           if (l?.kind === "localid" && n !== undefined && LOCAL_ID.test(l.id)) early(Number(n) - 1, { localId: l.id });
         }
       : undefined;
-    const r = await this.call("submit", specs.map((s) => s.jobDir), undefined, specs[0]!.runAs, specs.length, onLine);
+    const r = await this.call(
+      "submit",
+      specs.map((s) => s.jobDir),
+      undefined,
+      specs[0]!.runAs,
+      specs.length,
+      onLine,
+    );
     const lines = parseBulkOutput(r.stdout, specs.length);
     const failed = r.timedOut || r.exitCode !== 0;
     return specs.map((_, i) => {
       const l = lines.get(i + 1);
       if (l?.kind === "localid") {
-        return LOCAL_ID.test(l.id) ? { localId: l.id } : new BackendError("BAD_OUTPUT", `submit printed an invalid local id: ${JSON.stringify(l.id.slice(0, 200))}`);
+        return LOCAL_ID.test(l.id)
+          ? { localId: l.id }
+          : new BackendError("BAD_OUTPUT", `submit printed an invalid local id: ${JSON.stringify(l.id.slice(0, 200))}`);
       }
       if (l?.kind === "error") return new BackendError("SUBMIT_FAILED", l.reason.slice(0, 1000), { stderr: r.stderr.slice(-4096) });
       if (l?.kind === "busy") return new BackendError("BUSY", l.reason.slice(0, 1000));
@@ -287,7 +347,13 @@ export class ScriptBackend implements Backend {
 
   /** One cancel run for jobs of one account: `<localid> <jobdir>` pairs, one result line per job. */
   private async cancelBulk(items: CancelItem[]): Promise<Array<true | Error>> {
-    const r = await this.call("cancel", items.flatMap((c) => [c.localId, c.jobDir]), undefined, items[0]!.runAs, items.length);
+    const r = await this.call(
+      "cancel",
+      items.flatMap((c) => [c.localId, c.jobDir]),
+      undefined,
+      items[0]!.runAs,
+      items.length,
+    );
     const lines = parseBulkOutput(r.stdout, items.length);
     const failed = r.timedOut || r.exitCode !== 0;
     return items.map((_, i) => {
@@ -319,7 +385,10 @@ export class ScriptBackend implements Backend {
       for (const j of asked) result.set(j.jobId, { kind: "unknown", reason: `${err.code}: ${err.message}` });
       return result;
     }
-    const { states, bad } = parsePollOutput(r.stdout, asked.map((j) => j.jobId));
+    const { states, bad } = parsePollOutput(
+      r.stdout,
+      asked.map((j) => j.jobId),
+    );
     if (bad.length > 0) this.log.warn({ lines: bad.slice(0, 5), count: bad.length }, "poll printed unparseable lines");
     for (const [id, s] of states) result.set(id, s);
     return result;
@@ -333,7 +402,10 @@ export class ScriptBackend implements Backend {
       return undefined;
     });
     if (!r || r.timedOut || r.exitCode !== 0) return new Map();
-    const { usage, bad } = parseUsageOutput(r.stdout, asked.map((j) => j.jobId));
+    const { usage, bad } = parseUsageOutput(
+      r.stdout,
+      asked.map((j) => j.jobId),
+    );
     if (bad > 0) this.log.warn({ count: bad }, "usage printed unparseable lines");
     return usage;
   }

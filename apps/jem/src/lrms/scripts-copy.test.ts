@@ -67,7 +67,10 @@ describe("back-end scripts with mapping on", () => {
     cpSync(SHIPPED, join(priv, "backends"), { recursive: true });
     const mod = resolve(import.meta.dirname, "scripts-copy.ts");
     const code = `import { runnableScriptsDir } from ${JSON.stringify(mod)}; console.log(runnableScriptsDir(${JSON.stringify(join(priv, "backends"))}));`;
-    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { encoding: "utf8", env: { ...process.env, TMPDIR: tmp } }).trim();
+    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
+      encoding: "utf8",
+      env: { ...process.env, TMPDIR: tmp },
+    }).trim();
     expect(out).toMatch(/\/ce-backends-\d+-[A-Za-z0-9]{6}$/);
     expect(existsSync(out)).toBe(false);
     expect(copiesIn(tmp)).toEqual([]);

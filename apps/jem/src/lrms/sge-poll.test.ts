@@ -15,7 +15,20 @@ let backend: Backend;
 /** One accounting(5) line: 45 ':'-separated fields, those poll reads set. */
 function acct(id: number, failed: number, exit: number, wall: number, cpu: number, category: string, maxvmem = 5e6): string {
   const f = Array.from({ length: 45 }, () => "0");
-  Object.assign(f, { 0: "main", 1: "localhost", 2: "g", 3: "u", 4: "name", 5: String(id), 11: String(failed), 12: String(exit), 13: String(wall), 36: `${cpu}.5`, 39: category, 42: String(maxvmem) });
+  Object.assign(f, {
+    0: "main",
+    1: "localhost",
+    2: "g",
+    3: "u",
+    4: "name",
+    5: String(id),
+    11: String(failed),
+    12: String(exit),
+    13: String(wall),
+    36: `${cpu}.5`,
+    39: category,
+    42: String(maxvmem),
+  });
   return f.slice(0, 39).join(":") + ":" + f[39] + ":" + f.slice(40).join(":");
 }
 
@@ -23,7 +36,10 @@ beforeAll(() => {
   root = tempRoot("ce-sgepoll-");
   bin = join(root, "bin");
   mkdirSync(bin);
-  writeFileSync(join(bin, "qstat"), `#!/bin/bash\nd=\${0%/*}\necho "$*" >> "$d/qstat.calls"\n[[ -f $d/qstat.err ]] && { cat "$d/qstat.err" >&2; exit 1; }\nif [[ $1 == -j ]]; then cat "$d/qstat.j"; else cat "$d/qstat.xml"; fi\n`);
+  writeFileSync(
+    join(bin, "qstat"),
+    `#!/bin/bash\nd=\${0%/*}\necho "$*" >> "$d/qstat.calls"\n[[ -f $d/qstat.err ]] && { cat "$d/qstat.err" >&2; exit 1; }\nif [[ $1 == -j ]]; then cat "$d/qstat.j"; else cat "$d/qstat.xml"; fi\n`,
+  );
   chmodSync(join(bin, "qstat"), 0o755);
   process.env.JEM_SGE_ACCOUNTING = join(bin, "accounting");
   backend = createBackend(makeConfig(root, { backend: "sge", callsPerSecond: 1000, sge: { binPath: bin } }), silentLog);
@@ -52,7 +68,18 @@ function jobsFor(ids: number[], marks: Record<number, { done?: string; cancelled
 
 describe("sge poll", () => {
   it("maps live states with one qstat for all jobs (an error state is HELD)", async () => {
-    writeFileSync(join(bin, "qstat.xml"), xml([[1, "qw"], [2, "r"], [3, "hqw"], [4, "Eqw"], [5, "dr"], [6, "s"], [7, "t"]]));
+    writeFileSync(
+      join(bin, "qstat.xml"),
+      xml([
+        [1, "qw"],
+        [2, "r"],
+        [3, "hqw"],
+        [4, "Eqw"],
+        [5, "dr"],
+        [6, "s"],
+        [7, "t"],
+      ]),
+    );
     writeFileSync(join(bin, "accounting"), "");
     const m = await backend.poll(jobsFor([1, 2, 3, 4, 5, 6, 7]));
     const lrms = Object.fromEntries([...m].map(([k, v]) => [k, v.kind === "active" ? v.lrms : v.kind]));
@@ -81,11 +108,27 @@ describe("sge poll", () => {
     const m = await backend.poll(jobsFor([11, 12, 13, 14, 15, 16, 17, 18, 19, 20], { 11: { done: "3 \n" }, 17: { cancelled: true } }));
     expect(Object.fromEntries(m)).toEqual({
       j11: { kind: "done", exitCode: 3, message: "" },
-      j12: { kind: "done", exitCode: 265, message: "Walltime exceeded: the batch system ended the job at its time limit (Grid Engine h_rt=60s)" },
-      j13: { kind: "done", exitCode: 265, message: "CPU time exceeded: the batch system ended the job at its CPU time limit (Grid Engine h_cpu=20s)" },
+      j12: {
+        kind: "done",
+        exitCode: 265,
+        message: "Walltime exceeded: the batch system ended the job at its time limit (Grid Engine h_rt=60s)",
+      },
+      j13: {
+        kind: "done",
+        exitCode: 265,
+        message: "CPU time exceeded: the batch system ended the job at its CPU time limit (Grid Engine h_cpu=20s)",
+      },
       j14: { kind: "done", exitCode: 265, message: "Memory exceeded: the job used more memory than it asked for (Grid Engine h_vmem)" },
-      j15: { kind: "done", exitCode: 265, message: "Limit exceeded: the batch system ended the job at a queue limit (Grid Engine h_rt, h_cpu or h_vmem)" },
-      j16: { kind: "done", exitCode: 265, message: "Cancelled in the batch system by an administrator or killed from outside the job (Grid Engine: died by signal 9)" },
+      j15: {
+        kind: "done",
+        exitCode: 265,
+        message: "Limit exceeded: the batch system ended the job at a queue limit (Grid Engine h_rt, h_cpu or h_vmem)",
+      },
+      j16: {
+        kind: "done",
+        exitCode: 265,
+        message: "Cancelled in the batch system by an administrator or killed from outside the job (Grid Engine: died by signal 9)",
+      },
       j17: { kind: "done", exitCode: 265, message: "Job was cancelled" },
       j18: { kind: "done", exitCode: -1, message: "Job failed in Grid Engine before or while starting (Grid Engine failed code 27)" },
       j19: { kind: "done", exitCode: 0, message: "" },

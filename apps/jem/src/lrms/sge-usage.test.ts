@@ -13,11 +13,26 @@ let backend: Backend;
 /** One accounting(5) line (45 ':'-separated fields) with the fields given (0-based index → value). */
 function acct(set: Record<number, string | number>): string {
   const f: string[] = Array.from({ length: 45 }, () => "0");
-  Object.assign(f, { 0: "main", 1: "n1", 2: "g", 3: "u", 4: "name", 6: "sge", 31: "NONE", 32: "defaultdepartment", 33: "NONE", 34: "1", 35: "0", 39: "NONE", 41: "NONE" });
+  Object.assign(f, {
+    0: "main",
+    1: "n1",
+    2: "g",
+    3: "u",
+    4: "name",
+    6: "sge",
+    31: "NONE",
+    32: "defaultdepartment",
+    33: "NONE",
+    34: "1",
+    35: "0",
+    39: "NONE",
+    41: "NONE",
+  });
   for (const [i, v] of Object.entries(set)) f[Number(i)] = String(v);
   return f.join(":");
 }
-const run = (id: number, start: number, end: number, more: Record<number, string | number> = {}) => acct({ 5: id, 9: start, 10: end, 13: end - start, ...more });
+const run = (id: number, start: number, end: number, more: Record<number, string | number> = {}) =>
+  acct({ 5: id, 9: start, 10: end, 13: end - start, ...more });
 const usage = async (lines: string[], ids: number[]) => {
   writeFileSync(acctFile, ["# Version: 8.1.9", ...lines, ""].join("\n"));
   return backend.usage!(ids.map((id) => ({ jobId: `j${id}`, localId: String(id) })));
@@ -39,7 +54,19 @@ describe("sge usage", () => {
     const real =
       "main:localhost:root:root:sh:3:proj:0:1795827099:1795827099:1795827160:0:0:61:40.579378:10.494585:4636.000000:0:0:0:0:15608:0:0:0.000000:24:0:0:0:4230:2921:NONE:defaultdepartment:NONE:2:0:51.073963:0.000000:0.000000:-l h_rt=0:1:0,h_vmem=500M:0.000000:NONE:0.000000:0:0";
     const u = await usage([real], [3, 4]);
-    expect(u.get("j3")).toEqual({ source: "accounting", start: 1795827099, end: 1795827160, wall: 61, cpu: 51, cpuUser: 41, cpuSystem: 10, maxRssKb: 4636, processors: 2, nodeCount: 1, nodes: "localhost" });
+    expect(u.get("j3")).toEqual({
+      source: "accounting",
+      start: 1795827099,
+      end: 1795827160,
+      wall: 61,
+      cpu: 51,
+      cpuUser: 41,
+      cpuSystem: 10,
+      maxRssKb: 4636,
+      processors: 2,
+      nodeCount: 1,
+      nodes: "localhost",
+    });
     expect(u.has("j4")).toBe(false);
   });
 
@@ -56,8 +83,32 @@ describe("sge usage", () => {
       ],
       [10, 11],
     );
-    expect(u.get("j10")).toEqual({ source: "accounting", start: 2000, end: 2100, wall: 100, cpu: 99, cpuUser: 80, cpuSystem: 19, maxRssKb: 1000, processors: 1, nodeCount: 1, nodes: "n1" });
-    expect(u.get("j11")).toEqual({ source: "accounting", start: 2000, end: 2020, wall: 20, cpu: 22, cpuUser: 18, cpuSystem: 4, maxRssKb: 9000, processors: 12, nodeCount: 3, nodes: "n1,n2,n3" });
+    expect(u.get("j10")).toEqual({
+      source: "accounting",
+      start: 2000,
+      end: 2100,
+      wall: 100,
+      cpu: 99,
+      cpuUser: 80,
+      cpuSystem: 19,
+      maxRssKb: 1000,
+      processors: 1,
+      nodeCount: 1,
+      nodes: "n1",
+    });
+    expect(u.get("j11")).toEqual({
+      source: "accounting",
+      start: 2000,
+      end: 2020,
+      wall: 20,
+      cpu: 22,
+      cpuUser: 18,
+      cpuSystem: 4,
+      maxRssKb: 9000,
+      processors: 12,
+      nodeCount: 3,
+      nodes: "n1,n2,n3",
+    });
   });
 
   it("hostile fields are dropped one by one; a job that never started has no start; no accounting file gives no figures", async () => {

@@ -21,16 +21,29 @@ beforeAll(() => {
   bin = join(root, "bin");
   mkdirSync(bin);
   // Records where its stderr points and that place's directory mode (the temp-file check below).
-  fake("squeue", 'e=$(readlink /proc/$$/fd/2); echo "$e $(stat -c %a "${e%/*}")" > "$d/squeue.stderr"\n[[ -f $d/squeue.err ]] && { cat "$d/squeue.err" >&2; exit 1; }\ncat "$d/squeue.out"');
+  fake(
+    "squeue",
+    'e=$(readlink /proc/$$/fd/2); echo "$e $(stat -c %a "${e%/*}")" > "$d/squeue.stderr"\n[[ -f $d/squeue.err ]] && { cat "$d/squeue.err" >&2; exit 1; }\ncat "$d/squeue.out"',
+  );
   // scontrol -o show job ID → a line with ExitCode from scontrol.tab ("id a:b"), else error
-  fake("scontrol", 'code=$(awk -v id="$4" \'$1 == id { print $2 }\' "$d/scontrol.tab")\n[[ -n $code ]] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }\necho "JobId=$4 JobName=x UserId=root(0) JobState=X Reason=None Dependency=(null) ExitCode=$code DerivedExitCode=0:0"');
+  fake(
+    "scontrol",
+    'code=$(awk -v id="$4" \'$1 == id { print $2 }\' "$d/scontrol.tab")\n[[ -n $code ]] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }\necho "JobId=$4 JobName=x UserId=root(0) JobState=X Reason=None Dependency=(null) ExitCode=$code DerivedExitCode=0:0"',
+  );
   // sacct.err: every call fails; jobcomp.err: only `sacct -c` (no completion log); sacct.dbd.out: what accounting storage answers.
-  fake("sacct", '[[ -f $d/sacct.err || ( $1 == -c && -f $d/jobcomp.err ) ]] && { echo "sacct: error" >&2; exit 1; }\n[[ $1 != -c && -f $d/sacct.dbd.out ]] && { cat "$d/sacct.dbd.out"; exit; }\ncat "$d/sacct.out"');
-  backend = createBackend(makeConfig(root, { backend: "slurm", callsPerSecond: 1000, slurm: { binPath: bin, extraDirectives: [] } }), silentLog);
+  fake(
+    "sacct",
+    '[[ -f $d/sacct.err || ( $1 == -c && -f $d/jobcomp.err ) ]] && { echo "sacct: error" >&2; exit 1; }\n[[ $1 != -c && -f $d/sacct.dbd.out ]] && { cat "$d/sacct.dbd.out"; exit; }\ncat "$d/sacct.out"',
+  );
+  backend = createBackend(
+    makeConfig(root, { backend: "slurm", callsPerSecond: 1000, slurm: { binPath: bin, extraDirectives: [] } }),
+    silentLog,
+  );
 });
 
 beforeEach(() => {
-  for (const f of ["squeue.err", "sacct.err", "jobcomp.err", "sacct.dbd.out", "squeue.calls", "scontrol.calls", "sacct.calls"]) rmSync(join(bin, f), { force: true });
+  for (const f of ["squeue.err", "sacct.err", "jobcomp.err", "sacct.dbd.out", "squeue.calls", "scontrol.calls", "sacct.calls"])
+    rmSync(join(bin, f), { force: true });
 });
 
 function fixtures(squeue: string, scontrol: string, sacct: string) {
@@ -52,7 +65,9 @@ function jobsFor(ids: number[], doneFiles: Record<number, string> = {}) {
 
 const calls = (name: string) => {
   try {
-    return readFileSync(join(bin, `${name}.calls`), "utf8").trim().split("\n");
+    return readFileSync(join(bin, `${name}.calls`), "utf8")
+      .trim()
+      .split("\n");
   } catch {
     return [];
   }
@@ -62,10 +77,23 @@ describe("slurm poll", () => {
   it("maps squeue states and exit codes in one squeue call", async () => {
     fixtures(
       [
-        "101;PENDING;Priority", "102;PENDING;JobHeldAdmin", "103;PENDING;JobHeldUser", "104;RUNNING;None",
-        "105;SUSPENDED;None", "106;COMPLETING;None", "107;CONFIGURING;None", "108;COMPLETED;None",
-        "109;FAILED;NonZeroExitCode", "110;CANCELLED;None", "111;TIMEOUT;TimeLimit", "112;NODE_FAIL;None",
-        "113;OUT_OF_MEMORY;OutOfMemory", "114;REQUEUE_HOLD;JobHeldAdmin", "115;FAILED;JobLaunchFailure", "116;CANCELLED;None", "garbage line",
+        "101;PENDING;Priority",
+        "102;PENDING;JobHeldAdmin",
+        "103;PENDING;JobHeldUser",
+        "104;RUNNING;None",
+        "105;SUSPENDED;None",
+        "106;COMPLETING;None",
+        "107;CONFIGURING;None",
+        "108;COMPLETED;None",
+        "109;FAILED;NonZeroExitCode",
+        "110;CANCELLED;None",
+        "111;TIMEOUT;TimeLimit",
+        "112;NODE_FAIL;None",
+        "113;OUT_OF_MEMORY;OutOfMemory",
+        "114;REQUEUE_HOLD;JobHeldAdmin",
+        "115;FAILED;JobLaunchFailure",
+        "116;CANCELLED;None",
+        "garbage line",
       ].join("\n"),
       "108 0:0\n109 3:0\n110 0:15\n111 0:15\n112 0:0\n113 0:9\n115 0:9\n116 0:15\n",
       "",
@@ -110,14 +138,20 @@ describe("slurm poll", () => {
       j206: { kind: "done", exitCode: 5, message: "Job failed in RTE" },
       j207: { kind: "unknown", reason: "Job missing from SLURM" },
     });
-    expect(calls("sacct")).toEqual(["-c -n -P -j 202,203,204,205,206,207 -o JobID,State,ExitCode", "-X -D -n -P -j 206,207 -o JobID,State,ExitCode"]);
+    expect(calls("sacct")).toEqual([
+      "-c -n -P -j 202,203,204,205,206,207 -o JobID,State,ExitCode",
+      "-X -D -n -P -j 206,207 -o JobID,State,ExitCode",
+    ]);
   });
 
   it("jobs squeue forgot on a site with slurmdbd and no completion log: sacct -X, ended runs only", async () => {
     fixtures("", "", "");
     writeFileSync(join(bin, "jobcomp.err"), "x");
     // 602's row lags (slurmdbd has not seen it end); 603 was requeued and its last run ended.
-    writeFileSync(join(bin, "sacct.dbd.out"), "601|OUT_OF_MEMORY|0:125\n602|RUNNING|0:0\n603|NODE_FAIL|0:0\n603|COMPLETED|0:0\n999|COMPLETED|0:0\n");
+    writeFileSync(
+      join(bin, "sacct.dbd.out"),
+      "601|OUT_OF_MEMORY|0:125\n602|RUNNING|0:0\n603|NODE_FAIL|0:0\n603|COMPLETED|0:0\n999|COMPLETED|0:0\n",
+    );
     const m = await backend.poll(jobsFor([601, 602, 603, 604]));
     expect(Object.fromEntries(m)).toEqual({
       j601: { kind: "done", exitCode: 381, message: "Memory exceeded: the job used more memory than it asked for (Slurm OUT_OF_MEMORY)" },
@@ -125,7 +159,10 @@ describe("slurm poll", () => {
       j603: { kind: "done", exitCode: 0, message: "" },
       j604: { kind: "unknown", reason: "Job missing from SLURM" },
     });
-    expect(calls("sacct")).toEqual(["-c -n -P -j 601,602,603,604 -o JobID,State,ExitCode", "-X -D -n -P -j 601,602,603,604 -o JobID,State,ExitCode"]);
+    expect(calls("sacct")).toEqual([
+      "-c -n -P -j 601,602,603,604 -o JobID,State,ExitCode",
+      "-X -D -n -P -j 601,602,603,604 -o JobID,State,ExitCode",
+    ]);
   });
 
   it("a single purged id (squeue 'Invalid job id') is an answer, not a failure", async () => {

@@ -45,7 +45,8 @@ async function submit(desc: Partial<JobDescription>, opts: Partial<BatchJobSpec>
 }
 
 /** The submission tag the back end gave the job (batch.json), carried as the Slurm comment. */
-const tagOf = (spec: BatchJobSpec) => (JSON.parse(readFileSync(join(spec.jobDir, "batch.json"), "utf8")) as { submit: { tag: string } }).submit.tag;
+const tagOf = (spec: BatchJobSpec) =>
+  (JSON.parse(readFileSync(join(spec.jobDir, "batch.json"), "utf8")) as { submit: { tag: string } }).submit.tag;
 
 const base = (spec: BatchJobSpec, partition = "main") => [
   "#SBATCH --no-requeue",
@@ -60,7 +61,13 @@ describe("slurm submit: sbatch script", () => {
   it("defaults: gridjob, one slot, partition = queue, nice 50; sbatch --parsable id", async () => {
     const { spec, localId, directives, script } = await submit({ executable: "/bin/true" });
     expect(localId).toBe("4242");
-    expect(directives).toEqual([...base(spec), "#SBATCH --nice=50", "#SBATCH -J gridjob", `#SBATCH --comment=${tagOf(spec)}`, "#SBATCH -n 1"]);
+    expect(directives).toEqual([
+      ...base(spec),
+      "#SBATCH --nice=50",
+      "#SBATCH -J gridjob",
+      `#SBATCH --comment=${tagOf(spec)}`,
+      "#SBATCH -n 1",
+    ]);
     expect(script.startsWith("#!/bin/bash\n")).toBe(true);
     expect(script).toContain(`JEM_JOB_ID='${spec.jobId}'`);
     expect(readFileSync(join(spec.jobDir, "sbatch.argv"), "utf8")).toBe(`--parsable ${spec.jobDir}/sbatch.sh\n`);
@@ -103,7 +110,12 @@ describe("slurm submit: sbatch script", () => {
 
   it("partition from queue config, spec override, queue defaults, extra directives, start time", async () => {
     const cfg: ConfigInput = {
-      jobs: { queues: [{ name: "main", allow: [] }, { name: "long", partition: "batch_long", defaultMemoryMB: 512, defaultWallTimeSeconds: 600, allow: [] }] },
+      jobs: {
+        queues: [
+          { name: "main", allow: [] },
+          { name: "long", partition: "batch_long", defaultMemoryMB: 512, defaultWallTimeSeconds: 600, allow: [] },
+        ],
+      },
       lrms: { slurm: { binPath: bin, extraDirectives: ["--qos=grid", "--constraint=avx2"] } },
     };
     const a = await submit({ startTime: new Date("2030-01-02T03:04:05Z") }, { queue: "long" }, cfg);
@@ -164,7 +176,10 @@ describe("slurm submit: sbatch script", () => {
 
       const spec2 = makeJob(root, {});
       writeFileSync(join(spec2.jobDir, "fake-mode"), "fatal\n");
-      await expect(be.submit(spec2)).rejects.toMatchObject({ code: "SUBMIT_FAILED", message: expect.stringContaining("invalid partition") });
+      await expect(be.submit(spec2)).rejects.toMatchObject({
+        code: "SUBMIT_FAILED",
+        message: expect.stringContaining("invalid partition"),
+      });
       expect(readFileSync(join(spec2.jobDir, "sbatch.count"), "utf8").trim()).toBe("1");
     } finally {
       delete process.env.SBATCH_PARTITION;
@@ -175,11 +190,18 @@ describe("slurm submit: sbatch script", () => {
   it("bulk: one run for concurrent jobs, a per-job failure fails only that job; a recorded tag is adopted, never submitted again", async () => {
     const config = makeConfig(root, { backend: "slurm", slurm: { binPath: bin, extraDirectives: [] } });
     const be = createBackend(config, silentLog);
-    const [a, b, c] = [makeJob(root, { executable: "/bin/true" }), makeJob(root, { executable: "/bin/true" }), makeJob(root, { executable: "/bin/true" })];
+    const [a, b, c] = [
+      makeJob(root, { executable: "/bin/true" }),
+      makeJob(root, { executable: "/bin/true" }),
+      makeJob(root, { executable: "/bin/true" }),
+    ];
     writeFileSync(join(b.jobDir, "fake-mode"), "fatal\n");
     const r = await Promise.allSettled([a, b, c].map((s) => be.submit(s)));
     expect(r[0]).toEqual({ status: "fulfilled", value: { localId: "4242" } });
-    expect(r[1]).toMatchObject({ status: "rejected", reason: { code: "SUBMIT_FAILED", message: expect.stringContaining("invalid partition") } });
+    expect(r[1]).toMatchObject({
+      status: "rejected",
+      reason: { code: "SUBMIT_FAILED", message: expect.stringContaining("invalid partition") },
+    });
     expect(r[2]).toEqual({ status: "fulfilled", value: { localId: "4242" } });
     // Same tag again (a JEM that died before storing the id): the record answers, sbatch is not run.
     const again = { ...a, submitTag: tagOf(a), resume: false };

@@ -26,7 +26,10 @@ beforeAll(() => {
   const root = tempRoot("ce-susage-");
   bin = join(root, "bin");
   mkdirSync(bin);
-  backend = createBackend(makeConfig(root, { backend: "slurm", callsPerSecond: 1000, slurm: { binPath: bin, extraDirectives: [] } }), silentLog);
+  backend = createBackend(
+    makeConfig(root, { backend: "slurm", callsPerSecond: 1000, slurm: { binPath: bin, extraDirectives: [] } }),
+    silentLog,
+  );
 });
 
 describe("slurm usage", () => {
@@ -42,9 +45,37 @@ describe("slurm usage", () => {
       ].join("\n"),
       "",
     );
-    const u = await backend.usage!([{ jobId: "jA", localId: "201" }, { jobId: "jB", localId: "202" }, { jobId: "jC", localId: "203" }]);
-    expect(u.get("jA")).toEqual({ source: "sacct", start: 1700000000, end: 1700000100, wall: 100, cpu: 91, cpuUser: 80, cpuSystem: 11, maxRssKb: 1572864, processors: 4, nodeCount: 1, nodes: "n1" });
-    expect(u.get("jB")).toEqual({ source: "sacct", start: 1700000100, end: 1700003700, wall: 3600, cpu: 86400, cpuUser: 82800, cpuSystem: 3600, maxRssKb: 10240, processors: 16, nodeCount: 2, nodes: "n[1-2]" });
+    const u = await backend.usage!([
+      { jobId: "jA", localId: "201" },
+      { jobId: "jB", localId: "202" },
+      { jobId: "jC", localId: "203" },
+    ]);
+    expect(u.get("jA")).toEqual({
+      source: "sacct",
+      start: 1700000000,
+      end: 1700000100,
+      wall: 100,
+      cpu: 91,
+      cpuUser: 80,
+      cpuSystem: 11,
+      maxRssKb: 1572864,
+      processors: 4,
+      nodeCount: 1,
+      nodes: "n1",
+    });
+    expect(u.get("jB")).toEqual({
+      source: "sacct",
+      start: 1700000100,
+      end: 1700003700,
+      wall: 3600,
+      cpu: 86400,
+      cpuUser: 82800,
+      cpuSystem: 3600,
+      maxRssKb: 10240,
+      processors: 16,
+      nodeCount: 2,
+      nodes: "n[1-2]",
+    });
     expect(u.has("jC")).toBe(false);
   });
 
@@ -62,7 +93,11 @@ describe("slurm usage", () => {
       ].join("\n"),
       "",
     );
-    const u = await backend.usage!([{ jobId: "jA", localId: "501" }, { jobId: "jB", localId: "502" }, { jobId: "jC", localId: "503" }]);
+    const u = await backend.usage!([
+      { jobId: "jA", localId: "501" },
+      { jobId: "jB", localId: "502" },
+      { jobId: "jC", localId: "503" },
+    ]);
     expect(u.has("jA")).toBe(false);
     expect(u.has("jB")).toBe(false);
     expect(u.get("jC")).toMatchObject({ source: "sacct", end: 1700000009, cpu: 7, cpuUser: 6, cpuSystem: 1, maxRssKb: 170000 });
@@ -71,7 +106,15 @@ describe("slurm usage", () => {
   it("without accounting storage reads the job completion log: times, processors, nodes, no CPU or memory", async () => {
     fakeSacct(undefined, "301|1700000000|1700000007|7|||||2|1|localhost\n");
     const u = await backend.usage!([{ jobId: "jA", localId: "301" }]);
-    expect(u.get("jA")).toEqual({ source: "jobcomp", start: 1700000000, end: 1700000007, wall: 7, processors: 2, nodeCount: 1, nodes: "localhost" });
+    expect(u.get("jA")).toEqual({
+      source: "jobcomp",
+      start: 1700000000,
+      end: 1700000007,
+      wall: 7,
+      processors: 2,
+      nodeCount: 1,
+      nodes: "localhost",
+    });
   });
 
   it("hostile output is dropped field by field; a failed sacct gives no figures, not an error", async () => {

@@ -77,9 +77,7 @@ export interface SubmitResult {
  * INLRMS and asks again (a failed batch query must never look like "finished").
  */
 export type PollState =
-  | { kind: "active"; lrms: LrmsState }
-  | { kind: "done"; exitCode: number; message: string }
-  | { kind: "unknown"; reason: string };
+  { kind: "active"; lrms: LrmsState } | { kind: "done"; exitCode: number; message: string } | { kind: "unknown"; reason: string };
 
 export interface Backend {
   readonly name: string;

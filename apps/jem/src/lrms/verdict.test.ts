@@ -24,7 +24,10 @@ describe("failure texts a user can read (reasons in words)", () => {
   });
 
   it("a missing executable or stdin is the user's mistake, not the site's", () => {
-    expect(describeEnd(127, "Executable ./run.sh not found")).toEqual({ text: "LRMS error: (127) Executable ./run.sh not found", cause: "user" });
+    expect(describeEnd(127, "Executable ./run.sh not found")).toEqual({
+      text: "LRMS error: (127) Executable ./run.sh not found",
+      cause: "user",
+    });
     expect(describeEnd(1, "Standard input file in.txt not found").cause).toBe("user");
   });
 
@@ -45,7 +48,10 @@ describe("failure texts a user can read (reasons in words)", () => {
   });
 
   it("an end without an exit code says so", () => {
-    expect(describeEnd(-1, "")).toEqual({ text: "LRMS error: (-1) Job ended for an unknown reason (no exit code from the batch system)", cause: "internal" });
+    expect(describeEnd(-1, "")).toEqual({
+      text: "LRMS error: (-1) Job ended for an unknown reason (no exit code from the batch system)",
+      cause: "internal",
+    });
   });
 
   it("signal ends are recognised from the code or the wrapper's words", () => {

@@ -64,6 +64,7 @@ export function describeEnd(code: number, message: string): Verdict {
   // cancel the CE did not ask for, a signal from outside) is the site's to look at.
   if (msg !== "") return { text: `LRMS error: (${code}) ${msg}`, cause: "internal" };
   if (name) return { text: `LRMS error: (${code}) Job was killed by ${name}`, cause: "internal" };
-  if (code < 0) return { text: `LRMS error: (${code}) Job ended for an unknown reason (no exit code from the batch system)`, cause: "internal" };
+  if (code < 0)
+    return { text: `LRMS error: (${code}) Job ended for an unknown reason (no exit code from the batch system)`, cause: "internal" };
   return { text: `LRMS error: (${code}) The executable exited with code ${code}`, cause: "user" };
 }

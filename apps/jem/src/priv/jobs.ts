@@ -36,7 +36,10 @@ export async function batchResult(ctx: JemContext, jobId: string): Promise<{ don
     const { done, diag } = await ctx.priv.collectFiles(jobId);
     return { done, diag };
   }
-  const [done, diag] = (await fileq.run([["read", ctx.control.file(jobId, "lrms_done")], ["read", ctx.control.file(jobId, "diag")]])) as Array<string | null>;
+  const [done, diag] = (await fileq.run([
+    ["read", ctx.control.file(jobId, "lrms_done")],
+    ["read", ctx.control.file(jobId, "diag")],
+  ])) as Array<string | null>;
   return { done: done ?? undefined, diag: diag ?? undefined };
 }
 

@@ -1,5 +1,16 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CompiledConfig } from "@ce/config";
@@ -23,9 +34,19 @@ describe.skipIf(!ROOT)("the privileged component", () => {
   let system: string;
   let ceAccount: string;
 
-  const config = (rules: Array<Record<string, unknown>>) => ({ mapping: { rules, onNoMatch: "refuse", minUid: 1000 } }) as unknown as CompiledConfig;
+  const config = (rules: Array<Record<string, unknown>>) =>
+    ({ mapping: { rules, onNoMatch: "refuse", minUid: 1000 } }) as unknown as CompiledConfig;
   const setLocal = (account: string, u = uid(account), g = gid(account)) =>
-    control.write(ID, "local", formatKeyValues([["globalid", ID], ["localuser", account], ["localuid", u], ["localgid", g]]));
+    control.write(
+      ID,
+      "local",
+      formatKeyValues([
+        ["globalid", ID],
+        ["localuser", account],
+        ["localuid", u],
+        ["localgid", g],
+      ]),
+    );
 
   beforeAll(async () => {
     user = await accounts.add("u");
@@ -46,7 +67,9 @@ describe.skipIf(!ROOT)("the privileged component", () => {
   it("refuses to start when mapped accounts could not reach the session root", async () => {
     chmodSync(dir, 0o700);
     try {
-      await expect(Privileged.create(config([{ match: "*", user }]), control)).rejects.toThrow(`${dir} is not traversable by other users (o+x)`);
+      await expect(Privileged.create(config([{ match: "*", user }]), control)).rejects.toThrow(
+        `${dir} is not traversable by other users (o+x)`,
+      );
     } finally {
       chmodSync(dir, 0o711);
     }
@@ -66,7 +89,9 @@ describe.skipIf(!ROOT)("the privileged component", () => {
     await setLocal(user, uid(user) + 1);
     await expect(priv.accountFor(ID)).rejects.toThrow(/is uid \d+\/gid \d+ now/);
     await setLocal(user);
-    await expect(priv.accountFor(ID, { account: unlisted, uid: uid(unlisted), gid: 0, groups: [], rule: "x" })).rejects.toThrow("the local file and the job record name different accounts");
+    await expect(priv.accountFor(ID, { account: unlisted, uid: uid(unlisted), gid: 0, groups: [], rule: "x" })).rejects.toThrow(
+      "the local file and the job record name different accounts",
+    );
     await control.write(ID, "local", "globalid=x\n");
     await expect(priv.accountFor(ID)).rejects.toThrow("has no mapped account");
 
@@ -84,7 +109,16 @@ describe.skipIf(!ROOT)("the privileged component", () => {
   it("prepares a session of plain files and directories in process, with the modes chown/chmod -R give", async () => {
     const id2 = "0a1b2c3d-0000-4000-8000-00000000000b";
     await control.createJobDirs(id2);
-    await control.write(id2, "local", formatKeyValues([["globalid", id2], ["localuser", user], ["localuid", uid(user)], ["localgid", gid(user)]]));
+    await control.write(
+      id2,
+      "local",
+      formatKeyValues([
+        ["globalid", id2],
+        ["localuser", user],
+        ["localuid", uid(user)],
+        ["localgid", gid(user)],
+      ]),
+    );
     const priv = (await Privileged.create(config([{ match: "*", user }]), control))!;
     const as = await priv.accountFor(id2);
     const session = control.sessionDir(id2);
@@ -94,11 +128,28 @@ describe.skipIf(!ROOT)("the privileged component", () => {
     writeFileSync(join(session, "private"), "x", { mode: 0o600 });
     await priv.prepareSession(id2, as);
     const ceGid = statSync(control.root).gid;
-    for (const [p, mode] of [[session, 0o2770], [join(session, "sub"), 0o2770], [join(session, "sub", "deep"), 0o2770], [join(session, "sub", "deep", "in.txt"), 0o660], [join(session, "run.sh"), 0o770], [join(session, "private"), 0o660]] as const) {
+    for (const [p, mode] of [
+      [session, 0o2770],
+      [join(session, "sub"), 0o2770],
+      [join(session, "sub", "deep"), 0o2770],
+      [join(session, "sub", "deep", "in.txt"), 0o660],
+      [join(session, "run.sh"), 0o770],
+      [join(session, "private"), 0o660],
+    ] as const) {
       expect([p, statSync(p).uid, statSync(p).gid, statSync(p).mode & 0o7777]).toEqual([p, as.uid, ceGid, mode]);
     }
     // A file the job may write (group CE, setgid dirs): what the job creates there stays the CE's group.
-    execFileSync("setpriv", [`--reuid=${as.uid}`, `--regid=${as.gid}`, "--init-groups", "--", "/bin/sh", "-c", 'echo out > "$1"/sub/out.txt', "t", session]);
+    execFileSync("setpriv", [
+      `--reuid=${as.uid}`,
+      `--regid=${as.gid}`,
+      "--init-groups",
+      "--",
+      "/bin/sh",
+      "-c",
+      'echo out > "$1"/sub/out.txt',
+      "t",
+      session,
+    ]);
     expect(statSync(join(session, "sub", "out.txt")).gid).toBe(ceGid);
   });
 

@@ -64,12 +64,17 @@ export class Privileged {
   static async create(config: CompiledConfig, control: ControlDir): Promise<Privileged | undefined> {
     if (!config.mapping) return undefined;
     if (process.geteuid?.() !== 0) {
-      throw new Error("mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see docs/security.md \"Privilege separation\")");
+      throw new Error(
+        'mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see docs/security.md "Privilege separation")',
+      );
     }
     // Jobs reach their session and batch dirs by path: every ancestor must be traversable.
     for (const root of [control.root, control.sessionRoot]) {
       for (let d = dirname(root); ; d = dirname(d)) {
-        if (((await stat(d)).mode & 0o001) === 0) throw new Error(`mapping is on but ${d} is not traversable by other users (o+x), so mapped accounts cannot reach ${root}: chmod o+x ${d}`);
+        if (((await stat(d)).mode & 0o001) === 0)
+          throw new Error(
+            `mapping is on but ${d} is not traversable by other users (o+x), so mapped accounts cannot reach ${root}: chmod o+x ${d}`,
+          );
         if (d === dirname(d)) break;
       }
     }
@@ -115,13 +120,17 @@ export class Privileged {
     const name = kv.localuser;
     const uid = Number(kv.localuid);
     const gid = Number(kv.localgid);
-    if (!name || !Number.isInteger(uid) || !Number.isInteger(gid)) throw new PrivRefused(`job ${jobId} has no mapped account in its local file`);
+    if (!name || !Number.isInteger(uid) || !Number.isInteger(gid))
+      throw new PrivRefused(`job ${jobId} has no mapped account in its local file`);
     if (!ACCOUNT_NAME.test(name)) throw new PrivRefused(`job ${jobId}: ${JSON.stringify(name)} is not an account name`);
-    if (record && (record.account !== name || record.uid !== uid)) throw new PrivRefused(`job ${jobId}: the local file and the job record name different accounts`);
-    if (!(await this.targets()).has(name)) throw new PrivRefused(`job ${jobId}: account ${name} is not a mapping target of the current configuration`);
+    if (record && (record.account !== name || record.uid !== uid))
+      throw new PrivRefused(`job ${jobId}: the local file and the job record name different accounts`);
+    if (!(await this.targets()).has(name))
+      throw new PrivRefused(`job ${jobId}: account ${name} is not a mapping target of the current configuration`);
     const a = await this.lookup(name);
     if (!a) throw new PrivRefused(`job ${jobId}: account ${name} does not exist`);
-    if (a.uid !== uid || a.gid !== gid) throw new PrivRefused(`job ${jobId}: account ${name} is uid ${a.uid}/gid ${a.gid} now, ${uid}/${gid} at submission`);
+    if (a.uid !== uid || a.gid !== gid)
+      throw new PrivRefused(`job ${jobId}: account ${name} is uid ${a.uid}/gid ${a.gid} now, ${uid}/${gid} at submission`);
     const why = accountProblem(a, { minUid: this.config.mapping!.minUid, ceUids: this.ceUids, ceGids: [this.ceGid] });
     if (why) throw new PrivRefused(`job ${jobId}: ${why}`);
     return { account: name, uid, gid };
@@ -148,8 +157,18 @@ export class Privileged {
   /** The environment a process of the account gets: nothing of the JEM's (secrets may be there). */
   envFor(as: RunAs, extra: Record<string, string>): Record<string, string> {
     // The batch system's own client settings: Slurm's configuration file, the Grid Engine cell.
-    const keep = Object.entries(process.env).filter(([k]) => k === "SLURM_CONF" || k.startsWith("JEM_SLURM_") || SGE_ENV.has(k) || k.startsWith("JEM_SGE_"));
-    return { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", USER: as.account, LOGNAME: as.account, HOME: "/", ...Object.fromEntries(keep) as Record<string, string>, ...extra };
+    const keep = Object.entries(process.env).filter(
+      ([k]) => k === "SLURM_CONF" || k.startsWith("JEM_SLURM_") || SGE_ENV.has(k) || k.startsWith("JEM_SGE_"),
+    );
+    return {
+      PATH: "/usr/local/bin:/usr/bin:/bin",
+      LANG: "C.UTF-8",
+      USER: as.account,
+      LOGNAME: as.account,
+      HOME: "/",
+      ...(Object.fromEntries(keep) as Record<string, string>),
+      ...extra,
+    };
   }
 
   /** What a back end needs to run one job's scripts as its account. */

@@ -16,8 +16,33 @@ const SRC = join(import.meta.dirname, "..");
 /** Everything in node:fs and node:fs/promises that changes the file system or opens for writing. */
 const CHANGES = new Set(
   [
-    "writeFile", "appendFile", "rm", "rmdir", "unlink", "rename", "mkdir", "mkdtemp", "chmod", "lchmod", "fchmod", "chown", "lchown", "fchown",
-    "symlink", "link", "copyFile", "cp", "truncate", "ftruncate", "utimes", "lutimes", "futimes", "open", "write", "writev", "createWriteStream",
+    "writeFile",
+    "appendFile",
+    "rm",
+    "rmdir",
+    "unlink",
+    "rename",
+    "mkdir",
+    "mkdtemp",
+    "chmod",
+    "lchmod",
+    "fchmod",
+    "chown",
+    "lchown",
+    "fchown",
+    "symlink",
+    "link",
+    "copyFile",
+    "cp",
+    "truncate",
+    "ftruncate",
+    "utimes",
+    "lutimes",
+    "futimes",
+    "open",
+    "write",
+    "writev",
+    "createWriteStream",
   ].flatMap((n) => [n, `${n}Sync`]),
 );
 
@@ -28,8 +53,7 @@ const OWNERS = new Set(["priv/rootfs.ts", "priv/rootfs-cache.ts"]);
 const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
   "lrms/scripts-copy.ts": {
     names: ["mkdtempSync", "cpSync", "chmodSync", "rmSync"],
-    why:
-      "the back-end scripts' private copy: a fresh mkdtemp dir (root's, nothing group/other-writable) that only root writes; stale copies are removed only when lstat shows a real directory owned by the JEM's uid, and in the sticky temp dir no other user can rename or replace a root-owned entry",
+    why: "the back-end scripts' private copy: a fresh mkdtemp dir (root's, nothing group/other-writable) that only root writes; stale copies are removed only when lstat shows a real directory owned by the JEM's uid, and in the sticky temp dir no other user can rename or replace a root-owned entry",
   },
   "contain/cgroup.ts": {
     names: ["mkdir", "rmdir", "writeFile"],
@@ -66,7 +90,11 @@ export function fsChanges(source: string): string[] {
     const braces = /\{([^}]*)\}/.exec(clause);
     if (clause.replace(/\{[^}]*\}/, "").replace(/[\s,]/g, "") !== "") out.push("*");
     for (const part of braces?.[1]?.split(",") ?? []) {
-      const name = part.trim().replace(/^type\s+/, "").split(/\s+as\s+/)[0]!.trim();
+      const name = part
+        .trim()
+        .replace(/^type\s+/, "")
+        .split(/\s+as\s+/)[0]!
+        .trim();
       if (!part.trim().startsWith("type ") && CHANGES.has(name)) out.push(name);
     }
   }
@@ -97,7 +125,10 @@ describe("the JEM's root file operations stay in priv/rootfs", () => {
   it("every listed exception still exists and still needs its names (the list does not rot)", () => {
     for (const [rel, { names }] of Object.entries(EXCEPTIONS)) {
       const used = new Set(fsChanges(readFileSync(join(SRC, rel), "utf8")));
-      expect(names.filter((n) => !used.has(n)), rel).toEqual([]);
+      expect(
+        names.filter((n) => !used.has(n)),
+        rel,
+      ).toEqual([]);
     }
   });
 

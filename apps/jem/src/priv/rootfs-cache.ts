@@ -24,7 +24,10 @@ const NOFOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NO
 
 export class CacheDirError extends Error {
   readonly code = "CACHE_DIR_UNUSABLE";
-  constructor(readonly path: string, reason: string) {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
     super(`cache directory ${path}: ${reason}`);
     this.name = "CacheDirError";
   }
@@ -104,7 +107,11 @@ export async function findEntry(root: string, hash: string): Promise<CacheEntry 
   const st = await lstat(dataPath(root, hash)).catch(() => undefined);
   if (!st?.isFile()) return undefined;
   const m = await lstat(metaPath(root, hash)).catch(() => undefined);
-  const meta = m?.isFile() ? await readFile(metaPath(root, hash), "utf8").then((t) => JSON.parse(t) as CacheMeta).catch(() => undefined) : undefined;
+  const meta = m?.isFile()
+    ? await readFile(metaPath(root, hash), "utf8")
+        .then((t) => JSON.parse(t) as CacheMeta)
+        .catch(() => undefined)
+    : undefined;
   return { root, hash, size: st.size, nlink: st.nlink, lastUse: m?.mtimeMs ?? st.mtimeMs, meta };
 }
 
@@ -130,7 +137,13 @@ export async function removeTemps(root: string, hash: string, olderThanMs = 0): 
     const p = `${root}/tmp/${e.name}`;
     const st = await lstat(p).catch(() => undefined);
     if (!st || Date.now() - st.mtimeMs < olderThanMs) continue;
-    if (await unlink(p).then(() => true, () => false)) n++;
+    if (
+      await unlink(p).then(
+        () => true,
+        () => false,
+      )
+    )
+      n++;
   }
   return n;
 }
@@ -160,7 +173,10 @@ export async function commitEntry(root: string, hash: string, tmpName: string, m
   await rename(metaTmp, metaPath(root, hash));
   await rename(tmp, dataPath(root, hash));
   const dh = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  await dh.sync().catch(() => undefined).finally(() => dh.close());
+  await dh
+    .sync()
+    .catch(() => undefined)
+    .finally(() => dh.close());
 }
 
 /**
@@ -168,14 +184,22 @@ export async function commitEntry(root: string, hash: string, tmpName: string, m
  * account (0700) on first use. Returns the link's path (what the session's symbolic link names).
  * ENOENT: the cached file went meanwhile (the cleaner); the caller looks again.
  */
-export async function linkForJob(root: string, hash: string, jobId: string, owner: { uid: number; gid: number } | undefined): Promise<string> {
+export async function linkForJob(
+  root: string,
+  hash: string,
+  jobId: string,
+  owner: { uid: number; gid: number } | undefined,
+): Promise<string> {
   const links = await Dir.open(`${root}/joblinks`);
   let jd: Dir;
   try {
-    const made = await mkdir(links.at(jobId), { mode: PRIVATE }).then(() => true, (e: unknown) => {
-      if (errnoOf(e) !== "EEXIST") throw e;
-      return false;
-    });
+    const made = await mkdir(links.at(jobId), { mode: PRIVATE }).then(
+      () => true,
+      (e: unknown) => {
+        if (errnoOf(e) !== "EEXIST") throw e;
+        return false;
+      },
+    );
     jd = await links.child(jobId);
     if (made && owner) await jd.handle.chown(owner.uid, owner.gid);
   } finally {

@@ -25,7 +25,8 @@ import type { ControlDir } from "@ce/controldir";
 const ATTEMPTS = 3;
 const RETRY: ReadonlySet<string> = new Set(["race", "not-dir", "symlink", "missing", "is-dir"]);
 
-const gone = async (path: string) => (await lstat(path).catch((e: unknown) => ((e as NodeJS.ErrnoException).code === "ENOENT" ? undefined : e))) === undefined;
+const gone = async (path: string) =>
+  (await lstat(path).catch((e: unknown) => ((e as NodeJS.ErrnoException).code === "ENOENT" ? undefined : e))) === undefined;
 
 /** `remove` until it succeeds or `path` is gone; refusals from a moving tree are retried from the top. */
 async function untilGone(path: string, remove: () => Promise<void>): Promise<void> {
@@ -90,7 +91,13 @@ export async function reduceJobDir(control: ControlDir, id: string, keep: Readon
  * session dir last: the account can enter only once everything below it is done; each entry is
  * opened without following a link and changed through its descriptor.
  */
-export async function handOverPrivateTree(dir: string, top: Stats, to: { uid: number; gid: number }, ceUids: readonly number[], max: number): Promise<boolean> {
+export async function handOverPrivateTree(
+  dir: string,
+  top: Stats,
+  to: { uid: number; gid: number },
+  ceUids: readonly number[],
+  max: number,
+): Promise<boolean> {
   if (!ceUids.includes(top.uid) || (top.mode & 0o077) !== 0) return false;
   const entries: Array<{ path: string; dir: boolean }> = [];
   const todo = [dir];

@@ -13,7 +13,7 @@ class Adler32 implements Checksummer {
   update(chunk: Buffer): void {
     let { a, b } = this;
     // 5552 is the largest n with 255n(n+1)/2 + (n+1)(65520) < 2^32: reduce once per block.
-    for (let i = 0; i < chunk.length; ) {
+    for (let i = 0; i < chunk.length;) {
       const end = Math.min(i + 5552, chunk.length);
       for (; i < end; i++) {
         a += chunk[i]!;

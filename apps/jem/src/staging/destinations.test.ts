@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { compileConfig, type ConfigInput } from "@ce/config";
 import { DestinationRefused, destinationPolicy, parseCidr } from "./destinations.js";
 
-const policy = (staging: ConfigInput["staging"] = {}) => destinationPolicy(compileConfig({ paths: { stateDir: "/tmp/ce-dest-test" }, staging }, "/tmp"));
+const policy = (staging: ConfigInput["staging"] = {}) =>
+  destinationPolicy(compileConfig({ paths: { stateDir: "/tmp/ce-dest-test" }, staging }, "/tmp"));
 const refusal = async (p: ReturnType<typeof policy>, host: string, port = 443) => {
   try {
     await p.resolve(host, port);

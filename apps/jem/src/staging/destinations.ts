@@ -26,15 +26,47 @@ type Family = "ipv4" | "ipv6";
 
 /** Special-purpose ranges refused unless allowed (RFC 6890 and successors), by the name a refusal gives. */
 const RANGES: ReadonlyArray<readonly [string, ReadonlyArray<readonly [string, number, Family]>]> = [
-  ["loopback", [["127.0.0.0", 8, "ipv4"], ["::1", 128, "ipv6"]]],
-  ["unspecified", [["0.0.0.0", 8, "ipv4"], ["::", 128, "ipv6"]]],
-  ["link-local", [["169.254.0.0", 16, "ipv4"], ["fe80::", 10, "ipv6"]]],
-  ["private", [["10.0.0.0", 8, "ipv4"], ["172.16.0.0", 12, "ipv4"], ["192.168.0.0", 16, "ipv4"], ["192.0.0.0", 24, "ipv4"]]],
+  [
+    "loopback",
+    [
+      ["127.0.0.0", 8, "ipv4"],
+      ["::1", 128, "ipv6"],
+    ],
+  ],
+  [
+    "unspecified",
+    [
+      ["0.0.0.0", 8, "ipv4"],
+      ["::", 128, "ipv6"],
+    ],
+  ],
+  [
+    "link-local",
+    [
+      ["169.254.0.0", 16, "ipv4"],
+      ["fe80::", 10, "ipv6"],
+    ],
+  ],
+  [
+    "private",
+    [
+      ["10.0.0.0", 8, "ipv4"],
+      ["172.16.0.0", 12, "ipv4"],
+      ["192.168.0.0", 16, "ipv4"],
+      ["192.0.0.0", 24, "ipv4"],
+    ],
+  ],
   ["shared address space (carrier-grade NAT)", [["100.64.0.0", 10, "ipv4"]]],
   ["benchmarking", [["198.18.0.0", 15, "ipv4"]]],
   ["unique-local", [["fc00::", 7, "ipv6"]]],
   ["site-local", [["fec0::", 10, "ipv6"]]],
-  ["multicast", [["224.0.0.0", 4, "ipv4"], ["ff00::", 8, "ipv6"]]],
+  [
+    "multicast",
+    [
+      ["224.0.0.0", 4, "ipv4"],
+      ["ff00::", 8, "ipv6"],
+    ],
+  ],
   ["reserved", [["240.0.0.0", 4, "ipv4"]]],
 ];
 const SPECIAL = RANGES.map(([name, nets]) => {
@@ -125,7 +157,8 @@ export function destinationPolicy(config: CompiledConfig): DestinationPolicy {
     const family: Family = isIP(ip) === 4 ? "ipv4" : "ipv6";
     for (const l of await resolveListeners()) {
       if (l.port !== port) continue;
-      if (l.addrs === "any" ? isLocal(ip) : l.addrs.some((a) => a === ip || a === address)) return `${ip}:${port} is this CE's own ${l.what} listener (never a staging destination)`;
+      if (l.addrs === "any" ? isLocal(ip) : l.addrs.some((a) => a === ip || a === address))
+        return `${ip}:${port} is this CE's own ${l.what} listener (never a staging destination)`;
     }
     if (allowed.check(ip, family) || (v4 !== undefined && allowed.check(address, "ipv6"))) return undefined;
     const hit = SPECIAL.find(([, b]) => b.check(ip, family));
@@ -135,7 +168,9 @@ export function destinationPolicy(config: CompiledConfig): DestinationPolicy {
   return {
     async resolve(host, port) {
       const literal = host.replace(/^\[|\]$/g, "");
-      const addrs = isIP(literal) ? [{ address: literal, family: isIP(literal) as 4 | 6 }] : await lookup(literal, { all: true, verbatim: true });
+      const addrs = isIP(literal)
+        ? [{ address: literal, family: isIP(literal) as 4 | 6 }]
+        : await lookup(literal, { all: true, verbatim: true });
       let first: string | undefined;
       for (const a of addrs) {
         const why = await refusal(a.address, port);

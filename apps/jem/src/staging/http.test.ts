@@ -17,7 +17,9 @@ describe("redact (URLs in job logs)", () => {
   });
 
   it("keeps the pilot's checksum metadata at the end of the path", () => {
-    expect(redact("davs://se.example.org:443/a/f:checksumtype=adler32:checksumvalue=0badc0de")).toBe("davs://se.example.org:443/a/f:checksumtype=adler32:checksumvalue=0badc0de");
+    expect(redact("davs://se.example.org:443/a/f:checksumtype=adler32:checksumvalue=0badc0de")).toBe(
+      "davs://se.example.org:443/a/f:checksumtype=adler32:checksumvalue=0badc0de",
+    );
   });
 
   it("says so for what is no URL", () => {

@@ -11,7 +11,11 @@ import { DestinationRefused, type DestinationPolicy } from "./destinations.js";
 
 /** A transfer failure; `retryable` = worth another attempt (network, 5xx, 408/429, corrupt data). */
 export class TransferError extends Error {
-  constructor(message: string, readonly retryable: boolean, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+  ) {
     super(message);
     this.name = "TransferError";
     Object.setPrototypeOf(this, new.target.prototype);
@@ -62,7 +66,10 @@ export function transferClient(cred: JobCredential | undefined, opts: ClientOpti
   const headers: Record<string, string> = {};
   if (cred?.type === "x509") {
     const blocks = [...cred.proxyPem.matchAll(PEM_RE)];
-    tlsOpts.cert = blocks.filter((b) => b[1] === "CERTIFICATE").map((b) => b[0]).join("");
+    tlsOpts.cert = blocks
+      .filter((b) => b[1] === "CERTIFICATE")
+      .map((b) => b[0])
+      .join("");
     tlsOpts.key = blocks.find((b) => b[1]!.endsWith("PRIVATE KEY"))?.[0];
   } else if (cred?.type === "jwt") {
     headers.authorization = `Bearer ${cred.token}`;
@@ -95,7 +102,8 @@ export function transferClient(cred: JobCredential | undefined, opts: ClientOpti
 /** Scheme and credential checks before anything is sent; a refusal is final (not retried). */
 function checkTarget(client: TransferClient, url: string): void {
   const scheme = new URL(url).protocol;
-  if (scheme !== "https:" && scheme !== "http:") throw new TransferError(`Unsupported protocol ${scheme.replace(/:$/, "")} in ${redact(url)}`, false);
+  if (scheme !== "https:" && scheme !== "http:")
+    throw new TransferError(`Unsupported protocol ${scheme.replace(/:$/, "")} in ${redact(url)}`, false);
   const refused = client.refuse(url);
   if (refused) throw new TransferError(`token not sent to ${redact(url)}: ${refused}`, false);
 }
@@ -160,7 +168,13 @@ export async function download(client: TransferClient, url: string, dest: Sessio
   let fh: FileHandle | undefined;
   try {
     // undici drops Authorization on a redirect to another origin: a token stays with its audience.
-    const res = await request(url, { method: "GET", dispatcher: client.dispatcher, headers: client.headers, signal: o.signal, maxRedirections: 5 }).catch(wrapNetwork(`input ${redact(url)}`));
+    const res = await request(url, {
+      method: "GET",
+      dispatcher: client.dispatcher,
+      headers: client.headers,
+      signal: o.signal,
+      maxRedirections: 5,
+    }).catch(wrapNetwork(`input ${redact(url)}`));
     if (res.statusCode >= 300) {
       await res.body.dump().catch(() => undefined);
       throw httpError(res.statusCode, `GET ${redact(url)}`);
@@ -184,7 +198,8 @@ export async function download(client: TransferClient, url: string, dest: Sessio
     if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch: got ${bytes} bytes, expected ${o.size}`, true);
     // A corrupt file is the data's fault: final, not retried, naming both values.
     const got = hasher?.digest();
-    if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected)) throw new TransferError(`${sum.alg} checksum mismatch for ${redact(url)}: got ${got}, expected ${sum.expected}`, false);
+    if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected))
+      throw new TransferError(`${sum.alg} checksum mismatch for ${redact(url)}: got ${got}, expected ${sum.expected}`, false);
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
     if (sum && got !== undefined) o.onChecksum?.(`${sum.alg}:${got}`);
     return bytes;
@@ -197,7 +212,7 @@ export async function download(client: TransferClient, url: string, dest: Sessio
 
 /** Positional reads from 0 to `size`: every attempt (retry, after MKCOL) sends the same bytes. */
 async function* readAt(handle: FileHandle, size: number): AsyncGenerator<Buffer> {
-  for (let pos = 0; pos < size; ) {
+  for (let pos = 0; pos < size;) {
     const buf = Buffer.allocUnsafe(Math.min(64 * 1024, size - pos));
     const { bytesRead } = await handle.read(buf, 0, buf.length, pos);
     if (bytesRead === 0) throw new TransferError(`file shrank while uploading (${pos} of ${size} bytes)`, false);
@@ -245,7 +260,12 @@ async function mkcolParents(client: TransferClient, url: string, signal: AbortSi
   for (const p of parts) {
     path += `/${p}`;
     // undici types list only standard methods; MKCOL is WebDAV (RFC 4918).
-    const res = await request(`${u.origin}${path}/`, { method: "MKCOL" as "PUT", dispatcher: client.dispatcher, headers: client.headers, signal }).catch(wrapNetwork(`output collection ${redact(`${u.origin}${path}/`)}`));
+    const res = await request(`${u.origin}${path}/`, {
+      method: "MKCOL" as "PUT",
+      dispatcher: client.dispatcher,
+      headers: client.headers,
+      signal,
+    }).catch(wrapNetwork(`output collection ${redact(`${u.origin}${path}/`)}`));
     await res.body.dump().catch(() => undefined);
     // 201 created, 405 already there, 301/302 some servers redirect collections.
     if (res.statusCode >= 400 && res.statusCode !== 405) throw httpError(res.statusCode, `MKCOL ${redact(`${u.origin}${path}/`)}`);
@@ -253,7 +273,10 @@ async function mkcolParents(client: TransferClient, url: string, signal: AbortSi
 }
 
 /** Exponential backoff with jitter; stops early on abort or non-retryable errors. */
-export async function withRetries<T>(fn: (attempt: number) => Promise<T>, o: { retries: number; baseMs: number; signal: AbortSignal; onRetry?: (e: Error, attempt: number, delayMs: number) => void }): Promise<T> {
+export async function withRetries<T>(
+  fn: (attempt: number) => Promise<T>,
+  o: { retries: number; baseMs: number; signal: AbortSignal; onRetry?: (e: Error, attempt: number, delayMs: number) => void },
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn(attempt);
@@ -264,10 +287,14 @@ export async function withRetries<T>(fn: (attempt: number) => Promise<T>, o: { r
       o.onRetry?.(e as Error, attempt + 1, delay);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, delay);
-        o.signal.addEventListener("abort", () => {
-          clearTimeout(t);
-          resolve();
-        }, { once: true });
+        o.signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(t);
+            resolve();
+          },
+          { once: true },
+        );
       });
       if (o.signal.aborted) throw e;
     }

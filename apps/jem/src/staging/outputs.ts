@@ -25,7 +25,8 @@ export interface OutputPlan {
 /** An `@list` output list is a few lines per file; a bigger one is refused, not read whole. */
 export const MAX_LIST_BYTES = 1024 * 1024;
 
-const wanted = (o: OutputFile, outcome: Outcome) => (outcome === "success" ? o.useIfSuccess : outcome === "failed" ? o.useIfFailure : o.useIfCancel);
+const wanted = (o: OutputFile, outcome: Outcome) =>
+  outcome === "success" ? o.useIfSuccess : outcome === "failed" ? o.useIfFailure : o.useIfCancel;
 const strip = (n: string) => n.replace(/^\/+/, "");
 
 /**
@@ -103,10 +104,13 @@ export async function purgeSession(sessionDir: string, plan: Pick<OutputPlan, "k
         continue;
       }
       // A race the job wins (a directory moved mid-delete) leaves that entry; the wipe retries it.
-      const gone = await removeEntry(dir, name, `/${r}`).then(() => true, (e: unknown) => {
-        if (e instanceof SessionFsError) return false;
-        throw e;
-      });
+      const gone = await removeEntry(dir, name, `/${r}`).then(
+        () => true,
+        (e: unknown) => {
+          if (e instanceof SessionFsError) return false;
+          throw e;
+        },
+      );
       if (gone) removed++;
     }
   };

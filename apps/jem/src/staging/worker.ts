@@ -44,10 +44,13 @@ export function createStagingProcessor(ctx: JemContext) {
   const cache = openInputCache(ctx);
   // Built on the first xrootd-capable client: the site's CA directory plus staging.caFile.
   let certDir: Promise<string | undefined> | undefined;
-  const xrdCertDir = () => (certDir ??= caPem.then((pem) => xrootdCertDir(ctx.config.auth.caDir, pem)).catch((e: unknown) => {
-    ctx.log.error({ err: e }, "xrootd CA directory not built; xrdcp uses its default");
-    return undefined;
-  }));
+  const xrdCertDir = () =>
+    (certDir ??= caPem
+      .then((pem) => xrootdCertDir(ctx.config.auth.caDir, pem))
+      .catch((e: unknown) => {
+        ctx.log.error({ err: e }, "xrootd CA directory not built; xrdcp uses its default");
+        return undefined;
+      }));
 
   return async function processStaging(data: QueueCatalog["staging"]): Promise<void> {
     const job = await ctx.jobs.get(data.jobId);
@@ -64,7 +67,14 @@ export function createStagingProcessor(ctx: JemContext) {
       if (!c) {
         const cred: JobCredential | undefined = await credentialFor(ctx, job, delegationId);
         const { connectTimeoutMs, idleTimeoutMs, allowAnyAudienceTokens } = ctx.config.staging;
-        c = transferClient(cred, { caPem: await caPem, connectTimeoutMs, idleTimeoutMs, allowAnyAudience: allowAnyAudienceTokens, policy, certDir: await xrdCertDir() });
+        c = transferClient(cred, {
+          caPem: await caPem,
+          connectTimeoutMs,
+          idleTimeoutMs,
+          allowAnyAudience: allowAnyAudienceTokens,
+          policy,
+          certDir: await xrdCertDir(),
+        });
         clients.set(key, c);
       }
       return c;
@@ -90,27 +100,43 @@ function transferSignal(ctx: JemContext, ac: AbortController): AbortSignal {
  * One file's transfer: each attempt waits for a slot of the job's owner (FairSlots), runs with it
  * under the per-attempt time bound, and gives it back before any wait for a retry.
  */
-async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController, slots: FairSlots, what: string, protocol: StagingProtocol, fn: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<T>): Promise<T> {
+async function transfer<T>(
+  ctx: JemContext,
+  job: JobRecord,
+  ac: AbortController,
+  slots: FairSlots,
+  what: string,
+  protocol: StagingProtocol,
+  fn: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<T>,
+): Promise<T> {
   const log = jobLog(ctx, job);
   return withRetries(
-    () => slots.run(job.owner, async () => {
-      let bytes = 0;
-      const t0 = Date.now();
-      const progress = setInterval(() => log.info({ what, bytes, seconds: Math.round((Date.now() - t0) / 1000) }, "transfer in progress"), PROGRESS_MS);
-      progress.unref();
-      const direction = what.startsWith("download") ? "in" : "out";
-      try {
-        return await fn(transferSignal(ctx, ac), (n) => {
-          bytes += n;
-          ctx.metrics?.addStagingBytes(direction, n, protocol);
-        });
-      } catch (e) {
-        ctx.metrics?.countStagingFailure(direction, protocol);
-        throw e;
-      } finally {
-        clearInterval(progress);
-      }
-    }, ac.signal),
+    () =>
+      slots.run(
+        job.owner,
+        async () => {
+          let bytes = 0;
+          const t0 = Date.now();
+          const progress = setInterval(
+            () => log.info({ what, bytes, seconds: Math.round((Date.now() - t0) / 1000) }, "transfer in progress"),
+            PROGRESS_MS,
+          );
+          progress.unref();
+          const direction = what.startsWith("download") ? "in" : "out";
+          try {
+            return await fn(transferSignal(ctx, ac), (n) => {
+              bytes += n;
+              ctx.metrics?.addStagingBytes(direction, n, protocol);
+            });
+          } catch (e) {
+            ctx.metrics?.countStagingFailure(direction, protocol);
+            throw e;
+          } finally {
+            clearInterval(progress);
+          }
+        },
+        ac.signal,
+      ),
     {
       retries: ctx.config.staging.maxRetries,
       baseMs: ctx.config.staging.retryBaseMs,
@@ -123,7 +149,14 @@ async function transfer<T>(ctx: JemContext, job: JobRecord, ac: AbortController,
   );
 }
 
-async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, clientFor: ClientFor, slots: FairSlots, cache: InputCache | undefined): Promise<void> {
+async function stageIn(
+  ctx: JemContext,
+  job: JobRecord,
+  ac: AbortController,
+  clientFor: ClientFor,
+  slots: FairSlots,
+  cache: InputCache | undefined,
+): Promise<void> {
   const desc = await readSpec(ctx, job.id);
   if (!desc) return;
   const done = (await readInputStatus(ctx, job.id)).paths;
@@ -154,9 +187,25 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
         });
         const client = await clientFor(f.delegationId ?? desc.delegationId);
         const dest = { dir, name: name!, at: `/${f.name}` };
-        const o = { size: f.size, checksum: f.checksum, options: f.options, mode: f.executable ? 0o755 : undefined, localInputPrefixes: ctx.config.staging.localInputPrefixes, rucio: ctx.config.staging.rucio };
-        const get = (signal: AbortSignal, onBytes: (n: number) => void) => (into: typeof dest, onHeaders?: (h: Record<string, string | string[] | undefined>) => void) =>
-          fetchInput(client, url, into, { ...o, signal, onBytes, onHeaders, onReplica: (pfn) => (replica = pfn), onChecksum: (c) => (sum = c) });
+        const o = {
+          size: f.size,
+          checksum: f.checksum,
+          options: f.options,
+          mode: f.executable ? 0o755 : undefined,
+          localInputPrefixes: ctx.config.staging.localInputPrefixes,
+          rucio: ctx.config.staging.rucio,
+        };
+        const get =
+          (signal: AbortSignal, onBytes: (n: number) => void) =>
+          (into: typeof dest, onHeaders?: (h: Record<string, string | string[] | undefined>) => void) =>
+            fetchInput(client, url, into, {
+              ...o,
+              signal,
+              onBytes,
+              onHeaders,
+              onReplica: (pfn) => (replica = pfn),
+              onChecksum: (c) => (sum = c),
+            });
         // The input cache (cache/): one download per URL for the site, a link or copy for the job.
         ({ bytes: size, fromCache } = await transfer(ctx, job, ac, slots, `download ${f.name}`, scheme, (signal, onBytes) =>
           cachedDownload(ctx, cache, { job, desc, file: f, client, dest, signal, download: get(signal, onBytes) }),
@@ -165,9 +214,17 @@ async function stageIn(ctx: JemContext, job: JobRecord, ac: AbortController, cli
         await dir.close();
       }
       await appendInputs(ctx.control, job.id, [f.name]);
-      await ctx.control.append(job.id, "statistics", `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=${fromCache ? "yes" : "no"}`);
+      await ctx.control.append(
+        job.id,
+        "statistics",
+        `inputfile:url=${redact(url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()},fromcache=${fromCache ? "yes" : "no"}`,
+      );
       ctx.metrics?.countStagingFile("in", fromCache ? "cache" : scheme);
-      await logErrors(ctx, job.id, `Staging: ${fromCache ? "from the cache:" : "downloaded"} ${redact(url)} -> /${f.name} (${fileFacts({ replica, bytes: size, checksum: sum, start })})`);
+      await logErrors(
+        ctx,
+        job.id,
+        `Staging: ${fromCache ? "from the cache:" : "downloaded"} ${redact(url)} -> /${f.name} (${fileFacts({ replica, bytes: size, checksum: sum, start })})`,
+      );
     } catch (e) {
       if (ac.signal.aborted) return;
       // Redis trouble (the credential lookup) is not the file's fault: the whole stage-in is redone after it.
@@ -209,7 +266,13 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
     for (const r of plan.refused) await refuse(r);
     const sent = outputStatusNames((await ctx.control.read(job.id, "output_status")) ?? "");
     // Directory outputs become one upload per file; `dir/` + target collection URL.
-    const items: Array<{ name: string; url: string; delegationId?: string | undefined; optional: boolean; options: Record<string, string> }> = [];
+    const items: Array<{
+      name: string;
+      url: string;
+      delegationId?: string | undefined;
+      optional: boolean;
+      options: Record<string, string>;
+    }> = [];
     for (const u of plan.uploads) {
       const optional = u.options.failureallowed === "yes";
       if (u.name.endsWith("/")) {
@@ -217,45 +280,66 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
         const dir = u.name.replace(/\/+$/, "");
         const { files, refused } = await filesUnder(session, dir);
         for (const r of refused) await refuse(r, optional);
-        for (const f of files) items.push({ name: f, url: base + encodeURI(f.slice(dir.length + 1)), delegationId: u.delegationId, optional, options: u.options });
+        for (const f of files)
+          items.push({
+            name: f,
+            url: base + encodeURI(f.slice(dir.length + 1)),
+            delegationId: u.delegationId,
+            optional,
+            options: u.options,
+          });
       } else {
         const url = u.target.endsWith("/") ? u.target + encodeURIComponent(u.name.split("/").pop()!) : u.target;
         items.push({ name: u.name, url, delegationId: u.delegationId, optional, options: u.options });
       }
     }
-    await mapLimit(items.filter((i) => !sent.has(i.name)), PER_JOB, async (i) => {
-      if (ac.signal.aborted) return;
-      const start = new Date();
-      const scheme = schemeOf(i.url);
-      try {
-        const segs = sessionSegments(i.name);
-        // The descriptor checked here is the one streamed: a swap after the check changes nothing.
-        const { handle, stat } = await openRegular(session, segs, { refuseHardLinks: true });
-        let size: number;
-        let sum: string | undefined;
-        try {
-          const client = await clientFor(i.delegationId ?? desc.delegationId);
-          ({ bytes: size, checksum: sum } = await transfer(ctx, job, ac, slots, `upload ${i.name}`, scheme, (signal) => sendOutput(client, { handle, size: stat.size }, i.url, { signal, options: i.options })));
-          ctx.metrics?.addStagingBytes("out", size, scheme);
-        } finally {
-          await closeHandle(handle, `/${i.name}`);
-        }
-        await ctx.control.append(job.id, "output_status", outputStatusLine(i.name, i.url, sum));
-        await ctx.control.append(job.id, "statistics", `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`);
-        ctx.metrics?.countStagingFile("out", scheme);
-        await logErrors(ctx, job.id, `Staging: uploaded /${i.name} -> ${redact(i.url)} (${fileFacts({ bytes: size, checksum: sum, start })})`);
-        // Uploaded copies leave the session dir (as on A-REX): the entry itself, never a target.
-        await removePath(session, segs).catch(() => undefined);
-      } catch (e) {
+    await mapLimit(
+      items.filter((i) => !sent.has(i.name)),
+      PER_JOB,
+      async (i) => {
         if (ac.signal.aborted) return;
-        if (redisTrouble(e)) throw e; // redone after the outage, like stage-in
-        await logErrors(ctx, job.id, `Staging: upload of /${i.name} to ${redact(i.url)} failed: ${refusalText(e)}`);
-        if (!i.optional) {
-          failures.push(`${i.name}: ${refusalText(e)}`);
-          blames.push(blameOf(e));
+        const start = new Date();
+        const scheme = schemeOf(i.url);
+        try {
+          const segs = sessionSegments(i.name);
+          // The descriptor checked here is the one streamed: a swap after the check changes nothing.
+          const { handle, stat } = await openRegular(session, segs, { refuseHardLinks: true });
+          let size: number;
+          let sum: string | undefined;
+          try {
+            const client = await clientFor(i.delegationId ?? desc.delegationId);
+            ({ bytes: size, checksum: sum } = await transfer(ctx, job, ac, slots, `upload ${i.name}`, scheme, (signal) =>
+              sendOutput(client, { handle, size: stat.size }, i.url, { signal, options: i.options }),
+            ));
+            ctx.metrics?.addStagingBytes("out", size, scheme);
+          } finally {
+            await closeHandle(handle, `/${i.name}`);
+          }
+          await ctx.control.append(job.id, "output_status", outputStatusLine(i.name, i.url, sum));
+          await ctx.control.append(
+            job.id,
+            "statistics",
+            `outputfile:url=${redact(i.url)},size=${size},starttime=${utcStamp(start)},endtime=${utcStamp()}`,
+          );
+          ctx.metrics?.countStagingFile("out", scheme);
+          await logErrors(
+            ctx,
+            job.id,
+            `Staging: uploaded /${i.name} -> ${redact(i.url)} (${fileFacts({ bytes: size, checksum: sum, start })})`,
+          );
+          // Uploaded copies leave the session dir (as on A-REX): the entry itself, never a target.
+          await removePath(session, segs).catch(() => undefined);
+        } catch (e) {
+          if (ac.signal.aborted) return;
+          if (redisTrouble(e)) throw e; // redone after the outage, like stage-in
+          await logErrors(ctx, job.id, `Staging: upload of /${i.name} to ${redact(i.url)} failed: ${refusalText(e)}`);
+          if (!i.optional) {
+            failures.push(`${i.name}: ${refusalText(e)}`);
+            blames.push(blameOf(e));
+          }
         }
-      }
-    });
+      },
+    );
     log.info({ failures: failures.length }, "stage-out finished");
   }
   if (!ac.signal.aborted) await writePrivate(ctx, job.id, "stageout.done", JSON.stringify({ failures, cause: blameAll(blames) }));

@@ -17,7 +17,9 @@ export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
   // The site's admission hook, once per job (its pass is recorded): it may refuse the job.
   if (ctx.hooks?.has("ACCEPTED") && !(await readPrivate(ctx, job.id, "hook.accepted"))) {
     const hooks = ctx.hooks;
-    const outcome = ctx.outsideSlot ? await ctx.outsideSlot(job.id, () => hooks.check("ACCEPTED", job)) : await hooks.check("ACCEPTED", job);
+    const outcome = ctx.outsideSlot
+      ? await ctx.outsideSlot(job.id, () => hooks.check("ACCEPTED", job))
+      : await hooks.check("ACCEPTED", job);
     if (outcome.kind === "refuse") {
       return moved(await failToFinishing(ctx, job, `Job refused by the site at ACCEPTED: ${outcome.reason}`, { cause: "user" }));
     }
@@ -26,11 +28,17 @@ export async function accepted(ctx: JemContext, job: JobRecord): Promise<Step> {
 
   const startAt = desc.startTime?.getTime();
   if (startAt !== undefined && Number.isFinite(startAt) && startAt > Date.now()) return waitUntil(startAt);
-  return underLimit(ctx, `owner:${job.ownerKey}`, ctx.config.jobs.maxActivePerOwner, () => activeOfOwner(ctx, job.owner), async (free) => {
-    if (!free) {
-      if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
-      return WAIT;
-    }
-    return moved(await transition(ctx, job, "PREPARING", { reason: ADMISSION_REASON }));
-  });
+  return underLimit(
+    ctx,
+    `owner:${job.ownerKey}`,
+    ctx.config.jobs.maxActivePerOwner,
+    () => activeOfOwner(ctx, job.owner),
+    async (free) => {
+      if (!free) {
+        if (!job.pending) await transition(ctx, job, "ACCEPTED", { pending: true, reason: "Jobs per DN limit is reached" });
+        return WAIT;
+      }
+      return moved(await transition(ctx, job, "PREPARING", { reason: ADMISSION_REASON }));
+    },
+  );
 }

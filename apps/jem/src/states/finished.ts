@@ -9,7 +9,9 @@ import { WAIT, type Step } from "./step.js";
 export async function cleanJob(ctx: JemContext, job: JobRecord): Promise<void> {
   await removeJobFiles(ctx.control, job.id); // by descriptor: never through a link the job left
   await ctx.jobs.remove(job.id);
-  await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) => ctx.log.warn({ err: e }, "pool lease not released"));
+  await onJobWiped(ctx.redis, ctx.config.redis.prefix, job.owner, ctx.config.mapping, leaseScrub(ctx)).catch((e: unknown) =>
+    ctx.log.warn({ err: e }, "pool lease not released"),
+  );
   jobLog(ctx, job).info("job cleaned");
 }
 

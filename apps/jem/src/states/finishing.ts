@@ -54,7 +54,13 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
  * Enters FINISHED: outcome, end time, and the session-dir expiry (the description's lifetime, capped by config).
  * `proxyRemoved`: this look removed the proxy files already (no second pair of unlinks).
  */
-export async function finish(ctx: JemContext, job: JobRecord, change: JobChange, failedLine?: string, opts: { proxyRemoved?: boolean } = {}): Promise<Step> {
+export async function finish(
+  ctx: JemContext,
+  job: JobRecord,
+  change: JobChange,
+  failedLine?: string,
+  opts: { proxyRemoved?: boolean } = {},
+): Promise<Step> {
   const now = Date.now();
   const merged = { ...job, ...change } as JobRecord;
   const cap = ctx.config.jobs.sessionLifetimeSeconds;
@@ -69,7 +75,9 @@ export async function finish(ctx: JemContext, job: JobRecord, change: JobChange,
     usage: await usageFacts(ctx, job),
   });
   if (next) {
-    await updateLocal(ctx, job.id, { cleanuptime: mdsTime(new Date(cleanupAt)) }).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "local not updated"));
+    await updateLocal(ctx, job.id, { cleanuptime: mdsTime(new Date(cleanupAt)) }).catch((e: unknown) =>
+      jobLog(ctx, job).warn({ err: e }, "local not updated"),
+    );
     await removePrivate(ctx, job.id, "stageout.done", "stagein.failed", "submitting");
     if (!opts.proxyRemoved) await removeProxyFile(ctx, job);
   }

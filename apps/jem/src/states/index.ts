@@ -57,7 +57,10 @@ export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> 
       }
       carried = r.job;
       if (step === MAX_STEPS - 1) {
-        jobLog(ctx, job).error({ state: job.state, pending: job.pending, steps: MAX_STEPS }, `job did not settle: still moving after ${MAX_STEPS} steps in one look; will look again`);
+        jobLog(ctx, job).error(
+          { state: job.state, pending: job.pending, steps: MAX_STEPS },
+          `job did not settle: still moving after ${MAX_STEPS} steps in one look; will look again`,
+        );
         wakeAt = Date.now() + 1_000;
       }
     }

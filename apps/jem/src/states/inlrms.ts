@@ -15,7 +15,11 @@ const VERDICT_RETRY_MS = 3_000;
 const verdictSince = new Map<string, number>();
 
 /** Record fields from `lrms_done` + `diag` (as batchResult read them) once the batch job ended. */
-export function completion(files: { done: string | undefined; diag: string | undefined }): { code: number; message: string; change: JobChange } {
+export function completion(files: { done: string | undefined; diag: string | undefined }): {
+  code: number;
+  message: string;
+  change: JobChange;
+} {
   const { code, message } = parseLrmsDone(files.done);
   const diag = parseDiag(files.diag);
   const change: JobChange = { exitCode: diag.exitCode ?? code, lrms: undefined };
@@ -61,34 +65,66 @@ export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
  * it differs (for an ordinary end the back end's poll repeats the wrapper's own line). While the
  * batch job is still completing the job waits, up to VERDICT_WAIT_MS, then keeps the wrapper's text.
  */
-async function batchVerdict(ctx: JemContext, job: JobRecord, wrapperMessage: string): Promise<{ code: number; message: string } | "wait" | undefined> {
+async function batchVerdict(
+  ctx: JemContext,
+  job: JobRecord,
+  wrapperMessage: string,
+): Promise<{ code: number; message: string } | "wait" | undefined> {
   const backend = backendFor(ctx.backends, job.backend);
   if (!backend || !job.localId) return undefined;
   const states = await backend.poll([{ jobId: job.id, localId: job.localId, jobDir: batchDirOf(ctx, job.id) }]);
   const s = states.get(job.id);
-  if (s?.kind === "done") return s.message.trim() !== wrapperMessage.trim() && s.message.trim() !== "" ? { code: s.exitCode, message: s.message } : undefined;
+  if (s?.kind === "done")
+    return s.message.trim() !== wrapperMessage.trim() && s.message.trim() !== "" ? { code: s.exitCode, message: s.message } : undefined;
   if (s?.kind !== "active") return undefined;
   const since = verdictSince.get(job.id) ?? Date.now();
   verdictSince.set(job.id, since);
   if (Date.now() - since < VERDICT_WAIT_MS) return "wait";
-  jobLog(ctx, job).warn({ waitedMs: Date.now() - since }, "batch system still shows the job after the wrapper ended; keeping the wrapper's reason");
+  jobLog(ctx, job).warn(
+    { waitedMs: Date.now() - since },
+    "batch system still shows the job after the wrapper ended; keeping the wrapper's reason",
+  );
   return undefined;
 }
 
-async function toFinishing(ctx: JemContext, job: JobRecord, change: JobChange, failure: string | undefined, cause: FailureCause = "internal"): Promise<Step> {
+async function toFinishing(
+  ctx: JemContext,
+  job: JobRecord,
+  change: JobChange,
+  failure: string | undefined,
+  cause: FailureCause = "internal",
+): Promise<Step> {
   const killed = job.killRequested && job.failedCause !== "client";
   const text = killed ? KILL_TEXT : failure;
   const all: JobChange = text ? { ...change, ...failureChange(job, text, { state: "INLRMS", cause: killed ? "client" : cause }) } : change;
   const failedLine = text;
-  return underLimit(ctx, "staging", ctx.config.jobs.maxStaging, () => inStageOut(ctx), async (free) => {
-    if (!free) {
-      // EXECUTED: keep the facts now, leave for FINISHING when a stage-out slot frees.
-      if (!job.pending) await transition(ctx, job, "INLRMS", { pending: true, reason: "Limit of staging jobs is reached", change: all, ...(failedLine ? { failedLine } : {}) });
-      else if (killed) await transition(ctx, job, "INLRMS", { pending: true, reason: KILL_TEXT, change: all, failedLine: KILL_TEXT });
-      return WAIT;
-    }
-    return moved(await transition(ctx, job, "FINISHING", { reason: "Job finished executing in LRMS", change: all, ...(failedLine ? { failedLine } : {}) }));
-  });
+  return underLimit(
+    ctx,
+    "staging",
+    ctx.config.jobs.maxStaging,
+    () => inStageOut(ctx),
+    async (free) => {
+      if (!free) {
+        // EXECUTED: keep the facts now, leave for FINISHING when a stage-out slot frees.
+        if (!job.pending)
+          await transition(ctx, job, "INLRMS", {
+            pending: true,
+            reason: "Limit of staging jobs is reached",
+            change: all,
+            ...(failedLine ? { failedLine } : {}),
+          });
+        else if (killed) await transition(ctx, job, "INLRMS", { pending: true, reason: KILL_TEXT, change: all, failedLine: KILL_TEXT });
+        return WAIT;
+      }
+      return moved(
+        await transition(ctx, job, "FINISHING", {
+          reason: "Job finished executing in LRMS",
+          change: all,
+          ...(failedLine ? { failedLine } : {}),
+        }),
+      );
+    },
+  );
 }
 
 /** Nothing of an ended batch job runs on (fork: its cgroup is emptied); a failure is logged, the job goes on. */
@@ -110,5 +146,11 @@ async function cancel(ctx: JemContext, job: JobRecord): Promise<Step> {
     jobLog(ctx, job).warn({ err: e }, "batch cancel failed");
     await logErrors(ctx, job.id, `Cancel of batch job ${job.localId} failed: ${(e as Error).message}`);
   }
-  return moved(await transition(ctx, job, "CANCELING", { reason: "Request to cancel job", change: failureChange(job, KILL_TEXT, where), failedLine: KILL_TEXT }));
+  return moved(
+    await transition(ctx, job, "CANCELING", {
+      reason: "Request to cancel job",
+      change: failureChange(job, KILL_TEXT, where),
+      failedLine: KILL_TEXT,
+    }),
+  );
 }

@@ -21,13 +21,17 @@ export async function preparing(ctx: JemContext, current: JobRecord): Promise<St
   }
   const desc = await readSpec(ctx, job.id);
   if (!desc) return moved(await failToFinishing(ctx, job, "Could not process job description", { cause: "internal" }));
-  const fail = async (text: string, cause: "user" | "internal" = "internal") => moved(await failToFinishing(ctx, job, text, { state: "PREPARING", cause }));
+  const fail = async (text: string, cause: "user" | "internal" = "internal") =>
+    moved(await failToFinishing(ctx, job, text, { state: "PREPARING", cause }));
 
   // Nothing to stage in and no free stage-in: `input_status` cannot change the outcome, no read.
-  const status = desc.inputFiles.length > 0 || desc.freeStageIn ? await readInputStatus(ctx, job.id) : { paths: new Set<string>(), complete: false };
+  const status =
+    desc.inputFiles.length > 0 || desc.freeStageIn ? await readInputStatus(ctx, job.id) : { paths: new Set<string>(), complete: false };
   if (!job.pending) {
     // Only the staging worker writes it, and only for remote inputs: no read for upload-only jobs.
-    const stagingError = desc.inputFiles.some((f) => f.source) ? parseStageInFailure(await readPrivate(ctx, job.id, "stagein.failed")) : undefined;
+    const stagingError = desc.inputFiles.some((f) => f.source)
+      ? parseStageInFailure(await readPrivate(ctx, job.id, "stagein.failed"))
+      : undefined;
     if (stagingError) return fail(`Failed in data staging: ${stagingError.text}`, stagingError.cause);
     const missingRemote = desc.inputFiles.filter((f) => f.source && !status.paths.has(f.name));
     if (missingRemote.length > 0) await enqueueStaging(ctx, job, "in");
@@ -41,7 +45,8 @@ export async function preparing(ctx: JemContext, current: JobRecord): Promise<St
       // Upload completions enqueue an advance; the timer only catches the timeout.
       return waitUntil(deadline);
     }
-    if (job.awaiting !== undefined) job = (await ctx.jobs.update(job, { awaiting: undefined, uploadDeadline: undefined }, { state: "PREPARING" })) ?? job;
+    if (job.awaiting !== undefined)
+      job = (await ctx.jobs.update(job, { awaiting: undefined, uploadDeadline: undefined }, { state: "PREPARING" })) ?? job;
     if (missingRemote.length > 0) return WAIT; // the staging worker advances the job when done
     if (desc.freeStageIn && !status.complete) {
       await transition(ctx, job, "PREPARING", { pending: true, reason: "Waiting for confirmation of stage-in complete from client" });
@@ -54,13 +59,19 @@ export async function preparing(ctx: JemContext, current: JobRecord): Promise<St
   if (!desc.executable) {
     return moved(await transition(ctx, job, "FINISHING", { reason: "Pre-staging finished, no executable: batch system skipped" }));
   }
-  return underLimit(ctx, "lrms", ctx.config.jobs.maxInLrms, () => inLrms(ctx), async (free) => {
-    if (!free) {
-      if (!job.pending) await transition(ctx, job, "PREPARING", { pending: true, reason: "Limit of RUNNING jobs is reached" });
-      return WAIT;
-    }
-    return moved(await transition(ctx, job, "SUBMIT", { reason: "Pre-staging finished, passing job to LRMS" }));
-  });
+  return underLimit(
+    ctx,
+    "lrms",
+    ctx.config.jobs.maxInLrms,
+    () => inLrms(ctx),
+    async (free) => {
+      if (!free) {
+        if (!job.pending) await transition(ctx, job, "PREPARING", { pending: true, reason: "Limit of RUNNING jobs is reached" });
+        return WAIT;
+      }
+      return moved(await transition(ctx, job, "SUBMIT", { reason: "Pre-staging finished, passing job to LRMS" }));
+    },
+  );
 }
 
 /**
@@ -76,7 +87,12 @@ async function showAwaiting(ctx: JemContext, job: JobRecord, missing: readonly s
 }
 
 /** Client uploads still missing (listed, present, not smaller than declared). */
-async function checkUploads(ctx: JemContext, job: JobRecord, desc: JobDescription, listed: Set<string>): Promise<{ missing: string[]; error?: string }> {
+async function checkUploads(
+  ctx: JemContext,
+  job: JobRecord,
+  desc: JobDescription,
+  listed: Set<string>,
+): Promise<{ missing: string[]; error?: string }> {
   const missing: string[] = [];
   for (const f of desc.inputFiles) {
     if (f.source) continue;
@@ -90,7 +106,8 @@ async function checkUploads(ctx: JemContext, job: JobRecord, desc: JobDescriptio
       continue;
     }
     if (f.size !== undefined && st.size < f.size) missing.push(f.name);
-    else if (f.size !== undefined && st.size > f.size) return { missing, error: `User file: ${f.name} - Delivered file is bigger than specified.` };
+    else if (f.size !== undefined && st.size > f.size)
+      return { missing, error: `User file: ${f.name} - Delivered file is bigger than specified.` };
   }
   return { missing };
 }

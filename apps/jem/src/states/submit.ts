@@ -39,14 +39,24 @@ export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   }
 }
 
-async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expected: Expected | undefined, fail: (text: string) => Promise<Step>): Promise<Step> {
+async function submitTo(
+  ctx: JemContext,
+  job: JobRecord,
+  backend: Backend,
+  expected: Expected | undefined,
+  fail: (text: string) => Promise<Step>,
+): Promise<Step> {
   const log = jobLog(ctx, job);
   const desc = await readSpec(ctx, job.id);
   if (!desc) return fail("Could not process job description");
 
   const previous = parseSubmitting(await readPrivate(ctx, job.id, "submitting"));
   const tag = previous?.tag ?? `${job.id}.${randomBytes(4).toString("hex")}`;
-  if (previous) log.warn({ tag, attempts: previous.attempts }, "an earlier submission attempt left no local id; asking the batch system for it before submitting");
+  if (previous)
+    log.warn(
+      { tag, attempts: previous.attempts },
+      "an earlier submission attempt left no local id; asking the batch system for it before submitting",
+    );
   await appendPrivate(ctx, job.id, "submitting", `${utcStamp()} ${process.pid} tag=${tag}\n`);
 
   // Mapping on: the session and a fresh batch dir become the account's, scripts run as it (src/priv).
@@ -114,7 +124,14 @@ async function submitTo(ctx: JemContext, job: JobRecord, backend: Backend, expec
   }
   // The one info line of a submission (the back end's own is debug); the submissions of one turn
   // of the event loop share one line (each pino line with redaction has a real cost in a burst).
-  logSubmitted(ctx, { ...jobFields(job), backend: backend.name, localId, queue: job.queue, ms: Date.now() - t0, ...(previous ? { resumed: true } : {}) });
+  logSubmitted(ctx, {
+    ...jobFields(job),
+    backend: backend.name,
+    localId,
+    queue: job.queue,
+    ms: Date.now() - t0,
+    ...(previous ? { resumed: true } : {}),
+  });
   await updateLocal(ctx, job.id, { localid: localId });
   return toInlrms(ctx, job, localId, "Job is passed to LRMS");
 }
@@ -129,7 +146,13 @@ export const logSubmitted = turnLog<Submitted>("submitted to the batch system", 
   const localIds: Record<string, string> = {};
   for (const x of list) localIds[x.jobId] = x.localId;
   const resumed = list.filter((x) => x.resumed).map((x) => x.jobId);
-  return { count: list.length, backend: [...new Set(list.map((x) => x.backend))].join(","), msMax: Math.max(...list.map((x) => x.ms)), localIds, ...(resumed.length ? { resumed } : {}) };
+  return {
+    count: list.length,
+    backend: [...new Set(list.map((x) => x.backend))].join(","),
+    msMax: Math.max(...list.map((x) => x.ms)),
+    localIds,
+    ...(resumed.length ? { resumed } : {}),
+  };
 });
 
 /** What RTE stage 0 printed and changed goes to the job's `errors` (diagnose file, `arcstat -l` readers). */

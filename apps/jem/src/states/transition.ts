@@ -27,7 +27,12 @@ export interface TransitionOptions {
  * `status`, the `errors` line and `failed` (diagnose `xml` is rendered from the record). Returns the new record, or
  * undefined when someone else changed the job first (the caller just stops).
  */
-export async function transition(ctx: JemContext, job: JobRecord, to: InternalState, opts: TransitionOptions): Promise<JobRecord | undefined> {
+export async function transition(
+  ctx: JemContext,
+  job: JobRecord,
+  to: InternalState,
+  opts: TransitionOptions,
+): Promise<JobRecord | undefined> {
   const pending = opts.pending ?? false;
   if (job.state === to && job.pending === pending && !opts.change) return job;
   refuseIllegal(ctx, job, to, pending);
@@ -58,14 +63,28 @@ export async function transition(ctx: JemContext, job: JobRecord, to: InternalSt
   }
   // A failure's line says what failed: the text of this failure, or on the final move the job's.
   const failure = opts.failedLine ?? (to === "FINISHED" && next.outcome !== "success" ? next.failure : undefined);
-  logMove(ctx, { ...jobFields(job), from, to: formatStatusFile(to, pending), rest: next.rest, reason: opts.reason, ...(failure ? { failure, failedCause: next.failedCause } : {}) });
+  logMove(ctx, {
+    ...jobFields(job),
+    from,
+    to: formatStatusFile(to, pending),
+    rest: next.rest,
+    reason: opts.reason,
+    ...(failure ? { failure, failedCause: next.failedCause } : {}),
+  });
   // Site hooks of the state entered (ACCEPTED's is the admission check, run by its handler).
   if (job.state !== to && to !== "ACCEPTED" && ctx.hooks?.has(to as HookState)) ctx.hooks.notify(to as HookState, next);
   await afterTransition(ctx, job, next).catch((e: unknown) => jobLog(ctx, job).warn({ err: e }, "wake-up of pending jobs failed"));
   return next;
 }
 
-export type Move = ReturnType<typeof jobFields> & { from: string; to: string; rest: string; reason: string; failure?: string; failedCause?: string | undefined };
+export type Move = ReturnType<typeof jobFields> & {
+  from: string;
+  to: string;
+  rest: string;
+  reason: string;
+  failure?: string;
+  failedCause?: string | undefined;
+};
 /** Failure texts in a burst line are cut to this length (the job's own line has all of it). */
 const FAILURE_KEY_MAX = 200;
 /**
@@ -109,7 +128,6 @@ export async function setLrmsSubstate(ctx: JemContext, job: JobRecord, lrms: Lrm
   const next = await ctx.jobs.update(job, { lrms }, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
   return next;
 }
-
 
 /** Whose the failure is: the client's (a kill), the user's (their job or request), or the site's (`internal`). */
 export type FailedCause = NonNullable<JobRecord["failedCause"]>;

@@ -82,7 +82,10 @@ DocumentRoot "${docRoot}"
 `;
   const confFile = join(root, "httpd.conf");
   await writeFile(confFile, conf);
-  execFileSync("/usr/sbin/apache2", ["-f", confFile, "-k", "start"], { env: { ...process.env, APACHE_RUN_DIR: join(root, "run") }, stdio: "pipe" });
+  execFileSync("/usr/sbin/apache2", ["-f", confFile, "-k", "start"], {
+    env: { ...process.env, APACHE_RUN_DIR: join(root, "run") },
+    stdio: "pipe",
+  });
   const pidFile = join(root, "run", "httpd.pid");
   for (let i = 0; i < 100 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 50));
   if (!existsSync(pidFile)) throw new Error(`apache2 did not start: ${await readFile(join(root, "error.log"), "utf8").catch(() => "")}`);
@@ -92,10 +95,13 @@ DocumentRoot "${docRoot}"
     docRoot,
     async requests() {
       const text = await readFile(join(root, "access.log"), "utf8").catch(() => "");
-      return text.split("\n").filter(Boolean).map((l) => {
-        const [method, path, status, ...auth] = l.split(" ");
-        return { method: method!, path: decodeURIComponent(path!), status: Number(status), authorization: auth.join(" ") };
-      });
+      return text
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => {
+          const [method, path, status, ...auth] = l.split(" ");
+          return { method: method!, path: decodeURIComponent(path!), status: Number(status), authorization: auth.join(" ") };
+        });
     },
     async close() {
       const pid = Number((await readFile(pidFile, "utf8").catch(() => "")).trim());

@@ -14,7 +14,8 @@ import type { Backend } from "../../src/lrms/types.js";
 
 const config = JSON.parse(process.env.JEM_CHILD_CONFIG ?? "{}") as CompiledConfig;
 const kind = process.env.JEM_CHILD_BACKEND;
-const backends: Backend[] | undefined = kind === "null" ? [nullBackend(config.lrms.backend)] : kind === "instant" ? [instantBackend(config.lrms.backend)] : undefined;
+const backends: Backend[] | undefined =
+  kind === "null" ? [nullBackend(config.lrms.backend)] : kind === "instant" ? [instantBackend(config.lrms.backend)] : undefined;
 const jem = await startJem(config, {
   logger: pino({ level: process.env.JEM_TEST_LOG ?? "silent" }, destination(2)),
   jobLockMs: Number(process.env.JEM_CHILD_LOCK_MS ?? 3_000),
@@ -34,7 +35,13 @@ function nullBackend(name: string): Backend {
     name,
     submit: async () => ({ localId: `null-${process.pid}-${++n}` }),
     cancel: async (localId) => void cancelled.add(localId),
-    poll: async (jobs) => new Map(jobs.map((j) => [j.jobId, cancelled.has(j.localId) ? { kind: "done", exitCode: 15, message: "cancelled" } : { kind: "active", lrms: "RUNNING" }])),
+    poll: async (jobs) =>
+      new Map(
+        jobs.map((j) => [
+          j.jobId,
+          cancelled.has(j.localId) ? { kind: "done", exitCode: 15, message: "cancelled" } : { kind: "active", lrms: "RUNNING" },
+        ]),
+      ),
   };
 }
 

@@ -35,34 +35,41 @@ export async function startOrigin(pki: TestPki): Promise<Origin> {
   const refuse = new Set<string>();
   const slow = { slices: 1, sliceMs: 0 };
   const sent = { bytes: 0 };
-  const server: Server = createServer({ key: host.keyPem, cert: host.certPem, ca: pki.ca.certPem, requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    const path = decodeURIComponent(new URL(req.url ?? "/", "https://x").pathname);
-    const cert = (req.socket as TLSSocket).getPeerCertificate();
-    const cn = cert?.subject ? (cert.subject.CN as string | string[] | undefined) : undefined;
-    const peer = Array.isArray(cn) ? cn[0] : cn;
-    requests.push({ method: req.method ?? "", path, peer });
-    if (!peer) return void res.writeHead(403).end();
-    if (path.startsWith("/private/") && refuse.has(peer)) return void res.writeHead(403).end("not for you");
-    const body = files.get(path);
-    if (!body) return void res.writeHead(404).end();
-    const headers = { "content-length": body.length, etag: `"${createHash("sha1").update(body).digest("hex")}"`, "last-modified": "Mon, 01 Jan 2024 00:00:00 GMT" };
-    if (req.method === "HEAD") return void res.writeHead(200, headers).end();
-    if (req.method !== "GET") return void res.writeHead(405).end();
-    res.writeHead(200, headers);
-    const n = Math.max(1, slow.slices);
-    const step = Math.ceil(body.length / n);
-    let i = 0;
-    const next = () => {
-      if (res.destroyed) return;
-      const chunk = body.subarray(i * step, (i + 1) * step);
-      i++;
-      sent.bytes += chunk.length;
-      if (i >= n) return void res.end(chunk);
-      res.write(chunk);
-      setTimeout(next, slow.sliceMs);
-    };
-    next();
-  });
+  const server: Server = createServer(
+    { key: host.keyPem, cert: host.certPem, ca: pki.ca.certPem, requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      const path = decodeURIComponent(new URL(req.url ?? "/", "https://x").pathname);
+      const cert = (req.socket as TLSSocket).getPeerCertificate();
+      const cn = cert?.subject ? (cert.subject.CN as string | string[] | undefined) : undefined;
+      const peer = Array.isArray(cn) ? cn[0] : cn;
+      requests.push({ method: req.method ?? "", path, peer });
+      if (!peer) return void res.writeHead(403).end();
+      if (path.startsWith("/private/") && refuse.has(peer)) return void res.writeHead(403).end("not for you");
+      const body = files.get(path);
+      if (!body) return void res.writeHead(404).end();
+      const headers = {
+        "content-length": body.length,
+        etag: `"${createHash("sha1").update(body).digest("hex")}"`,
+        "last-modified": "Mon, 01 Jan 2024 00:00:00 GMT",
+      };
+      if (req.method === "HEAD") return void res.writeHead(200, headers).end();
+      if (req.method !== "GET") return void res.writeHead(405).end();
+      res.writeHead(200, headers);
+      const n = Math.max(1, slow.slices);
+      const step = Math.ceil(body.length / n);
+      let i = 0;
+      const next = () => {
+        if (res.destroyed) return;
+        const chunk = body.subarray(i * step, (i + 1) * step);
+        i++;
+        sent.bytes += chunk.length;
+        if (i >= n) return void res.end(chunk);
+        res.write(chunk);
+        setTimeout(next, slow.sliceMs);
+      };
+      next();
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   return {
@@ -73,9 +80,10 @@ export async function startOrigin(pki: TestPki): Promise<Origin> {
     slow,
     sent,
     count: (method, path) => requests.filter((r) => r.method === method && r.path === path).length,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -55,44 +55,48 @@ export async function startStorage(pki: TestPki): Promise<Storage> {
   const requests: StorageRequest[] = [];
   const flakes = new Map<string, number>();
   let token = "";
-  const server: Server = createServer({ key: host.keyPem, cert: host.certPem, ca: pki.ca.certPem, requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    const path = decodeURIComponent(new URL(req.url ?? "/", "https://x").pathname);
-    const cert = (req.socket as TLSSocket).getPeerCertificate();
-    const cn = cert && cert.subject ? (cert.subject.CN as string | string[] | undefined) : undefined;
-    const peer = Array.isArray(cn) ? cn.join("/") : cn;
-    requests.push({ method: req.method ?? "", path, peer, authorization: req.headers.authorization });
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const left = flakes.get(path) ?? 0;
-      if (left > 0) {
-        flakes.set(path, left - 1);
-        return void res.writeHead(503).end("try later");
-      }
-      if (path.startsWith("/x509/") && !peer) return void res.writeHead(403).end("client certificate required");
-      if (path.startsWith("/token/") && req.headers.authorization !== `Bearer ${token}`) return void res.writeHead(401).end("token required");
-      const parent = path.replace(/[^/]+\/?$/, "");
-      switch (req.method) {
-        case "GET": {
-          const body = files.get(path);
-          return void (body ? res.writeHead(200, { "content-length": body.length }).end(body) : res.writeHead(404).end());
+  const server: Server = createServer(
+    { key: host.keyPem, cert: host.certPem, ca: pki.ca.certPem, requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      const path = decodeURIComponent(new URL(req.url ?? "/", "https://x").pathname);
+      const cert = (req.socket as TLSSocket).getPeerCertificate();
+      const cn = cert && cert.subject ? (cert.subject.CN as string | string[] | undefined) : undefined;
+      const peer = Array.isArray(cn) ? cn.join("/") : cn;
+      requests.push({ method: req.method ?? "", path, peer, authorization: req.headers.authorization });
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const left = flakes.get(path) ?? 0;
+        if (left > 0) {
+          flakes.set(path, left - 1);
+          return void res.writeHead(503).end("try later");
         }
-        case "PUT":
-          if (!collections.has(parent)) return void res.writeHead(409).end("parent collection missing");
-          files.set(path, Buffer.concat(chunks));
-          return void res.writeHead(201).end();
-        case "MKCOL": {
-          const col = path.endsWith("/") ? path : `${path}/`;
-          if (collections.has(col)) return void res.writeHead(405).end();
-          if (!collections.has(col.replace(/[^/]+\/$/, ""))) return void res.writeHead(409).end();
-          collections.add(col);
-          return void res.writeHead(201).end();
+        if (path.startsWith("/x509/") && !peer) return void res.writeHead(403).end("client certificate required");
+        if (path.startsWith("/token/") && req.headers.authorization !== `Bearer ${token}`)
+          return void res.writeHead(401).end("token required");
+        const parent = path.replace(/[^/]+\/?$/, "");
+        switch (req.method) {
+          case "GET": {
+            const body = files.get(path);
+            return void (body ? res.writeHead(200, { "content-length": body.length }).end(body) : res.writeHead(404).end());
+          }
+          case "PUT":
+            if (!collections.has(parent)) return void res.writeHead(409).end("parent collection missing");
+            files.set(path, Buffer.concat(chunks));
+            return void res.writeHead(201).end();
+          case "MKCOL": {
+            const col = path.endsWith("/") ? path : `${path}/`;
+            if (collections.has(col)) return void res.writeHead(405).end();
+            if (!collections.has(col.replace(/[^/]+\/$/, ""))) return void res.writeHead(409).end();
+            collections.add(col);
+            return void res.writeHead(201).end();
+          }
+          default:
+            return void res.writeHead(405).end();
         }
-        default:
-          return void res.writeHead(405).end();
-      }
-    });
-  });
+      });
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   token = testJwt(`https://127.0.0.1:${port}`);
@@ -103,9 +107,10 @@ export async function startStorage(pki: TestPki): Promise<Storage> {
     files,
     requests,
     flaky: (p, n) => flakes.set(p, n),
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -48,7 +48,9 @@ const LIB = "/usr/lib/x86_64-linux-gnu";
 async function hashedCaDir(dir: string, ca: TestCredential): Promise<void> {
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, "ca.pem"), ca.certPem);
-  const hash = execFileSync("openssl", ["x509", "-hash", "-noout", "-in", join(dir, "ca.pem")]).toString().trim();
+  const hash = execFileSync("openssl", ["x509", "-hash", "-noout", "-in", join(dir, "ca.pem")])
+    .toString()
+    .trim();
   await writeFile(join(dir, `${hash}.0`), ca.certPem, { mode: 0o644 });
 }
 
@@ -94,11 +96,22 @@ export async function startXrootd(opts: XrootdOptions = {}): Promise<Xrootd> {
       "sec.protbind * only gsi",
     );
   }
-  await writeFile(join(root, "xrootd.cfg"), [
-    `xrd.port ${port}`, "all.export /", `oss.localroot ${dataDir}`, "xrootd.chksum adler32", `all.adminpath ${admin}`, `all.pidpath ${admin}`, ...security, "",
-  ].join("\n"));
+  await writeFile(
+    join(root, "xrootd.cfg"),
+    [
+      `xrd.port ${port}`,
+      "all.export /",
+      `oss.localroot ${dataDir}`,
+      "xrootd.chksum adler32",
+      `all.adminpath ${admin}`,
+      `all.pidpath ${admin}`,
+      ...security,
+      "",
+    ].join("\n"),
+  );
   const child: ChildProcess = spawn("/usr/bin/xrootd", ["-c", join(root, "xrootd.cfg"), "-R", "xrootd"], {
-    env: { ...process.env, LD_PRELOAD: shim }, stdio: "ignore",
+    env: { ...process.env, LD_PRELOAD: shim },
+    stdio: "ignore",
   });
   const url = `root://localhost:${port}`;
   // It binds its port once its protocols (security included) are loaded.

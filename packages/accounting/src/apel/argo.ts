@@ -4,14 +4,20 @@ import { Agent, fetch, type Response } from "undici";
 
 export class PublishError extends Error {
   readonly code = "ACCT_PUBLISH";
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
   }
 }
 
 export class ArgoAuthnError extends Error {
   readonly code = "ACCT_ARGO_AUTHN";
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
   }
 }
@@ -96,21 +102,28 @@ export class ArgoPublisher {
       throw new ArgoAuthnError(`ARGO authentication service ${url} unreachable: ${reason(e)}`);
     }
     const text = await res.text();
-    if (!res.ok) throw new ArgoAuthnError(`ARGO authentication service refused the host certificate ${certFile}: HTTP ${res.status} ${text.slice(0, 300)}`, res.status);
+    if (!res.ok)
+      throw new ArgoAuthnError(
+        `ARGO authentication service refused the host certificate ${certFile}: HTTP ${res.status} ${text.slice(0, 300)}`,
+        res.status,
+      );
     let token: unknown;
     try {
       token = (JSON.parse(text) as { token?: unknown }).token;
     } catch {
       token = undefined;
     }
-    if (typeof token !== "string" || token === "") throw new ArgoAuthnError(`ARGO authentication service ${url} answered without a token: ${text.slice(0, 300)}`);
+    if (typeof token !== "string" || token === "")
+      throw new ArgoAuthnError(`ARGO authentication service ${url} answered without a token: ${text.slice(0, 300)}`);
     authnKeys.set(cacheKey, token);
     return token;
   }
 
   async publish(messages: readonly { data: string; empaid: string }[]): Promise<string[]> {
     const url = `${this.t.targetUrl.replace(/\/+$/, "")}/v1/projects/${encodeURIComponent(this.t.project)}/topics/${encodeURIComponent(this.t.topic)}:publish`;
-    const body = JSON.stringify({ messages: messages.map((m) => ({ attributes: { empaid: m.empaid }, data: Buffer.from(m.data, "utf8").toString("base64") })) });
+    const body = JSON.stringify({
+      messages: messages.map((m) => ({ attributes: { empaid: m.empaid }, data: Buffer.from(m.data, "utf8").toString("base64") })),
+    });
     let res = await this.post(url, body, await this.key(false));
     // A key from the authentication service can be revoked or rotated: ask for a new one, once.
     if (res.status === 401 && !this.t.token && this.t.authn) {
@@ -125,7 +138,8 @@ export class ArgoPublisher {
     } catch {
       ids = undefined;
     }
-    if (!Array.isArray(ids) || ids.length !== messages.length) throw new PublishError(`ARGO publish answer without one message id per message: ${text.slice(0, 300)}`);
+    if (!Array.isArray(ids) || ids.length !== messages.length)
+      throw new PublishError(`ARGO publish answer without one message id per message: ${text.slice(0, 300)}`);
     return ids.map(String);
   }
 
@@ -149,4 +163,5 @@ export class ArgoPublisher {
   }
 }
 
-const reason = (e: unknown) => `${(e as Error).message}${(e as { cause?: Error }).cause ? ` (${(e as { cause?: Error }).cause!.message})` : ""}`;
+const reason = (e: unknown) =>
+  `${(e as Error).message}${(e as { cause?: Error }).cause ? ` (${(e as { cause?: Error }).cause!.message})` : ""}`;

@@ -20,9 +20,31 @@ interface Kind {
 const JOB: Kind = {
   name: "job v0.3",
   fields: [
-    "Site", "SubmitHost", "MachineName", "Queue", "LocalJobId", "LocalUserId", "GlobalUserName", "FQAN", "VO", "VOGroup", "VORole", "WallDuration",
-    "CpuDuration", "Processors", "NodeCount", "StartTime", "EndTime", "InfrastructureDescription", "InfrastructureType", "MemoryReal", "MemoryVirtual",
-    "ServiceLevelType", "ServiceLevel", "SubmitHostType", "UpdateTime",
+    "Site",
+    "SubmitHost",
+    "MachineName",
+    "Queue",
+    "LocalJobId",
+    "LocalUserId",
+    "GlobalUserName",
+    "FQAN",
+    "VO",
+    "VOGroup",
+    "VORole",
+    "WallDuration",
+    "CpuDuration",
+    "Processors",
+    "NodeCount",
+    "StartTime",
+    "EndTime",
+    "InfrastructureDescription",
+    "InfrastructureType",
+    "MemoryReal",
+    "MemoryVirtual",
+    "ServiceLevelType",
+    "ServiceLevel",
+    "SubmitHostType",
+    "UpdateTime",
   ],
   mandatory: ["Site", "LocalJobId", "WallDuration", "CpuDuration", "StartTime", "EndTime"],
   ints: ["WallDuration", "CpuDuration", "Processors", "NodeCount", "MemoryReal", "MemoryVirtual"],
@@ -33,7 +55,8 @@ const JOB: Kind = {
     const sl = isNull(r.ServiceLevel) ? undefined : r.ServiceLevel;
     if ((slt === undefined) !== (sl === undefined)) return "ServiceLevelType and ServiceLevel must come together";
     if (slt !== undefined && !["si2k", "hepspec", "hepscore23"].includes(slt.toLowerCase())) return `ServiceLevelType ${slt} not valid`;
-    const start = time(r.StartTime!), end = time(r.EndTime!);
+    const start = time(r.StartTime!),
+      end = time(r.EndTime!);
     if (end < start) return "EndTime is before StartTime";
     if (end > now.getTime() / 1000 + 2 * 86_400) return "EndTime is in the future";
     return undefined;
@@ -42,9 +65,11 @@ const JOB: Kind = {
 
 /** Month and year valid, not in the future; earliest/latest end inside that month and ordered; durations not negative. */
 function monthChecks(r: Record<string, string>, now: Date, durations: readonly string[]): string | undefined {
-  const y = Number(r.Year), m = Number(r.Month);
+  const y = Number(r.Year),
+    m = Number(r.Month);
   if (!(m >= 1 && m <= 12)) return "Month value is out of range";
-  const start = Date.UTC(y, m - 1, 1) / 1000, next = Date.UTC(y, m, 1) / 1000;
+  const start = Date.UTC(y, m - 1, 1) / 1000,
+    next = Date.UTC(y, m, 1) / 1000;
   if (start > now.getTime() / 1000) return "Month specified in record is in the future";
   const eet = isNull(r.EarliestEndTime) ? undefined : time(r.EarliestEndTime!);
   const let_ = isNull(r.LatestEndTime) ? undefined : time(r.LatestEndTime!);
@@ -58,8 +83,25 @@ function monthChecks(r: Record<string, string>, now: Date, durations: readonly s
 const SUMMARY: Kind = {
   name: "summary v0.2",
   fields: [
-    "Site", "Month", "Year", "GlobalUserName", "VO", "VOGroup", "VORole", "SubmitHost", "InfrastructureType", "ServiceLevelType", "ServiceLevel",
-    "NodeCount", "Processors", "EarliestEndTime", "LatestEndTime", "WallDuration", "CpuDuration", "NumberOfJobs", "UpdateTime",
+    "Site",
+    "Month",
+    "Year",
+    "GlobalUserName",
+    "VO",
+    "VOGroup",
+    "VORole",
+    "SubmitHost",
+    "InfrastructureType",
+    "ServiceLevelType",
+    "ServiceLevel",
+    "NodeCount",
+    "Processors",
+    "EarliestEndTime",
+    "LatestEndTime",
+    "WallDuration",
+    "CpuDuration",
+    "NumberOfJobs",
+    "UpdateTime",
   ],
   mandatory: ["Site", "Month", "Year", "WallDuration", "CpuDuration", "NumberOfJobs"],
   ints: ["Month", "Year", "NodeCount", "Processors", "WallDuration", "CpuDuration", "NumberOfJobs"],
@@ -71,11 +113,38 @@ const SUMMARY: Kind = {
 const NORMALISED: Kind = {
   name: "normalised summary v0.3",
   fields: [
-    "Site", "Month", "Year", "GlobalUserName", "VO", "VOGroup", "VORole", "SubmitHost", "Infrastructure", "NodeCount", "Processors",
-    "EarliestEndTime", "LatestEndTime", "WallDuration", "CpuDuration", "NormalisedWallDuration", "NormalisedCpuDuration", "NumberOfJobs", "UpdateTime",
+    "Site",
+    "Month",
+    "Year",
+    "GlobalUserName",
+    "VO",
+    "VOGroup",
+    "VORole",
+    "SubmitHost",
+    "Infrastructure",
+    "NodeCount",
+    "Processors",
+    "EarliestEndTime",
+    "LatestEndTime",
+    "WallDuration",
+    "CpuDuration",
+    "NormalisedWallDuration",
+    "NormalisedCpuDuration",
+    "NumberOfJobs",
+    "UpdateTime",
   ],
   mandatory: ["Site", "Month", "Year", "WallDuration", "CpuDuration", "NormalisedWallDuration", "NormalisedCpuDuration", "NumberOfJobs"],
-  ints: ["Month", "Year", "NodeCount", "Processors", "WallDuration", "CpuDuration", "NormalisedWallDuration", "NormalisedCpuDuration", "NumberOfJobs"],
+  ints: [
+    "Month",
+    "Year",
+    "NodeCount",
+    "Processors",
+    "WallDuration",
+    "CpuDuration",
+    "NormalisedWallDuration",
+    "NormalisedCpuDuration",
+    "NumberOfJobs",
+  ],
   floats: [],
   times: ["EarliestEndTime", "LatestEndTime"],
   check: (r, now) => monthChecks(r, now, ["WallDuration", "CpuDuration", "NormalisedWallDuration", "NormalisedCpuDuration"]),
@@ -108,7 +177,8 @@ export class ApelLoaderRefusal extends Error {
 const isNull = (v: string | undefined) => v === undefined || ["none", "null", ""].includes(v.toLowerCase());
 /** Python's int(): optional sign, digits (underscores between them), surrounding blanks. */
 const isInt = (v: string) => /^\s*[+-]?\d+(_\d+)*\s*$/.test(v);
-const isFloat = (v: string) => /^\s*[+-]?(\d+(_\d+)*(\.(\d+(_\d+)*)?)?|\.\d+(_\d+)*)([eE][+-]?\d+)?\s*$/.test(v) || /^\s*[+-]?(inf|infinity|nan)\s*$/i.test(v);
+const isFloat = (v: string) =>
+  /^\s*[+-]?(\d+(_\d+)*(\.(\d+(_\d+)*)?)?|\.\d+(_\d+)*)([eE][+-]?\d+)?\s*$/.test(v) || /^\s*[+-]?(inf|infinity|nan)\s*$/i.test(v);
 /** Epoch seconds, or `%Y-%m-%dT%H:%M:%SZ`. */
 function time(v: string): number {
   if (isInt(v)) return Number(v.replace(/_/g, ""));
@@ -135,28 +205,33 @@ export function checkApelMessage(text: string, opts: { now?: Date; strictVo?: bo
   if (!header.includes(":")) throw new ApelLoaderRefusal(`Message header is incorrect: ${header}`);
   const kind = kindOf(header);
   const records: Record<string, string>[] = [];
-  lines.join("\n").trim().split("%%").forEach((chunk, i) => {
-    if (chunk.trim() === "") return;
-    const where = `${kind.name} record ${i + 1}`;
-    const rec: Record<string, string> = {};
-    for (const line of chunk.trim().split(/\r?\n/)) {
-      const c = line.indexOf(":");
-      if (c < 0) throw new ApelLoaderRefusal(`${where}: a line without a key-value pair: ${line}`);
-      const key = line.slice(0, c).trim(), value = line.slice(c + 1).trim();
-      if (!kind.fields.includes(key)) throw new ApelLoaderRefusal(`${where}: Unexpected field ${key}`);
-      rec[key] = value;
-    }
-    for (const f of kind.mandatory) if (isNull(rec[f])) throw new ApelLoaderRefusal(`${where}: Mandatory field ${f} not specified`);
-    for (const [f, v] of Object.entries(rec)) {
-      if (isNull(v)) continue;
-      if (kind.ints.includes(f) && !isInt(v)) throw new ApelLoaderRefusal(`${where}: Invalid int value ${v} in field ${f}`);
-      if (kind.floats.includes(f) && !isFloat(v)) throw new ApelLoaderRefusal(`${where}: Invalid float value ${v} in field ${f}`);
-      if (kind.times.includes(f)) time(v);
-    }
-    const bad = kind.check(rec, now);
-    if (bad) throw new ApelLoaderRefusal(`${where}: ${bad}`);
-    if (opts.strictVo && kind !== SYNC && isNull(rec.VO) && isNull(rec.FQAN)) throw new ApelLoaderRefusal(`${where}: no VO`);
-    records.push(rec);
-  });
+  lines
+    .join("\n")
+    .trim()
+    .split("%%")
+    .forEach((chunk, i) => {
+      if (chunk.trim() === "") return;
+      const where = `${kind.name} record ${i + 1}`;
+      const rec: Record<string, string> = {};
+      for (const line of chunk.trim().split(/\r?\n/)) {
+        const c = line.indexOf(":");
+        if (c < 0) throw new ApelLoaderRefusal(`${where}: a line without a key-value pair: ${line}`);
+        const key = line.slice(0, c).trim(),
+          value = line.slice(c + 1).trim();
+        if (!kind.fields.includes(key)) throw new ApelLoaderRefusal(`${where}: Unexpected field ${key}`);
+        rec[key] = value;
+      }
+      for (const f of kind.mandatory) if (isNull(rec[f])) throw new ApelLoaderRefusal(`${where}: Mandatory field ${f} not specified`);
+      for (const [f, v] of Object.entries(rec)) {
+        if (isNull(v)) continue;
+        if (kind.ints.includes(f) && !isInt(v)) throw new ApelLoaderRefusal(`${where}: Invalid int value ${v} in field ${f}`);
+        if (kind.floats.includes(f) && !isFloat(v)) throw new ApelLoaderRefusal(`${where}: Invalid float value ${v} in field ${f}`);
+        if (kind.times.includes(f)) time(v);
+      }
+      const bad = kind.check(rec, now);
+      if (bad) throw new ApelLoaderRefusal(`${where}: ${bad}`);
+      if (opts.strictVo && kind !== SYNC && isNull(rec.VO) && isNull(rec.FQAN)) throw new ApelLoaderRefusal(`${where}: no VO`);
+      records.push(rec);
+    });
   return { kind: kind.name, records };
 }

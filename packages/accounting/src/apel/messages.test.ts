@@ -11,28 +11,105 @@ const now = new Date(Date.UTC(2025, 3, 2));
 
 function rec(over: Partial<UsageRecord>): UsageRecord {
   return {
-    recordId: "x/0", jobId: "x", batchId: "1", owner: "/DC=test/CN=Alice", ownerDn: "/DC=test/CN=Alice", tokenIssuer: null, tokenSubject: null,
-    vo: "atlas", voGroup: "/atlas", voRole: "Role=production", fqan: "/atlas/Role=production", fqans: ["/atlas/Role=production"],
-    account: "atl001", uid: 5001, queue: "main", partition: "batch", submitTime: 0, startTime: null, endTime: 0,
-    wallSeconds: 0, cpuUserSeconds: 0, cpuSystemSeconds: 0, cpuSeconds: 0, maxRssKb: null, processors: 1, nodeCount: 1, nodes: "wn1",
-    exitCode: 0, state: "FINISHED", failureCause: null, failure: null, bytesIn: 0, bytesOut: 0, bytesInCache: 0, benchmarkType: null, benchmarkValue: null,
+    recordId: "x/0",
+    jobId: "x",
+    batchId: "1",
+    owner: "/DC=test/CN=Alice",
+    ownerDn: "/DC=test/CN=Alice",
+    tokenIssuer: null,
+    tokenSubject: null,
+    vo: "atlas",
+    voGroup: "/atlas",
+    voRole: "Role=production",
+    fqan: "/atlas/Role=production",
+    fqans: ["/atlas/Role=production"],
+    account: "atl001",
+    uid: 5001,
+    queue: "main",
+    partition: "batch",
+    submitTime: 0,
+    startTime: null,
+    endTime: 0,
+    wallSeconds: 0,
+    cpuUserSeconds: 0,
+    cpuSystemSeconds: 0,
+    cpuSeconds: 0,
+    maxRssKb: null,
+    processors: 1,
+    nodeCount: 1,
+    nodes: "wn1",
+    exitCode: 0,
+    state: "FINISHED",
+    failureCause: null,
+    failure: null,
+    bytesIn: 0,
+    bytesOut: 0,
+    bytesInCache: 0,
+    benchmarkType: null,
+    benchmarkValue: null,
     ...over,
   };
 }
 
 const recs = [
   // A VOMS job on a HEPscore23 16.5 queue.
-  rec({ batchId: "1001", startTime: 1741592600, endTime: 1741593600, wallSeconds: 1000, cpuSeconds: 950, maxRssKb: 102400, benchmarkType: "HEPscore23", benchmarkValue: 16.5 }),
+  rec({
+    batchId: "1001",
+    startTime: 1741592600,
+    endTime: 1741593600,
+    wallSeconds: 1000,
+    cpuSeconds: 950,
+    maxRssKb: 102400,
+    benchmarkType: "HEPscore23",
+    benchmarkValue: 16.5,
+  }),
   // The same user and FQAN on a HEPSPEC 10 queue.
-  rec({ batchId: "1002", startTime: 1742471800, endTime: 1742473800, wallSeconds: 2000, cpuSeconds: 1800, benchmarkType: "HEPSPEC", benchmarkValue: 10 }),
+  rec({
+    batchId: "1002",
+    startTime: 1742471800,
+    endTime: 1742473800,
+    wallSeconds: 2000,
+    cpuSeconds: 1800,
+    benchmarkType: "HEPSPEC",
+    benchmarkValue: 10,
+  }),
   // A token job (VO from wlcg.groups), 8 cores of an si2k 2500 queue, no start time known.
   rec({
-    batchId: "1003", owner: "https://iss.example/u1", ownerDn: null, tokenIssuer: "https://iss.example", tokenSubject: "u1", vo: "cms", voGroup: "/cms/production",
-    voRole: null, fqan: "/cms/production", fqans: ["/cms/production", "/cms"], account: "cms001", endTime: 1743465540, wallSeconds: 301, cpuSeconds: 299,
-    processors: 8, benchmarkType: "si2k", benchmarkValue: 2500,
+    batchId: "1003",
+    owner: "https://iss.example/u1",
+    ownerDn: null,
+    tokenIssuer: "https://iss.example",
+    tokenSubject: "u1",
+    vo: "cms",
+    voGroup: "/cms/production",
+    voRole: null,
+    fqan: "/cms/production",
+    fqans: ["/cms/production", "/cms"],
+    account: "cms001",
+    endTime: 1743465540,
+    wallSeconds: 301,
+    cpuSeconds: 299,
+    processors: 8,
+    benchmarkType: "si2k",
+    benchmarkValue: 2500,
   }),
   // A plain DN: the VOMS-less VO; no benchmark; no node list.
-  rec({ batchId: "1004", owner: "/DC=test/CN=Bob", ownerDn: "/DC=test/CN=Bob", vo: "vomsless", voGroup: "/vomsless", voRole: null, fqan: null, fqans: [], account: "dn001", startTime: 1741593540, endTime: 1741593600, wallSeconds: 60, nodeCount: 0, nodes: null }),
+  rec({
+    batchId: "1004",
+    owner: "/DC=test/CN=Bob",
+    ownerDn: "/DC=test/CN=Bob",
+    vo: "vomsless",
+    voGroup: "/vomsless",
+    voRole: null,
+    fqan: null,
+    fqans: [],
+    account: "dn001",
+    startTime: 1741593540,
+    endTime: 1741593600,
+    wallSeconds: 60,
+    nodeCount: 0,
+    nodes: null,
+  }),
 ];
 
 const accepted = (text: string) => checkApelMessage(text, { now, strictVo: true });
@@ -111,7 +188,20 @@ ServiceLevel: 1
 
   it("summaries v0.2: one row per benchmark, with ServiceLevelType and ServiceLevel", () => {
     const text = summaryMessage(site, summarize(recs));
-    const row = (user: string, vo: string, group: string, role: string, slt: string, sl: string, procs: number, eet: number, let_: number, wall: number, cpu: number, n: number) =>
+    const row = (
+      user: string,
+      vo: string,
+      group: string,
+      role: string,
+      slt: string,
+      sl: string,
+      procs: number,
+      eet: number,
+      let_: number,
+      wall: number,
+      cpu: number,
+      n: number,
+    ) =>
       `Site: TEST-SITE\nMonth: 3\nYear: 2025\nGlobalUserName: ${user}\nVO: ${vo}\nVOGroup: ${group}\nVORole: ${role}\nSubmitHost: https://ce.test:443/arex\n` +
       `InfrastructureType: grid\nServiceLevelType: ${slt}\nServiceLevel: ${sl}\nNodeCount: 1\nProcessors: ${procs}\nEarliestEndTime: ${eet}\nLatestEndTime: ${let_}\n` +
       `WallDuration: ${wall}\nCpuDuration: ${cpu}\nNumberOfJobs: ${n}\n%%\n`;
@@ -127,7 +217,20 @@ ServiceLevel: 1
 
   it("summaries v0.3: normalised by each job's benchmark (si2k / 250), one row per APEL key, no ServiceLevel", () => {
     const text = normalisedSummaryMessage(site, summarizeNormalised(recs));
-    const row = (user: string, vo: string, group: string, role: string, procs: number, eet: number, let_: number, wall: number, cpu: number, nw: number, nc: number, n: number) =>
+    const row = (
+      user: string,
+      vo: string,
+      group: string,
+      role: string,
+      procs: number,
+      eet: number,
+      let_: number,
+      wall: number,
+      cpu: number,
+      nw: number,
+      nc: number,
+      n: number,
+    ) =>
       `Site: TEST-SITE\nMonth: 3\nYear: 2025\nGlobalUserName: ${user}\nVO: ${vo}\nVOGroup: ${group}\nVORole: ${role}\nSubmitHost: https://ce.test:443/arex\n` +
       `Infrastructure: grid\nNodeCount: 1\nProcessors: ${procs}\nEarliestEndTime: ${eet}\nLatestEndTime: ${let_}\n` +
       `WallDuration: ${wall}\nCpuDuration: ${cpu}\nNormalisedWallDuration: ${nw}\nNormalisedCpuDuration: ${nc}\nNumberOfJobs: ${n}\n%%\n`;
@@ -140,13 +243,20 @@ ServiceLevel: 1
     );
     expect(accepted(text)).toMatchObject({ kind: "normalised summary v0.3" });
     // Whole seconds: a fractional product is rounded once, after summing.
-    const odd = summarizeNormalised([rec({ endTime: 1741593600, wallSeconds: 3, cpuSeconds: 1, benchmarkType: "HEPscore23", benchmarkValue: 12.25 })]);
-    expect(accepted(normalisedSummaryMessage(site, odd)).records[0]).toMatchObject({ NormalisedWallDuration: "37", NormalisedCpuDuration: "12" });
+    const odd = summarizeNormalised([
+      rec({ endTime: 1741593600, wallSeconds: 3, cpuSeconds: 1, benchmarkType: "HEPscore23", benchmarkValue: 12.25 }),
+    ]);
+    expect(accepted(normalisedSummaryMessage(site, odd)).records[0]).toMatchObject({
+      NormalisedWallDuration: "37",
+      NormalisedCpuDuration: "12",
+    });
   });
 
   it("sync (v0.1): jobs per month", () => {
     const text = syncMessage(site, recs);
-    expect(text).toBe("APEL-sync-message: v0.1\nSite: TEST-SITE\nSubmitHost: https://ce.test:443/arex\nNumberOfJobs: 4\nMonth: 3\nYear: 2025\n%%\n");
+    expect(text).toBe(
+      "APEL-sync-message: v0.1\nSite: TEST-SITE\nSubmitHost: https://ce.test:443/arex\nNumberOfJobs: 4\nMonth: 3\nYear: 2025\n%%\n",
+    );
     expect(accepted(text).records).toHaveLength(1);
   });
 
@@ -175,8 +285,13 @@ ServiceLevel: 1
 
 describe("VO of a record", () => {
   it("first FQAN or wlcg.groups entry, else the VOMS-less VO; never a blank or a name APEL reads as NULL", () => {
-    expect(voOf("/atlas/lcg1/Role=production/Capability=NULL", "x")).toEqual({ vo: "atlas", group: "/atlas/lcg1", role: "Role=production" });
+    expect(voOf("/atlas/lcg1/Role=production/Capability=NULL", "x")).toEqual({
+      vo: "atlas",
+      group: "/atlas/lcg1",
+      role: "Role=production",
+    });
     expect(voOf("/cms/production", "x")).toEqual({ vo: "cms", group: "/cms/production", role: null });
-    for (const none of [null, "", "/", "/Role=pilot", "/ /", "/none", "/NULL/x"]) expect(voOf(none, "site-vo"), String(none)).toEqual({ vo: "site-vo", group: "/site-vo", role: null });
+    for (const none of [null, "", "/", "/Role=pilot", "/ /", "/none", "/NULL/x"])
+      expect(voOf(none, "site-vo"), String(none)).toEqual({ vo: "site-vo", group: "/site-vo", role: null });
   });
 });

@@ -22,12 +22,21 @@ export interface ApelSite {
 }
 
 /** Without a configured benchmark, the unit and value A-REX reports (HEPSPEC 1.0). */
-const benchmark = (r: UsageRecord): [string, number] => (r.benchmarkType && r.benchmarkValue ? [r.benchmarkType, r.benchmarkValue] : ["HEPSPEC", 1]);
+const benchmark = (r: UsageRecord): [string, number] =>
+  r.benchmarkType && r.benchmarkValue ? [r.benchmarkType, r.benchmarkValue] : ["HEPSPEC", 1];
 
 type Fields = [string, string | number | null | undefined][];
 
 function render(header: string, records: Fields[]): string {
-  const body = records.map((f) => `${f.filter(([, v]) => v !== null && v !== undefined && v !== "").map(([k, v]) => `${k}: ${String(v).replace(/[\r\n]+/g, " ")}`).join("\n")}\n%%\n`).join("");
+  const body = records
+    .map(
+      (f) =>
+        `${f
+          .filter(([, v]) => v !== null && v !== undefined && v !== "")
+          .map(([k, v]) => `${k}: ${String(v).replace(/[\r\n]+/g, " ")}`)
+          .join("\n")}\n%%\n`,
+    )
+    .join("");
   return `${header}\n${body}`;
 }
 
@@ -47,19 +56,34 @@ function identity(r: UsageRecord): Fields {
 }
 
 export function individualMessage(site: ApelSite, recs: readonly UsageRecord[]): string {
-  return render(HEADER.individual, recs.map((r) => {
-    const [slt, sl] = benchmark(r);
-    const id = identity(r);
-    return [
-      ["Site", site.site], ["SubmitHost", site.submitHost], ["MachineName", site.machineName], ["Queue", r.partition ?? r.queue],
-      ["LocalJobId", r.batchId ?? r.jobId], ["LocalUserId", r.account],
-      id[0]!, ...id.slice(1),
-      ["WallDuration", r.wallSeconds], ["CpuDuration", r.cpuSeconds], ["Processors", r.processors], ["NodeCount", r.nodeCount || null],
-      ["StartTime", startOf(r)], ["EndTime", r.endTime],
-      ["InfrastructureDescription", "APEL-CE-REST"], ["InfrastructureType", "grid"],
-      ["MemoryReal", r.maxRssKb], ["ServiceLevelType", slt], ["ServiceLevel", sl],
-    ];
-  }));
+  return render(
+    HEADER.individual,
+    recs.map((r) => {
+      const [slt, sl] = benchmark(r);
+      const id = identity(r);
+      return [
+        ["Site", site.site],
+        ["SubmitHost", site.submitHost],
+        ["MachineName", site.machineName],
+        ["Queue", r.partition ?? r.queue],
+        ["LocalJobId", r.batchId ?? r.jobId],
+        ["LocalUserId", r.account],
+        id[0]!,
+        ...id.slice(1),
+        ["WallDuration", r.wallSeconds],
+        ["CpuDuration", r.cpuSeconds],
+        ["Processors", r.processors],
+        ["NodeCount", r.nodeCount || null],
+        ["StartTime", startOf(r)],
+        ["EndTime", r.endTime],
+        ["InfrastructureDescription", "APEL-CE-REST"],
+        ["InfrastructureType", "grid"],
+        ["MemoryReal", r.maxRssKb],
+        ["ServiceLevelType", slt],
+        ["ServiceLevel", sl],
+      ];
+    }),
+  );
 }
 
 /** A start time APEL accepts: never after the end. */
@@ -96,11 +120,34 @@ export function summarize(recs: readonly UsageRecord[]): SummaryRow[] {
     const d = new Date(r.endTime * 1000);
     const [slt, sl] = benchmark(r);
     const row: SummaryRow = {
-      year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, globalUserName: r.owner, vo: r.vo, voGroup: r.voGroup ?? `/${r.vo}`,
-      voRole: r.voRole ?? "Role=NULL", serviceLevelType: slt, serviceLevel: sl, nodeCount: r.nodeCount || 1,
-      processors: r.processors, earliestEnd: r.endTime, latestEnd: r.endTime, wall: 0, cpu: 0, jobs: 0,
+      year: d.getUTCFullYear(),
+      month: d.getUTCMonth() + 1,
+      globalUserName: r.owner,
+      vo: r.vo,
+      voGroup: r.voGroup ?? `/${r.vo}`,
+      voRole: r.voRole ?? "Role=NULL",
+      serviceLevelType: slt,
+      serviceLevel: sl,
+      nodeCount: r.nodeCount || 1,
+      processors: r.processors,
+      earliestEnd: r.endTime,
+      latestEnd: r.endTime,
+      wall: 0,
+      cpu: 0,
+      jobs: 0,
     };
-    const key = JSON.stringify([row.year, row.month, row.globalUserName, row.vo, row.voGroup, row.voRole, slt, sl, row.nodeCount, row.processors]);
+    const key = JSON.stringify([
+      row.year,
+      row.month,
+      row.globalUserName,
+      row.vo,
+      row.voGroup,
+      row.voRole,
+      slt,
+      sl,
+      row.nodeCount,
+      row.processors,
+    ]);
     const g = groups.get(key) ?? row;
     g.earliestEnd = Math.min(g.earliestEnd, r.endTime);
     g.latestEnd = Math.max(g.latestEnd, r.endTime);
@@ -113,12 +160,29 @@ export function summarize(recs: readonly UsageRecord[]): SummaryRow[] {
 }
 
 export function summaryMessage(site: ApelSite, rows: readonly SummaryRow[]): string {
-  return render(HEADER.summary, rows.map((g) => [
-    ["Site", site.site], ["Month", g.month], ["Year", g.year], ["GlobalUserName", g.globalUserName],
-    ["VO", g.vo], ["VOGroup", g.voGroup], ["VORole", g.voRole], ["SubmitHost", site.submitHost], ["InfrastructureType", "grid"],
-    ["ServiceLevelType", g.serviceLevelType], ["ServiceLevel", g.serviceLevel], ["NodeCount", g.nodeCount], ["Processors", g.processors],
-    ["EarliestEndTime", g.earliestEnd], ["LatestEndTime", g.latestEnd], ["WallDuration", g.wall], ["CpuDuration", g.cpu], ["NumberOfJobs", g.jobs],
-  ]));
+  return render(
+    HEADER.summary,
+    rows.map((g) => [
+      ["Site", site.site],
+      ["Month", g.month],
+      ["Year", g.year],
+      ["GlobalUserName", g.globalUserName],
+      ["VO", g.vo],
+      ["VOGroup", g.voGroup],
+      ["VORole", g.voRole],
+      ["SubmitHost", site.submitHost],
+      ["InfrastructureType", "grid"],
+      ["ServiceLevelType", g.serviceLevelType],
+      ["ServiceLevel", g.serviceLevel],
+      ["NodeCount", g.nodeCount],
+      ["Processors", g.processors],
+      ["EarliestEndTime", g.earliestEnd],
+      ["LatestEndTime", g.latestEnd],
+      ["WallDuration", g.wall],
+      ["CpuDuration", g.cpu],
+      ["NumberOfJobs", g.jobs],
+    ]),
+  );
 }
 
 export interface NormalisedRow extends Omit<SummaryRow, "serviceLevelType" | "serviceLevel"> {
@@ -139,9 +203,21 @@ export function summarizeNormalised(recs: readonly UsageRecord[]): NormalisedRow
     const d = new Date(r.endTime * 1000);
     const f = normalisationFactor(...benchmark(r));
     const row: NormalisedRow = {
-      year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, globalUserName: r.owner, vo: r.vo, voGroup: r.voGroup ?? `/${r.vo}`,
-      voRole: r.voRole ?? "Role=NULL", nodeCount: r.nodeCount || 1, processors: r.processors,
-      earliestEnd: r.endTime, latestEnd: r.endTime, wall: 0, cpu: 0, normWall: 0, normCpu: 0, jobs: 0,
+      year: d.getUTCFullYear(),
+      month: d.getUTCMonth() + 1,
+      globalUserName: r.owner,
+      vo: r.vo,
+      voGroup: r.voGroup ?? `/${r.vo}`,
+      voRole: r.voRole ?? "Role=NULL",
+      nodeCount: r.nodeCount || 1,
+      processors: r.processors,
+      earliestEnd: r.endTime,
+      latestEnd: r.endTime,
+      wall: 0,
+      cpu: 0,
+      normWall: 0,
+      normCpu: 0,
+      jobs: 0,
     };
     const key = JSON.stringify([row.year, row.month, row.globalUserName, row.vo, row.voGroup, row.voRole, row.nodeCount, row.processors]);
     const g = groups.get(key) ?? row;
@@ -159,13 +235,29 @@ export function summarizeNormalised(recs: readonly UsageRecord[]): NormalisedRow
 
 /** v0.3: `Infrastructure` (not `InfrastructureType`), no ServiceLevel lines, normalised durations in whole seconds. */
 export function normalisedSummaryMessage(site: ApelSite, rows: readonly NormalisedRow[]): string {
-  return render(HEADER.normalisedSummary, rows.map((g) => [
-    ["Site", site.site], ["Month", g.month], ["Year", g.year], ["GlobalUserName", g.globalUserName],
-    ["VO", g.vo], ["VOGroup", g.voGroup], ["VORole", g.voRole], ["SubmitHost", site.submitHost], ["Infrastructure", "grid"],
-    ["NodeCount", g.nodeCount], ["Processors", g.processors], ["EarliestEndTime", g.earliestEnd], ["LatestEndTime", g.latestEnd],
-    ["WallDuration", g.wall], ["CpuDuration", g.cpu], ["NormalisedWallDuration", Math.round(g.normWall)], ["NormalisedCpuDuration", Math.round(g.normCpu)],
-    ["NumberOfJobs", g.jobs],
-  ]));
+  return render(
+    HEADER.normalisedSummary,
+    rows.map((g) => [
+      ["Site", site.site],
+      ["Month", g.month],
+      ["Year", g.year],
+      ["GlobalUserName", g.globalUserName],
+      ["VO", g.vo],
+      ["VOGroup", g.voGroup],
+      ["VORole", g.voRole],
+      ["SubmitHost", site.submitHost],
+      ["Infrastructure", "grid"],
+      ["NodeCount", g.nodeCount],
+      ["Processors", g.processors],
+      ["EarliestEndTime", g.earliestEnd],
+      ["LatestEndTime", g.latestEnd],
+      ["WallDuration", g.wall],
+      ["CpuDuration", g.cpu],
+      ["NormalisedWallDuration", Math.round(g.normWall)],
+      ["NormalisedCpuDuration", Math.round(g.normCpu)],
+      ["NumberOfJobs", g.jobs],
+    ]),
+  );
 }
 
 /** Jobs per month of this submit host: APEL compares them with what it holds. */
@@ -175,9 +267,16 @@ export function syncMessage(site: ApelSite, recs: readonly UsageRecord[]): strin
     const m = new Date(r.endTime * 1000).toISOString().slice(0, 7);
     months.set(m, (months.get(m) ?? 0) + 1);
   }
-  return render(HEADER.sync, [...months].sort().map(([m, n]) => [
-    ["Site", site.site], ["SubmitHost", site.submitHost], ["NumberOfJobs", n], ["Month", Number(m.slice(5, 7))], ["Year", Number(m.slice(0, 4))],
-  ]));
+  return render(
+    HEADER.sync,
+    [...months].sort().map(([m, n]) => [
+      ["Site", site.site],
+      ["SubmitHost", site.submitHost],
+      ["NumberOfJobs", n],
+      ["Month", Number(m.slice(5, 7))],
+      ["Year", Number(m.slice(0, 4))],
+    ]),
+  );
 }
 
 /**
@@ -187,14 +286,19 @@ export function syncMessage(site: ApelSite, recs: readonly UsageRecord[]): strin
 export function parseMessage(text: string): { header: string; records: Record<string, string>[] } {
   const nl = text.indexOf("\n");
   const header = text.slice(0, nl).trim();
-  const records = text.slice(nl + 1).split("%%").map((chunk) => chunk.trim()).filter(Boolean).map((chunk) => {
-    const rec: Record<string, string> = {};
-    for (const line of chunk.split("\n")) {
-      const i = line.indexOf(":");
-      if (i < 0) throw new Error(`line without a colon: ${line}`);
-      rec[line.slice(0, i).trim()] = line.slice(i + 1).trim();
-    }
-    return rec;
-  });
+  const records = text
+    .slice(nl + 1)
+    .split("%%")
+    .map((chunk) => chunk.trim())
+    .filter(Boolean)
+    .map((chunk) => {
+      const rec: Record<string, string> = {};
+      for (const line of chunk.split("\n")) {
+        const i = line.indexOf(":");
+        if (i < 0) throw new Error(`line without a colon: ${line}`);
+        rec[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+      }
+      return rec;
+    });
   return { header, records };
 }

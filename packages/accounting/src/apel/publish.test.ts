@@ -18,7 +18,8 @@ import { publishApel, type PublishOptions } from "./publish.js";
 let dir: string;
 let db: AccountingDb;
 let ca: string, cert: string, key: string;
-const received: { url: string; apiKey: string | undefined; body: { messages: { attributes: Record<string, string>; data: string }[] } }[] = [];
+const received: { url: string; apiKey: string | undefined; body: { messages: { attributes: Record<string, string>; data: string }[] } }[] =
+  [];
 let server: Server;
 let port = 0;
 // Stand-in for ARGO's authentication service: the AMS key for a client certificate the test CA signed.
@@ -35,10 +36,43 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "apel-"));
   ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/DC=test/CN=Test CA");
   ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "host.key", "-out", "host.csr", "-subj", "/DC=test/CN=localhost");
-  writeFileSync(join(dir, "ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth,emailProtection\n");
-  ssl("x509", "-req", "-in", "host.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "host.pem", "-days", "2", "-extfile", "ext");
+  writeFileSync(
+    join(dir, "ext"),
+    "subjectAltName=DNS:localhost,IP:127.0.0.1\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth,emailProtection\n",
+  );
+  ssl(
+    "x509",
+    "-req",
+    "-in",
+    "host.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "host.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "ext",
+  );
   [ca, cert, key] = ["ca.pem", "host.pem", "host.key"].map((f) => join(dir, f)) as [string, string, string];
-  ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/DC=test/CN=localhost");
+  ssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "rogue.key",
+    "-out",
+    "rogue.pem",
+    "-days",
+    "2",
+    "-subj",
+    "/DC=test/CN=localhost",
+  );
   [rogueCert, rogueKey] = ["rogue.pem", "rogue.key"].map((f) => join(dir, f)) as [string, string];
   // Stand-in for the ARGO Messaging Service publish call (not the real service): answers one id per
   // message to the configured key or the one the authentication service gives now, else 401.
@@ -48,23 +82,33 @@ beforeAll(async () => {
     req.on("end", () => {
       const apiKey = req.headers["x-api-key"];
       if (apiKey !== "k1" && apiKey !== issued) {
-        res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: 401, message: "Unauthenticated", status: "UNAUTHENTICATED" } }));
+        res
+          .writeHead(401, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: { code: 401, message: "Unauthenticated", status: "UNAUTHENTICATED" } }));
         return;
       }
       const parsed = JSON.parse(body) as (typeof received)[number]["body"];
       received.push({ url: req.url ?? "", apiKey: req.headers["x-api-key"] as string | undefined, body: parsed });
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ messageIds: parsed.messages.map((_, i) => `m${received.length}-${i}`) }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ messageIds: parsed.messages.map((_, i) => `m${received.length}-${i}`) }));
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   port = (server.address() as AddressInfo).port;
-  authn = createServer({ cert: readFileSync(cert), key: readFileSync(key), ca: readFileSync(ca), requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    const sock = req.socket as TLSSocket;
-    const cn = sock.getPeerCertificate().subject?.CN;
-    authnCalls.push({ authorized: sock.authorized, cn: typeof cn === "string" ? cn : undefined, url: req.url ?? "" });
-    if (req.method !== "GET" || !sock.authorized) res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { code: 401, message: "Unauthorized", status: "UNAUTHORIZED" } }));
-    else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ token: issued }));
-  });
+  authn = createServer(
+    { cert: readFileSync(cert), key: readFileSync(key), ca: readFileSync(ca), requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      const sock = req.socket as TLSSocket;
+      const cn = sock.getPeerCertificate().subject?.CN;
+      authnCalls.push({ authorized: sock.authorized, cn: typeof cn === "string" ? cn : undefined, url: req.url ?? "" });
+      if (req.method !== "GET" || !sock.authorized)
+        res
+          .writeHead(401, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: { code: 401, message: "Unauthorized", status: "UNAUTHORIZED" } }));
+      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ token: issued }));
+    },
+  );
   await new Promise<void>((r) => authn.listen(0, "127.0.0.1", r));
   authnPort = (authn.address() as AddressInfo).port;
 });
@@ -77,12 +121,29 @@ afterAll(async () => {
 // Noon on the 15th of last month (UTC): a past month, as APEL requires.
 const now = new Date();
 const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 15, 12);
-const month = String(new Date(end).getUTCMonth() + 1), year = String(new Date(end).getUTCFullYear());
+const month = String(new Date(end).getUTCMonth() + 1),
+  year = String(new Date(end).getUTCFullYear());
 function entry(id: string, over: Record<string, string>) {
   return {
-    id, recordId: `${id}/0`, owner: "/DC=test/CN=Alice", queue: "main", localId: `${id.length}00${id.slice(-1).charCodeAt(0)}`, created: String(end - 3_600_000),
-    startedAt: String(end - 1_000_000), endedAt: String(end), usedWallSeconds: "1000", usedUserSeconds: "900", usedSystemSeconds: "50", usedCpuSeconds: "950",
-    usedMemoryMB: "100", processors: "1", nodes: "wn1", outcome: "success", "u.benchmarkType": "HEPscore23", "u.benchmarkValue": "16.5", ...over,
+    id,
+    recordId: `${id}/0`,
+    owner: "/DC=test/CN=Alice",
+    queue: "main",
+    localId: `${id.length}00${id.slice(-1).charCodeAt(0)}`,
+    created: String(end - 3_600_000),
+    startedAt: String(end - 1_000_000),
+    endedAt: String(end),
+    usedWallSeconds: "1000",
+    usedUserSeconds: "900",
+    usedSystemSeconds: "50",
+    usedCpuSeconds: "950",
+    usedMemoryMB: "100",
+    processors: "1",
+    nodes: "wn1",
+    outcome: "success",
+    "u.benchmarkType": "HEPscore23",
+    "u.benchmarkValue": "16.5",
+    ...over,
   };
 }
 
@@ -90,7 +151,10 @@ beforeEach(async () => {
   await db?.close();
   db = await AccountingDb.open(join(mkdtempSync(join(dir, "db-")), "a.db"), dir);
   const entries = [
-    entry("voms1", { fqans: JSON.stringify(["/atlas/Role=production", "/atlas"]), localUser: JSON.stringify({ account: "atl001", uid: 5001 }) }),
+    entry("voms1", {
+      fqans: JSON.stringify(["/atlas/Role=production", "/atlas"]),
+      localUser: JSON.stringify({ account: "atl001", uid: 5001 }),
+    }),
     entry("voms2", { fqans: JSON.stringify(["/atlas/Role=production"]), endedAt: String(end + 60_000) }),
     entry("tok1", { owner: "https://iss.example/u1", fqans: JSON.stringify(["/cms/production"]) }),
     entry("plain1", { owner: "/DC=test/CN=Bob" }),
@@ -120,21 +184,45 @@ describe("APEL messages", () => {
     expect(files).toEqual(["0001-individual.msg", "0002-individual.msg", "0003-sync.msg"]);
     const msgs = files.map((f) => parseMessage(verify(join(out, f))));
     for (const f of files) checkApelMessage(verify(join(out, f)), { strictVo: true });
-    expect(msgs.map((m) => m.header)).toEqual(["APEL-individual-job-message: v0.3", "APEL-individual-job-message: v0.3", "APEL-sync-message: v0.1"]);
+    expect(msgs.map((m) => m.header)).toEqual([
+      "APEL-individual-job-message: v0.3",
+      "APEL-individual-job-message: v0.3",
+      "APEL-sync-message: v0.1",
+    ]);
     const recs = msgs.slice(0, 2).flatMap((m) => m.records);
     expect(recs).toHaveLength(4);
     const voms = recs.find((r) => r.GlobalUserName === "/DC=test/CN=Alice" && r.LocalUserId === "atl001")!;
     expect(voms).toEqual({
-      Site: "TEST-SITE", SubmitHost: "https://ce.test/arex", MachineName: "ce.test", Queue: "main", LocalJobId: voms.LocalJobId, LocalUserId: "atl001",
-      GlobalUserName: "/DC=test/CN=Alice", FQAN: "/atlas/Role=production", VO: "atlas", VOGroup: "/atlas", VORole: "Role=production",
-      WallDuration: "1000", CpuDuration: "950", Processors: "1", NodeCount: "1", StartTime: String((end - 1_000_000) / 1000), EndTime: String(end / 1000),
-      InfrastructureDescription: "APEL-CE-REST", InfrastructureType: "grid", MemoryReal: "102400", ServiceLevelType: "HEPscore23", ServiceLevel: "16.5",
+      Site: "TEST-SITE",
+      SubmitHost: "https://ce.test/arex",
+      MachineName: "ce.test",
+      Queue: "main",
+      LocalJobId: voms.LocalJobId,
+      LocalUserId: "atl001",
+      GlobalUserName: "/DC=test/CN=Alice",
+      FQAN: "/atlas/Role=production",
+      VO: "atlas",
+      VOGroup: "/atlas",
+      VORole: "Role=production",
+      WallDuration: "1000",
+      CpuDuration: "950",
+      Processors: "1",
+      NodeCount: "1",
+      StartTime: String((end - 1_000_000) / 1000),
+      EndTime: String(end / 1000),
+      InfrastructureDescription: "APEL-CE-REST",
+      InfrastructureType: "grid",
+      MemoryReal: "102400",
+      ServiceLevelType: "HEPscore23",
+      ServiceLevel: "16.5",
     });
     const tok = recs.find((r) => r.GlobalUserName === "https://iss.example/u1")!;
     expect(tok).toMatchObject({ VO: "cms", VOGroup: "/cms/production", VORole: "Role=NULL" });
     expect(tok.FQAN).toBeUndefined();
     expect(recs.find((r) => r.GlobalUserName === "/DC=test/CN=Bob")).toMatchObject({ VO: "vo.none", VOGroup: "/vo.none" });
-    expect(msgs[2]!.records).toEqual([{ Site: "TEST-SITE", SubmitHost: "https://ce.test/arex", NumberOfJobs: "4", Month: month, Year: year }]);
+    expect(msgs[2]!.records).toEqual([
+      { Site: "TEST-SITE", SubmitHost: "https://ce.test/arex", NumberOfJobs: "4", Month: month, Year: year },
+    ]);
     // A dry run remembers nothing.
     expect((await publishApel(db, opts("individual", { outDir: join(dir, "dry-ind2") }))).records).toBe(4);
   });
@@ -146,7 +234,19 @@ describe("APEL messages", () => {
     const sums = files.filter((f) => f.includes("summary")).flatMap((f) => parseMessage(verify(join(out, f))).records);
     expect(parseMessage(verify(join(out, files[0]!))).header).toBe("APEL-summary-job-message: v0.2");
     const atlas = sums.find((s) => s.VO === "atlas" && s.GlobalUserName === "/DC=test/CN=Alice")!;
-    expect(atlas).toMatchObject({ Month: month, Year: year, VOGroup: "/atlas", VORole: "Role=production", WallDuration: "2000", CpuDuration: "1900", NumberOfJobs: "2", EarliestEndTime: String(end / 1000), LatestEndTime: String(end / 1000 + 60), ServiceLevelType: "HEPscore23", ServiceLevel: "16.5" });
+    expect(atlas).toMatchObject({
+      Month: month,
+      Year: year,
+      VOGroup: "/atlas",
+      VORole: "Role=production",
+      WallDuration: "2000",
+      CpuDuration: "1900",
+      NumberOfJobs: "2",
+      EarliestEndTime: String(end / 1000),
+      LatestEndTime: String(end / 1000 + 60),
+      ServiceLevelType: "HEPscore23",
+      ServiceLevel: "16.5",
+    });
     expect(sums.reduce((n, s) => n + Number(s.NumberOfJobs), 0)).toBe(4);
     for (const f of files) checkApelMessage(verify(join(out, f)), { strictVo: true });
   });
@@ -154,11 +254,19 @@ describe("APEL messages", () => {
   it("dry run: normalised summaries (v0.3) carry durations × the queue's benchmark and pass APEL's loader rules", async () => {
     const out = join(dir, "dry-norm");
     await publishApel(db, opts("summaries-v0.3", { outDir: out }));
-    const texts = readdirSync(out).sort().map((f) => verify(join(out, f)));
+    const texts = readdirSync(out)
+      .sort()
+      .map((f) => verify(join(out, f)));
     const checked = texts.map((t) => checkApelMessage(t, { strictVo: true }));
     expect(checked.map((c) => c.kind)).toEqual(["normalised summary v0.3", "normalised summary v0.3", "sync v0.1"]);
     const atlas = checked.flatMap((c) => c.records).find((s) => s.VO === "atlas")!;
-    expect(atlas).toMatchObject({ WallDuration: "2000", CpuDuration: "1900", NormalisedWallDuration: "33000", NormalisedCpuDuration: "31350", NumberOfJobs: "2" });
+    expect(atlas).toMatchObject({
+      WallDuration: "2000",
+      CpuDuration: "1900",
+      NormalisedWallDuration: "33000",
+      NormalisedCpuDuration: "31350",
+      NumberOfJobs: "2",
+    });
   });
 
   it("sends to the ARGO endpoint once; a second run sends nothing; republish sends the range again", async () => {
@@ -205,7 +313,9 @@ describe("APEL messages", () => {
     expect((await publishApel(db, opts("summaries"))).messages).toBeGreaterThan(0);
     const first = received.length;
     expect((await publishApel(db, opts("summaries"))).messages).toBe(0);
-    await db.insert([{ record: usageRecord("2-0", entry("late1", { fqans: JSON.stringify(["/atlas"]) }), { vomslessVo: "x" }), streamId: "2-0" }]);
+    await db.insert([
+      { record: usageRecord("2-0", entry("late1", { fqans: JSON.stringify(["/atlas"]) }), { vomslessVo: "x" }), streamId: "2-0" },
+    ]);
     expect((await publishApel(db, opts("summaries"))).messages).toBe(first);
     // Another message type is another text: every month is sent again, in the new form.
     expect((await publishApel(db, opts("summaries-v0.3"))).messages).toBe(first);

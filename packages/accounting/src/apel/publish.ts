@@ -6,7 +6,15 @@ import type { AccountingDb } from "../db/index.js";
 import { monthOf } from "../db/index.js";
 import type { UsageRecord } from "../record.js";
 import { ArgoPublisher, type ArgoTarget } from "./argo.js";
-import { individualMessage, normalisedSummaryMessage, summarize, summarizeNormalised, summaryMessage, syncMessage, type ApelSite } from "./messages.js";
+import {
+  individualMessage,
+  normalisedSummaryMessage,
+  summarize,
+  summarizeNormalised,
+  summaryMessage,
+  syncMessage,
+  type ApelSite,
+} from "./messages.js";
 import { smimeSign } from "./sign.js";
 
 type ApelConfig = AccountingConfig["apel"];
@@ -38,11 +46,14 @@ export const targetKey = (a: ApelConfig) => `${a.targetUrl ?? "(none)"}|${a.proj
 
 const publishable = (a: ApelConfig) => (r: UsageRecord) => r.batchId !== null && (a.vos.length === 0 || a.vos.includes(r.vo));
 
-const chunks = <T>(xs: readonly T[], n: number): T[][] => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
+const chunks = <T>(xs: readonly T[], n: number): T[][] =>
+  Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 
 /** The messages a publishing run sends: records or months not sent yet (or the republished range), then the sync message. */
 export async function planMessages(db: AccountingDb, o: PublishOptions): Promise<ApelMessage[]> {
-  const a = o.apel, target = targetKey(a), ok = publishable(a);
+  const a = o.apel,
+    target = targetKey(a),
+    ok = publishable(a);
   const out: ApelMessage[] = [];
   let months: string[] = [];
   if (a.messages === "individual") {
@@ -55,7 +66,8 @@ export async function planMessages(db: AccountingDb, o: PublishOptions): Promise
       if (skip.length && !o.outDir) await db.markSent(target, skip, "skipped");
       recs = unsent.filter(ok);
     }
-    for (const c of chunks(recs, a.batchSize)) out.push({ kind: "individual", text: individualMessage(o.site, c), recordIds: c.map((r) => r.recordId) });
+    for (const c of chunks(recs, a.batchSize))
+      out.push({ kind: "individual", text: individualMessage(o.site, c), recordIds: c.map((r) => r.recordId) });
     months = [...new Set(recs.map((r) => monthOf(r.endTime)))];
   } else {
     const all = await db.months();

@@ -19,10 +19,24 @@ afterAll(async () => {
 });
 
 const rec = (id: string, over: Record<string, string> = {}) =>
-  usageRecord("1-0", {
-    id, recordId: `${id}/0`, owner: "/DC=t/CN=A", queue: "q", localId: "7", created: "1000", startedAt: String(Date.UTC(2026, 0, 31, 23) ), endedAt: String(Date.UTC(2026, 1, 1, 1)),
-    usedWallSeconds: "7200", usedCpuSeconds: "3600", fqans: JSON.stringify(["/atlas"]), ...over,
-  }, { vomslessVo: "vomsless" });
+  usageRecord(
+    "1-0",
+    {
+      id,
+      recordId: `${id}/0`,
+      owner: "/DC=t/CN=A",
+      queue: "q",
+      localId: "7",
+      created: "1000",
+      startedAt: String(Date.UTC(2026, 0, 31, 23)),
+      endedAt: String(Date.UTC(2026, 1, 1, 1)),
+      usedWallSeconds: "7200",
+      usedCpuSeconds: "3600",
+      fqans: JSON.stringify(["/atlas"]),
+      ...over,
+    },
+    { vomslessVo: "vomsless" },
+  );
 
 describe("databaseLocation", () => {
   it("reads the setting: postgres URL, sqlite: prefix, bare path, default under the state dir", () => {
@@ -40,7 +54,14 @@ describe.each(["sqlite", "postgres"] as const)("%s", (kind) => {
     const [a, b] = await Promise.all([open(), open()]);
     expect(await a.migrate()).toBe(1);
     expect(a.kind).toBe(kind);
-    expect((await a.insert([{ record: rec("j1"), streamId: "1-0" }, { record: rec("j2", { fqans: JSON.stringify(["/cms"]), owner: "/DC=t/CN=B" }), streamId: "1-1" }])).length).toBe(2);
+    expect(
+      (
+        await a.insert([
+          { record: rec("j1"), streamId: "1-0" },
+          { record: rec("j2", { fqans: JSON.stringify(["/cms"]), owner: "/DC=t/CN=B" }), streamId: "1-1" },
+        ])
+      ).length,
+    ).toBe(2);
     // The same record again (a redelivered entry), from another connection: no second row.
     expect((await b.insert([{ record: rec("j1"), streamId: "1-9" }])).length).toBe(0);
     expect(await b.count()).toBe(2);

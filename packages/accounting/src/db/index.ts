@@ -7,29 +7,100 @@ import { openPostgres } from "./postgres.js";
 export { AccountingDbError } from "./sql.js";
 
 /** `accounting.database`: a postgres URL, `sqlite:<path>`, or a bare path (SQLite). */
-export function databaseLocation(setting: string | undefined, stateDir: string): { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } {
+export function databaseLocation(
+  setting: string | undefined,
+  stateDir: string,
+): { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } {
   const s = setting ?? `${stateDir}/accounting/accounting.db`;
   if (/^postgres(ql)?:\/\//.test(s)) return { kind: "postgres", url: s };
   return { kind: "sqlite", path: s.replace(/^sqlite:/, "") };
 }
 
 const COLS = [
-  "record_id", "job_id", "batch_id", "owner", "owner_dn", "token_issuer", "token_subject", "vo", "vo_group", "vo_role",
-  "fqan", "fqans", "account", "uid", "queue", "partition", "submit_time", "start_time", "end_time", "end_month",
-  "wall_seconds", "cpu_user_seconds", "cpu_system_seconds", "cpu_seconds", "max_rss_kb", "processors", "node_count",
-  "nodes", "exit_code", "state", "failure_cause", "failure", "bytes_in", "bytes_out", "bytes_in_cache",
-  "benchmark_type", "benchmark_value", "stream_id", "recorded_at",
+  "record_id",
+  "job_id",
+  "batch_id",
+  "owner",
+  "owner_dn",
+  "token_issuer",
+  "token_subject",
+  "vo",
+  "vo_group",
+  "vo_role",
+  "fqan",
+  "fqans",
+  "account",
+  "uid",
+  "queue",
+  "partition",
+  "submit_time",
+  "start_time",
+  "end_time",
+  "end_month",
+  "wall_seconds",
+  "cpu_user_seconds",
+  "cpu_system_seconds",
+  "cpu_seconds",
+  "max_rss_kb",
+  "processors",
+  "node_count",
+  "nodes",
+  "exit_code",
+  "state",
+  "failure_cause",
+  "failure",
+  "bytes_in",
+  "bytes_out",
+  "bytes_in_cache",
+  "benchmark_type",
+  "benchmark_value",
+  "stream_id",
+  "recorded_at",
 ] as const;
 
 export const monthOf = (epochS: number) => new Date(epochS * 1000).toISOString().slice(0, 7);
 
 function toRow(r: UsageRecord, streamId: string, now: number): Param[] {
   return [
-    r.recordId, r.jobId, r.batchId, r.owner, r.ownerDn, r.tokenIssuer, r.tokenSubject, r.vo, r.voGroup, r.voRole,
-    r.fqan, JSON.stringify(r.fqans), r.account, r.uid, r.queue, r.partition, r.submitTime, r.startTime, r.endTime, monthOf(r.endTime),
-    r.wallSeconds, r.cpuUserSeconds, r.cpuSystemSeconds, r.cpuSeconds, r.maxRssKb, r.processors, r.nodeCount,
-    r.nodes, r.exitCode, r.state, r.failureCause, r.failure, r.bytesIn, r.bytesOut, r.bytesInCache,
-    r.benchmarkType, r.benchmarkValue, streamId, now,
+    r.recordId,
+    r.jobId,
+    r.batchId,
+    r.owner,
+    r.ownerDn,
+    r.tokenIssuer,
+    r.tokenSubject,
+    r.vo,
+    r.voGroup,
+    r.voRole,
+    r.fqan,
+    JSON.stringify(r.fqans),
+    r.account,
+    r.uid,
+    r.queue,
+    r.partition,
+    r.submitTime,
+    r.startTime,
+    r.endTime,
+    monthOf(r.endTime),
+    r.wallSeconds,
+    r.cpuUserSeconds,
+    r.cpuSystemSeconds,
+    r.cpuSeconds,
+    r.maxRssKb,
+    r.processors,
+    r.nodeCount,
+    r.nodes,
+    r.exitCode,
+    r.state,
+    r.failureCause,
+    r.failure,
+    r.bytesIn,
+    r.bytesOut,
+    r.bytesInCache,
+    r.benchmarkType,
+    r.benchmarkValue,
+    streamId,
+    now,
   ];
 }
 
@@ -38,16 +109,42 @@ const s = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
 export function fromRow(x: Row): UsageRecord {
   return {
-    recordId: String(x.record_id), jobId: String(x.job_id), batchId: s(x.batch_id), owner: String(x.owner),
-    ownerDn: s(x.owner_dn), tokenIssuer: s(x.token_issuer), tokenSubject: s(x.token_subject),
-    vo: String(x.vo), voGroup: s(x.vo_group), voRole: s(x.vo_role), fqan: s(x.fqan), fqans: JSON.parse(String(x.fqans)) as string[],
-    account: s(x.account), uid: n(x.uid), queue: String(x.queue), partition: s(x.partition),
-    submitTime: Number(x.submit_time), startTime: n(x.start_time), endTime: Number(x.end_time),
-    wallSeconds: Number(x.wall_seconds), cpuUserSeconds: Number(x.cpu_user_seconds), cpuSystemSeconds: Number(x.cpu_system_seconds),
-    cpuSeconds: Number(x.cpu_seconds), maxRssKb: n(x.max_rss_kb), processors: Number(x.processors), nodeCount: Number(x.node_count),
-    nodes: s(x.nodes), exitCode: n(x.exit_code), state: String(x.state) as UsageRecord["state"], failureCause: s(x.failure_cause),
-    failure: s(x.failure), bytesIn: Number(x.bytes_in), bytesOut: Number(x.bytes_out), bytesInCache: Number(x.bytes_in_cache),
-    benchmarkType: s(x.benchmark_type), benchmarkValue: n(x.benchmark_value),
+    recordId: String(x.record_id),
+    jobId: String(x.job_id),
+    batchId: s(x.batch_id),
+    owner: String(x.owner),
+    ownerDn: s(x.owner_dn),
+    tokenIssuer: s(x.token_issuer),
+    tokenSubject: s(x.token_subject),
+    vo: String(x.vo),
+    voGroup: s(x.vo_group),
+    voRole: s(x.vo_role),
+    fqan: s(x.fqan),
+    fqans: JSON.parse(String(x.fqans)) as string[],
+    account: s(x.account),
+    uid: n(x.uid),
+    queue: String(x.queue),
+    partition: s(x.partition),
+    submitTime: Number(x.submit_time),
+    startTime: n(x.start_time),
+    endTime: Number(x.end_time),
+    wallSeconds: Number(x.wall_seconds),
+    cpuUserSeconds: Number(x.cpu_user_seconds),
+    cpuSystemSeconds: Number(x.cpu_system_seconds),
+    cpuSeconds: Number(x.cpu_seconds),
+    maxRssKb: n(x.max_rss_kb),
+    processors: Number(x.processors),
+    nodeCount: Number(x.node_count),
+    nodes: s(x.nodes),
+    exitCode: n(x.exit_code),
+    state: String(x.state) as UsageRecord["state"],
+    failureCause: s(x.failure_cause),
+    failure: s(x.failure),
+    bytesIn: Number(x.bytes_in),
+    bytesOut: Number(x.bytes_out),
+    bytesInCache: Number(x.bytes_in_cache),
+    benchmarkType: s(x.benchmark_type),
+    benchmarkValue: n(x.benchmark_value),
   };
 }
 
@@ -76,7 +173,10 @@ export class AccountingDb {
     try {
       sql = loc.kind === "postgres" ? openPostgres(loc.url) : openSqlite(loc.path);
     } catch (e) {
-      throw new AccountingDbError(`accounting database ${loc.kind === "sqlite" ? loc.path : "(postgres)"} cannot be opened: ${(e as Error).message}`, { cause: e });
+      throw new AccountingDbError(
+        `accounting database ${loc.kind === "sqlite" ? loc.path : "(postgres)"} cannot be opened: ${(e as Error).message}`,
+        { cause: e },
+      );
     }
     const db = new AccountingDb(sql);
     try {
@@ -90,18 +190,23 @@ export class AccountingDb {
 
   /** Applies the migrations not yet applied; returns the schema version. */
   async migrate(): Promise<number> {
-    return this.sql.tx(async (t) => {
-      await t.run("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
-      const done = new Set((await t.all("SELECT version FROM schema_migrations")).map((r) => Number(r.version)));
-      let v = Math.max(0, ...done);
-      for (const m of MIGRATIONS) {
-        if (done.has(m.version)) continue;
-        for (const stmt of m.sql) await t.run(stmt);
-        await t.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, Date.now()]);
-        v = m.version;
-      }
-      return v;
-    }, { migration: true });
+    return this.sql.tx(
+      async (t) => {
+        await t.run(
+          "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+        );
+        const done = new Set((await t.all("SELECT version FROM schema_migrations")).map((r) => Number(r.version)));
+        let v = Math.max(0, ...done);
+        for (const m of MIGRATIONS) {
+          if (done.has(m.version)) continue;
+          for (const stmt of m.sql) await t.run(stmt);
+          await t.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, Date.now()]);
+          v = m.version;
+        }
+        return v;
+      },
+      { migration: true },
+    );
   }
 
   /**
@@ -121,7 +226,9 @@ export class AccountingDb {
 
   /** The records of one job (every attempt), or the one record with that record id. */
   async job(id: string): Promise<UsageRecord[]> {
-    return (await this.sql.all("SELECT * FROM usage_records WHERE job_id = ? OR record_id = ? ORDER BY end_time, record_id", [id, id])).map(fromRow);
+    return (await this.sql.all("SELECT * FROM usage_records WHERE job_id = ? OR record_id = ? ORDER BY end_time, record_id", [id, id])).map(
+      fromRow,
+    );
   }
 
   async count(): Promise<number> {
@@ -141,22 +248,31 @@ export class AccountingDb {
 
   /** Records that ended within [from, to] (epoch s), oldest first. */
   async endedBetween(from: number, to: number): Promise<UsageRecord[]> {
-    return (await this.sql.all("SELECT * FROM usage_records WHERE end_time >= ? AND end_time <= ? ORDER BY end_time, record_id", [from, to])).map(fromRow);
+    return (
+      await this.sql.all("SELECT * FROM usage_records WHERE end_time >= ? AND end_time <= ? ORDER BY end_time, record_id", [from, to])
+    ).map(fromRow);
   }
 
   /** Records that ended in these months (`YYYY-MM`). */
   async inMonths(months: readonly string[]): Promise<UsageRecord[]> {
     if (months.length === 0) return [];
-    return (await this.sql.all(`SELECT * FROM usage_records WHERE end_month IN (${months.map(() => "?").join(", ")}) ORDER BY end_time, record_id`, months)).map(fromRow);
+    return (
+      await this.sql.all(
+        `SELECT * FROM usage_records WHERE end_month IN (${months.map(() => "?").join(", ")}) ORDER BY end_time, record_id`,
+        months,
+      )
+    ).map(fromRow);
   }
 
   /** Records not yet sent to `target`, oldest first. */
   async unsent(target: string, limit: number): Promise<UsageRecord[]> {
-    return (await this.sql.all(
-      `SELECT u.* FROM usage_records u LEFT JOIN apel_sent_records s ON s.target = ? AND s.record_id = u.record_id
+    return (
+      await this.sql.all(
+        `SELECT u.* FROM usage_records u LEFT JOIN apel_sent_records s ON s.target = ? AND s.record_id = u.record_id
        WHERE s.record_id IS NULL ORDER BY u.end_time, u.record_id LIMIT ?`,
-      [target, limit],
-    )).map(fromRow);
+        [target, limit],
+      )
+    ).map(fromRow);
   }
 
   async markSent(target: string, recordIds: readonly string[], messageId: string): Promise<void> {

@@ -29,14 +29,17 @@ describe("renderXml", () => {
   });
 
   it("emits xmlns where the namespace first appears or changes, inherited below", () => {
-    const doc = el("InfoRoot", [
-      { ...el("Domains", [el("AdminDomain", [el("ID", "x")])]), ns: "urn:g" },
-      el("Other"),
-    ]);
+    const doc = el("InfoRoot", [{ ...el("Domains", [el("AdminDomain", [el("ID", "x")])]), ns: "urn:g" }, el("Other")]);
     expect(renderXml(doc)).toBe('<InfoRoot><Domains xmlns="urn:g"><AdminDomain><ID>x</ID></AdminDomain></Domains><Other/></InfoRoot>');
     const nested = { ...el("a", [{ ...el("b", [el("c")]), ns: "urn:g" }]), ns: "urn:g" };
     expect(renderXml(nested)).toBe('<a xmlns="urn:g"><b><c/></b></a>');
-    const change = { ...el("a", [{ ...el("b"), ns: "urn:h" }, { ...el("c"), ns: "" }]), ns: "urn:g" };
+    const change = {
+      ...el("a", [
+        { ...el("b"), ns: "urn:h" },
+        { ...el("c"), ns: "" },
+      ]),
+      ns: "urn:g",
+    };
     expect(renderXml(change)).toBe('<a xmlns="urn:g"><b xmlns="urn:h"/><c xmlns=""/></a>');
   });
 

@@ -89,7 +89,13 @@ describe("aCT-shaped submissions", () => {
     expect(d!.rerun).toBe(2);
     const evnt = d!.inputFiles.find((f) => f.name.startsWith("EVNT"))!;
     expect(evnt.source).toBe("rucio://rucio-lb-prod.cern.ch/replicas/mc23_13p6TeV/EVNT.40063585._000123.pool.root.1");
-    expect(evnt.options).toEqual({ accesslatency: "disk", cache: "invariant", httpgetpartial: "no", rucioaccount: "pilot", transferprotocol: "https" });
+    expect(evnt.options).toEqual({
+      accesslatency: "disk",
+      cache: "invariant",
+      httpgetpartial: "no",
+      rucioaccount: "pilot",
+      transferprotocol: "https",
+    });
     expect(evnt.delegationId).toBe("5c2b6e3f1a0d");
     const queuedata = d!.inputFiles.find((f) => f.name === "queuedata.json")!;
     expect(queuedata.source).toBe("http://pandaserver.cern.ch:25085/cache/schedconfig/NDGF-T1.all.json");
@@ -104,7 +110,10 @@ describe("aCT-shaped submissions", () => {
     expect(d!.rerun).toBe(2);
     expect(d!.queue).toBe("main");
     expect(d!.wallTimeSeconds).toBe(360 * 60);
-    expect(d!.runtimeEnvironments.map((r) => [r.name, r.version])).toEqual([["APPS/HEP/ATLAS-SITE", undefined], ["ENV/PROXY", undefined]]);
+    expect(d!.runtimeEnvironments.map((r) => [r.name, r.version])).toEqual([
+      ["APPS/HEP/ATLAS-SITE", undefined],
+      ["ENV/PROXY", undefined],
+    ]);
     expect(d!.inputFiles.find((f) => f.name === "pilot3.tar.gz")!.options).toEqual({ cache: "check" });
     expect(d!.inputFiles.find((f) => f.name.startsWith("EVNT"))!.options.rucioaccount).toBe("pilot");
     expect(d!.stderr).toBe("log.6543210.job.log");

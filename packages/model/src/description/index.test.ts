@@ -33,11 +33,17 @@ describe("parseDescriptionsSettled", () => {
   it("parses and validates the hand-written xRSL from the transcript", () => {
     const [item] = parseDescriptionsSettled('&(executable="/bin/echo")(arguments="raw")(stdout="out.txt")(jobname="raw-curl")');
     expect(item?.ok).toBe(true);
-    expect(item?.ok && item.description).toMatchObject({ executable: "/bin/echo", arguments: ["raw"], stdout: "out.txt", jobName: "raw-curl" });
+    expect(item?.ok && item.description).toMatchObject({
+      executable: "/bin/echo",
+      arguments: ["raw"],
+      stdout: "out.txt",
+      jobName: "raw-curl",
+    });
   });
 
   it("reports a validation failure per item and keeps the others", () => {
-    const body = '+(&(executable="/bin/echo")(arguments="m1"))(&(executable="/bin/echo")(stdout="../../etc/x"))(&(executable=/bin/b)(count=0))';
+    const body =
+      '+(&(executable="/bin/echo")(arguments="m1"))(&(executable="/bin/echo")(stdout="../../etc/x"))(&(executable=/bin/b)(count=0))';
     const items = parseDescriptionsSettled(body);
     expect(items.map((i) => i.ok)).toEqual([true, false, false]);
     const [, second, third] = items;
@@ -54,7 +60,10 @@ describe("parseDescriptionsSettled", () => {
     </ActivityDescriptions>`;
     const items = parseDescriptionsSettled(body);
     expect(items.map((i) => i.ok)).toEqual([true, false]);
-    expect(items[0]?.ok && items[0].description).toMatchObject({ executable: "run.sh", inputFiles: [{ name: "run.sh", executable: true }] });
+    expect(items[0]?.ok && items[0].description).toMatchObject({
+      executable: "run.sh",
+      inputFiles: [{ name: "run.sh", executable: true }],
+    });
     expect(items[1]?.source).toMatch(/^<ActivityDescription><DataStaging>/);
   });
 

@@ -1,11 +1,7 @@
 /**
  * Entry point for job-description bodies: sniff the language (docs/decisions.md #11), parse, validate.
  */
-import {
-  DescriptionError,
-  DescriptionTooLargeError,
-  UnsupportedFormatError,
-} from "../errors.js";
+import { DescriptionError, DescriptionTooLargeError, UnsupportedFormatError } from "../errors.js";
 import { parseAdlSettled } from "./adl/index.js";
 import { DEFAULT_MAX_DESCRIPTION_BYTES } from "./adl/xml.js";
 import { ExpansionBudget, resolveLimits, type DescriptionLimits } from "./limits.js";
@@ -27,8 +23,7 @@ export interface ParseOptions extends ValidateOptions {
 }
 
 export type SettledDescription =
-  | { ok: true; description: JobDescription; source: string }
-  | { ok: false; error: DescriptionError; source?: string | undefined };
+  { ok: true; description: JobDescription; source: string } | { ok: false; error: DescriptionError; source?: string | undefined };
 
 /** By the first non-blank character: `<` ADL, `&` `+` `(` xRSL (also `|`), `{` `[` JSON. */
 export function detectFormat(body: string): DescriptionFormat {
@@ -65,10 +60,14 @@ export function parseDescriptionsSettled(body: string, opts: ParseOptions = {}):
       items = [{ ok: false, error: new UnsupportedFormatError("JSON job descriptions are not supported; send ADL (XML) or xRSL") }];
       break;
     default:
-      items = [{
-        ok: false,
-        error: new UnsupportedFormatError("the request body is not a job description: it must start with '<' (ADL) or '&', '+', '(' (xRSL)"),
-      }];
+      items = [
+        {
+          ok: false,
+          error: new UnsupportedFormatError(
+            "the request body is not a job description: it must start with '<' (ADL) or '&', '+', '(' (xRSL)",
+          ),
+        },
+      ];
   }
   return items.map((item) => {
     if (!item.ok) return item;

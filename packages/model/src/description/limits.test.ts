@@ -77,7 +77,8 @@ describe("expansion caps (xRSL)", () => {
   it("too many descriptions or syntax nodes refuse the whole body", () => {
     const many = `+${`(${ok})`.repeat(DESCRIPTION_LIMITS.maxDescriptions + 1)}`;
     expect(thrown(() => parseDescriptionsSettled(many)).message).toMatch(/limit maxDescriptions=1000/);
-    const nodes = `+(${ok}(arguments=${"a ".repeat(9_000)}))`.repeat(1).replace(/^\+/, "+") + `(${ok}(arguments=${"b ".repeat(9_000)}))`.repeat(30);
+    const nodes =
+      `+(${ok}(arguments=${"a ".repeat(9_000)}))`.repeat(1).replace(/^\+/, "+") + `(${ok}(arguments=${"b ".repeat(9_000)}))`.repeat(30);
     expect(thrown(() => parseDescriptionsSettled(nodes)).message).toMatch(/limit maxNodes=200000/);
   });
 });
@@ -86,7 +87,9 @@ describe("one broken description does not sink the others", () => {
   it("xRSL +: a part with a syntax error fails alone, the parser resumes after it", () => {
     const items = parseDescriptionsSettled(`+(${ok})(&(executable /bin/x)(arguments="(a b)"))(&(=x))(${ok})`);
     expect(items.map((i) => i.ok)).toEqual([true, false, false, true]);
-    expect(failure(items[1]).message).toMatch(/^xRSL syntax error at line 1, column \d+: expected an operator .* after attribute .executable./);
+    expect(failure(items[1]).message).toMatch(
+      /^xRSL syntax error at line 1, column \d+: expected an operator .* after attribute .executable./,
+    );
     expect(failure(items[2]).message).toMatch(/expected an attribute name/);
     // An unterminated string swallows the rest: nothing after it can be told apart.
     const open = parseDescriptionsSettled(`+(${ok})(&(executable="/bin/x))(${ok})`);

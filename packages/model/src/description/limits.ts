@@ -91,11 +91,21 @@ export class ExpansionBudget {
     this.used += chars;
     if (this.body) {
       if (this.used > maxExpandedChars) {
-        throw limitError("maxExpandedChars", maxExpandedChars, `the values of this description expand to more than ${maxExpandedChars} characters (at ${what})`, at?.());
+        throw limitError(
+          "maxExpandedChars",
+          maxExpandedChars,
+          `the values of this description expand to more than ${maxExpandedChars} characters (at ${what})`,
+          at?.(),
+        );
       }
       this.body.charge(chars, what, at);
     } else if (this.used > maxTotalExpandedChars) {
-      throw limitError("maxTotalExpandedChars", maxTotalExpandedChars, `the descriptions of this request expand to more than ${maxTotalExpandedChars} characters`, at?.());
+      throw limitError(
+        "maxTotalExpandedChars",
+        maxTotalExpandedChars,
+        `the descriptions of this request expand to more than ${maxTotalExpandedChars} characters`,
+        at?.(),
+      );
     }
   }
 }

@@ -34,9 +34,10 @@ export function checkLocalInput(path: string, prefixes: readonly string[]): { pa
   const listed = prefixes.map(cleanPrefix).filter((p) => p.startsWith("/") && p !== "");
   if (!listed.some((p) => canonical.startsWith(`${p}/`))) {
     return {
-      reason: listed.length === 0
-        ? "local paths are not allowed on this computing element; upload the file instead"
-        : `is not under a software area this site shares with jobs (${listed.join(", ")}); upload the file instead`,
+      reason:
+        listed.length === 0
+          ? "local paths are not allowed on this computing element; upload the file instead"
+          : `is not under a software area this site shares with jobs (${listed.join(", ")}); upload the file instead`,
     };
   }
   return { path: canonical };

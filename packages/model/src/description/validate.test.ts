@@ -52,7 +52,9 @@ describe("validateDescription: the copy", () => {
     const hints = JSON.parse('{"__proto__": "x", "a": "b"}') as Record<string, string>;
     const d = base({
       startTime: new Date(1_700_000_000_000),
-      inputFiles: [input("in", { source: "https://x/in", options: JSON.parse('{"__proto__": "p", "threads": "4"}'), locations: ["https://y/in"] })],
+      inputFiles: [
+        input("in", { source: "https://x/in", options: JSON.parse('{"__proto__": "p", "threads": "4"}'), locations: ["https://y/in"] }),
+      ],
       runtimeEnvironments: [{ name: "ENV/X", options: ["o"] }],
       environment: [{ name: "A", value: "1" }],
       hints,
@@ -206,7 +208,11 @@ describe("validateDescription: pre- and post-executables", () => {
 
   it("follow the executable's rules: relative ones are inputs made executable, absolute and $VAR kept", () => {
     const v = validateDescription(
-      base({ inputFiles: [input("setup.sh")], preExecutables: [aux("./setup.sh", { arguments: ["a\nb"] })], postExecutables: [aux("/bin/true"), aux("$X/y", { successExitCode: 3 })] }),
+      base({
+        inputFiles: [input("setup.sh")],
+        preExecutables: [aux("./setup.sh", { arguments: ["a\nb"] })],
+        postExecutables: [aux("/bin/true"), aux("$X/y", { successExitCode: 3 })],
+      }),
     );
     expect(v.preExecutables).toEqual([{ path: "setup.sh", arguments: ["a\nb"] }]);
     expect(v.inputFiles[0]?.executable).toBe(true);
@@ -215,14 +221,24 @@ describe("validateDescription: pre- and post-executables", () => {
   });
 
   it("refuses hostile paths, arguments, codes and counts, naming which one", () => {
-    expect(rejected(base({ preExecutables: [aux("/bin/true"), aux("setup.sh")] })).message).toMatch(/pre-executable 2 'setup.sh' is neither an absolute path nor one of the input files/);
-    expect(rejected(base({ freeStageIn: true, postExecutables: [aux("../../etc/x")] })).message).toMatch(/post-executable 1 '..\/..\/etc\/x' leaves the session directory/);
+    expect(rejected(base({ preExecutables: [aux("/bin/true"), aux("setup.sh")] })).message).toMatch(
+      /pre-executable 2 'setup.sh' is neither an absolute path nor one of the input files/,
+    );
+    expect(rejected(base({ freeStageIn: true, postExecutables: [aux("../../etc/x")] })).message).toMatch(
+      /post-executable 1 '..\/..\/etc\/x' leaves the session directory/,
+    );
     expect(rejected(base({ preExecutables: [aux("/bin/\0x")] })).message).toMatch(/pre-executable 1 contains a NUL byte/);
     expect(rejected(base({ preExecutables: [aux(" ")] })).message).toMatch(/pre-executable 1 must not be empty/);
-    expect(rejected(base({ postExecutables: [aux("/bin/echo", { arguments: ["a\0"] })] })).message).toMatch(/arguments of post-executable 1 must not contain NUL bytes/);
-    expect(rejected(base({ postExecutables: [aux("/bin/echo", { arguments: ["x".repeat(MAX_AUX_CHARS)] })] })).message).toMatch(/post-executable 1 and its arguments are \d+ characters long/);
+    expect(rejected(base({ postExecutables: [aux("/bin/echo", { arguments: ["a\0"] })] })).message).toMatch(
+      /arguments of post-executable 1 must not contain NUL bytes/,
+    );
+    expect(rejected(base({ postExecutables: [aux("/bin/echo", { arguments: ["x".repeat(MAX_AUX_CHARS)] })] })).message).toMatch(
+      /post-executable 1 and its arguments are \d+ characters long/,
+    );
     expect(rejected(base({ preExecutables: [aux("/bin/true", { successExitCode: 256 })] })).message).toMatch(/must be 0 to 255, got 256/);
     const many = Array.from({ length: MAX_AUX_EXECUTABLES + 1 }, () => aux("/bin/true"));
-    expect(rejected(base({ preExecutables: many })).message).toMatch(new RegExp(`${MAX_AUX_EXECUTABLES + 1} pre-executables; at most ${MAX_AUX_EXECUTABLES}`));
+    expect(rejected(base({ preExecutables: many })).message).toMatch(
+      new RegExp(`${MAX_AUX_EXECUTABLES + 1} pre-executables; at most ${MAX_AUX_EXECUTABLES}`),
+    );
   });
 });

@@ -81,7 +81,8 @@ function checkUrl(field: string, url: string, what: string): void {
   }
   // The data stager runs on the CE: file:// would copy the CE's own files into (or out of) the job.
   // Listed software areas were turned into file:/// sources by checkInputs and are allowed there.
-  if (/^file:/i.test(url) && !(what === "source URL" && url.startsWith("file:///"))) fail(field, `${what} '${url}': file:// URLs are not allowed; upload the file instead`);
+  if (/^file:/i.test(url) && !(what === "source URL" && url.startsWith("file:///")))
+    fail(field, `${what} '${url}': file:// URLs are not allowed; upload the file instead`);
 }
 
 function checkDelegation(field: string, id: string | undefined): void {
@@ -144,7 +145,10 @@ function executablePath(d: JobDescription, field: string, exe: string, what: str
   const input = d.inputFiles.find((f) => f.name === name);
   if (input) input.executable = true;
   else if (!d.freeStageIn) {
-    fail(field, `${what} '${exe}' is neither an absolute path nor one of the input files; add it to the inputs (xRSL inputfiles, ADL InputFile)`);
+    fail(
+      field,
+      `${what} '${exe}' is neither an absolute path nor one of the input files; add it to the inputs (xRSL inputfiles, ADL InputFile)`,
+    );
   }
   return name;
 }
@@ -172,13 +176,15 @@ function checkAux(d: JobDescription, key: "preExecutables" | "postExecutables", 
     const field = `${key}[${i}]`;
     const name = `${what} ${i + 1}`;
     x.path = executablePath(d, `${field}.path`, x.path, name);
-    if (x.arguments.length > MAX_AUX_ARGUMENTS) fail(`${field}.arguments`, `${name} has ${x.arguments.length} arguments; at most ${MAX_AUX_ARGUMENTS} are allowed`);
+    if (x.arguments.length > MAX_AUX_ARGUMENTS)
+      fail(`${field}.arguments`, `${name} has ${x.arguments.length} arguments; at most ${MAX_AUX_ARGUMENTS} are allowed`);
     let chars = x.path.length;
     for (const a of x.arguments) {
       if (a.includes("\0")) fail(`${field}.arguments`, `arguments of ${name} must not contain NUL bytes`);
       chars += a.length;
     }
-    if (chars > MAX_AUX_CHARS) fail(`${field}.arguments`, `${name} and its arguments are ${chars} characters long; at most ${MAX_AUX_CHARS} are allowed`);
+    if (chars > MAX_AUX_CHARS)
+      fail(`${field}.arguments`, `${name} and its arguments are ${chars} characters long; at most ${MAX_AUX_CHARS} are allowed`);
     const code = x.successExitCode;
     // An exit status is 0-255: any other expected code would fail every run.
     if (code !== undefined && (!Number.isSafeInteger(code) || code < 0 || code > 255)) {
@@ -233,7 +239,10 @@ function checkResources(d: JobDescription, opts: ValidateOptions): void {
 
 function checkNotify(d: JobDescription): void {
   d.notify.forEach((entry, i) => {
-    const words = entry.trim().split(/\s+/).filter((w) => w !== "");
+    const words = entry
+      .trim()
+      .split(/\s+/)
+      .filter((w) => w !== "");
     const first = words[0];
     const emails = first !== undefined && !first.includes("@") ? words.slice(1) : words;
     if (first !== undefined && !first.includes("@") && !NOTIFY_FLAGS.test(first)) {

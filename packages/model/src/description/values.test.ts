@@ -29,9 +29,12 @@ describe("parseDuration", () => {
     expect(parseDuration(s, MINUTE)).toBe(v);
   });
 
-  it.each(["", "P", "PT", "1x", "h", "-5", "1h-2m", "soon", "1 30m", "2 years", "1h,30m", "minutes 2", "1.2.3h"])("%j is not a duration", (s) => {
-    expect(parseDuration(s, MINUTE)).toBeUndefined();
-  });
+  it.each(["", "P", "PT", "1x", "h", "-5", "1h-2m", "soon", "1 30m", "2 years", "1h,30m", "minutes 2", "1.2.3h"])(
+    "%j is not a duration",
+    (s) => {
+      expect(parseDuration(s, MINUTE)).toBeUndefined();
+    },
+  );
 });
 
 describe("parseTimestamp", () => {
@@ -54,7 +57,12 @@ describe("parseTimestamp", () => {
 describe("small value readers", () => {
   it("booleans and integers", () => {
     expect([parseBoolean("YES"), parseBoolean("false"), parseBoolean("1"), parseBoolean("maybe")]).toEqual([true, false, true, undefined]);
-    expect([parseInteger("42"), parseInteger("-3"), parseInteger("4.2"), parseInteger("99999999999999999999")]).toEqual([42, -3, undefined, undefined]);
+    expect([parseInteger("42"), parseInteger("-3"), parseInteger("4.2"), parseInteger("99999999999999999999")]).toEqual([
+      42,
+      -3,
+      undefined,
+      undefined,
+    ]);
   });
 
   it("splits URL options after the host only", () => {

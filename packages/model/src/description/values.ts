@@ -1,10 +1,7 @@
 /** Value syntaxes shared by the xRSL and ADL readers: durations, timestamps, URLs with options. */
 
 const NUM = String.raw`(\d+(?:\.\d+)?)`;
-const ISO_DURATION = new RegExp(
-  `^P(?:${NUM}Y)?(?:${NUM}M)?(?:${NUM}W)?(?:${NUM}D)?(?:T(?:${NUM}H)?(?:${NUM}M)?(?:${NUM}S)?)?$`,
-  "i",
-);
+const ISO_DURATION = new RegExp(`^P(?:${NUM}Y)?(?:${NUM}M)?(?:${NUM}W)?(?:${NUM}D)?(?:T(?:${NUM}H)?(?:${NUM}M)?(?:${NUM}S)?)?$`, "i");
 const UNIT_SECONDS: Record<string, number> = { w: 604800, d: 86400, h: 3600, m: 60, s: 1 };
 
 export const MINUTE = 60;
@@ -24,7 +21,7 @@ export function parseDuration(text: string, bareUnitSeconds: number): number | u
   if (s[0] === "P" || s[0] === "p") return parseIsoDuration(s);
   const token = /(\d+(?:\.\d+)?)[ \t]*([A-Za-z]*)[ \t]*/y;
   let total = 0;
-  for (let at = 0; at < s.length; ) {
+  for (let at = 0; at < s.length;) {
     token.lastIndex = at;
     const m = token.exec(s);
     if (!m) return undefined;
@@ -43,13 +40,7 @@ function parseIsoDuration(s: string): number | undefined {
   if (!iso || s.toUpperCase() === "P" || /T$/i.test(s)) return undefined;
   const [, y, mo, w, d, h, mi, sec] = iso.map((x) => (x === undefined ? 0 : Number(x)));
   const total =
-    (y ?? 0) * 365 * 86400 +
-    (mo ?? 0) * 30 * 86400 +
-    (w ?? 0) * 604800 +
-    (d ?? 0) * 86400 +
-    (h ?? 0) * 3600 +
-    (mi ?? 0) * 60 +
-    (sec ?? 0);
+    (y ?? 0) * 365 * 86400 + (mo ?? 0) * 30 * 86400 + (w ?? 0) * 604800 + (d ?? 0) * 86400 + (h ?? 0) * 3600 + (mi ?? 0) * 60 + (sec ?? 0);
   return Math.round(total);
 }
 

@@ -10,7 +10,12 @@ export const iso = (ms: number | undefined) => (ms ? new Date(ms).toISOString().
 /** A duration in its two largest units: `3d4h`, `2h5m`, `4m10s`, `12s`. */
 export function ago(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds));
-  const units: [string, number][] = [["d", 86_400], ["h", 3600], ["m", 60], ["s", 1]];
+  const units: [string, number][] = [
+    ["d", 86_400],
+    ["h", 3600],
+    ["m", 60],
+    ["s", 1],
+  ];
   const i = units.findIndex(([, n]) => s >= n);
   if (i < 0) return "0s";
   const [u1, n1] = units[i]!;

@@ -14,7 +14,14 @@ export interface CliContext {
   config: CompiledConfig;
   json: boolean;
   out: (s: string) => void;
-  values: { owner?: string | undefined; state?: string | undefined; limit?: string | undefined; all?: boolean | undefined; "older-than"?: string | undefined; log?: string | undefined };
+  values: {
+    owner?: string | undefined;
+    state?: string | undefined;
+    limit?: string | undefined;
+    all?: boolean | undefined;
+    "older-than"?: string | undefined;
+    log?: string | undefined;
+  };
 }
 
 const print = (c: CliContext, json: unknown, human: () => string) => c.out(c.json ? JSON.stringify(json, null, 2) : human());
@@ -29,7 +36,15 @@ export async function listJobs(c: CliContext): Promise<number> {
   const limit = c.values.limit ? Number(c.values.limit) : undefined;
   const res = await c.ops.listJobs({ owner: c.values.owner, states: c.ops.parseStates(c.values.state), limit });
   const now = Date.now();
-  print(c, res, () => `${table(ROW_HEADERS, res.jobs.map((j) => rowCells(j, now)))}\n${res.jobs.length} of ${res.total} job(s); AGE = time in the current state`);
+  print(
+    c,
+    res,
+    () =>
+      `${table(
+        ROW_HEADERS,
+        res.jobs.map((j) => rowCells(j, now)),
+      )}\n${res.jobs.length} of ${res.total} job(s); AGE = time in the current state`,
+  );
   return 0;
 }
 
@@ -40,7 +55,13 @@ export async function stuck(c: CliContext): Promise<number> {
   print(c, { jobs }, () =>
     jobs.length === 0
       ? `no job past its age (${olderThan !== undefined ? `--older-than ${ago(olderThan)}` : "SUBMIT 30m, CANCELING 2h, ACCEPTED/PREPARING/FINISHING 6h"})`
-      : `${table([...ROW_HEADERS.slice(0, 4), "LIMIT", ...ROW_HEADERS.slice(4)], jobs.map((j) => { const r = rowCells(j, now); return [...r.slice(0, 4), ago(j.limit), ...r.slice(4)]; }))}\n${jobs.length} job(s) past their age in state; \`ceadm jobs log <id>\` tells a job's story`,
+      : `${table(
+          [...ROW_HEADERS.slice(0, 4), "LIMIT", ...ROW_HEADERS.slice(4)],
+          jobs.map((j) => {
+            const r = rowCells(j, now);
+            return [...r.slice(0, 4), ago(j.limit), ...r.slice(4)];
+          }),
+        )}\n${jobs.length} job(s) past their age in state; \`ceadm jobs log <id>\` tells a job's story`,
   );
   return 0;
 }
@@ -55,7 +76,9 @@ export function showField(k: string, v: unknown): string {
   if (k === "localUser" && v && typeof v === "object") return accountText(v as LocalUser)!;
   if (k === "fqans" && Array.isArray(v)) return v.join(", ");
   if (typeof v === "object") return JSON.stringify(v);
-  return /^(created|updated|stateSince|startedAt|endedAt|cleanupAt|removeAt|delegationExpires|uploadDeadline)$/.test(k) ? (iso(v as number) ?? "-") : String(v);
+  return /^(created|updated|stateSince|startedAt|endedAt|cleanupAt|removeAt|delegationExpires|uploadDeadline)$/.test(k)
+    ? (iso(v as number) ?? "-")
+    : String(v);
 }
 
 /** A job at a glance: state and failure first, then who, where and when; undefined lines left out. */
@@ -64,9 +87,15 @@ export function jobSummaryLines(r: JobRecord, now = Date.now()): [string, string
   const internal = r.pending ? `PENDING:${r.state}` : r.state;
   const requests = [r.killRequested && "kill", r.cleanRequested && "clean", r.restartRequested && "restart"].filter(Boolean).join(", ");
   const lines: [string, string | undefined][] = [
-    ["State", `${r.rest} (${internal}${r.lrms ? `, batch ${r.lrms}` : ""}) for ${ago((now - r.stateSince) / 1000)}, since ${iso(r.stateSince)}`],
+    [
+      "State",
+      `${r.rest} (${internal}${r.lrms ? `, batch ${r.lrms}` : ""}) for ${ago((now - r.stateSince) / 1000)}, since ${iso(r.stateSince)}`,
+    ],
     ["Failure", r.failure ? r.failure.split("\n").join("\n             ") : undefined],
-    ["Failed", r.failure ? `cause ${r.failedCause ?? "-"}, in ${r.failedState ?? "-"} (restart point), ${r.rerun} restart(s) left` : undefined],
+    [
+      "Failed",
+      r.failure ? `cause ${r.failedCause ?? "-"}, in ${r.failedState ?? "-"} (restart point), ${r.rerun} restart(s) left` : undefined,
+    ],
     ["Exit code", r.exitCode !== undefined ? String(r.exitCode) : undefined],
     ["Waiting for", r.awaiting ? `${r.awaiting}${r.uploadDeadline ? ` until ${iso(r.uploadDeadline)}` : ""}` : undefined],
     ["Requests", requests || undefined],
@@ -88,9 +117,14 @@ export function jobSummaryLines(r: JobRecord, now = Date.now()): [string, string
 export async function show(c: CliContext, id: string): Promise<number> {
   const r = await c.ops.getJob(id);
   print(c, r, () => {
-    const head = `Job ${r.id}\n${jobSummaryLines(r).map(([k, v]) => `  ${k.padEnd(11)}${v}`).join("\n")}`;
+    const head = `Job ${r.id}\n${jobSummaryLines(r)
+      .map(([k, v]) => `  ${k.padEnd(11)}${v}`)
+      .join("\n")}`;
     return c.values.all
-      ? `${head}\n\n${table(["FIELD", "VALUE"], Object.entries(r).map(([k, v]) => [k, showField(k, v)]))}`
+      ? `${head}\n\n${table(
+          ["FIELD", "VALUE"],
+          Object.entries(r).map(([k, v]) => [k, showField(k, v)]),
+        )}`
       : `${head}\n(--all: every record field; \`ceadm jobs log ${r.id}\`: its history and JEM log lines)`;
   });
   return 0;
@@ -109,7 +143,8 @@ export async function log(c: CliContext, id: string): Promise<number> {
   try {
     lines = await jemLogLines(file, id);
   } catch (e) {
-    logError = (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file (give --log FILE or set logging.jemLogFile)" : (e as Error).message;
+    logError =
+      (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file (give --log FILE or set logging.jemLogFile)" : (e as Error).message;
   }
   if (!history.lines && !lines?.length) {
     // Neither source knows the job: say so, unless the record does.

@@ -69,7 +69,10 @@ export class RequestHold {
       const withdrawn = await this.holds.withdraw(s.key, [...this.ids]);
       this.log?.warn({ hold: s.key, jobs: this.ids.size, withdrawn }, `submission withdrawn: ${why}; its jobs will not run`);
     } catch (err) {
-      this.log?.warn({ err, hold: s.key, jobs: this.ids.size }, `submission not withdrawn now (${why}): the JEM withdraws it at its hold deadline`);
+      this.log?.warn(
+        { err, hold: s.key, jobs: this.ids.size },
+        `submission not withdrawn now (${why}): the JEM withdraws it at its hold deadline`,
+      );
     }
   }
 
@@ -82,19 +85,29 @@ export class RequestHold {
       try {
         if (!(await this.holds.release(s.key, [...this.ids], this.admittedDue))) {
           // Later attempts find the hold gone when an earlier one did release it.
-          if (attempt === 1) this.log?.warn({ hold: s.key, jobs: this.ids.size }, "submission answered 201 but its hold had already ended: its jobs were withdrawn and fail without running");
+          if (attempt === 1)
+            this.log?.warn(
+              { hold: s.key, jobs: this.ids.size },
+              "submission answered 201 but its hold had already ended: its jobs were withdrawn and fail without running",
+            );
           return;
         }
         if (!this.confirm || (await this.confirm())) return;
         // Not on the replicas yet: released again (a no-op where it held) after a pause.
         if (Date.now() + RELEASE_RETRY_MS >= s.until) {
-          this.log?.warn({ hold: s.key, jobs: this.ids.size }, "release of a submission hold not confirmed by the replicas before its deadline");
+          this.log?.warn(
+            { hold: s.key, jobs: this.ids.size },
+            "release of a submission hold not confirmed by the replicas before its deadline",
+          );
           return;
         }
         await new Promise((r) => setTimeout(r, RELEASE_RETRY_MS));
       } catch (err) {
         if (Date.now() + RELEASE_RETRY_MS >= s.until) {
-          this.log?.error({ err, hold: s.key, jobs: this.ids.size }, "submission hold not released before its deadline: its jobs will be withdrawn (failed, never run)");
+          this.log?.error(
+            { err, hold: s.key, jobs: this.ids.size },
+            "submission hold not released before its deadline: its jobs will be withdrawn (failed, never run)",
+          );
           return;
         }
         await new Promise((r) => setTimeout(r, RELEASE_RETRY_MS));

@@ -22,7 +22,8 @@ const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 export function durability(services: Pick<Services, "config" | "redis">): MiddlewareHandler<AppEnv> {
   const { waitReplicas, waitTimeoutMs, mode, prefix } = services.config.redis;
   // WAIT has no key: a Cluster client sends it to any node, not the one that took the writes.
-  if (waitReplicas > 0 && mode === "cluster") throw new Error("redis.waitReplicas needs redis.mode standalone or sentinel (WAIT cannot be routed in a Cluster)");
+  if (waitReplicas > 0 && mode === "cluster")
+    throw new Error("redis.waitReplicas needs redis.mode standalone or sentinel (WAIT cannot be routed in a Cluster)");
   const barrier = waitReplicas > 0 ? new ReplicaBarrier(services.redis, waitReplicas, waitTimeoutMs) : undefined;
   const holds = new SubmissionHolds(services.redis, prefix);
   const holdMs = services.config.jobs.submissionHoldSeconds * 1000;
@@ -47,7 +48,11 @@ export function durability(services: Pick<Services, "config" | "redis">): Middle
       if (confirmed < waitReplicas) {
         c.get("log")?.warn({ confirmed, waitReplicas, waitTimeoutMs }, "writes not confirmed by enough replicas: answering 503");
         await hold.withdraw("writes not confirmed by enough replicas");
-        throw new StoreUnavailable(`the writes were not confirmed by ${waitReplicas} replica(s) within ${waitTimeoutMs} ms`, 1, "NOT_REPLICATED");
+        throw new StoreUnavailable(
+          `the writes were not confirmed by ${waitReplicas} replica(s) within ${waitTimeoutMs} ms`,
+          1,
+          "NOT_REPLICATED",
+        );
       }
     }
     await hold.releaseAfter(c.env?.outgoing);

@@ -17,7 +17,6 @@ export interface GroupFields {
   vos: string[];
 }
 
-
 const groupPart = (fqan: string) => fqan.replace(/\/(Role|Capability)=.*$/i, "") || "/";
 const voOf = (group: string) => group.split("/").filter(Boolean)[0];
 const uniq = (xs: (string | undefined)[]) => [...new Set(xs.filter((x): x is string => !!x))];

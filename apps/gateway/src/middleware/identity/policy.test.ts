@@ -16,7 +16,17 @@ const tok: Identity = {
 };
 
 describe("VO rules on VOMS and token identities alike (one vocabulary: identity/groups.ts)", () => {
-  const vomsJane: Identity = { ...jane, ...vomsGroupFields([{ vo: "atlas", fqans: ["/atlas/Role=pilot/Capability=NULL", "/atlas/lcg1/Role=NULL/Capability=NULL"], issuer: "/CN=voms", notAfter: new Date() }]) };
+  const vomsJane: Identity = {
+    ...jane,
+    ...vomsGroupFields([
+      {
+        vo: "atlas",
+        fqans: ["/atlas/Role=pilot/Capability=NULL", "/atlas/lcg1/Role=NULL/Capability=NULL"],
+        issuer: "/CN=voms",
+        notAfter: new Date(),
+      },
+    ]),
+  };
   const dteamTok: Identity = { ...tok, ...tokenGroupFields(["/dteam", "/atlas/prod"]) };
 
   it("fills fqans (short form, primary first), groups and vos", () => {
@@ -77,7 +87,13 @@ describe("access rules", () => {
 describe("scopes", () => {
   const cfg = compileConfig({});
   it("maps operation classes to WLCG compute scopes", () => {
-    expect(OPERATION_SCOPES).toMatchObject({ jobinfo: "compute.read", jobcreate: "compute.create", jobcancel: "compute.cancel", jobdelete: "compute.cancel", datawrite: "compute.modify" });
+    expect(OPERATION_SCOPES).toMatchObject({
+      jobinfo: "compute.read",
+      jobcreate: "compute.create",
+      jobcancel: "compute.cancel",
+      jobdelete: "compute.cancel",
+      datawrite: "compute.modify",
+    });
   });
   it("limits tokens, never X.509 callers", () => {
     expect(missingScope(cfg, tok, "jobinfo")).toBeUndefined();

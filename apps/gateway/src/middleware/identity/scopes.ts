@@ -50,6 +50,9 @@ export function requireScope(c: Context<AppEnv>, op: OperationClass): void {
  */
 export function requireFullProxy(c: Context<AppEnv>, what: string): void {
   if (c.get("identity")?.limited) {
-    throw new Forbidden(`A limited proxy may not ${what}: create a full proxy (arcproxy without --constraint=proxyPolicy=limited)`, "LIMITED_PROXY");
+    throw new Forbidden(
+      `A limited proxy may not ${what}: create a full proxy (arcproxy without --constraint=proxyPolicy=limited)`,
+      "LIMITED_PROXY",
+    );
   }
 }

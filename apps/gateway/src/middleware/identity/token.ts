@@ -27,7 +27,12 @@ export async function tokenIdentity(c: Context<AppEnv>): Promise<Identity | unde
   if (header === undefined) return undefined;
   const jwt = bearerToken(header);
   if (jwt === undefined) {
-    if (/^bearer\b/i.test(header)) throw new Unauthorized("Invalid token: empty or malformed Bearer credential", invalidTokenChallenge("malformed Authorization header"), "INVALID_TOKEN");
+    if (/^bearer\b/i.test(header))
+      throw new Unauthorized(
+        "Invalid token: empty or malformed Bearer credential",
+        invalidTokenChallenge("malformed Authorization header"),
+        "INVALID_TOKEN",
+      );
     return undefined; // another scheme (Basic...): treated as no credential
   }
   const { config } = c.get("services");
@@ -51,7 +56,14 @@ export async function tokenIdentity(c: Context<AppEnv>): Promise<Identity | unde
     throw new Unauthorized(`Invalid token: ${res.reason}`, invalidTokenChallenge(res.reason), `TOKEN_${res.code}`);
   }
   const t = res.token;
-  const id: Identity = { subject: t.subject, kind: "token", issuer: t.issuer, scopes: t.scopes, ...tokenGroupFields(t.groups ?? []), expires: t.expires };
+  const id: Identity = {
+    subject: t.subject,
+    kind: "token",
+    issuer: t.issuer,
+    scopes: t.scopes,
+    ...tokenGroupFields(t.groups ?? []),
+    expires: t.expires,
+  };
   remember(config, jwt, id);
   return id;
 }

@@ -89,7 +89,11 @@ function collectChain(peer: DetailedPeerCertificate, max = 65): X509Certificate[
 
 function toIdentity(c: Context<AppEnv>, r: VerifyResult): Identity | Unauthorized {
   if (!r.ok) {
-    return new Unauthorized(`Client certificate rejected (${r.code.toLowerCase().replace(/_/g, " ")}): ${r.reason}`, undefined, `CERT_${r.code}`);
+    return new Unauthorized(
+      `Client certificate rejected (${r.code.toLowerCase().replace(/_/g, " ")}): ${r.reason}`,
+      undefined,
+      `CERT_${r.code}`,
+    );
   }
   // VOMS attributes only add groups; the identity stays the end-entity DN.
   const { config, trust, voms } = c.get("services");
@@ -103,7 +107,11 @@ function toIdentity(c: Context<AppEnv>, r: VerifyResult): Identity | Unauthorize
   const acUntil = Math.min(...attrs.valid.map((a) => a.notAfter.getTime()));
   const expires = Math.min(r.notAfter.getTime(), acUntil);
   return {
-    subject: r.identity, kind: "x509", issuer: r.issuerCA, expires, limited: r.limited,
+    subject: r.identity,
+    kind: "x509",
+    issuer: r.issuerCA,
+    expires,
+    limited: r.limited,
     ...(attrs.valid.length ? vomsGroupFields(attrs.valid) : {}),
   };
 }

@@ -13,12 +13,35 @@ afterEach(() => vi.restoreAllMocks());
 describe("access log line", () => {
   it("is byte for byte what a plain pino logger with the service bindings writes", () => {
     vi.spyOn(Date, "now").mockReturnValue(1_795_458_022_394);
-    const odd = ['quote " and \\ backslash', "tab\there", "\u0001ctl", "é€😀 non-ASCII", "lone \ud800 surrogate", "x".repeat(101), `long "${"y".repeat(120)}\\`, ""];
+    const odd = [
+      'quote " and \\ backslash',
+      "tab\there",
+      "\u0001ctl",
+      "é€😀 non-ASCII",
+      "lone \ud800 surrogate",
+      "x".repeat(101),
+      `long "${"y".repeat(120)}\\`,
+      "",
+    ];
     const cases: AccessFields[] = [
-      { reqId: "23e2c54e-fe3d-4e2e-850b-14c0744bc9bb", method: "POST", path: "/arex/rest/1.0/jobs", status: 201, ms: 2, subject: "/DC=org/DC=nordugrid/CN=Test User" },
+      {
+        reqId: "23e2c54e-fe3d-4e2e-850b-14c0744bc9bb",
+        method: "POST",
+        path: "/arex/rest/1.0/jobs",
+        status: 201,
+        ms: 2,
+        subject: "/DC=org/DC=nordugrid/CN=Test User",
+      },
       { reqId: "trace-42", method: "GET", path: "/arex/rest/1.0/jobs", status: 401, ms: 0, subject: undefined },
       { reqId: "r", method: "GET", path: "/x", status: 200, ms: Number.NaN },
-      ...odd.map((s, i) => ({ reqId: `r${i}`, method: "PUT", path: `/arex/rest/1.0/jobs/a/session/${s}`, status: 200 + i, ms: i, subject: s })),
+      ...odd.map((s, i) => ({
+        reqId: `r${i}`,
+        method: "PUT",
+        path: `/arex/rest/1.0/jobs/a/session/${s}`,
+        status: 200 + i,
+        ms: i,
+        subject: s,
+      })),
     ];
     const mine: string[] = [];
     const theirs: string[] = [];

@@ -33,7 +33,9 @@ export function accessLogWriter(logger: Logger): (f: AccessFields) => void {
   const head = `{"level":${logger.levels.values.info}`;
   return (f) => {
     const subject = f.subject === undefined ? "" : `,"subject":${asString(f.subject)}`;
-    stream.write(`${head},"time":${Date.now()}${chindings},"reqId":${asString(f.reqId)},"method":${asString(f.method)},"path":${asString(f.path)},"status":${num(f.status)},"ms":${num(f.ms)}${subject},"msg":"request"}\n`);
+    stream.write(
+      `${head},"time":${Date.now()}${chindings},"reqId":${asString(f.reqId)},"method":${asString(f.method)},"path":${asString(f.path)},"status":${num(f.status)},"ms":${num(f.ms)}${subject},"msg":"request"}\n`,
+    );
   };
 }
 

@@ -16,7 +16,12 @@ beforeAll(() => {
 });
 afterAll(async () => redis.quit());
 
-function makeApp(limits: { requestsPerSecond: number; requestBurst: number; requestsInFlight?: number }, prefix: string, r: Redis = redis, hold?: Promise<void>) {
+function makeApp(
+  limits: { requestsPerSecond: number; requestBurst: number; requestsInFlight?: number },
+  prefix: string,
+  r: Redis = redis,
+  hold?: Promise<void>,
+) {
   const config = compileConfig({ redis: { prefix }, gateway: { limits } });
   const services = { config, redis: r, jobs: new JobStore(r, prefix), logger: pino({ level: "silent" }) } as unknown as Services;
   const app = new Hono<AppEnv>();
@@ -49,7 +54,14 @@ describe("request context", () => {
   });
   it("negotiates the format from Accept", async () => {
     const app = makeApp({ requestsPerSecond: 0, requestBurst: 1 }, `{t${randomBytes(4).toString("hex")}}`);
-    const fmt = async (accept?: string) => ((await (await app.request("/x", accept ? { headers: { accept } } : {})).json()) as { id: string; format: string; "status-code": string }).format;
+    const fmt = async (accept?: string) =>
+      (
+        (await (await app.request("/x", accept ? { headers: { accept } } : {})).json()) as {
+          id: string;
+          format: string;
+          "status-code": string;
+        }
+      ).format;
     expect(await fmt()).toBe("html");
     expect(await fmt("text/xml")).toBe("xml");
     expect(await fmt("application/json;q=0.5, text/xml")).toBe("json");
@@ -105,7 +117,9 @@ describe("rate limit", () => {
     expect(over.status).toBe(429);
     expect(over.headers.get("x-error-code")).toBe("TOO_MANY_IN_FLIGHT");
     expect(over.headers.get("retry-after")).toBe("1");
-    expect(((await over.json()) as { reason: string }).reason).toMatch(/2 of this client in progress \(gateway\.limits\.requestsInFlight 2\)/);
+    expect(((await over.json()) as { reason: string }).reason).toMatch(
+      /2 of this client in progress \(gateway\.limits\.requestsInFlight 2\)/,
+    );
     // Another identity is not affected.
     expect((await g.request("/x", { headers: { "x-who": "/CN=Erin" } })).status).toBe(200);
     release();

@@ -32,7 +32,14 @@ export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
     // Access log: no query string values beyond the path's own, no headers (credentials live there).
     if (services.logger.isLevelEnabled("info")) {
       const subject = c.get("identity")?.subject;
-      accessLogOf(services.logger)({ reqId: requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started), subject });
+      accessLogOf(services.logger)({
+        reqId: requestId,
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(performance.now() - started),
+        subject,
+      });
     }
   };
 }
@@ -72,7 +79,11 @@ export function rateLimit(): MiddlewareHandler<AppEnv> {
     const who = id ? `i:${id.subject}` : `a:${(client as { address: string }).address}`;
     const running = inFlight.get(who) ?? 0;
     if (maxInFlight > 0 && running >= maxInFlight) {
-      throw new TooManyRequests(1, `Too many concurrent requests: ${running} of this client in progress (gateway.limits.requestsInFlight ${maxInFlight})`, "TOO_MANY_IN_FLIGHT");
+      throw new TooManyRequests(
+        1,
+        `Too many concurrent requests: ${running} of this client in progress (gateway.limits.requestsInFlight ${maxInFlight})`,
+        "TOO_MANY_IN_FLIGHT",
+      );
     }
     // During a Redis outage the bucket is skipped (it fails open anyway): a hung Redis must not
     // cost each request a command timeout here before its own call meets the same timeout.

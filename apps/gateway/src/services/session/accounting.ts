@@ -46,7 +46,9 @@ export function parseContentRange(header: string | undefined): ContentRange | un
 
 /** The upload is split into more pieces than the bookkeeping keeps. */
 export class UploadFragmented extends CeError {
-  constructor(message: string) { super(409, "UPLOAD_FRAGMENTED", message); }
+  constructor(message: string) {
+    super(409, "UPLOAD_FRAGMENTED", message);
+  }
 }
 
 export interface UploadLimits {
@@ -62,7 +64,11 @@ const TTL_MS = 7 * 24 * 3600 * 1000;
 export class UploadTracker {
   private readonly ranges: UploadRanges;
 
-  constructor(redis: Redis, prefix: string, private readonly limits: UploadLimits) {
+  constructor(
+    redis: Redis,
+    prefix: string,
+    private readonly limits: UploadLimits,
+  ) {
     this.ranges = new UploadRanges(redis, prefix, { ...limits, ttlMs: TTL_MS });
   }
 
@@ -103,7 +109,11 @@ export class UploadTracker {
 export class SessionQuotaExceeded extends CeError {
   constructor(r: QuotaRefusal) {
     const whose = r.quota === "sessionBytesPerJob" ? "this job" : "all jobs of this owner";
-    super(507, "SESSION_QUOTA", `Upload refused: session quota quotas.${r.quota} (${r.limit} bytes) would be exceeded; ${r.used} bytes are already uploaded for ${whose}`);
+    super(
+      507,
+      "SESSION_QUOTA",
+      `Upload refused: session quota quotas.${r.quota} (${r.limit} bytes) would be exceeded; ${r.used} bytes are already uploaded for ${whose}`,
+    );
   }
 }
 
@@ -129,7 +139,11 @@ export class UploadQuota {
   private reserved = 0;
   private account?: { key: string; a: FileAccount };
 
-  constructor(private readonly bytes: SessionBytes, private readonly owner: string, private readonly jobId: string) {}
+  constructor(
+    private readonly bytes: SessionBytes,
+    private readonly owner: string,
+    private readonly jobId: string,
+  ) {}
 
   /** As `ensure`, but undefined (no promise, no microtask) when `growth` is already reserved. */
   need(growth: number): Promise<void> | undefined {
@@ -187,10 +201,19 @@ export class SessionAccounts {
   private readonly bytes: SessionBytes;
   private readonly tracker: UploadTracker;
 
-  constructor(private readonly services: Services, private readonly job: JobRecord) {
+  constructor(
+    private readonly services: Services,
+    private readonly job: JobRecord,
+  ) {
     const { config, redis, jobs } = services;
-    this.bytes = new SessionBytes(redis, jobs.keys.prefix, { perJob: config.quotas.sessionBytesPerJob, perOwner: config.quotas.sessionBytesPerOwner });
-    this.tracker = new UploadTracker(redis, jobs.keys.prefix, { maxRanges: config.gateway.limits.uploadRanges, maxFiles: config.gateway.limits.partialUploadsPerJob });
+    this.bytes = new SessionBytes(redis, jobs.keys.prefix, {
+      perJob: config.quotas.sessionBytesPerJob,
+      perOwner: config.quotas.sessionBytesPerOwner,
+    });
+    this.tracker = new UploadTracker(redis, jobs.keys.prefix, {
+      maxRanges: config.gateway.limits.uploadRanges,
+      maxFiles: config.gateway.limits.partialUploadsPerJob,
+    });
   }
 
   /** The quota of one PUT into this job's session. */

@@ -27,7 +27,9 @@ let arenaAllowed = true;
 const free: Buffer[] = [];
 const aligned = new WeakSet<Buffer>();
 /** A Node global the workspace's type libraries (no DOM) do not declare. */
-const { Memory } = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => { buffer: ArrayBuffer } } }).WebAssembly;
+const { Memory } = (
+  globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => { buffer: ArrayBuffer } } }
+).WebAssembly;
 
 /** Turns the aligned arena on or off (`gateway.internals.alignedMemory`); off, no slab is aligned. */
 export function useAlignedMemory(on: boolean): void {

@@ -12,7 +12,8 @@ export function fsError(e: unknown, op: "read" | "write" | "delete"): never {
   if (!(e instanceof SessionFsError)) throw e;
   if (e.kind === "too-long") throw new BadRequest("Invalid session path: path too long", "BAD_PATH");
   // A job may chmod its own files away from the CE group: that is the owner's choice, said plainly.
-  if (e.kind === "denied") throw new Forbidden(`Permission denied: ${e.at} is not accessible to the CE (the job changed its permissions)`, "SESSION_DENIED");
+  if (e.kind === "denied")
+    throw new Forbidden(`Permission denied: ${e.at} is not accessible to the CE (the job changed its permissions)`, "SESSION_DENIED");
   if (e.kind === "missing" && e.at === "/" && op === "write") {
     // Recreated by the CE it would not be the mapped account's (owner, mode): it stays deleted.
     throw new CeError(409, "SESSION_DELETED", "The session directory of this job was deleted; it is not recreated");

@@ -62,14 +62,19 @@ type NodeRequest = Readable & { socket?: Readable | null; complete?: boolean };
 export function takeBody(src: Readable, onData: (chunk: Buffer) => void, onEnd: () => void, wanted: () => boolean): Intake {
   const req = src as NodeRequest;
   const socket = req.socket;
-  const untouched = parserIntake && socket && typeof req.complete === "boolean" && req.readableFlowing === null && !Object.prototype.hasOwnProperty.call(req, "push");
+  const untouched =
+    parserIntake &&
+    socket &&
+    typeof req.complete === "boolean" &&
+    req.readableFlowing === null &&
+    !Object.prototype.hasOwnProperty.call(req, "push");
   if (!untouched) return viaEvents(src, onData, onEnd);
 
   let stopped = false;
   let live = true;
   const inherited = req.push;
   // What arrived before the handler ran waits in the stream's buffer.
-  for (let b: Buffer | null; (b = req.read() as Buffer | null) !== null; ) onData(b);
+  for (let b: Buffer | null; (b = req.read() as Buffer | null) !== null;) onData(b);
   const detach = () => {
     if (!live) return;
     live = false;

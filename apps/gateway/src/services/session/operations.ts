@@ -118,8 +118,10 @@ export async function propfindEntry(req: PropfindRequest): Promise<string> {
       entries.push({ href: `${path.requestHref}/`, displayName: name, stat: target.stat, dir: true });
       if (depth === 1) {
         const { files, dirs } = await listCapped(target.dir, path.normalized, req.listingEntries);
-        for (const d of dirs) entries.push({ href: davHref(path.requestHref, [d.name], true), displayName: d.name, stat: d.stat, dir: true });
-        for (const f of files) entries.push({ href: davHref(path.requestHref, [f.name], false), displayName: f.name, stat: f.stat, dir: false });
+        for (const d of dirs)
+          entries.push({ href: davHref(path.requestHref, [d.name], true), displayName: d.name, stat: d.stat, dir: true });
+        for (const f of files)
+          entries.push({ href: davHref(path.requestHref, [f.name], false), displayName: f.name, stat: f.stat, dir: false });
       }
     } finally {
       await target.dir.close();

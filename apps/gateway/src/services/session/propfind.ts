@@ -57,7 +57,11 @@ export function multistatusXml(entries: readonly DavEntry[]): string {
 /** A directory with more entries than one listing may carry. */
 export class ListingTooLarge extends CeError {
   constructor(at: string, limit: number) {
-    super(507, "LISTING_TOO_LARGE", `Directory ${at} has more than ${limit} entries, the listing limit (gateway.limits.listingEntries); fetch files by name or delete some`);
+    super(
+      507,
+      "LISTING_TOO_LARGE",
+      `Directory ${at} has more than ${limit} entries, the listing limit (gateway.limits.listingEntries); fetch files by name or delete some`,
+    );
   }
 }
 

@@ -30,8 +30,18 @@ export type Grow = (received: number) => Promise<void> | undefined;
  * `grow` has reserved them. Resolves with the bytes received, or rejects, only when no write is in
  * flight, so the caller may truncate or close the handle then.
  */
-export function receiveBody(src: Readable, handle: FileHandle, offset: number, limit: number, what: string, grow?: Grow, directFd?: OwnedFd): Promise<number> {
-  return new Promise<number>((resolve, reject) => new BodyReceiver(src, handle, offset, limit, what, grow, directFd, resolve, reject).start());
+export function receiveBody(
+  src: Readable,
+  handle: FileHandle,
+  offset: number,
+  limit: number,
+  what: string,
+  grow?: Grow,
+  directFd?: OwnedFd,
+): Promise<number> {
+  return new Promise<number>((resolve, reject) =>
+    new BodyReceiver(src, handle, offset, limit, what, grow, directFd, resolve, reject).start(),
+  );
 }
 
 class BodyReceiver {

@@ -16,7 +16,7 @@ export class SlabQueue {
 
   /** Copies `chunk` in; `take` gives a new slab when the last one is full. */
   copyIn(chunk: Buffer, take: () => Buffer): void {
-    for (let at = 0; at < chunk.length; ) {
+    for (let at = 0; at < chunk.length;) {
       if (this.slabs.length === 0 || this.fill === SLAB) {
         this.slabs.push(take());
         this.fill = 0;

@@ -64,12 +64,17 @@ export class UploadWriter {
   /** Body bytes received (and written). */
   received = 0;
 
-  constructor(private readonly req: PutRequest, private readonly accounts: SessionAccounts, private readonly log?: Logger) {
+  constructor(
+    private readonly req: PutRequest,
+    private readonly accounts: SessionAccounts,
+    private readonly log?: Logger,
+  ) {
     if (req.path.segments.length === 0) throw new Conflict("Cannot write the session directory itself: PUT stores files only");
     checkDeclaredLength(req.contentLength, req.limit, "Upload");
     this.range = parseContentRange(req.contentRange);
     if (this.offset >= req.limit) throw new PayloadTooLarge("Upload", req.limit);
-    if (this.range?.total !== undefined && this.range.total > req.limit) throw new PayloadTooLarge("Upload (Content-Range total)", req.limit);
+    if (this.range?.total !== undefined && this.range.total > req.limit)
+      throw new PayloadTooLarge("Upload (Content-Range total)", req.limit);
     this.declared = declaredLength(req.contentLength);
     this.quota = accounts.uploadQuota();
   }

@@ -60,7 +60,13 @@ export function writePaths(handle: FileHandle, directFd: OwnedFd | undefined, of
   return { first: directFd !== undefined && offset % ALIGN === 0 ? directPath(directFd) : buffered, buffered };
 }
 
-function writeAll(fd: () => number, bufs: Buffer[], bytes: number, position: number, cb: (err: NodeJS.ErrnoException | null) => void): void {
+function writeAll(
+  fd: () => number,
+  bufs: Buffer[],
+  bytes: number,
+  position: number,
+  cb: (err: NodeJS.ErrnoException | null) => void,
+): void {
   let num: number;
   try {
     num = fd();

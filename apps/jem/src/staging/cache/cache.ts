@@ -4,7 +4,17 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Keys, ownerKey, type JobRecord } from "@ce/store";
 import type { JemContext } from "../../context.js";
 import {
-  commitEntry, copyInto, findEntry, linkForJob, openTemp, prepareCacheDir, removeTemps, symlinkInto, touchEntry, type CacheEntry, type SessionPlace,
+  commitEntry,
+  copyInto,
+  findEntry,
+  linkForJob,
+  openTemp,
+  prepareCacheDir,
+  removeTemps,
+  symlinkInto,
+  touchEntry,
+  type CacheEntry,
+  type SessionPlace,
 } from "../../priv/rootfs-cache.js";
 import { redact, TransferError, type TransferClient } from "../http.js";
 import { askAccess, changed, validators, type OriginAnswer } from "./origin.js";
@@ -48,7 +58,11 @@ const WAIT_MS = 200;
 export class CacheRefused extends TransferError {
   readonly code = "CACHE_REFUSED";
   constructor(url: string, status: number, reason?: string) {
-    super(`the origin refuses ${redact(url)} to this user (HTTP ${status}${reason ? `: ${reason.slice(0, 300)}` : ""}); the cached copy is not given out`, false, status);
+    super(
+      `the origin refuses ${redact(url)} to this user (HTTP ${status}${reason ? `: ${reason.slice(0, 300)}` : ""}); the cached copy is not given out`,
+      false,
+      status,
+    );
     this.name = "CacheRefused";
   }
 }
@@ -61,7 +75,11 @@ export class CacheRefused extends TransferError {
 export class InputCache {
   private readonly keys: Keys;
 
-  private constructor(private readonly ctx: JemContext, readonly dirs: CacheDir[], private readonly linksSafe: boolean) {
+  private constructor(
+    private readonly ctx: JemContext,
+    readonly dirs: CacheDir[],
+    private readonly linksSafe: boolean,
+  ) {
     this.keys = new Keys(ctx.config.redis.prefix);
   }
 
@@ -103,7 +121,7 @@ export class InputCache {
     const started = Date.now();
     // renew: only a copy stored after this request will do; check: one revalidated now.
     let fresh = r.mode === "renew";
-    for (let vanished = 0; ; ) {
+    for (let vanished = 0; ;) {
       r.signal.throwIfAborted();
       if (vanished > 3) throw new TransferError(`cached ${redact(r.url)} keeps vanishing (cache cleaned meanwhile)`, true);
       const found = await this.find(hash);
@@ -157,7 +175,13 @@ export class InputCache {
       const pre = http(r.target) ? undefined : await this.ask(r);
       const bytes = await r.download({ dir: tmp, name: tmpName, at: `/${r.dest.at.replace(/^\/+/, "")}` }, (headers) => (h = headers));
       const v = pre ?? validators(h);
-      await commitEntry(dir.path, hash, tmpName, { url: redact(r.target.key), size: bytes, etag: v.etag, lastModified: v.lastModified, stored: Date.now() });
+      await commitEntry(dir.path, hash, tmpName, {
+        url: redact(r.target.key),
+        size: bytes,
+        etag: v.etag,
+        lastModified: v.lastModified,
+        stored: Date.now(),
+      });
       return bytes;
     } finally {
       await tmp.close();
@@ -231,7 +255,9 @@ export class InputCache {
 
   private async count(result: "hit" | "miss" | "refused", bytes = 0): Promise<void> {
     this.ctx.metrics?.countCache(result, bytes);
-    const m = this.ctx.redis.multi().hincrby(this.keys.cacheStats(), result === "hit" ? "hits" : result === "miss" ? "misses" : "refused", 1);
+    const m = this.ctx.redis
+      .multi()
+      .hincrby(this.keys.cacheStats(), result === "hit" ? "hits" : result === "miss" ? "misses" : "refused", 1);
     if (bytes > 0) m.hincrby(this.keys.cacheStats(), "bytesSaved", bytes);
     await m.exec().catch(() => undefined);
   }

@@ -43,7 +43,10 @@ export async function cleanDir(ctx: JemContext, dir: CacheDir): Promise<CleanRep
     if (!JOB_ID_RE.test(id)) continue;
     const job = await ctx.jobs.get(id);
     if (job && !FINISHED.has(job.state)) continue;
-    await removeJobLinks(dir.path, id).then(() => jobLinksRemoved++, (e: unknown) => ctx.log.warn({ err: e, dir: dir.path, jobId: id, reason: (e as Error).message }, "cache: job links not removed"));
+    await removeJobLinks(dir.path, id).then(
+      () => jobLinksRemoved++,
+      (e: unknown) => ctx.log.warn({ err: e, dir: dir.path, jobId: id, reason: (e as Error).message }, "cache: job links not removed"),
+    );
   }
   // A download attempt is bounded by staging.timeoutMs: an older temporary has no writer left.
   await removeTemps(dir.path, "", ctx.config.staging.timeoutMs + 60_000).catch(() => 0);
@@ -94,7 +97,11 @@ export async function cleanDir(ctx: JemContext, dir: CacheDir): Promise<CleanRep
       bytes -= n;
       files -= n > 0 ? 1 : 0;
     }
-    if (used > high) ctx.log.warn({ dir: dir.path, used, high, inUse }, "cache: still above the high watermark (files in use by jobs, or more to remove next pass)");
+    if (used > high)
+      ctx.log.warn(
+        { dir: dir.path, used, high, inUse },
+        "cache: still above the high watermark (files in use by jobs, or more to remove next pass)",
+      );
   }
   return { dir: dir.path, files, bytes, used, high, low, removed, freed, inUse, jobLinksRemoved, at: now };
 }
@@ -138,13 +145,16 @@ export function startCacheCleaner(ctx: JemContext, dirs: readonly CacheDir[]): {
       await lease.release();
     }
   };
-  const timer = setInterval(() => {
-    if (busy || ctx.outage.down) return;
-    busy = true;
-    running = tick()
-      .catch((e: unknown) => ctx.log.warn({ err: e, reason: (e as Error).message }, "cache cleaner pass failed"))
-      .finally(() => (busy = false));
-  }, Math.min(TICK_MS, ctx.config.staging.cache.cleanIntervalSeconds * 1000));
+  const timer = setInterval(
+    () => {
+      if (busy || ctx.outage.down) return;
+      busy = true;
+      running = tick()
+        .catch((e: unknown) => ctx.log.warn({ err: e, reason: (e as Error).message }, "cache cleaner pass failed"))
+        .finally(() => (busy = false));
+    },
+    Math.min(TICK_MS, ctx.config.staging.cache.cleanIntervalSeconds * 1000),
+  );
   timer.unref();
   return {
     async stop() {

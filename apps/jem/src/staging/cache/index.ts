@@ -36,5 +36,16 @@ export async function cachedDownload(ctx: JemContext, cache: InputCache | undefi
   // An input that is also an output must not be a link (outputs are never read through one).
   const copy = d.desc.outputFiles.some((o) => o.name.replace(/\/+$/, "") === d.file.name);
   const target = cacheTarget(d.file.source!, d.file.options);
-  return cache.fetch({ job: d.job, url: d.file.source!, target, mode, client: d.client, dest: d.dest, signal: d.signal, executable: d.file.executable, copy, download: d.download });
+  return cache.fetch({
+    job: d.job,
+    url: d.file.source!,
+    target,
+    mode,
+    client: d.client,
+    dest: d.dest,
+    signal: d.signal,
+    executable: d.file.executable,
+    copy,
+    download: d.download,
+  });
 }

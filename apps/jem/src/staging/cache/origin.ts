@@ -64,7 +64,10 @@ export async function askOrigin(client: TransferClient, url: string, signal: Abo
  * Last-Modified, then the size; with nothing to compare the stored copy is taken as stale (a
  * `cache=check` user asked for the origin's version).
  */
-export function changed(stored: { etag?: string | undefined; lastModified?: string | undefined; size: number }, now: OriginAnswer): boolean {
+export function changed(
+  stored: { etag?: string | undefined; lastModified?: string | undefined; size: number },
+  now: OriginAnswer,
+): boolean {
   if (stored.etag && now.etag) return stored.etag !== now.etag;
   if (stored.lastModified && now.lastModified) return stored.lastModified !== now.lastModified;
   if (now.size !== undefined) return now.size !== stored.size || !(stored.etag || stored.lastModified);
@@ -78,7 +81,12 @@ export function changed(stored: { etag?: string | undefined; lastModified?: stri
  *  - rucio: the DID resolves (authentication and replica listing with the user's proxy or token);
  *    Rucio's checksum (as `etag`) and size are the validators, whichever replica was downloaded.
  */
-export async function askAccess(client: TransferClient, t: CacheTarget, signal: AbortSignal, rucio: RucioSettings | undefined): Promise<OriginAnswer> {
+export async function askAccess(
+  client: TransferClient,
+  t: CacheTarget,
+  signal: AbortSignal,
+  rucio: RucioSettings | undefined,
+): Promise<OriginAnswer> {
   switch (t.scheme) {
     case "root":
     case "roots": {
@@ -90,7 +98,8 @@ export async function askAccess(client: TransferClient, t: CacheTarget, signal: 
         const f = await resolveRucio(client, t.transfer, rucio ?? { timeoutMs: 60_000 }, signal);
         return { allowed: true, status: 200, etag: f.checksum, size: f.size };
       } catch (e) {
-        if (e instanceof TransferError && e.status !== undefined && REFUSED.has(e.status)) return { allowed: false, status: e.status, reason: e.message };
+        if (e instanceof TransferError && e.status !== undefined && REFUSED.has(e.status))
+          return { allowed: false, status: e.status, reason: e.message };
         throw e;
       }
     default:

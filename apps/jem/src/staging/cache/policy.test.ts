@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { CompiledConfig } from "@ce/config";
 import { cacheModeOf, cacheTarget, urlHash } from "./policy.js";
 
-const config = { staging: { cache: { dirs: [{ path: "/c", drain: false, readonly: false }], default: "yes" } } } as unknown as CompiledConfig;
+const config = {
+  staging: { cache: { dirs: [{ path: "/c", drain: false, readonly: false }], default: "yes" } },
+} as unknown as CompiledConfig;
 
 describe("cache names and modes", () => {
   it("names a rucio input by its DID at its server, whatever the options and replica", () => {

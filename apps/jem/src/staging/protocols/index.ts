@@ -77,7 +77,11 @@ async function rucioInput(client: TransferClient, t: TransferUrl, dest: SessionD
   const file = await resolveRucio(client, t, o.rucio ?? { timeoutMs: 60_000 }, o.signal);
   const did = `${file.scope}:${file.name}`;
   if (file.replicas.length === 0) {
-    throw new TransferError(`Rucio lists no replica of ${did} over ${t.options.transferprotocol ?? "http(s), dav(s) or root(s)"}`, false, 404);
+    throw new TransferError(
+      `Rucio lists no replica of ${did} over ${t.options.transferprotocol ?? "http(s), dav(s) or root(s)"}`,
+      false,
+      404,
+    );
   }
   const own = t.options.checksum?.toLowerCase();
   const checksum = own === "no" ? undefined : (o.checksum ?? t.checksum ?? file.checksum ?? own);
@@ -145,7 +149,11 @@ export async function sendOutput(client: TransferClient, file: UploadSource, raw
   }
   if (wire === undefined) {
     const overwrite = t.options.overwrite?.toLowerCase() === "yes";
-    const bytes = await xrootdUpload(client, file, t.url, { signal: o.signal, overwrite, checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}` });
+    const bytes = await xrootdUpload(client, file, t.url, {
+      signal: o.signal,
+      overwrite,
+      checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}`,
+    });
     return { bytes, checksum: sum === undefined ? undefined : `${spec!.alg}:${sum}` };
   }
   const bytes = await upload(client, file, wire, { signal: o.signal });

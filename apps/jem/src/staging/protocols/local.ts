@@ -16,7 +16,7 @@ export async function linkLocalInput(source: string, dest: SessionDest, prefixes
   if ("reason" in r) throw new TransferError(`local input ${path || source} ${r.reason}`, false);
   // Existence only (the answer reveals no content): a missing file fails now, not in the batch job.
   const st = await stat(r.path).catch((e: NodeJS.ErrnoException) => {
-    throw new TransferError(`local input ${r.path}: ${e.code === "ENOENT" ? "no such file" : e.code ?? e.message}`, false);
+    throw new TransferError(`local input ${r.path}: ${e.code === "ENOENT" ? "no such file" : (e.code ?? e.message)}`, false);
   });
   if (!st.isFile()) throw new TransferError(`local input ${r.path} is not a regular file`, false);
   await symlink(r.path, dest.dir.at(dest.name)).catch((e: NodeJS.ErrnoException) => {

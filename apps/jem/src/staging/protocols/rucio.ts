@@ -75,17 +75,29 @@ function rucioError(what: string, status: number, h: Record<string, string | str
   const cls = header(h, "exceptionclass");
   const msg = header(h, "exceptionmessage");
   const why = [cls, msg].filter(Boolean).join(": ");
-  return new TransferError(`${what}: HTTP ${status}${why ? ` (${why.slice(0, 300)})` : ""}`, status >= 500 || status === 408 || status === 429, status);
+  return new TransferError(
+    `${what}: HTTP ${status}${why ? ` (${why.slice(0, 300)})` : ""}`,
+    status >= 500 || status === 408 || status === 429,
+    status,
+  );
 }
 
-async function authToken(client: TransferClient, base: string, account: string | undefined, s: RucioSettings, signal: AbortSignal, fresh: boolean): Promise<string> {
+async function authToken(
+  client: TransferClient,
+  base: string,
+  account: string | undefined,
+  s: RucioSettings,
+  signal: AbortSignal,
+  fresh: boolean,
+): Promise<string> {
   const cred = client.credential;
   if (cred?.type === "jwt") {
     const refused = client.refuse(base);
     if (refused) throw new TransferError(`token not sent to Rucio at ${base}: ${refused}`, false);
     return cred.token;
   }
-  if (cred?.type !== "x509") throw new TransferError(`Rucio at ${base} needs the job's X.509 proxy or token; the input has no delegation`, false);
+  if (cred?.type !== "x509")
+    throw new TransferError(`Rucio at ${base} needs the job's X.509 proxy or token; the input has no delegation`, false);
   const authUrl = s.authUrl ?? `${base}/auth/x509_proxy`;
   const key = `${authUrl} ${account ?? ""}`;
   let held = tokens.get(client);
@@ -93,11 +105,15 @@ async function authToken(client: TransferClient, base: string, account: string |
   const have = held.get(key);
   if (have && !fresh && have.until > Date.now()) return have.token;
   const headers: Record<string, string> = account ? { "x-rucio-account": account } : {};
-  const res = await request(authUrl, { method: "GET", dispatcher: client.dispatcher, headers, signal }).catch(wrapNetwork(`Rucio authentication ${redact(authUrl)}`));
+  const res = await request(authUrl, { method: "GET", dispatcher: client.dispatcher, headers, signal }).catch(
+    wrapNetwork(`Rucio authentication ${redact(authUrl)}`),
+  );
   await res.body.dump().catch(() => undefined);
-  if (res.statusCode !== 200) throw rucioError(`Rucio authentication at ${redact(authUrl)}${account ? ` as account ${account}` : ""}`, res.statusCode, res.headers);
+  if (res.statusCode !== 200)
+    throw rucioError(`Rucio authentication at ${redact(authUrl)}${account ? ` as account ${account}` : ""}`, res.statusCode, res.headers);
   const token = header(res.headers, "x-rucio-auth-token");
-  if (!token || /[\r\n]/.test(token)) throw new TransferError(`Rucio authentication at ${redact(authUrl)} answered without an X-Rucio-Auth-Token`, true);
+  if (!token || /[\r\n]/.test(token))
+    throw new TransferError(`Rucio authentication at ${redact(authUrl)} answered without an X-Rucio-Auth-Token`, true);
   const expires = Date.parse(header(res.headers, "x-rucio-auth-token-expires") ?? "");
   // Rucio's tokens last an hour unless it says otherwise.
   held.set(key, { token, until: (Number.isFinite(expires) ? expires : Date.now() + 3_600_000) - TOKEN_MARGIN_MS });
@@ -119,7 +135,11 @@ async function readLimited(body: AsyncIterable<Buffer>, what: string): Promise<s
 function wantedSchemes(opt: string | undefined): string[] | undefined {
   if (!opt) return undefined;
   const out: string[] = [];
-  for (const p of opt.toLowerCase().split(",").map((x) => x.trim()).filter(Boolean)) {
+  for (const p of opt
+    .toLowerCase()
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean)) {
     out.push(p);
     if (p === "https") out.push("davs");
     if (p === "http") out.push("dav");

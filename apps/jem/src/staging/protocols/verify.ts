@@ -15,7 +15,7 @@ export async function checksumOfHandle(handle: FileHandle, size: number, alg: st
   if (!spec) throw new TransferError(`checksum type '${alg}' is not supported (adler32, md5, sha256)`, false);
   const h = checksummer(spec.alg);
   const buf = Buffer.allocUnsafe(1024 * 1024);
-  for (let pos = 0; pos < size; ) {
+  for (let pos = 0; pos < size;) {
     signal.throwIfAborted();
     const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, size - pos), pos);
     if (bytesRead === 0) throw new TransferError(`file shrank while computing its checksum (${pos} of ${size} bytes)`, false);
@@ -39,8 +39,18 @@ export function verifyChecksum(expected: string | undefined, alg: string, got: s
  * What an HTTP/WebDAV server reports for a file (RFC 3230 `Want-Digest`, answered by dCache,
  * EOS and XRootD's HTTP): the hex value, or undefined when it reports none.
  */
-export async function httpDigest(client: TransferClient, url: string, alg: "adler32" | "md5", signal: AbortSignal): Promise<string | undefined> {
-  const res = await request(url, { method: "HEAD", dispatcher: client.dispatcher, headers: { ...client.headers, "want-digest": alg }, signal }).catch(() => undefined);
+export async function httpDigest(
+  client: TransferClient,
+  url: string,
+  alg: "adler32" | "md5",
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  const res = await request(url, {
+    method: "HEAD",
+    dispatcher: client.dispatcher,
+    headers: { ...client.headers, "want-digest": alg },
+    signal,
+  }).catch(() => undefined);
   if (!res) return undefined;
   await res.body.dump().catch(() => undefined);
   if (res.statusCode >= 300) return undefined;

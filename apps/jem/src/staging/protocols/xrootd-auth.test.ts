@@ -14,7 +14,9 @@ describe("xrootd credentials", () => {
     expect(xrootdTokenRefusal(jwt("roots://se.example.org:1094"), "root://se.example.org//f", false)).toBeUndefined();
     expect(xrootdTokenRefusal(jwt(["x", "https://se.example.org:1094"]), "roots://SE.example.org:1094//f", false)).toBeUndefined();
     expect(xrootdTokenRefusal(jwt("https://se.example.org"), "root://se.example.org//f", false)).toMatch(/not the token's audience/);
-    expect(xrootdTokenRefusal(jwt("roots://other.example.org:1094"), "root://se.example.org//f", false)).toMatch(/not the token's audience/);
+    expect(xrootdTokenRefusal(jwt("roots://other.example.org:1094"), "root://se.example.org//f", false)).toMatch(
+      /not the token's audience/,
+    );
     expect(xrootdTokenRefusal(jwt("https://wlcg.cern.ch/jwt/v1/any"), "root://se.example.org//f", false)).toMatch(/any-audience/);
     expect(xrootdTokenRefusal(jwt("https://wlcg.cern.ch/jwt/v1/any"), "root://se.example.org//f", true)).toBeUndefined();
     expect(xrootdTokenRefusal("not-a-jwt", "root://se.example.org//f", true)).toMatch(/no audience/);
@@ -43,6 +45,8 @@ describe("xrootd credentials", () => {
     await expect(stat(anon.env.X509_USER_PROXY!)).rejects.toThrow();
     await anon.cleanup();
     await none.close();
-    await expect(xrdCredentialEnv(transferClient({ type: "jwt", token } as never, opts), "root://elsewhere.example.org//f")).rejects.toThrow(/token not sent/);
+    await expect(
+      xrdCredentialEnv(transferClient({ type: "jwt", token } as never, opts), "root://elsewhere.example.org//f"),
+    ).rejects.toThrow(/token not sent/);
   });
 });

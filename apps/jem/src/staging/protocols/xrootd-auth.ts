@@ -57,7 +57,8 @@ export function xrootdTokenRefusal(token: string, url: string, allowAny: boolean
   if (!auds || auds.length === 0) return "the token names no audience (aud)";
   if (auds.includes(WLCG_ANY_AUDIENCE)) {
     if (allowAny) return undefined;
-    if (auds.length === 1) return "the token's audience is the WLCG any-audience, which this CE does not accept (staging.allowAnyAudienceTokens)";
+    if (auds.length === 1)
+      return "the token's audience is the WLCG any-audience, which this CE does not accept (staging.allowAnyAudienceTokens)";
   }
   if (auds.some((a) => a !== WLCG_ANY_AUDIENCE && endpoint(a) === target)) return undefined;
   return `the endpoint ${target} is not the token's audience (${auds.join(", ")})`;

@@ -51,7 +51,12 @@ function hostAndPath(url: string): { server: string; path: string } {
  * A refused authentication says so, and what the client presented.
  */
 function failure(what: string, url: string, presents: string, e: { exitCode?: number; stderr?: unknown; message?: string }): TransferError {
-  const text = String(e.stderr ?? e.message ?? "").trim().split("\n").pop()?.replace(/^Run: /, "") ?? "";
+  const text =
+    String(e.stderr ?? e.message ?? "")
+      .trim()
+      .split("\n")
+      .pop()
+      ?.replace(/^Run: /, "") ?? "";
   if (/Auth failed|authentication failed/i.test(text)) {
     return new TransferError(`${what} ${redact(url)}: authentication failed, the server refused ${presents}: ${text}`, false, 401);
   }
@@ -80,7 +85,15 @@ export async function xrootdDownload(client: TransferClient, given: string, dest
   let fh: Awaited<ReturnType<typeof createFileIn>> | undefined;
   try {
     fh = await createFileIn(dest.dir, part, dest.at, o.mode ?? 0o644);
-    const proc = execa("xrdcp", ["--nopbar", "--silent", url, "-"], { env, extendEnv: false, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdout: "pipe", stderr: "pipe", buffer: { stdout: false, stderr: true } });
+    const proc = execa("xrdcp", ["--nopbar", "--silent", url, "-"], {
+      env,
+      extendEnv: false,
+      cancelSignal: o.signal,
+      forceKillAfterDelay: 5_000,
+      stdout: "pipe",
+      stderr: "pipe",
+      buffer: { stdout: false, stderr: true },
+    });
     const count = new Transform({
       transform(chunk: Buffer, _e, cb) {
         bytes += chunk.length;
@@ -93,9 +106,11 @@ export async function xrootdDownload(client: TransferClient, given: string, dest
       if (o.signal.aborted) throw e;
       throw failure("xrdcp", given, presents, e as Error);
     });
-    if (o.size !== undefined && bytes !== o.size) throw new TransferError(`size mismatch for ${redact(given)}: got ${bytes} bytes, expected ${o.size}`, true);
+    if (o.size !== undefined && bytes !== o.size)
+      throw new TransferError(`size mismatch for ${redact(given)}: got ${bytes} bytes, expected ${o.size}`, true);
     const got = hasher?.digest();
-    if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected)) throw checksumMismatch(sum.alg, got, sum.expected, `for ${redact(given)}`);
+    if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected))
+      throw checksumMismatch(sum.alg, got, sum.expected, `for ${redact(given)}`);
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
     if (sum && got !== undefined) o.onChecksum?.(`${sum.alg}:${got}`);
     return bytes;
@@ -107,7 +122,7 @@ export async function xrootdDownload(client: TransferClient, given: string, dest
 }
 
 async function* readAt(file: UploadSource): AsyncGenerator<Buffer> {
-  for (let pos = 0; pos < file.size; ) {
+  for (let pos = 0; pos < file.size;) {
     const buf = Buffer.allocUnsafe(Math.min(1024 * 1024, file.size - pos));
     const { bytesRead } = await file.handle.read(buf, 0, buf.length, pos);
     if (bytesRead === 0) throw new TransferError(`file shrank while uploading (${pos} of ${file.size} bytes)`, false);
@@ -117,14 +132,26 @@ async function* readAt(file: UploadSource): AsyncGenerator<Buffer> {
 }
 
 /** Uploads from our descriptor; `--path` creates missing directories, `--force` on overwrite=yes. */
-export async function xrootdUpload(client: TransferClient, file: UploadSource, given: string, o: { signal: AbortSignal; overwrite: boolean; checksum?: string | undefined }): Promise<number> {
+export async function xrootdUpload(
+  client: TransferClient,
+  file: UploadSource,
+  given: string,
+  o: { signal: AbortSignal; overwrite: boolean; checksum?: string | undefined },
+): Promise<number> {
   const target = await pinned(client, given);
   const url = target.url;
   const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
   const env = { ...credEnv, ...target.env };
   try {
     const args = ["--nopbar", "--silent", "--path", "--posc", ...(o.overwrite ? ["--force"] : []), "-", url];
-    const proc = execa("xrdcp", args, { env, extendEnv: false, cancelSignal: o.signal, forceKillAfterDelay: 5_000, stdin: "pipe", stderr: "pipe" });
+    const proc = execa("xrdcp", args, {
+      env,
+      extendEnv: false,
+      cancelSignal: o.signal,
+      forceKillAfterDelay: 5_000,
+      stdin: "pipe",
+      stderr: "pipe",
+    });
     await Promise.all([pipeline(Readable.from(readAt(file)), proc.stdin), proc]).catch((e: unknown) => {
       if (o.signal.aborted) throw e;
       throw failure("xrdcp to", given, presents, e as Error);
@@ -165,15 +192,31 @@ export async function xrootdStat(client: TransferClient, given: string, signal: 
   const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
   try {
     const { server, path } = hostAndPath(target.url);
-    const r = await execa("xrdfs", [server, "stat", path], { env: { ...credEnv, ...target.env }, extendEnv: false, cancelSignal: signal, forceKillAfterDelay: 5_000, reject: false });
+    const r = await execa("xrdfs", [server, "stat", path], {
+      env: { ...credEnv, ...target.env },
+      extendEnv: false,
+      cancelSignal: signal,
+      forceKillAfterDelay: 5_000,
+      reject: false,
+    });
     if (signal.aborted) signal.throwIfAborted();
     const out = String(r.stdout);
     if (r.exitCode === 0) {
       const size = /^Size:\s+(\d+)/m.exec(out)?.[1];
-      return { allowed: true, status: 200, size: size === undefined ? undefined : Number(size), mtime: /^MTime:\s+(.+)$/m.exec(out)?.[1]?.trim() };
+      return {
+        allowed: true,
+        status: 200,
+        size: size === undefined ? undefined : Number(size),
+        mtime: /^MTime:\s+(.+)$/m.exec(out)?.[1]?.trim(),
+      };
     }
-    const text = String(r.stderr || r.stdout || "").trim().split("\n").pop() ?? "";
-    if (/Auth failed|authentication failed/i.test(text)) return { allowed: false, status: 401, reason: `authentication refused (${presents}): ${text}` };
+    const text =
+      String(r.stderr || r.stdout || "")
+        .trim()
+        .split("\n")
+        .pop() ?? "";
+    if (/Auth failed|authentication failed/i.test(text))
+      return { allowed: false, status: 401, reason: `authentication refused (${presents}): ${text}` };
     if (/No such file|not found/i.test(text)) return { allowed: false, status: 404, reason: text };
     if (/Permission denied|not authorized/i.test(text)) return { allowed: false, status: 403, reason: text };
     throw new TransferError(`xrdfs stat ${redact(given)}: ${text || `exit ${r.exitCode}`}`, true);

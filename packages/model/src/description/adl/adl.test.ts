@@ -167,13 +167,15 @@ describe("ADL Application", () => {
       </Application>`),
     );
     expect(d.notify).toEqual(["be a@b.org c@d.org", "be x@y.org"]);
-    expect(error(adl("<Application><Notification><Recipient>a@b</Recipient><OnState>bogus</OnState></Notification></Application>")).message).toMatch(
-      /unknown state 'bogus'/,
-    );
+    expect(
+      error(adl("<Application><Notification><Recipient>a@b</Recipient><OnState>bogus</OnState></Notification></Application>")).message,
+    ).toMatch(/unknown state 'bogus'/);
   });
 
   it("rejects bad numbers and booleans naming the element", () => {
-    expect(error(adl("<Application><nordugrid-adl:Rerun>x</nordugrid-adl:Rerun></Application>")).message).toMatch(/<Rerun>.*'x' is not a whole number/);
+    expect(error(adl("<Application><nordugrid-adl:Rerun>x</nordugrid-adl:Rerun></Application>")).message).toMatch(
+      /<Rerun>.*'x' is not a whole number/,
+    );
     expect(error(adl("<Application><nordugrid-adl:DryRun>perhaps</nordugrid-adl:DryRun></Application>")).message).toMatch(/<DryRun>/);
   });
 });
@@ -202,12 +204,20 @@ describe("ADL Resources", () => {
   });
 
   it("IndividualCPUTime is scaled by the slot count when no total is given", () => {
-    const d = one(adl("<Resources><IndividualCPUTime>100</IndividualCPUTime><SlotRequirement><NumberOfSlots>4</NumberOfSlots></SlotRequirement></Resources>"));
+    const d = one(
+      adl(
+        "<Resources><IndividualCPUTime>100</IndividualCPUTime><SlotRequirement><NumberOfSlots>4</NumberOfSlots></SlotRequirement></Resources>",
+      ),
+    );
     expect(d.cpuTimeSeconds).toBe(400);
   });
 
   it("SlotsPerHost useNumberOfSlots=true takes all slots on one host", () => {
-    const d = one(adl('<Resources><SlotRequirement><NumberOfSlots>6</NumberOfSlots><SlotsPerHost useNumberOfSlots="true">1</SlotsPerHost></SlotRequirement></Resources>'));
+    const d = one(
+      adl(
+        '<Resources><SlotRequirement><NumberOfSlots>6</NumberOfSlots><SlotsPerHost useNumberOfSlots="true">1</SlotsPerHost></SlotRequirement></Resources>',
+      ),
+    );
     expect(d.countPerNode).toBe(6);
   });
 
@@ -242,7 +252,9 @@ describe("ADL Resources", () => {
 
   it("rejects a zero disk requirement and negative memory", () => {
     expect(error(adl("<Resources><DiskSpaceRequirement>0</DiskSpaceRequirement></Resources>")).message).toMatch(/positive number of bytes/);
-    expect(error(adl("<Resources><IndividualPhysicalMemory>-5</IndividualPhysicalMemory></Resources>")).message).toMatch(/must not be negative/);
+    expect(error(adl("<Resources><IndividualPhysicalMemory>-5</IndividualPhysicalMemory></Resources>")).message).toMatch(
+      /must not be negative/,
+    );
   });
 });
 
@@ -292,16 +304,31 @@ describe("ADL DataStaging", () => {
         useIfFailure: true,
         useIfCancel: true,
       },
-      { name: "res", target: "https://se2.org/res", options: { overwrite: "yes" }, useIfSuccess: true, useIfFailure: false, useIfCancel: false },
+      {
+        name: "res",
+        target: "https://se2.org/res",
+        options: { overwrite: "yes" },
+        useIfSuccess: true,
+        useIfFailure: false,
+        useIfCancel: false,
+      },
     ]);
   });
 
   it("rejects CreationFlag append and a Source without URI", () => {
-    expect(error(adl("<DataStaging><OutputFile><Name>o</Name><Target><URI>https://h/o</URI><CreationFlag>append</CreationFlag></Target></OutputFile></DataStaging>")).message).toMatch(
-      /'append' is not supported/,
+    expect(
+      error(
+        adl(
+          "<DataStaging><OutputFile><Name>o</Name><Target><URI>https://h/o</URI><CreationFlag>append</CreationFlag></Target></OutputFile></DataStaging>",
+        ),
+      ).message,
+    ).toMatch(/'append' is not supported/);
+    expect(error(adl("<DataStaging><InputFile><Name>i</Name><Source></Source></InputFile></DataStaging>")).message).toMatch(
+      /<URI> is required/,
     );
-    expect(error(adl("<DataStaging><InputFile><Name>i</Name><Source></Source></InputFile></DataStaging>")).message).toMatch(/<URI> is required/);
-    expect(error(adl("<DataStaging><InputFile><IsExecutable>true</IsExecutable></InputFile></DataStaging>")).message).toMatch(/<Name> is required/);
+    expect(error(adl("<DataStaging><InputFile><IsExecutable>true</IsExecutable></InputFile></DataStaging>")).message).toMatch(
+      /<Name> is required/,
+    );
   });
 });
 
@@ -315,7 +342,11 @@ describe("ADL documents", () => {
   it("each item's source is its element text with the root's namespace declarations added", () => {
     const items = parseAdlSettled(two);
     const src = items[1]?.source ?? "";
-    expect(src.startsWith('<ActivityDescription xmlns:nordugrid-adl="http://www.nordugrid.org/es/2011/12/nordugrid-adl" xmlns="http://www.eu-emi.eu/es/2010/12/adl">')).toBe(true);
+    expect(
+      src.startsWith(
+        '<ActivityDescription xmlns:nordugrid-adl="http://www.nordugrid.org/es/2011/12/nordugrid-adl" xmlns="http://www.eu-emi.eu/es/2010/12/adl">',
+      ),
+    ).toBe(true);
     expect(src.endsWith("</ActivityDescription>")).toBe(true);
     // The stored source is itself a complete, parseable description.
     expect(parseAdl(src)[0]).toMatchObject({ arguments: ["adl2"], delegationId: "dd" });
@@ -378,8 +409,9 @@ describe("ADL documents", () => {
   });
 
   it("CDATA content is taken literally", () => {
-    expect(one(adl("<Application><Executable><Path>/bin/sh</Path><Argument><![CDATA[a &amp; <b>]]></Argument></Executable></Application>")).arguments).toEqual([
-      "a &amp; <b>",
-    ]);
+    expect(
+      one(adl("<Application><Executable><Path>/bin/sh</Path><Argument><![CDATA[a &amp; <b>]]></Argument></Executable></Application>"))
+        .arguments,
+    ).toEqual(["a &amp; <b>"]);
   });
 });

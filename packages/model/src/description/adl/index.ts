@@ -13,9 +13,7 @@ export interface AdlOptions {
   limits?: DescriptionLimits | undefined;
 }
 
-export type AdlItem =
-  | { ok: true; description: JobDescription; source: string }
-  | { ok: false; error: DescriptionError; source: string };
+export type AdlItem = { ok: true; description: JobDescription; source: string } | { ok: false; error: DescriptionError; source: string };
 
 /**
  * Parses an ADL body: one `ActivityDescription`, or `ActivityDescriptions` whose every child
@@ -37,7 +35,8 @@ export function parseAdlSettled(text: string, opts: AdlOptions = {}): AdlItem[] 
     return parts.map((p) => {
       try {
         const el = readXml(p.text, maxBytes, limits);
-        if (el.local !== "ActivityDescription") throw new InvalidDescriptionError(`expected an ActivityDescription, found <${el.qname}>`, el.local);
+        if (el.local !== "ActivityDescription")
+          throw new InvalidDescriptionError(`expected an ActivityDescription, found <${el.qname}>`, el.local);
         return settle(el, p.text, p.text);
       } catch (err) {
         if (!(err instanceof DescriptionError) || isBodyLimit(err)) throw err;

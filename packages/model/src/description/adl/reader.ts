@@ -32,11 +32,7 @@ class AdlReader {
 
   fail(node: XNode, detail: string): never {
     const pos = positionAt(this.text, node.start);
-    throw new InvalidDescriptionError(
-      `ADL element <${node.local}> (line ${pos.line}, column ${pos.column}): ${detail}`,
-      node.local,
-      pos,
-    );
+    throw new InvalidDescriptionError(`ADL element <${node.local}> (line ${pos.line}, column ${pos.column}): ${detail}`, node.local, pos);
   }
 
   str(node: XNode): string {
@@ -167,7 +163,9 @@ class AdlReader {
     const protocol = child(n, "Protocol");
     // Only e-mail notification exists; other protocols are ignored like A-REX does.
     if (protocol && this.str(protocol).toLowerCase() !== "email") return;
-    const recipients = children(n, "Recipient").map((r) => this.str(r)).filter((r) => r !== "");
+    const recipients = children(n, "Recipient")
+      .map((r) => this.str(r))
+      .filter((r) => r !== "");
     if (recipients.length === 0) this.fail(n, "needs at least one <Recipient>");
     let flags = "";
     for (const s of children(n, "OnState")) {
@@ -187,7 +185,8 @@ class AdlReader {
     if (cop) {
       // EMI-ES names the kind, not a number: a GPU kind is one GPU; optional="true" asks for none.
       const kind = this.str(cop);
-      if (!/^(CUDA|GPU|OpenCL)$/i.test(kind)) this.fail(cop, `'${kind}' is not supported by this computing element (CUDA, GPU or OpenCL: one GPU)`);
+      if (!/^(CUDA|GPU|OpenCL)$/i.test(kind))
+        this.fail(cop, `'${kind}' is not supported by this computing element (CUDA, GPU or OpenCL: one GPU)`);
       if (parseBoolean(cop.attrs.optional ?? "") !== true) d.gpus = 1;
     }
     // Checked as A-REX checks it, then not used: the session dir is reached through this CE only.
@@ -235,7 +234,11 @@ class AdlReader {
     }
     const os = child(res, "OperatingSystem");
     if (os) {
-      for (const [local, key] of [["Family", "osfamily"], ["Name", "osname"], ["Version", "osversion"]] as const) {
+      for (const [local, key] of [
+        ["Family", "osfamily"],
+        ["Name", "osname"],
+        ["Version", "osversion"],
+      ] as const) {
         const n = child(os, local);
         if (n) d.hints[key] = this.str(n);
       }

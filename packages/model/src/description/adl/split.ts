@@ -58,7 +58,7 @@ export function splitBundle(text: string, maxParts: number): BundlePart[] | unde
   };
 
   const parts: BundlePart[] = [];
-  for (let s = nextStart(rootGt + 1); s && parts.length < maxParts; ) {
+  for (let s = nextStart(rootGt + 1); s && parts.length < maxParts;) {
     const gt = gts.at(s.lt);
     if (gt < 0) {
       parts.push({ text: text.slice(s.lt), start: s.lt, end: text.length });
@@ -78,7 +78,10 @@ export function splitBundle(text: string, maxParts: number): BundlePart[] | unde
     }
     const startTag = text.slice(s.lt, gt);
     const own = new Set([...startTag.matchAll(NS_DECL)].map((d) => d[1]));
-    const extra = rootDecls.filter(([k]) => !own.has(k)).map(([k, v]) => ` ${k}=${v}`).join("");
+    const extra = rootDecls
+      .filter(([k]) => !own.has(k))
+      .map(([k, v]) => ` ${k}=${v}`)
+      .join("");
     const slice = text.slice(s.lt, end);
     parts.push({ text: `<${s.qname}${extra}${slice.slice(s.qname.length + 1)}`, start: s.lt, end });
     s = next && next.lt >= end ? next : nextStart(end);

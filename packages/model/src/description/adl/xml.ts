@@ -56,7 +56,11 @@ const PARSER = new XMLParser({
 });
 
 /** Checks size and forbidden constructs, then parses. Throws AdlSyntaxError / DescriptionTooLargeError. */
-export function readXml(text: string, maxBytes: number = DEFAULT_MAX_DESCRIPTION_BYTES, limits: DescriptionLimits = DESCRIPTION_LIMITS): XNode {
+export function readXml(
+  text: string,
+  maxBytes: number = DEFAULT_MAX_DESCRIPTION_BYTES,
+  limits: DescriptionLimits = DESCRIPTION_LIMITS,
+): XNode {
   const size = Buffer.byteLength(text, "utf8");
   if (size > maxBytes) throw new DescriptionTooLargeError(size, maxBytes);
   for (const forbidden of [/<!DOCTYPE/i, /<!ENTITY/i]) {
@@ -102,7 +106,12 @@ function build(n: FxpNode, span: Span, maxValue: number, source: string): XNode 
   const rawAttrs = (n[":@"] ?? {}) as Record<string, unknown>;
   const attrs: Record<string, string> = {};
   const tooLong = (what: string) => {
-    throw limitError("maxValueChars", maxValue, `${what} of <${qname}> is longer than ${maxValue} characters`, positionAt(source, span.start));
+    throw limitError(
+      "maxValueChars",
+      maxValue,
+      `${what} of <${qname}> is longer than ${maxValue} characters`,
+      positionAt(source, span.start),
+    );
   };
   for (const [k, v] of Object.entries(rawAttrs)) {
     const value = String(v);
@@ -208,8 +217,10 @@ function scanSpans(text: string, limits: DescriptionLimits): Span[] {
       const node: Span = { qname, start: lt, end: j + 1, innerStart: j + 1, innerEnd: j + 1, children: [] };
       const siblings = stack[stack.length - 1]?.children ?? roots;
       const at = () => positionAt(text, lt);
-      if (++count > limits.maxNodes) throw limitError("maxNodes", limits.maxNodes, `more than ${limits.maxNodes} XML elements in one request`, at());
-      if (stack.length >= limits.maxDepth) throw limitError("maxDepth", limits.maxDepth, `elements are nested more than ${limits.maxDepth} levels deep`, at());
+      if (++count > limits.maxNodes)
+        throw limitError("maxNodes", limits.maxNodes, `more than ${limits.maxNodes} XML elements in one request`, at());
+      if (stack.length >= limits.maxDepth)
+        throw limitError("maxDepth", limits.maxDepth, `elements are nested more than ${limits.maxDepth} levels deep`, at());
       if (siblings.length >= limits.maxListItems) {
         throw limitError("maxListItems", limits.maxListItems, `more than ${limits.maxListItems} child elements in one element`, at());
       }

@@ -116,7 +116,9 @@ describe("xRSL resources", () => {
   });
 
   it("splits runtime environment name, version and options; repeatable", () => {
-    const d = one('&(runtimeenvironment="APPS/HEP/ATLAS-1.2.3" "opt1" "opt2")(runTimeEnvironment=ENV/PROXY)(runtimeenvironment="ENV/X-Y-2")');
+    const d = one(
+      '&(runtimeenvironment="APPS/HEP/ATLAS-1.2.3" "opt1" "opt2")(runTimeEnvironment=ENV/PROXY)(runtimeenvironment="ENV/X-Y-2")',
+    );
     expect(d.runtimeEnvironments).toEqual([
       { name: "APPS/HEP/ATLAS", version: "1.2.3", options: ["opt1", "opt2"] },
       { name: "ENV/PROXY", options: [] },
@@ -176,7 +178,9 @@ describe("xRSL input and output files", () => {
   });
 
   it("splits URL options after the host and reads trailing options", () => {
-    const d = one(`&(inputfiles=("in1" "gsiftp://example.com;cache=no;threads=4/in1" "delegationid=d1" "location=gsiftp://a.org/x" "location=gsiftp://b.org/x" "checksum=md5"))`);
+    const d = one(
+      `&(inputfiles=("in1" "gsiftp://example.com;cache=no;threads=4/in1" "delegationid=d1" "location=gsiftp://a.org/x" "location=gsiftp://b.org/x" "checksum=md5"))`,
+    );
     expect(d.inputFiles[0]).toEqual({
       name: "in1",
       source: "gsiftp://example.com/in1",
@@ -211,7 +215,9 @@ describe("xRSL input and output files", () => {
       ["in1", true],
       ["in2", false],
     ]);
-    expect(invalid('&(executables="nope")(inputfiles=("in1" ""))').message).toMatch(/'nope' is listed as executable but is not one of the inputfiles/);
+    expect(invalid('&(executables="nope")(inputfiles=("in1" ""))').message).toMatch(
+      /'nope' is listed as executable but is not one of the inputfiles/,
+    );
   });
 
   it("executables inside an alternative uses the first alternative", () => {
@@ -249,7 +255,8 @@ describe("xRSL input and output files", () => {
 
 describe("xRSL multi-job bodies", () => {
   it("returns one description per + part with its own source text", () => {
-    const text = '+(&(executable="/bin/echo")(arguments="m1"))\n (&(executable="/bin/echo")(arguments="m2")(runtimeenvironment="NO/SUCH/RTE"))';
+    const text =
+      '+(&(executable="/bin/echo")(arguments="m1"))\n (&(executable="/bin/echo")(arguments="m2")(runtimeenvironment="NO/SUCH/RTE"))';
     const items = parseXrslSettled(text);
     expect(items).toHaveLength(2);
     expect(items.map((i) => i.ok && i.description.arguments)).toEqual([["m1"], ["m2"]]);

@@ -20,16 +20,7 @@ const REPEATABLE = new Set([
   "opsys",
 ]);
 /** Brokering hints: stored, not acted upon; any operator accepted. */
-const HINTS = new Set([
-  "middleware",
-  "opsys",
-  "architecture",
-  "nodeaccess",
-  "gridtime",
-  "benchmarks",
-  "credentialserver",
-  "jobreport",
-]);
+const HINTS = new Set(["middleware", "opsys", "architecture", "nodeaccess", "gridtime", "benchmarks", "credentialserver", "jobreport"]);
 /** GM-side bookkeeping and Globus attributes: accepted and ignored. */
 const IGNORED = new Set([
   "jobid",
@@ -98,7 +89,12 @@ class Reader {
     const s = this.single();
     const v = parseDuration(s, MINUTE);
     const shown = s.length > 64 ? `${s.slice(0, 64)}…` : s;
-    return v ?? this.fail(`'${shown}' is not a time; use minutes (90), numbers with units (1h30m, "2 minutes", "1 hour 30 minutes", 45s) or ISO-8601 (PT1H30M)`);
+    return (
+      v ??
+      this.fail(
+        `'${shown}' is not a time; use minutes (90), numbers with units (1h30m, "2 minutes", "1 hour 30 minutes", 45s) or ISO-8601 (PT1H30M)`,
+      )
+    );
   }
 }
 

@@ -48,7 +48,13 @@ interface Scope {
  */
 export function evaluateJob(node: RslNode, text: string, budget?: ExpansionBudget): EvaluatedRelation[] {
   const out: EvaluatedRelation[] = [];
-  const scope: Scope = { text, vars: new Map(), definitions: 0, budget: budget ?? new ExpansionBudget(DESCRIPTION_LIMITS).child(), refDepth: 0 };
+  const scope: Scope = {
+    text,
+    vars: new Map(),
+    definitions: 0,
+    budget: budget ?? new ExpansionBudget(DESCRIPTION_LIMITS).child(),
+    refDepth: 0,
+  };
   walk(node, scope, out);
   return out;
 }
@@ -92,7 +98,12 @@ function defineVariables(node: RslRelation, values: XValue[], scope: Scope): voi
   const { maxVariables, maxSubstitutionDepth } = budget.limits;
   const depth = scope.refDepth + 1;
   if (depth > maxSubstitutionDepth) {
-    throw limitError("maxSubstitutionDepth", maxSubstitutionDepth, `variables are defined through more than ${maxSubstitutionDepth} levels of other variables`, positionAt(text, node.start));
+    throw limitError(
+      "maxSubstitutionDepth",
+      maxSubstitutionDepth,
+      `variables are defined through more than ${maxSubstitutionDepth} levels of other variables`,
+      positionAt(text, node.start),
+    );
   }
   for (const v of values) {
     if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "string" || typeof v[1] !== "string") {

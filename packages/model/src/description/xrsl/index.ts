@@ -9,16 +9,18 @@ export { parseRsl, parseRslJobs, skipBalanced, type RslJob } from "./parser.js";
 export { evaluateJob, splitJobs, type EvaluatedRelation, type XValue } from "./evaluate.js";
 export * from "./ast.js";
 
-export type XrslItem =
-  | { ok: true; description: JobDescription; source: string }
-  | { ok: false; error: DescriptionError; source: string };
+export type XrslItem = { ok: true; description: JobDescription; source: string } | { ok: false; error: DescriptionError; source: string };
 
 /**
  * Parses an xRSL body into one result per job (`+` bodies hold several). A part that does not
  * parse or evaluate is a failed item and does not affect the others; only the body-wide caps
  * (number of descriptions, syntax nodes) throw. `budget` is the body's expansion budget.
  */
-export function parseXrslSettled(text: string, limits: DescriptionLimits = DESCRIPTION_LIMITS, budget = new ExpansionBudget(limits)): XrslItem[] {
+export function parseXrslSettled(
+  text: string,
+  limits: DescriptionLimits = DESCRIPTION_LIMITS,
+  budget = new ExpansionBudget(limits),
+): XrslItem[] {
   const jobs = parseRslJobs(text, limits);
   return jobs.map((job) => {
     // A single description is stored as sent; a part of a `+` body as its own `&(...)` text.

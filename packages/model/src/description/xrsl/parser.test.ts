@@ -96,7 +96,12 @@ describe("RSL values", () => {
   });
 
   it("reads juxtaposed sequences as separate items", () => {
-    expect(values('&(inputfiles=("a" "")("b" ""))')).toEqual({ inputfiles: [["a", ""], ["b", ""]] });
+    expect(values('&(inputfiles=("a" "")("b" ""))')).toEqual({
+      inputfiles: [
+        ["a", ""],
+        ["b", ""],
+      ],
+    });
   });
 
   it("concatenates with # (with or without blanks) and by juxtaposition", () => {

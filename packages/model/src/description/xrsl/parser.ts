@@ -66,7 +66,11 @@ class RslParser {
       const start = this.pos;
       jobs.push(
         this.settle(start, () =>
-          this.fail(jobs.length === 0 ? "expected '(' after '+'" : `Junk at end of RSL: unexpected ${describe(this.peek())} after the last description`),
+          this.fail(
+            jobs.length === 0
+              ? "expected '(' after '+'"
+              : `Junk at end of RSL: unexpected ${describe(this.peek())} after the last description`,
+          ),
         ),
       );
       this.pos = this.text.length;
@@ -91,7 +95,8 @@ class RslParser {
   }
 
   private count(): void {
-    if (++this.nodes > this.limits.maxNodes) this.limit("maxNodes", `more than ${this.limits.maxNodes} relations and values in one request`);
+    if (++this.nodes > this.limits.maxNodes)
+      this.limit("maxNodes", `more than ${this.limits.maxNodes} relations and values in one request`);
   }
 
   parseDocument(): RslNode {
@@ -152,7 +157,8 @@ class RslParser {
     const children: RslNode[] = [];
     this.skipSpace();
     while (this.peek() === "(") {
-      if (children.length >= this.limits.maxListItems) this.limit("maxListItems", `more than ${this.limits.maxListItems} groups in one '${op}'`);
+      if (children.length >= this.limits.maxListItems)
+        this.limit("maxListItems", `more than ${this.limits.maxListItems} groups in one '${op}'`);
       children.push(this.parseGroup());
       this.skipSpace();
     }
