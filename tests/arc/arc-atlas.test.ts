@@ -384,9 +384,16 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
         (await apache.requests()).some((q) => q.method === "GET" && q.path === "/rucio/mc23/EVNT.pool.root.1" && q.status === 200),
       ).toBe(true);
       expect(readFileSync(join(dl, ce.good, "output.list"), "utf8")).toContain(`${davsBase()}/atlas/${backend}/HITS.pool.root.1`);
-      // The job's log (REST diagnose/errors, what aCT fetches as gmlog/errors) names the replica used.
+      // The jobs' logs (REST diagnose/errors, what aCT fetches as gmlog/errors) say where the input
+      // came from: both jobs name the same rucio:// input with cache=invariant, so one of them
+      // downloaded it (naming the replica Rucio gave) and the other was served the cached copy.
       const log = ok(await run(ce, "arccat", ["-j", ce.jobsDat, "-l", jobUrl(ce, ce.good)]), "arccat -l").stdout;
-      expect(log).toContain(`resolved by Rucio to ${davsBase()}/rucio/mc23/EVNT.pool.root.1`);
+      const other = ok(await run(ce, "arccat", ["-j", ce.jobsDat, "-l", jobUrl(ce, ce.bad)]), "arccat -l (bad)").stdout;
+      const replica = `resolved by Rucio to ${davsBase()}/rucio/mc23/EVNT.pool.root.1`;
+      const input = /Staging: (downloaded|from the cache:) rucio:\S*EVNT\.pool\.root\.1 -> \/EVNT\.pool\.root\.1/;
+      expect(log).toMatch(input);
+      expect(other).toMatch(input);
+      expect(`${log}\n${other}`).toContain(replica);
       expect(log).toMatch(/upload of \/log\.os\.tgz to rucio:\/\/127\.0\.0\.1:\d+\/objectstores\/.* failed/);
     }, 60_000);
 
