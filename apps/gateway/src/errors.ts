@@ -14,7 +14,6 @@ export class CeError extends HTTPException {
   ) {
     super(status, { message });
     this.name = new.target.name;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 /**
  * A usage record: the facts of one job attempt that ended (FINISHED, FAILED or KILLED), as the
  * terminal move's script appended them to the usage stream (packages/store lua/update.lua: the job
@@ -54,13 +55,12 @@ export interface RecordOptions {
   vomslessVo: string;
 }
 
-export class BadUsageEntryError extends Error {
-  readonly code = "ACCT_BAD_ENTRY";
+export class BadUsageEntryError extends Failure<"ACCT_BAD_ENTRY"> {
   constructor(
     readonly entryId: string,
     reason: string,
   ) {
-    super(`usage stream entry ${entryId}: ${reason}`);
+    super("ACCT_BAD_ENTRY", `usage stream entry ${entryId}: ${reason}`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import YAML from "yaml";
@@ -17,12 +18,9 @@ export interface CompiledConfig extends Config {
   mountPath: string;
 }
 
-export class ConfigError extends Error {
-  readonly code = "CONFIG_INVALID";
+export class ConfigError extends Failure<"CONFIG_INVALID"> {
   constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-    Object.setPrototypeOf(this, new.target.prototype);
+    super("CONFIG_INVALID", message);
   }
 }
 

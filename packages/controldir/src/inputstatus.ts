@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import type { ControlDir } from "./controldir.js";
 
 /**
@@ -15,10 +16,9 @@ import type { ControlDir } from "./controldir.js";
  */
 
 /** A path that cannot be one line of `input_status` (empty, or with a line break). */
-export class InputStatusPathError extends Error {
-  readonly code = "INPUT_STATUS_PATH";
+export class InputStatusPathError extends Failure<"INPUT_STATUS_PATH"> {
   constructor(path: string) {
-    super(`not a session path for input_status: ${JSON.stringify(path).slice(0, 120)}`);
+    super("INPUT_STATUS_PATH", `not a session path for input_status: ${JSON.stringify(path).slice(0, 120)}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { toRestState, waitsOnlyForUploads } from "@ce/model";
+import { Failure, toRestState, waitsOnlyForUploads } from "@ce/model";
 import { type JobRecord, type JobStore, mapLimit } from "@ce/store";
 import type { ControlDir } from "./controldir.js";
 import { fileq } from "./files.js";
@@ -14,10 +14,9 @@ import { type JobFilesInput, jobFiles } from "./jobfiles.js";
  */
 
 /** The commit failed (Redis unreachable, script error): no job of the call was created; its files are gone. */
-export class JobCommitError extends Error {
-  readonly code = "STORE_UNAVAILABLE";
+export class JobCommitError extends Failure<"STORE_UNAVAILABLE"> {
   constructor(cause: unknown) {
-    super("job records could not be created", { cause });
+    super("STORE_UNAVAILABLE", "job records could not be created", { cause });
   }
 }
 

@@ -1,22 +1,18 @@
+import { Failure } from "@ce/model";
 /** A submission the mapping refuses: `status` 403 (no mapping, bad target) or 503 (pool exhausted). */
-export class MappingRefused extends Error {
+export class MappingRefused extends Failure<"NO_MAPPING" | "POOL_EXHAUSTED" | "BAD_MAPPING_TARGET"> {
   constructor(
     readonly status: 403 | 503,
-    readonly code: "NO_MAPPING" | "POOL_EXHAUSTED" | "BAD_MAPPING_TARGET",
+    code: "NO_MAPPING" | "POOL_EXHAUSTED" | "BAD_MAPPING_TARGET",
     message: string,
   ) {
-    super(message);
-    this.name = "MappingRefused";
-    Object.setPrototypeOf(this, new.target.prototype);
+    super(code, message);
   }
 }
 
 /** The mapping configuration cannot work (bad rule, bad account, unreadable grid-mapfile): stops the boot. */
-export class MappingConfigError extends Error {
-  readonly code = "MAPPING_INVALID";
+export class MappingConfigError extends Failure<"MAPPING_INVALID"> {
   constructor(readonly problems: readonly string[]) {
-    super(`invalid mapping settings:\n  ${problems.join("\n  ")}`);
-    this.name = "MappingConfigError";
-    Object.setPrototypeOf(this, new.target.prototype);
+    super("MAPPING_INVALID", `invalid mapping settings:\n  ${problems.join("\n  ")}`);
   }
 }

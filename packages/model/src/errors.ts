@@ -1,3 +1,4 @@
+import { Failure } from "./failure.js";
 /**
  * Errors raised while reading job descriptions. The `code` is stable (the gateway maps it to an
  * HTTP status and tests match on it); the message is meant for the grid user who wrote the text.
@@ -13,16 +14,12 @@ export interface SourcePosition {
   column: number;
 }
 
-export class DescriptionError extends Error {
-  readonly code: DescriptionErrorCode;
+export class DescriptionError extends Failure<DescriptionErrorCode> {
   readonly position?: SourcePosition | undefined;
 
   constructor(code: DescriptionErrorCode, message: string, position?: SourcePosition) {
-    super(message);
-    this.name = "DescriptionError";
-    this.code = code;
+    super(code, message);
     this.position = position;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -32,9 +29,7 @@ export class XrslSyntaxError extends DescriptionError {
   readonly detail: string;
   constructor(detail: string, position: SourcePosition) {
     super("XRSL_SYNTAX", `xRSL syntax error at line ${position.line}, column ${position.column}: ${detail}`, position);
-    this.name = "XrslSyntaxError";
     this.detail = detail;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -47,9 +42,7 @@ export class AdlSyntaxError extends DescriptionError {
       position ? `ADL syntax error at line ${position.line}, column ${position.column}: ${detail}` : `ADL syntax error: ${detail}`,
       position,
     );
-    this.name = "AdlSyntaxError";
     this.detail = detail;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -59,9 +52,7 @@ export class InvalidDescriptionError extends DescriptionError {
   readonly field?: string | undefined;
   constructor(message: string, field?: string, position?: SourcePosition) {
     super("INVALID_DESCRIPTION", message, position);
-    this.name = "InvalidDescriptionError";
     this.field = field;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -70,10 +61,8 @@ export class DescriptionTooLargeError extends DescriptionError {
   readonly size: number;
   constructor(size: number, limit: number) {
     super("TOO_LARGE", `job description is too large: ${size} bytes, the limit is ${limit} bytes`);
-    this.name = "DescriptionTooLargeError";
     this.size = size;
     this.limit = limit;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -86,18 +75,14 @@ export class DescriptionLimitError extends DescriptionError {
   readonly max: number;
   constructor(limit: string, max: number, detail: string, position?: SourcePosition) {
     super("LIMIT_EXCEEDED", `job description exceeds the limit ${limit}=${max}: ${detail}`, position);
-    this.name = "DescriptionLimitError";
     this.limit = limit;
     this.max = max;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 export class UnsupportedFormatError extends DescriptionError {
   constructor(message: string) {
     super("UNSUPPORTED_FORMAT", message);
-    this.name = "UnsupportedFormatError";
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -1,6 +1,7 @@
 export * from "./states.js";
 export * from "./transitions.js";
 export * from "./errors.js";
+export * from "./failure.js";
 export * from "./description/types.js";
 export { parseDuration, parseTimestamp, splitUrlOptions, type UrlWithOptions } from "./description/values.js";
 export { normalizeSessionPath } from "./description/paths.js";

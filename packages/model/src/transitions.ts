@@ -6,6 +6,7 @@
  * came from being PENDING or not does not matter. Removing a record (clean, expiry of a WIPED
  * record) is not a move and is not listed.
  */
+import { Failure } from "./failure.js";
 import type { JobDescription } from "./description/types.js";
 import type { InternalState, RestState } from "./states.js";
 
@@ -87,8 +88,7 @@ export function canMove(from: InternalState, to: InternalState, pending = false)
 }
 
 /** A state change that the table above does not allow; the record is left as it was. */
-export class IllegalMoveError extends Error {
-  readonly code = "ILLEGAL_STATE_MOVE";
+export class IllegalMoveError extends Failure<"ILLEGAL_STATE_MOVE"> {
   readonly jobId: string;
   readonly from: InternalState;
   readonly to: MoveTarget;
@@ -96,11 +96,9 @@ export class IllegalMoveError extends Error {
   constructor(jobId: string, from: InternalState, to: InternalState, pending = false) {
     const target = moveTarget(to, pending);
     const allowed = ALLOWED_MOVES[from]?.join(", ") || "none";
-    super(`job ${jobId}: state move ${from} -> ${target} is not allowed (from ${from}: ${allowed})`);
-    this.name = "IllegalMoveError";
+    super("ILLEGAL_STATE_MOVE", `job ${jobId}: state move ${from} -> ${target} is not allowed (from ${from}: ${allowed})`);
     this.jobId = jobId;
     this.from = from;
     this.to = target;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }

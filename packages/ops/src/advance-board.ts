@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { BaseAdapter } from "@bull-board/api/dist/queueAdapters/base.js";
 import type { JobCounts, JobStatus, QueueJob, QueueJobJson, Status } from "@bull-board/api/typings/app";
 import type { Redis } from "ioredis";
@@ -27,9 +28,9 @@ const FIELDS = [
 ] as const;
 type Row = Pick<JobRecord, (typeof FIELDS)[number] | "id" | "owner" | "state" | "rest">;
 
-class ReadOnlyError extends Error {
+class ReadOnlyError extends Failure<"READ_ONLY"> {
   constructor() {
-    super("the JEM's work list is read-only here: use ceadm or the REST interface to act on jobs");
+    super("READ_ONLY", "the JEM's work list is read-only here: use ceadm or the REST interface to act on jobs");
   }
 }
 

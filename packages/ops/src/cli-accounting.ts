@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { readFileSync } from "node:fs";
 import { AccountingDb, defaultAuthnUrl, publishApel, type PublishOptions, type UsageRecord } from "@ce/accounting";
 import type { CompiledConfig } from "@ce/config";
@@ -13,7 +14,11 @@ export const ACCOUNTING_USAGE = `
   accounting republish --from D --to D [--dry-run --out DIR]  resend the records that ended in [D, D] (UTC)
 `;
 
-export class AccountingUsageError extends Error {}
+export class AccountingUsageError extends Failure<"ACCOUNTING_USAGE"> {
+  constructor(message: string) {
+    super("ACCOUNTING_USAGE", message);
+  }
+}
 
 export interface AccountingArgs {
   sub: string | undefined;

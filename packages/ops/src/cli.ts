@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { ConfigError, loadConfig } from "@ce/config";
@@ -32,7 +33,11 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   cache clean                                             ask the JEMs for a cleaner pass now${ACCOUNTING_USAGE}
 ${RTE_USAGE}`;
 
-class UsageError extends Error {}
+class UsageError extends Failure<"USAGE"> {
+  constructor(message: string) {
+    super("USAGE", message);
+  }
+}
 
 export { table } from "./cli/format.js";
 export { showField } from "./cli/jobs.js";

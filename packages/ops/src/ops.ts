@@ -1,7 +1,7 @@
 import { Queue, type ConnectionOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { CompiledConfig } from "@ce/config";
-import { isRestState, REST_STATES, type RestState } from "@ce/model";
+import { Failure, isRestState, REST_STATES, type RestState } from "@ce/model";
 import {
   AdvanceSet,
   bullConnection,
@@ -68,14 +68,9 @@ export function jobRow(
   };
 }
 
-export class OpsError extends Error {
-  constructor(
-    readonly code: "NOT_FOUND" | "BAD_REQUEST",
-    message: string,
-  ) {
-    super(message);
-    this.name = "OpsError";
-    Object.setPrototypeOf(this, new.target.prototype);
+export class OpsError extends Failure<"NOT_FOUND" | "BAD_REQUEST"> {
+  constructor(code: "NOT_FOUND" | "BAD_REQUEST", message: string) {
+    super(code, message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import type { CompiledConfig } from "@ce/config";
 import { declaredParams, defaultRte, disableRte, enableRte, listRtes, rteParams, rteScript, setRteParams, type RteConfig } from "@ce/store";
 
@@ -13,7 +14,11 @@ export const RTE_USAGE = `  rte list                                            
   rte params <NAME> [KEY=value...]                        show or set its parameters (KEY= removes one)
 `;
 
-export class RteUsageError extends Error {}
+export class RteUsageError extends Failure<"RTE_USAGE"> {
+  constructor(message: string) {
+    super("RTE_USAGE", message);
+  }
+}
 
 export function rteCommand(
   config: CompiledConfig,

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { constants, existsSync, type Stats } from "node:fs";
 import { lstat, mkdir, open, readdir, type FileHandle } from "node:fs/promises";
 import { closeHandle, numOf } from "./fd.js";
@@ -50,13 +51,12 @@ const REASONS: Record<FsErrorKind, string> = {
 };
 
 /** A refusal with a kind callers map to a status or an error line; `at` is the relative path. */
-export class SessionFsError extends Error {
+export class SessionFsError extends Failure<"SESSION_FS"> {
   constructor(
     readonly kind: FsErrorKind,
     readonly at: string,
   ) {
-    super(`${kind}: ${at}`);
-    this.name = "SessionFsError";
+    super("SESSION_FS", `${kind}: ${at}`);
   }
 
   /** Human reason for an error file, e.g. "/out: it is or passes through a symbolic link, …". */

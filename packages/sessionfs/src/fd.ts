@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { close, closeSync, open, openSync, type PathLike } from "node:fs";
 
 /**
@@ -18,13 +19,9 @@ import { close, closeSync, open, openSync, type PathLike } from "node:fs";
  */
 
 /** Base of the descriptor errors; `code` is stable for logs and tests. */
-export class FdError extends Error {
-  constructor(
-    readonly code: "FD_CLOSED" | "FD_STOLEN",
-    message: string,
-  ) {
-    super(message);
-    this.name = new.target.name;
+export class FdError extends Failure<"FD_CLOSED" | "FD_STOLEN"> {
+  constructor(code: "FD_CLOSED" | "FD_STOLEN", message: string) {
+    super(code, message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { Keys, ownerKey } from "./keys.js";
@@ -7,10 +8,9 @@ import type { SecretBox } from "./secretbox.js";
 export type DelegationType = "x509" | "jwt";
 
 /** The owner already holds `limit` delegations. */
-export class DelegationQuotaReached extends Error {
+export class DelegationQuotaReached extends Failure<"DELEGATION_QUOTA_REACHED"> {
   constructor(readonly limit: number) {
-    super(`delegation quota of ${limit} per owner reached`);
-    this.name = "DelegationQuotaReached";
+    super("DELEGATION_QUOTA_REACHED", `delegation quota of ${limit} per owner reached`);
   }
 }
 

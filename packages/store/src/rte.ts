@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import {
   existsSync,
   lstatSync,
@@ -37,13 +38,9 @@ export interface RteConfig {
   jobs: { runtimeEnvironments: readonly string[]; defaultRuntimeEnvironments: readonly string[] };
 }
 
-export class RteError extends Error {
-  constructor(
-    readonly code: "BAD_NAME" | "NOT_FOUND" | "BAD_PARAM",
-    message: string,
-  ) {
-    super(message);
-    this.name = "RteError";
+export class RteError extends Failure<"BAD_NAME" | "NOT_FOUND" | "BAD_PARAM"> {
+  constructor(code: "BAD_NAME" | "NOT_FOUND" | "BAD_PARAM", message: string) {
+    super(code, message);
   }
 }
 

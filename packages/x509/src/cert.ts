@@ -2,6 +2,7 @@
  * Parsed view of the parts of a certificate that Node's X509Certificate does not expose reliably
  * (exact names, extensions with criticality, proxyCertInfo). Parsed once per object and cached.
  */
+import { Failure } from "@ce/model";
 import forge from "node-forge";
 import { X509Certificate } from "node:crypto";
 import { nameFromAsn1, type Name } from "./dn.js";
@@ -79,7 +80,11 @@ export interface CertInfo {
   proxyCertInfo?: ProxyCertInfo;
 }
 
-export class CertParseError extends Error {}
+export class CertParseError extends Failure<"CERT_PARSE"> {
+  constructor(message: string) {
+    super("CERT_PARSE", message);
+  }
+}
 
 const cache = new WeakMap<X509Certificate, CertInfo>();
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 /**
  * IGTF namespace policies (EACL): which subjects a trusted CA may vouch for. Two file formats sit
  * next to each CA in an X509_CERT_DIR, named by the CA's subject hash:
@@ -27,10 +28,9 @@ export interface Eacl {
   rules: EaclRule[];
 }
 
-export class EaclParseError extends Error {
+export class EaclParseError extends Failure<"EACL_PARSE"> {
   constructor(message: string) {
-    super(message);
-    this.name = "EaclParseError";
+    super("EACL_PARSE", message);
   }
 }
 

@@ -2,6 +2,7 @@
  * PEM handling: split bundles (proxy files = cert + key + chain), DER<->PEM, and the lenient CSR
  * armour normalisation the ARC client applies (bare base64 is accepted).
  */
+import { Failure } from "@ce/model";
 import { X509Certificate } from "node:crypto";
 
 export interface PemBlock {
@@ -91,7 +92,11 @@ export function splitPem(text: string): PemBundle {
  * and before parsing any when the bundle holds more than `max` certificates.
  */
 /** A bundle with more certificates than the caller accepts (checked before any is parsed). */
-export class TooManyCertificatesError extends Error {}
+export class TooManyCertificatesError extends Failure<"TOO_MANY_CERTIFICATES"> {
+  constructor(message: string) {
+    super("TOO_MANY_CERTIFICATES", message);
+  }
+}
 
 export function parseCertificates(text: string, max = Infinity): X509Certificate[] {
   const pems = splitPem(text).certificates;

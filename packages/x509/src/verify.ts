@@ -11,6 +11,7 @@
  * Work for an unauthenticated chain is bounded before any signature check: number and size of
  * certificates, key types and sizes, DN length, path length, and signature verifications.
  */
+import { Failure } from "@ce/model";
 import { X509Certificate } from "node:crypto";
 import { CertParseError, certInfo, KNOWN_CRITICAL, OID, type CertInfo } from "./cert.js";
 import { parseCertificates } from "./pem.js";
@@ -82,12 +83,9 @@ const MAX_CERT_BYTES = 64 * 1024;
 const MAX_DN_CHARS = 4096;
 const EC_CURVES = new Set(["prime256v1", "secp384r1", "secp521r1"]);
 
-class Fail extends Error {
-  constructor(
-    readonly code: VerifyErrorCode,
-    message: string,
-  ) {
-    super(message);
+class Fail extends Failure<VerifyErrorCode> {
+  constructor(code: VerifyErrorCode, message: string) {
+    super(code, message);
   }
 }
 

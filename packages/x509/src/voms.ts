@@ -4,6 +4,7 @@
  * The AC structure comes from @peculiar/asn1-x509-attr; the bytes that were signed are sliced
  * from the original DER (re-encoding could change them).
  */
+import { Failure } from "@ce/model";
 import { X509Certificate } from "node:crypto";
 import { AsnArray, AsnParser, AsnProp, AsnPropTypes, AsnType, AsnTypeTypes, AsnConvert, OctetString } from "@peculiar/asn1-schema";
 import { GeneralNames, Name as AsnName } from "@peculiar/asn1-x509";
@@ -39,10 +40,9 @@ export const KNOWN_AC_EXTENSIONS = new Set<string>([
   VOMS_OID.authorityKeyId,
 ]);
 
-export class VomsParseError extends Error {
+export class VomsParseError extends Failure<"VOMS_PARSE"> {
   constructor(message: string) {
-    super(message);
-    this.name = "VomsParseError";
+    super("VOMS_PARSE", message);
   }
 }
 

@@ -7,6 +7,7 @@
  * Own cache instead of jose's createRemoteJWKSet: we need a per-issuer CA bundle, `kid` lookups
  * that tell "unknown kid" apart from "no keys", and keys that survive an issuer outage.
  */
+import { Failure } from "@ce/model";
 import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { rootCertificates } from "node:tls";
@@ -30,10 +31,9 @@ export interface JwksOptions {
 }
 
 /** The issuer's keys could not be obtained at all (network, TLS, bad document). Not the caller's fault. */
-export class JwksUnavailable extends Error {
+export class JwksUnavailable extends Failure<"JWKS_UNAVAILABLE"> {
   constructor(message: string) {
-    super(message);
-    this.name = "JwksUnavailable";
+    super("JWKS_UNAVAILABLE", message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import type { JobDescription, LrmsState } from "@ce/model";
 import type { BatchUsage } from "./batch-usage.js";
 import type { Expected } from "./micro-batch.js";
@@ -113,18 +114,14 @@ export interface Backend {
 /** BUSY: not done yet, nothing failed (an earlier submission of the job is still in flight): ask again later. */
 export type BackendErrorCode = "SUBMIT_FAILED" | "CANCEL_FAILED" | "POLL_FAILED" | "TIMEOUT" | "BAD_OUTPUT" | "BUSY";
 
-export class BackendError extends Error {
-  readonly code: BackendErrorCode;
+export class BackendError extends Failure<BackendErrorCode> {
   /** Script stderr (trimmed, ≤ 4 KiB) when a script failed. */
   readonly stderr: string | undefined;
   readonly exitCode: number | undefined;
 
   constructor(code: BackendErrorCode, message: string, opts: { stderr?: string; exitCode?: number; cause?: unknown } = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = "BackendError";
-    this.code = code;
+    super(code, message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.stderr = opts.stderr;
     this.exitCode = opts.exitCode;
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }

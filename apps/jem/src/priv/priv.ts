@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { lstat, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
@@ -27,11 +28,9 @@ export interface RunAs {
 /** Sub-directory of the job's control dir owned by the account: job.sh, comment, diag, lrms_done, proxy. */
 export const BATCH_SUBDIR = "lrms";
 
-export class PrivRefused extends Error {
-  readonly code = "PRIV_REFUSED";
+export class PrivRefused extends Failure<"PRIV_REFUSED"> {
   constructor(message: string) {
-    super(message);
-    this.name = "PrivRefused";
+    super("PRIV_REFUSED", message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { constants, type Stats } from "node:fs";
 import { chmod, link, lstat, mkdir, open, opendir, readFile, rename, symlink, unlink, utimes, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -22,14 +23,12 @@ const DIR_MODE = 0o711;
 const PRIVATE = 0o700;
 const NOFOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-export class CacheDirError extends Error {
-  readonly code = "CACHE_DIR_UNUSABLE";
+export class CacheDirError extends Failure<"CACHE_DIR_UNUSABLE"> {
   constructor(
     readonly path: string,
     reason: string,
   ) {
-    super(`cache directory ${path}: ${reason}`);
-    this.name = "CacheDirError";
+    super("CACHE_DIR_UNUSABLE", `cache directory ${path}: ${reason}`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
@@ -13,12 +14,9 @@ import type { CompiledConfig } from "@ce/config";
  */
 
 /** A destination the policy refuses; not retried. Stable `code` for callers and logs. */
-export class DestinationRefused extends Error {
-  readonly code = "ERR_STAGING_DESTINATION_REFUSED";
+export class DestinationRefused extends Failure<"ERR_STAGING_DESTINATION_REFUSED"> {
   constructor(readonly reason: string) {
-    super(reason);
-    this.name = "DestinationRefused";
-    Object.setPrototypeOf(this, new.target.prototype);
+    super("ERR_STAGING_DESTINATION_REFUSED", reason);
   }
 }
 

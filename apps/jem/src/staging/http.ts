@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { rename, unlink, type FileHandle } from "node:fs/promises";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -10,15 +11,14 @@ import { checksummer, parseChecksum, sameDigest } from "./checksum.js";
 import { DestinationRefused, type DestinationPolicy } from "./destinations.js";
 
 /** A transfer failure; `retryable` = worth another attempt (network, 5xx, 408/429, corrupt data). */
-export class TransferError extends Error {
+export class TransferError extends Failure {
   constructor(
     message: string,
     readonly retryable: boolean,
     readonly status?: number,
+    code = "TRANSFER_FAILED",
   ) {
-    super(message);
-    this.name = "TransferError";
-    Object.setPrototypeOf(this, new.target.prototype);
+    super(code, message);
   }
 }
 

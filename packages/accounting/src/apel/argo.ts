@@ -1,24 +1,23 @@
+import { Failure } from "@ce/model";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, fetch, type Response } from "undici";
 
-export class PublishError extends Error {
-  readonly code = "ACCT_PUBLISH";
+export class PublishError extends Failure<"ACCT_PUBLISH"> {
   constructor(
     message: string,
     readonly status?: number,
   ) {
-    super(message);
+    super("ACCT_PUBLISH", message);
   }
 }
 
-export class ArgoAuthnError extends Error {
-  readonly code = "ACCT_ARGO_AUTHN";
+export class ArgoAuthnError extends Failure<"ACCT_ARGO_AUTHN"> {
   constructor(
     message: string,
     readonly status?: number,
   ) {
-    super(message);
+    super("ACCT_ARGO_AUTHN", message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 /**
  * What APEL's loader accepts, for tests: each message kind's allowed, mandatory, integer, decimal
  * and time fields and the checks its record classes make (apel/apel `apel/db/records/job.py`,
@@ -170,8 +171,10 @@ function kindOf(header: string): Kind {
   throw new ApelLoaderRefusal(`Message type ${header} not recognised`);
 }
 
-export class ApelLoaderRefusal extends Error {
-  readonly code = "APEL_REFUSED";
+export class ApelLoaderRefusal extends Failure<"APEL_REFUSED"> {
+  constructor(message: string) {
+    super("APEL_REFUSED", message);
+  }
 }
 
 const isNull = (v: string | undefined) => v === undefined || ["none", "null", ""].includes(v.toLowerCase());

@@ -1,7 +1,10 @@
+import { Failure } from "@ce/model";
 import { spawn } from "node:child_process";
 
-export class SigningError extends Error {
-  readonly code = "ACCT_SIGN";
+export class SigningError extends Failure<"ACCT_SIGN"> {
+  constructor(message: string) {
+    super("ACCT_SIGN", message);
+  }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 /**
  * The little each database must offer: statements with `?` placeholders (PostgreSQL's are
  * numbered by its adapter), and a transaction. Everything else is shared (accounting-db.ts).
@@ -17,9 +18,8 @@ export interface Sql extends SqlTx {
   close(): Promise<void>;
 }
 
-export class AccountingDbError extends Error {
-  readonly code = "ACCT_DB";
+export class AccountingDbError extends Failure<"ACCT_DB"> {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super("ACCT_DB", message, options);
   }
 }

@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import type { FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import type { OwnedFd } from "@ce/sessionfs";
@@ -10,10 +11,9 @@ import { writePaths, type WritePath } from "./write-path.js";
 const HIGH_WATER = 4 * 1024 * 1024;
 
 /** Aborted request bodies reject with this (the route answers 400 UPLOAD_ABORTED). */
-export class BodyAborted extends Error {
+export class BodyAborted extends Failure<"BODY_ABORTED"> {
   constructor() {
-    super("request body aborted");
-    this.name = "BodyAborted";
+    super("BODY_ABORTED", "request body aborted");
   }
 }
 

@@ -56,14 +56,13 @@ const WAIT_MS = 200;
 
 /** The origin refuses this user the URL: the cached copy is not given out (never retried). */
 export class CacheRefused extends TransferError {
-  readonly code = "CACHE_REFUSED";
   constructor(url: string, status: number, reason?: string) {
     super(
       `the origin refuses ${redact(url)} to this user (HTTP ${status}${reason ? `: ${reason.slice(0, 300)}` : ""}); the cached copy is not given out`,
       false,
       status,
+      "CACHE_REFUSED",
     );
-    this.name = "CacheRefused";
   }
 }
 

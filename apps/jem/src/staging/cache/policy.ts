@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import { createHash } from "node:crypto";
 import type { CompiledConfig } from "@ce/config";
 import type { InputFile } from "@ce/model";
@@ -16,11 +17,9 @@ export type CacheMode = (typeof CACHE_MODES)[number];
 const CACHEABLE = new Set(["https", "http", "davs", "dav", "root", "roots", "rucio"]);
 
 /** A `cache=` value the CE does not know: the transfer fails with this reason (never silently uncached). */
-export class CacheOptionError extends Error {
-  readonly code = "CACHE_OPTION_INVALID";
+export class CacheOptionError extends Failure<"CACHE_OPTION_INVALID"> {
   constructor(value: string) {
-    super(`URL option cache=${value} is not one of ${CACHE_MODES.join(", ")}`);
-    this.name = "CacheOptionError";
+    super("CACHE_OPTION_INVALID", `URL option cache=${value} is not one of ${CACHE_MODES.join(", ")}`);
   }
 }
 
