@@ -37,5 +37,13 @@ for p in "${want[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# The packaged services (redis, slurm, mariadb, postgresql, apache2, xrootd, gridengine, prometheus)
+# are never started by the install: the tests start their own, on loopback and free ports. Where the
+# machine has no policy-rc.d of its own, a deny-all one stands for the length of the install.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod 755 /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 $SUDO apt-get update -qq >&2
 $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
