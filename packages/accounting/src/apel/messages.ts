@@ -115,19 +115,33 @@ export const normalisationFactor = (type: string, value: number) => (type.toLowe
 
 /** Monthly sums per user, VO group and role, benchmark, node and processor count (A-REX's grouping). */
 export function summarize(recs: readonly UsageRecord[]): SummaryRow[] {
-  const groups = new Map<string, SummaryRow>();
+  return groupMonthly(recs, (r, base) => {
+    const [serviceLevelType, serviceLevel] = benchmark(r);
+    return { row: { ...base, serviceLevelType, serviceLevel }, key: [serviceLevelType, serviceLevel] };
+  });
+}
+
+type BaseRow = Omit<SummaryRow, "serviceLevelType" | "serviceLevel">;
+
+/**
+ * Sums `recs` per month, user, VO, group, role, node and processor count, and whatever else `make`
+ * adds to the key; `make` also gives the row a group starts with, and `add` sums what that row adds.
+ */
+function groupMonthly<R extends BaseRow>(
+  recs: readonly UsageRecord[],
+  make: (r: UsageRecord, base: BaseRow) => { row: R; key: unknown[] },
+  add?: (g: R, r: UsageRecord) => void,
+): R[] {
+  const groups = new Map<string, R>();
   for (const r of recs) {
     const d = new Date(r.endTime * 1000);
-    const [slt, sl] = benchmark(r);
-    const row: SummaryRow = {
+    const base: BaseRow = {
       year: d.getUTCFullYear(),
       month: d.getUTCMonth() + 1,
       globalUserName: r.owner,
       vo: r.vo,
       voGroup: r.voGroup ?? `/${r.vo}`,
       voRole: r.voRole ?? "Role=NULL",
-      serviceLevelType: slt,
-      serviceLevel: sl,
       nodeCount: r.nodeCount || 1,
       processors: r.processors,
       earliestEnd: r.endTime,
@@ -136,25 +150,26 @@ export function summarize(recs: readonly UsageRecord[]): SummaryRow[] {
       cpu: 0,
       jobs: 0,
     };
-    const key = JSON.stringify([
-      row.year,
-      row.month,
-      row.globalUserName,
-      row.vo,
-      row.voGroup,
-      row.voRole,
-      slt,
-      sl,
-      row.nodeCount,
-      row.processors,
+    const { row, key } = make(r, base);
+    const k = JSON.stringify([
+      base.year,
+      base.month,
+      base.globalUserName,
+      base.vo,
+      base.voGroup,
+      base.voRole,
+      ...key,
+      base.nodeCount,
+      base.processors,
     ]);
-    const g = groups.get(key) ?? row;
+    const g = groups.get(k) ?? row;
     g.earliestEnd = Math.min(g.earliestEnd, r.endTime);
     g.latestEnd = Math.max(g.latestEnd, r.endTime);
     g.wall += r.wallSeconds;
     g.cpu += r.cpuSeconds;
     g.jobs += 1;
-    groups.set(key, g);
+    add?.(g, r);
+    groups.set(k, g);
   }
   return [...groups.values()];
 }
@@ -198,39 +213,15 @@ export interface NormalisedRow extends Omit<SummaryRow, "serviceLevelType" | "se
  * Each job's durations are normalised by its own queue's benchmark before they are summed.
  */
 export function summarizeNormalised(recs: readonly UsageRecord[]): NormalisedRow[] {
-  const groups = new Map<string, NormalisedRow>();
-  for (const r of recs) {
-    const d = new Date(r.endTime * 1000);
-    const f = normalisationFactor(...benchmark(r));
-    const row: NormalisedRow = {
-      year: d.getUTCFullYear(),
-      month: d.getUTCMonth() + 1,
-      globalUserName: r.owner,
-      vo: r.vo,
-      voGroup: r.voGroup ?? `/${r.vo}`,
-      voRole: r.voRole ?? "Role=NULL",
-      nodeCount: r.nodeCount || 1,
-      processors: r.processors,
-      earliestEnd: r.endTime,
-      latestEnd: r.endTime,
-      wall: 0,
-      cpu: 0,
-      normWall: 0,
-      normCpu: 0,
-      jobs: 0,
-    };
-    const key = JSON.stringify([row.year, row.month, row.globalUserName, row.vo, row.voGroup, row.voRole, row.nodeCount, row.processors]);
-    const g = groups.get(key) ?? row;
-    g.earliestEnd = Math.min(g.earliestEnd, r.endTime);
-    g.latestEnd = Math.max(g.latestEnd, r.endTime);
-    g.wall += r.wallSeconds;
-    g.cpu += r.cpuSeconds;
-    g.normWall += r.wallSeconds * f;
-    g.normCpu += r.cpuSeconds * f;
-    g.jobs += 1;
-    groups.set(key, g);
-  }
-  return [...groups.values()];
+  return groupMonthly(
+    recs,
+    (_r, base) => ({ row: { ...base, normWall: 0, normCpu: 0 }, key: [] }),
+    (g, r) => {
+      const f = normalisationFactor(...benchmark(r));
+      g.normWall += r.wallSeconds * f;
+      g.normCpu += r.cpuSeconds * f;
+    },
+  );
 }
 
 /** v0.3: `Infrastructure` (not `InfrastructureType`), no ServiceLevel lines, normalised durations in whole seconds. */
