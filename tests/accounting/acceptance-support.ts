@@ -5,9 +5,13 @@
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer, type Server } from "node:https";
+import { createServer, request, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
+import { loadConfig } from "@ce/config";
+import type { UsageRecord } from "../../packages/accounting/src/index.js";
 import { checkApelMessage, type CheckedMessage } from "../../packages/accounting/src/apel/loader-check.js";
+import { accountingCommand } from "../../packages/ops/src/cli-accounting.js";
+import { restCall } from "../arc/arc-tools.js";
 
 export interface SacctJob {
   start: number;
@@ -112,4 +116,102 @@ export async function startArgoStandIn(certFile: string, keyFile: string, key: s
     received,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+export interface Http {
+  status: number;
+  body: string;
+}
+
+/** REST calls to the CE as one identity: a bearer token, or a proxy / certificate+key file. */
+export function ceClient(o: { baseUrl: string; caFile: string; token?: string; proxyFile?: string }) {
+  const bearer = (method: string, url: string, body?: string, type = "application/json"): Promise<Http> =>
+    new Promise((resolve, reject) => {
+      const headers = { authorization: `Bearer ${o.token}`, accept: "application/json", ...(body ? { "content-type": type } : {}) };
+      const req = request(url, { method, ca: readFileSync(o.caFile), agent: false, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (d: Buffer) => chunks.push(d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  const call = (method: string, path: string, body?: string, type = "application/json"): Promise<Http> => {
+    const url = `${o.baseUrl}/rest/1.0/${path}`;
+    if (o.token) return bearer(method, url, body, type);
+    return restCall({
+      url,
+      method,
+      proxyFile: o.proxyFile!,
+      caFile: o.caFile,
+      ...(body ? { body, headers: { "content-type": type } } : {}),
+    });
+  };
+  /** Each job's state, `gone` for one the CE no longer knows (404). */
+  const states = async (ids: readonly string[]): Promise<Map<string, string>> => {
+    const r = await call("POST", "jobs?action=status", JSON.stringify({ job: ids.map((id) => ({ id })) }));
+    const j = (JSON.parse(r.body) as { job?: unknown }).job;
+    const items = (Array.isArray(j) ? j : [j]) as Array<{ id?: string; state?: string; "status-code"?: string }>;
+    return new Map(items.map((x) => [x.id ?? "", x["status-code"] === "404" ? "gone" : (x.state ?? "?")]));
+  };
+  return { call, states };
+}
+
+/** The job ids of a submission answer. */
+export function jobIds(r: Http): string[] {
+  const j = (JSON.parse(r.body) as { job?: unknown }).job;
+  return (Array.isArray(j) ? j : [j]).map((x) => (x as { id?: string }).id).filter((x): x is string => typeof x === "string");
+}
+
+/** `ceadm accounting <sub> [--dry-run --out DIR]` (its code, in process) on a CE configuration with these APEL settings. */
+export async function ceadmAccounting(
+  configFile: string,
+  apel: Record<string, unknown>,
+  sub: "apel" | "republish",
+  extra: { out?: string; from?: string; to?: string } = {},
+): Promise<{ messages: number; records: number }> {
+  const config = loadConfig({ file: configFile, env: {}, overrides: { accounting: { apel } } });
+  const printed: string[] = [];
+  const args = { sub, arg: undefined, dryRun: extra.out !== undefined, ...extra };
+  const code = await accountingCommand(
+    config,
+    args,
+    true,
+    (t) => printed.push(t),
+    () => "",
+  );
+  if (code !== 0) throw new Error(`ceadm accounting ${sub} exited ${code}: ${printed.join("")}`);
+  return JSON.parse(printed.join("")) as { messages: number; records: number };
+}
+
+export const sum = <T>(xs: readonly T[], f: (x: T) => number) => xs.reduce((n, x) => n + f(x), 0);
+
+/** Σ NumberOfJobs of the sync messages among these. */
+export const syncCount = (c: readonly CheckedMessage[]) =>
+  sum(
+    c.filter((m) => m.kind === "sync v0.1").flatMap((m) => m.records),
+    (x) => Number(x.NumberOfJobs),
+  );
+
+/** The records a summary record sums: same month (UTC), user, VO, group, role, processors and nodes. */
+export function summedBy(
+  g: Record<string, string>,
+  recs: readonly UsageRecord[],
+  identity: (r: UsageRecord) => { VO: string; VOGroup: string; VORole: string },
+): UsageRecord[] {
+  return recs.filter((r) => {
+    const d = new Date(r.endTime * 1000),
+      id = identity(r);
+    return (
+      String(d.getUTCFullYear()) === g.Year &&
+      String(d.getUTCMonth() + 1) === g.Month &&
+      r.owner === g.GlobalUserName &&
+      id.VO === g.VO &&
+      id.VOGroup === g.VOGroup &&
+      id.VORole === g.VORole &&
+      String(r.processors) === g.Processors &&
+      String(r.nodeCount) === g.NodeCount
+    );
+  });
 }

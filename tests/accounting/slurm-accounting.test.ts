@@ -15,22 +15,31 @@
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { loadConfig } from "@ce/config";
 import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { AccountingDb, type UsageRecord } from "../../packages/accounting/src/index.js";
 import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
-import { accountingCommand } from "../../packages/ops/src/cli-accounting.js";
-import { restCall, waitFor } from "../arc/arc-tools.js";
+import { waitFor } from "../arc/arc-tools.js";
 import { startPostgres, type PostgresHandle } from "../support/postgres.js";
 import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
 import { startStack, type Stack } from "../support/stack.js";
 import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
 import { stackVoms } from "../support/voms.js";
-import { sacctJobs, startArgoStandIn, verifyAndCheck, type ArgoStandIn, type SacctJob } from "./acceptance-support.js";
+import {
+  ceadmAccounting,
+  ceClient,
+  jobIds,
+  sacctJobs,
+  startArgoStandIn,
+  sum,
+  summedBy,
+  syncCount,
+  verifyAndCheck,
+  type ArgoStandIn,
+  type SacctJob,
+} from "./acceptance-support.js";
 
 const ROOT = process.getuid?.() === 0;
 const N = { voms: 7, token: 7, dn: 6 } as const;
@@ -41,11 +50,6 @@ const mibOf = (i: number) => (i % 3 === 0 ? 100 : 0);
 const jobXrsl = (i: number) =>
   `&(executable="/usr/bin/python3")(arguments="-c" "import time; b = bytearray(${mibOf(i)} << 20); all(iter(lambda: time.process_time() < ${cpuOf(i)}, False)); time.sleep(1)")(jobname="acct${i}")`;
 const BENCHMARK = { type: "HEPscore23", value: 12.5 } as const;
-
-interface Http {
-  status: number;
-  body: string;
-}
 
 describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
   "accounting on Slurm: 20 jobs, three identities, a JEM crash, every job cleaned",
@@ -120,47 +124,14 @@ describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
     }, 60_000);
 
     const ca = () => join(stack.pki, "ca", "ca.pem");
-    const bearer = (method: string, url: string, body?: string, type = "application/json"): Promise<Http> =>
-      new Promise((resolve, reject) => {
-        const req = request(
-          url,
-          {
-            method,
-            ca: readFileSync(ca()),
-            agent: false,
-            headers: { authorization: `Bearer ${token}`, accept: "application/json", ...(body ? { "content-type": type } : {}) },
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on("data", (d: Buffer) => chunks.push(d));
-            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-            res.on("error", reject);
-          },
-        );
-        req.on("error", reject);
-        req.end(body);
-      });
-    const call = (kind: Kind, method: string, path: string, body?: string, type = "application/json"): Promise<Http> => {
-      const url = `${stack.url}/rest/1.0/${path}`;
-      if (kind === "token") return bearer(method, url, body, type);
-      return restCall({
-        url,
-        method,
-        proxyFile: kind === "voms" ? vomsProxy : dnCred,
+    const client = (kind: Kind) =>
+      ceClient({
+        baseUrl: stack.url,
         caFile: ca(),
-        ...(body ? { body, headers: { "content-type": type } } : {}),
+        ...(kind === "token" ? { token } : { proxyFile: kind === "voms" ? vomsProxy : dnCred }),
       });
-    };
-    const ids = (r: Http): string[] => {
-      const j = (JSON.parse(r.body) as { job?: unknown }).job;
-      return (Array.isArray(j) ? j : [j]).map((x) => (x as { id?: string }).id).filter((x): x is string => typeof x === "string");
-    };
-    const states = async (kind: Kind, jobIds: string[]): Promise<Map<string, string>> => {
-      const r = await call(kind, "POST", "jobs?action=status", JSON.stringify({ job: jobIds.map((id) => ({ id })) }));
-      const j = (JSON.parse(r.body) as { job?: unknown }).job;
-      const items = (Array.isArray(j) ? j : [j]) as Array<{ id?: string; state?: string; "status-code"?: string }>;
-      return new Map(items.map((x) => [x.id ?? "", x["status-code"] === "404" ? "gone" : (x.state ?? "?")]));
-    };
+    const call = (kind: Kind, method: string, path: string, body?: string, type?: string) => client(kind).call(method, path, body, type);
+    const states = (kind: Kind, jobIds: string[]) => client(kind).states(jobIds);
     const uid = (name: string) => Number(execFileSync("id", ["-u", name], { encoding: "utf8" }).trim());
     const byKind: Record<Kind, string[]> = { voms: [], token: [], dn: [] };
     const kindOf = (jobId: string) => (Object.keys(byKind) as Kind[]).find((k) => byKind[k].includes(jobId))!;
@@ -177,7 +148,7 @@ describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
         const xrsl = Array.from({ length: N[kind] }, (_, k) => jobXrsl(i + k));
         const r = await call(kind, "POST", "jobs?action=new", `+${xrsl.map((x) => `(${x})`).join("")}`, "application/rsl");
         expect(r.status, r.body).toBe(201);
-        const got = ids(r);
+        const got = jobIds(r);
         expect(got).toHaveLength(N[kind]);
         got.forEach((id, k) => (cpu.set(id, cpuOf(i + k)), mib.set(id, mibOf(i + k))));
         byKind[kind] = got;
@@ -317,25 +288,8 @@ describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
     });
 
     /** `ceadm accounting <sub>` on the stack's configuration with these APEL settings; the messages written or sent. */
-    const ceadm = async (
-      apel: Record<string, unknown>,
-      sub: "apel" | "republish",
-      extra: { out?: string; from?: string; to?: string } = {},
-    ) => {
-      const config = loadConfig({ file: stack.config, env: {}, overrides: { accounting: { apel } } });
-      const printed: string[] = [];
-      const args = { sub, arg: undefined, dryRun: extra.out !== undefined, ...extra };
-      expect(
-        await accountingCommand(
-          config,
-          args,
-          true,
-          (t) => printed.push(t),
-          () => "",
-        ),
-      ).toBe(0);
-      return JSON.parse(printed.join("")) as { messages: number; records: number };
-    };
+    const ceadm = (apel: Record<string, unknown>, sub: "apel" | "republish", extra: { out?: string; from?: string; to?: string } = {}) =>
+      ceadmAccounting(stack.config, apel, sub, extra);
     const dryRun = async (messages: string) => {
       const dir = join(out, messages);
       await ceadm({ messages }, "apel", { out: dir });
@@ -350,31 +304,7 @@ describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
         token: { VO: "cms", VOGroup: "/cms/production", VORole: "Role=NULL" },
         dn: { VO: "dteam", VOGroup: "/dteam", VORole: "Role=NULL" },
       })[kindOf(r.jobId)];
-    const month = (t: number) => ({
-      Year: String(new Date(t * 1000).getUTCFullYear()),
-      Month: String(new Date(t * 1000).getUTCMonth() + 1),
-    });
-    /** The jobs a summary record sums: same month, user, VO, group, role, processors and nodes. */
-    const summed = (g: Record<string, string>) =>
-      recs.filter((r) => {
-        const m = month(r.endTime);
-        return (
-          m.Year === g.Year &&
-          m.Month === g.Month &&
-          r.owner === g.GlobalUserName &&
-          want(r).VO === g.VO &&
-          want(r).VOGroup === g.VOGroup &&
-          want(r).VORole === g.VORole &&
-          String(r.processors) === g.Processors &&
-          String(r.nodeCount) === g.NodeCount
-        );
-      });
-    const sum = <T>(xs: readonly T[], f: (x: T) => number) => xs.reduce((n, x) => n + f(x), 0);
-    const syncCount = (c: readonly { kind: string; records: Record<string, string>[] }[]) =>
-      sum(
-        c.filter((m) => m.kind === "sync v0.1").flatMap((m) => m.records),
-        (x) => Number(x.NumberOfJobs),
-      );
+    const summed = (g: Record<string, string>) => summedBy(g, recs, want);
 
     it("dry run, individual records: signed, accepted by APEL's loader rules, with sacct's figures and the identity's VO and FQAN", async () => {
       expect(recs, "the acceptance run came first").toHaveLength(20);
