@@ -1,43 +1,57 @@
 /**
- * Issue 24's acceptance run on a real single-node Slurm and a whole CE (JEM + gateway processes):
- * 20 jobs from three kinds of identity — a VOMS proxy, a token with `wlcg.groups`, a plain DN,
- * each mapped to its own real account — with the JEM SIGKILLed while they run and every job
- * cleaned afterwards, leave exactly 20 usage records with the right VO, FQAN, account and uid, and
- * the wall time, start, end, processors and nodes of Slurm's own record of each job.
+ * Issue 24's acceptance run on a real single-node Slurm with accounting storage (slurmdbd) and a
+ * whole CE (JEM + gateway processes) keeping its records in PostgreSQL: 20 jobs from three kinds of
+ * identity — a VOMS proxy, a token with `wlcg.groups`, a plain DN, each mapped to its own real
+ * account — with the JEM SIGKILLed while they run and every job cleaned afterwards, leave exactly 20
+ * usage records with the right VO, FQAN, account and uid, and `sacct`'s wall, CPU (user + system),
+ * maximum RSS, start, end, processors and nodes of each job. Some jobs burn CPU and hold memory,
+ * some only sleep, so the figures differ from job to job.
  *
- * The test Slurm has no accounting storage (no slurmdbd): its record is the job completion log
- * (jobcomp/filetxt, `sacct -c`), which has no CPU time. CPU comes from the job wrapper; each job
- * burns a known amount of process CPU time (python's process_time), which the record must hold
- * within rounding.
+ * Then, with `ceadm accounting`'s code: the dry-run messages of all three kinds (individual job
+ * records, summaries v0.2 and v0.3, sync), signed, pass `openssl smime -verify` against the test CA
+ * and APEL's loader rules (loader-check.ts) and carry those same values; a stand-in ARGO endpoint
+ * on loopback receives each record once, a second run sends nothing, and `republish` sends the
+ * same records again. SQLite, the default database, runs the same path in slurmdbd.test.ts.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { AccountingDb, type UsageRecord } from "../../packages/accounting/src/index.js";
 import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
-import { restCall, waitFor } from "../arc/arc-tools.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
+import { waitFor } from "../arc/arc-tools.js";
+import { startPostgres, type PostgresHandle } from "../support/postgres.js";
+import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
 import { startStack, type Stack } from "../support/stack.js";
 import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
 import { stackVoms } from "../support/voms.js";
+import {
+  ceadmAccounting,
+  ceClient,
+  jobIds,
+  sacctJobs,
+  startArgoStandIn,
+  sum,
+  summedBy,
+  syncCount,
+  verifyAndCheck,
+  type ArgoStandIn,
+  type SacctJob,
+} from "./acceptance-support.js";
 
 const ROOT = process.getuid?.() === 0;
 const N = { voms: 7, token: 7, dn: 6 } as const;
 type Kind = keyof typeof N;
-/** Process CPU seconds job i burns (1 or 2), then it sleeps 1 s: wall ≥ CPU on one processor. */
-const cpuOf = (i: number) => 1 + (i % 2);
+/** Job i: every third burns 2 s of process CPU holding 100 MiB, the next 1 s, the third none; each then sleeps 1 s. */
+const cpuOf = (i: number) => [2, 1, 0][i % 3]!;
+const mibOf = (i: number) => (i % 3 === 0 ? 100 : 0);
 const jobXrsl = (i: number) =>
-  `&(executable="/usr/bin/python3")(arguments="-c" "import time; all(iter(lambda: time.process_time() < ${cpuOf(i)}, False)); time.sleep(1)")(jobname="acct${i}")`;
+  `&(executable="/usr/bin/python3")(arguments="-c" "import time; b = bytearray(${mibOf(i)} << 20); all(iter(lambda: time.process_time() < ${cpuOf(i)}, False)); time.sleep(1)")(jobname="acct${i}")`;
+const BENCHMARK = { type: "HEPscore23", value: 12.5 } as const;
 
-interface Http {
-  status: number;
-  body: string;
-}
-
-describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
+describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
   "accounting on Slurm: 20 jobs, three identities, a JEM crash, every job cleaned",
   () => {
     const accounts = new TestAccounts();
@@ -48,12 +62,20 @@ describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
     let vomsProxy = "";
     let dnCred = "";
     let token = "";
+    let pg: PostgresHandle;
+    let argo: ArgoStandIn;
+    let out = "";
 
     beforeAll(async () => {
       acct.voms = await accounts.add("vo");
       acct.token = await accounts.add("tk");
       acct.dn = await accounts.add("dn");
-      slurm = await startSlurm(`/tmp/ce-slurm-a${process.pid}`);
+      const t0 = Date.now();
+      slurm = await startSlurm(`/tmp/ce-slurm-a${process.pid}`, { accounting: true });
+      // Associations are enforced: each mapped account needs one to submit at all.
+      slurm.sacctmgr("add", "account", "grid");
+      slurm.sacctmgr("add", "user", `${acct.voms},${acct.token},${acct.dn}`, "account=grid");
+      pg = await startPostgres();
       issuer = await startTokenIssuer({ audience: "set-per-token" });
       stack = await startStack({
         redisUrl: inject("redisUrl"),
@@ -69,7 +91,8 @@ describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
               { name: "rest", match: "*", user: acct.dn },
             ],
           },
-          accounting: { apel: { vomslessVo: "dteam" } },
+          jobs: { queues: [{ name: "main", benchmark: BENCHMARK }] },
+          accounting: { database: pg.url, apel: { vomslessVo: "dteam", site: "TEST-SITE", batchSize: 8 } },
         },
         prepare: (state) => {
           vomsProxy = stackVoms(state, ["atlas"]).proxy(join(state, "pki", "user", "voms-proxy.pem"), {
@@ -85,95 +108,49 @@ describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
         },
       });
       token = await issuer.mint({ aud: new URL(stack.url).origin, sub: "acct-user", "wlcg.groups": ["/cms/production", "/cms"] });
+      argo = await startArgoStandIn(join(stack.pki, "host", "cert.pem"), join(stack.pki, "host", "key.pem"), "argo-key");
+      out = mkdtempSync(join(tmpdir(), "ce-apel-"));
+      console.log(`accounting acceptance: Slurm with slurmdbd, PostgreSQL and CE up in ${Math.round((Date.now() - t0) / 1000)} s`);
     }, 240_000);
 
     afterAll(async () => {
       await stack?.stop();
       await issuer?.close();
+      await argo?.close();
       slurm?.stop();
+      await pg?.stop();
+      if (out) rmSync(out, { recursive: true, force: true });
       await accounts.remove();
     }, 60_000);
 
     const ca = () => join(stack.pki, "ca", "ca.pem");
-    const bearer = (method: string, url: string, body?: string, type = "application/json"): Promise<Http> =>
-      new Promise((resolve, reject) => {
-        const req = request(
-          url,
-          {
-            method,
-            ca: readFileSync(ca()),
-            agent: false,
-            headers: { authorization: `Bearer ${token}`, accept: "application/json", ...(body ? { "content-type": type } : {}) },
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on("data", (d: Buffer) => chunks.push(d));
-            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-            res.on("error", reject);
-          },
-        );
-        req.on("error", reject);
-        req.end(body);
-      });
-    const call = (kind: Kind, method: string, path: string, body?: string, type = "application/json"): Promise<Http> => {
-      const url = `${stack.url}/rest/1.0/${path}`;
-      if (kind === "token") return bearer(method, url, body, type);
-      return restCall({
-        url,
-        method,
-        proxyFile: kind === "voms" ? vomsProxy : dnCred,
+    const client = (kind: Kind) =>
+      ceClient({
+        baseUrl: stack.url,
         caFile: ca(),
-        ...(body ? { body, headers: { "content-type": type } } : {}),
+        ...(kind === "token" ? { token } : { proxyFile: kind === "voms" ? vomsProxy : dnCred }),
       });
-    };
-    const ids = (r: Http): string[] => {
-      const j = (JSON.parse(r.body) as { job?: unknown }).job;
-      return (Array.isArray(j) ? j : [j]).map((x) => (x as { id?: string }).id).filter((x): x is string => typeof x === "string");
-    };
-    const states = async (kind: Kind, jobIds: string[]): Promise<Map<string, string>> => {
-      const r = await call(kind, "POST", "jobs?action=status", JSON.stringify({ job: jobIds.map((id) => ({ id })) }));
-      const j = (JSON.parse(r.body) as { job?: unknown }).job;
-      const items = (Array.isArray(j) ? j : [j]) as Array<{ id?: string; state?: string; "status-code"?: string }>;
-      return new Map(items.map((x) => [x.id ?? "", x["status-code"] === "404" ? "gone" : (x.state ?? "?")]));
-    };
-    /** Slurm's own record of each job (jobcomp log), epoch seconds. */
-    const jobcomp = (localIds: string[]) => {
-      const out = execFileSync(
-        "sacct",
-        ["-c", "-n", "-P", "-j", localIds.join(","), "-o", "JobID,Start,End,ElapsedRaw,NCPUS,NNodes,NodeList"],
-        {
-          env: { ...process.env, SLURM_CONF: slurm.conf, SLURM_TIME_FORMAT: "%s" },
-          encoding: "utf8",
-        },
-      );
-      const m = new Map<string, { start: number; end: number; wall: number; ncpus: number; nnodes: number; nodes: string }>();
-      for (const l of out.trim().split("\n")) {
-        const [id, start, end, wall, ncpus, nnodes, nodes] = l.split("|");
-        m.set(id!, {
-          start: Number(start),
-          end: Number(end),
-          wall: Number(wall),
-          ncpus: Number(ncpus),
-          nnodes: Number(nnodes),
-          nodes: nodes!,
-        });
-      }
-      return m;
-    };
+    const call = (kind: Kind, method: string, path: string, body?: string, type?: string) => client(kind).call(method, path, body, type);
+    const states = (kind: Kind, jobIds: string[]) => client(kind).states(jobIds);
     const uid = (name: string) => Number(execFileSync("id", ["-u", name], { encoding: "utf8" }).trim());
+    const byKind: Record<Kind, string[]> = { voms: [], token: [], dn: [] };
+    const kindOf = (jobId: string) => (Object.keys(byKind) as Kind[]).find((k) => byKind[k].includes(jobId))!;
+    const cpu = new Map<string, number>();
+    const mib = new Map<string, number>();
+    /** The 20 records, and sacct's accounting of each by Slurm job id (set by the first test). */
+    let recs: UsageRecord[] = [];
+    let sacct = new Map<string, SacctJob>();
 
-    it("leaves exactly one record per job with the identity's VO, FQAN and account and Slurm's times", { timeout: 300_000 }, async () => {
+    it("leaves exactly one record per job with the identity's VO, FQAN and account and sacct's figures", { timeout: 300_000 }, async () => {
       const t0 = Date.now();
-      const byKind: Record<Kind, string[]> = { voms: [], token: [], dn: [] };
-      const cpu = new Map<string, number>();
       let i = 0;
       for (const kind of ["voms", "token", "dn"] as const) {
         const xrsl = Array.from({ length: N[kind] }, (_, k) => jobXrsl(i + k));
         const r = await call(kind, "POST", "jobs?action=new", `+${xrsl.map((x) => `(${x})`).join("")}`, "application/rsl");
         expect(r.status, r.body).toBe(201);
-        const got = ids(r);
+        const got = jobIds(r);
         expect(got).toHaveLength(N[kind]);
-        got.forEach((id, k) => cpu.set(id, cpuOf(i + k)));
+        got.forEach((id, k) => (cpu.set(id, cpuOf(i + k)), mib.set(id, mibOf(i + k))));
         byKind[kind] = got;
         i += N[kind];
       }
@@ -225,8 +202,7 @@ describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
         1000,
       );
 
-      const db = await AccountingDb.open(undefined, stack.state);
-      let recs: UsageRecord[] = [];
+      const db = await AccountingDb.open(pg.url, stack.state);
       try {
         recs = await waitFor(
           "20 usage records",
@@ -246,7 +222,10 @@ describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
       expect(recs).toHaveLength(20);
       expect(new Set(recs.map((r) => r.jobId))).toEqual(new Set(all));
 
-      const slurmRecs = jobcomp(recs.map((r) => r.batchId!));
+      sacct = sacctJobs(
+        slurm.conf,
+        recs.map((r) => r.batchId!),
+      );
       const want: Record<Kind, Partial<UsageRecord>> = {
         voms: {
           vo: "atlas",
@@ -274,12 +253,13 @@ describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
       };
       const rows: string[] = [];
       for (const r of recs) {
-        const kind = (Object.keys(byKind) as Kind[]).find((k) => byKind[k].includes(r.jobId))!;
-        expect(r, `${kind} job ${r.jobId}`).toMatchObject({ ...want[kind], state: "FINISHED", exitCode: 0, queue: expect.any(String) });
+        const kind = kindOf(r.jobId);
+        expect(r, `${kind} job ${r.jobId}`).toMatchObject({ ...want[kind], state: "FINISHED", exitCode: 0, queue: "main" });
+        expect({ type: r.benchmarkType, value: r.benchmarkValue }).toEqual(BENCHMARK);
         if (kind !== "token") expect(r.ownerDn).toMatch(/CN=/);
-        const s = slurmRecs.get(r.batchId!);
-        expect(s, `jobcomp record of Slurm job ${r.batchId}`).toBeDefined();
-        // Slurm's figures, exactly: the record took them from the jobcomp log, not from the wrapper.
+        const s = sacct.get(r.batchId!);
+        expect(s, `sacct record of Slurm job ${r.batchId}`).toBeDefined();
+        // Slurm's figures: the record took them from accounting storage, not from the wrapper.
         expect({ start: r.startTime, end: r.endTime, wall: r.wallSeconds, processors: r.processors, nodeCount: r.nodeCount }).toEqual({
           start: s!.start,
           end: s!.end,
@@ -287,15 +267,148 @@ describe.skipIf(!HAS_SLURM || !HAS_VOMS_FAKE || !ROOT)(
           processors: s!.ncpus,
           nodeCount: s!.nnodes,
         });
-        // CPU: what the job burned (process time), within rounding; never more than its wall time allows.
+        // CPU: sacct's TotalCPU (rounded to whole seconds), its user and system parts.
+        const near = (a: number, b: number, what: string) =>
+          expect(Math.abs(a - b), `${what} of ${r.batchId}: ${a} vs ${b}`).toBeLessThanOrEqual(0.5);
+        near(r.cpuSeconds, s!.cpu, "CPU");
+        near(r.cpuUserSeconds, s!.user, "user CPU");
+        near(r.cpuSystemSeconds, s!.sys, "system CPU");
+        // Each is rounded on its own: user + system is the CPU time within a second.
+        expect(Math.abs(r.cpuUserSeconds + r.cpuSystemSeconds - r.cpuSeconds), s!.lines.join("\n")).toBeLessThanOrEqual(1);
+        // KiB exactly as sacct has it.
+        expect(r.maxRssKb ?? 0, `MaxRSS of ${r.batchId}`).toBe(s!.rssKb);
+        // What the job did shows in Slurm's figures: its CPU burn, its memory.
         const c = cpu.get(r.jobId)!;
-        expect(r.cpuSeconds, `CPU of ${r.jobId}`).toBeGreaterThanOrEqual(c);
-        expect(r.cpuSeconds, `CPU of ${r.jobId}`).toBeLessThanOrEqual(c + 1);
-        expect(r.cpuUserSeconds + r.cpuSystemSeconds).toBeGreaterThanOrEqual(r.cpuSeconds - 1);
+        expect(s!.cpu, `sacct CPU of ${r.batchId}`).toBeGreaterThanOrEqual(c - 0.1);
+        expect(s!.cpu).toBeLessThanOrEqual(c + 1);
+        if (mib.get(r.jobId)) expect(s!.rssKb, `sacct MaxRSS of ${r.batchId}`).toBeGreaterThan(mib.get(r.jobId)! * 1024);
         expect(r.wallSeconds).toBeGreaterThanOrEqual(c);
-        rows.push(`${kind} ${r.batchId} wall=${r.wallSeconds}/${s!.wall} cpu=${r.cpuSeconds}/${c}`);
+        rows.push(`${kind} ${r.batchId} wall=${r.wallSeconds}/${s!.wall} cpu=${r.cpuSeconds}/${s!.cpu} rssKb=${r.maxRssKb}/${s!.rssKb}`);
       }
       console.log(`accounting acceptance: ${recs.length} records in ${Math.round((Date.now() - t0) / 1000)} s\n${rows.join("\n")}`);
+    });
+
+    /** `ceadm accounting <sub>` on the stack's configuration with these APEL settings; the messages written or sent. */
+    const ceadm = (apel: Record<string, unknown>, sub: "apel" | "republish", extra: { out?: string; from?: string; to?: string } = {}) =>
+      ceadmAccounting(stack.config, apel, sub, extra);
+    const dryRun = async (messages: string) => {
+      const dir = join(out, messages);
+      await ceadm({ messages }, "apel", { out: dir });
+      // Each file as APEL's receiver gets it: signature checked against the test CA, then the loader's rules.
+      return readdirSync(dir)
+        .sort()
+        .map((f) => verifyAndCheck(readFileSync(join(dir, f), "utf8"), ca()));
+    };
+    const want = (r: UsageRecord) =>
+      ({
+        voms: { VO: "atlas", VOGroup: "/atlas", VORole: "Role=production" },
+        token: { VO: "cms", VOGroup: "/cms/production", VORole: "Role=NULL" },
+        dn: { VO: "dteam", VOGroup: "/dteam", VORole: "Role=NULL" },
+      })[kindOf(r.jobId)];
+    const summed = (g: Record<string, string>) => summedBy(g, recs, want);
+
+    it("dry run, individual records: signed, accepted by APEL's loader rules, with sacct's figures and the identity's VO and FQAN", async () => {
+      expect(recs, "the acceptance run came first").toHaveLength(20);
+      const checked = await dryRun("individual");
+      expect(checked.map((c) => c.kind)).toEqual(["job v0.3", "job v0.3", "job v0.3", "sync v0.1"]);
+      const jobs = checked.filter((c) => c.kind === "job v0.3").flatMap((c) => c.records);
+      expect(jobs.map((j) => j.LocalJobId).sort()).toEqual(recs.map((r) => r.batchId!).sort());
+      for (const r of recs) {
+        const s = sacct.get(r.batchId!)!;
+        const m = jobs.find((j) => j.LocalJobId === r.batchId)!;
+        expect(m, `record of ${r.batchId}`).toMatchObject({
+          ...want(r),
+          Site: "TEST-SITE",
+          Queue: "main",
+          LocalUserId: r.account!,
+          GlobalUserName: r.owner,
+          WallDuration: String(s.wall),
+          CpuDuration: String(Math.round(s.cpu)),
+          Processors: String(s.ncpus),
+          NodeCount: String(s.nnodes),
+          StartTime: String(s.start),
+          EndTime: String(s.end),
+          ServiceLevelType: BENCHMARK.type,
+          ServiceLevel: String(BENCHMARK.value),
+        });
+        expect(m.MemoryReal).toBe(s.rssKb ? String(s.rssKb) : undefined);
+        // APEL derives VO, group and role from a VOMS job's FQAN; token and plain-DN jobs send none.
+        expect(m.FQAN).toBe(kindOf(r.jobId) === "voms" ? "/atlas/Role=production" : undefined);
+      }
+      expect(syncCount(checked)).toBe(20);
+    });
+
+    it("dry run, summaries v0.2 and v0.3: counts, wall and CPU sums (normalised by the queue's benchmark) of the same jobs", async () => {
+      expect(recs, "the acceptance run came first").toHaveLength(20);
+      for (const messages of ["summaries", "summaries-v0.3"]) {
+        const checked = await dryRun(messages);
+        const kind = messages === "summaries" ? "summary v0.2" : "normalised summary v0.3";
+        expect(checked.at(-1)!.kind).toBe("sync v0.1");
+        const groups = checked.filter((c) => c.kind === kind).flatMap((c) => c.records);
+        expect(groups.length, `${kind} records`).toBeGreaterThanOrEqual(3);
+        for (const g of groups) {
+          const rs = summed(g);
+          const wall = sum(rs, (r) => sacct.get(r.batchId!)!.wall);
+          const cpuSum = sum(rs, (r) => r.cpuSeconds);
+          expect(Math.abs(cpuSum - sum(rs, (r) => sacct.get(r.batchId!)!.cpu)), `${kind} CPU vs sacct`).toBeLessThanOrEqual(
+            0.5 * rs.length,
+          );
+          expect(g, `${kind} ${g.VO} ${g.VOGroup} ${g.VORole}`).toMatchObject({
+            NumberOfJobs: String(rs.length),
+            WallDuration: String(wall),
+            CpuDuration: String(cpuSum),
+            EarliestEndTime: String(Math.min(...rs.map((r) => r.endTime))),
+            LatestEndTime: String(Math.max(...rs.map((r) => r.endTime))),
+            ...(kind === "summary v0.2"
+              ? { ServiceLevelType: BENCHMARK.type, ServiceLevel: String(BENCHMARK.value) }
+              : {
+                  NormalisedWallDuration: String(Math.round(wall * BENCHMARK.value)),
+                  NormalisedCpuDuration: String(Math.round(cpuSum * BENCHMARK.value)),
+                }),
+          });
+        }
+        // Every job in exactly one group; per VO, the identity's job count.
+        expect(sum(groups, (g) => Number(g.NumberOfJobs))).toBe(20);
+        for (const k of ["voms", "token", "dn"] as const) {
+          const vo = want(recs.find((r) => kindOf(r.jobId) === k)!).VO;
+          expect(
+            sum(
+              groups.filter((g) => g.VO === vo),
+              (g) => Number(g.NumberOfJobs),
+            ),
+          ).toBe(N[k]);
+        }
+        expect(syncCount(checked)).toBe(20);
+      }
+    });
+
+    it("publishes to a stand-in ARGO endpoint once; a second run sends nothing; republish sends the same records again", async () => {
+      expect(recs, "the acceptance run came first").toHaveLength(20);
+      const apel = { messages: "individual", targetUrl: argo.url, token: "argo-key", caFile: ca() };
+      const sent = () => argo.received.map((m) => verifyAndCheck(m.data, ca()));
+      const jobsIn = (c: ReturnType<typeof sent>) =>
+        c
+          .filter((m) => m.kind === "job v0.3")
+          .flatMap((m) => m.records)
+          .sort((a, b) => a.LocalJobId!.localeCompare(b.LocalJobId!));
+      expect(await ceadm(apel, "apel")).toEqual({ messages: 4, records: 20 });
+      expect(argo.received.map((m) => m.path)).toEqual(Array(4).fill("/v1/projects/accounting/topics/gLite-APEL:publish"));
+      const first = sent();
+      expect(jobsIn(first).map((j) => j.LocalJobId)).toEqual(recs.map((r) => r.batchId!).sort());
+      expect(syncCount(first)).toBe(20);
+
+      expect(await ceadm(apel, "apel")).toEqual({ messages: 0, records: 0 });
+      expect(argo.received).toHaveLength(4);
+
+      const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+      const ends = recs.map((r) => r.endTime);
+      expect(await ceadm(apel, "republish", { from: day(Math.min(...ends)), to: day(Math.max(...ends)) })).toEqual({
+        messages: 4,
+        records: 20,
+      });
+      const again = sent().slice(4);
+      expect(jobsIn(again)).toEqual(jobsIn(first));
+      expect(syncCount(again)).toBe(20);
     });
   },
 );
