@@ -317,7 +317,7 @@ async function jem(redisUrl: string, apache: Apache, xrd: Xrootd, caFile: string
     const down: number[] = [];
     const up: number[] = [];
     for (const r of recs) {
-      for (const line of (await control.read(r.id, "errors").catch(() => "")).split("\n")) {
+      for (const line of ((await control.read(r.id, "errors").catch(() => "")) ?? "").split("\n")) {
         const secs = Number(/, ([\d.]+) s\)$/.exec(line)?.[1] ?? NaN);
         if (Number.isNaN(secs)) continue;
         if (line.includes("Staging: downloaded")) down.push(secs);
