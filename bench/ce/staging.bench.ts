@@ -30,7 +30,7 @@ import { spawnJem, stopGracefully } from "../../apps/jem/test/support/child.js";
 import { testPki } from "../../apps/jem/test/support/storage.js";
 import { haveXrootd, startXrootd, type Xrootd } from "../../apps/jem/test/support/xrootd.js";
 import { startRedis } from "../../tests/support/redis-server.js";
-import { childCpuSeconds, cpuSeconds, machine, pct, round, sleep } from "../lib/proc.js";
+import { childCpuSeconds, cpuSeconds, machine, round, sleep } from "../lib/proc.js";
 import { ROOT, versions } from "../lib/servers.js";
 
 const JOBS = Number(process.env.BENCH_STAGING_JOBS ?? 100);
@@ -57,10 +57,8 @@ interface Side {
   mibPerSecond: number;
   cpuSeconds: number;
   cpuPerGiB: number;
-  /** Seconds of one file's transfer: p50 / p95 of downloads, p50 of uploads. */
-  fileSeconds: { downP50: number; downP95: number; upP50: number };
-  /** Sum of the downloads' own seconds over the downloads' wall time: how many ran at once on average. */
-  downParallelism: number;
+  /** CPU seconds per wall second while downloading (the JEM: its own, until all are past stage-in). */
+  coresDownloading: number;
 }
 
 interface JemResult extends Side {
@@ -91,11 +89,10 @@ const mib = (b: number) => b / 2 ** 20;
 const inputPath = (job: number, i: number) => `/in/j${job}/f${i}.dat`;
 const gets200 = async (apache: Apache) => (await apache.requests()).filter((q) => q.method === "GET" && q.status === 200).length;
 
-function side(wall: number, inBytes: number, outBytes: number, cpu: number, down: number[], up: number[], downWall: number): Side {
+function side(wall: number, inBytes: number, outBytes: number, cpu: number, downCpu: number, downWall: number): Side {
   const total = inBytes + outBytes;
   return {
-    fileSeconds: { downP50: round(pct(down, 50), 2), downP95: round(pct(down, 95), 2), upP50: round(pct(up, 50), 2) },
-    downParallelism: round(down.reduce((a, b) => a + b, 0) / downWall, 1),
+    coresDownloading: round(downCpu / downWall, 2),
     wallSeconds: round(wall, 2),
     inBytes,
     outBytes,
@@ -127,12 +124,7 @@ async function floor(apache: Apache, xrd: Xrootd, caFile: string, concurrency: n
     writeFileSync(cfg, `${lines.join("\n")}\n`);
     const c0 = childCpuSeconds(process.pid);
     const t0 = performance.now();
-    const curl = await exec(
-      "curl",
-      ["-sS", "--fail", "--cacert", caFile, "--parallel", "--parallel-max", String(concurrency), "-w", "%{time_total}\\n", "-K", cfg],
-      { maxBuffer: 2 ** 24 },
-    );
-    const down = curl.stdout.trim().split("\n").map(Number);
+    await exec("curl", ["-sS", "--fail", "--cacert", caFile, "--parallel", "--parallel-max", String(concurrency), "-K", cfg]);
     const t1 = performance.now();
     const c1 = childCpuSeconds(process.pid);
     for (let j = 0; j < JOBS; j++)
@@ -140,11 +132,8 @@ async function floor(apache: Apache, xrd: Xrootd, caFile: string, concurrency: n
         const got = statSync(join(dir, `j${j}-f${i}.dat`)).size;
         if (got !== SIZE) throw new Error(`curl: j${j}-f${i}.dat has ${got} bytes, not ${SIZE}`);
       }
-    const up: number[] = [];
     const uploads = Array.from({ length: JOBS }, (_, j) => async () => {
-      const s = performance.now();
       await exec("xrdcp", ["-s", "-f", join(dir, `j${j}-f0.dat`), `${xrd.url}//floor/j${j}.dat`]);
-      up.push((performance.now() - s) / 1000);
     });
     const t2 = performance.now();
     await pool(concurrency, uploads);
@@ -159,7 +148,7 @@ async function floor(apache: Apache, xrd: Xrootd, caFile: string, concurrency: n
     const downWall = (t1 - t0) / 1000;
     const upWall = (t3 - t2) / 1000;
     return {
-      ...side(downWall + upWall, inBytes, outBytes, c2 - c0, down, up, downWall),
+      ...side(downWall + upWall, inBytes, outBytes, c2 - c0, c1 - c0, downWall),
       downloadSeconds: round(downWall, 2),
       downloadMibPerSecond: round(mib(inBytes) / downWall, 1),
       downloadCpuSeconds: round(c1 - c0, 2),
@@ -313,22 +302,11 @@ async function jem(redisUrl: string, apache: Apache, xrd: Xrootd, caFile: string
         /* not uploaded: counted as missing */
       }
     }
-    // The JEM's own account of each transfer (the `errors` facts line: bytes, checksum, seconds).
-    const down: number[] = [];
-    const up: number[] = [];
-    for (const r of recs) {
-      for (const line of ((await control.read(r.id, "errors").catch(() => "")) ?? "").split("\n")) {
-        const secs = Number(/, ([\d.]+) s\)$/.exec(line)?.[1] ?? NaN);
-        if (Number.isNaN(secs)) continue;
-        if (line.includes("Staging: downloaded")) down.push(secs);
-        else if (line.includes("Staging: uploaded")) up.push(secs);
-      }
-    }
     const wall = end ?? (performance.now() - t0) / 1000;
     const inBytes = JOBS * INPUTS * SIZE;
     const total = inBytes + JOBS * SIZE;
     return {
-      ...side(wall, inBytes, JOBS * SIZE, jemCpu, down, up, stageIn ?? wall),
+      ...side(wall, inBytes, JOBS * SIZE, jemCpu, cpuStageIn, stageIn ?? wall),
       cpuWithChildrenPerGiB: round((jemCpu + jemKids) / (total / 2 ** 30), 2),
       stageInSeconds: stageIn === null ? null : round(stageIn, 2),
       stageInMibPerSecond: stageIn === null ? null : round(mib(inBytes) / stageIn, 1),
@@ -390,7 +368,6 @@ try {
 const cols = [jemResult && "JEM", floorResult && `curl + xrdcp (${concurrency} at once)`].filter(Boolean);
 const cell = (j: unknown, f: unknown) => [jemResult && String(j), floorResult && String(f)].filter((x) => x !== undefined).join(" | ");
 const J = jemResult;
-const fs = (x: Side) => `${x.fileSeconds.downP50} / ${x.fileSeconds.downP95}, ${x.fileSeconds.upP50}`;
 const F = floorResult;
 log(`\n| ${JOBS} jobs × ${INPUTS} × ${MB} MiB in, ${JOBS} × ${MB} MiB out | ${cols.join(" | ")} |`);
 log(`|---|${cols.map(() => "---").join("|")}|`);
@@ -401,8 +378,7 @@ log(`| s, all (JEM: submission to all FINISHED) | ${cell(J?.wallSeconds, F?.wall
 log(`| MiB/s, all | ${cell(J?.mibPerSecond, F?.mibPerSecond)} |`);
 log(`| CPU s (JEM: own; curl/xrdcp: theirs) | ${cell(J && `${J.jemCpuSeconds} (+${J.jemChildCpuSeconds} children)`, F?.cpuSeconds)} |`);
 log(`| CPU s per GiB | ${cell(J && `${J.cpuPerGiB} (${J.cpuWithChildrenPerGiB} with children)`, F?.cpuPerGiB)} |`);
-log(`| s per file: download p50 / p95, upload p50 | ${cell(J && fs(J), F && fs(F))} |`);
-log(`| downloads at once (mean) | ${cell(J?.downParallelism, F?.downParallelism)} |`);
+log(`| cores busy while downloading (CPU s / wall s) | ${cell(J?.coresDownloading, F?.coresDownloading)} |`);
 if (J) log(`\nJEM: ${J.finished} FINISHED, ${J.failed} FAILED, ${J.apacheGets200} GETs answered 200, ${J.outputsOk}/${JOBS} outputs whole`);
 const result = {
   bench: "staging",
