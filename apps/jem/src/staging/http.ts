@@ -2,7 +2,7 @@ import { Failure } from "@ce/model";
 import { rename, unlink, type FileHandle } from "node:fs/promises";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { rootCertificates } from "node:tls";
+import { createSecureContext, rootCertificates } from "node:tls";
 import { Agent, buildConnector, request } from "undici";
 import { closeHandle, createFileIn, type Dir } from "@ce/sessionfs";
 import type { JobCredential } from "@ce/store";
@@ -74,7 +74,10 @@ export function transferClient(cred: JobCredential | undefined, opts: ClientOpti
   } else if (cred?.type === "jwt") {
     headers.authorization = `Bearer ${cred.token}`;
   }
-  const base = buildConnector({ ...tlsOpts, timeout: opts.connectTimeoutMs });
+  // One TLS context per credential, built here once: handing `ca`/`cert`/`key` to every connect
+  // made Node parse the whole CA list (the system roots and the site's) again for each connection.
+  const secureContext = Object.keys(tlsOpts).length > 0 ? createSecureContext(tlsOpts) : undefined;
+  const base = buildConnector({ ...(secureContext ? { secureContext } : {}), timeout: opts.connectTimeoutMs });
   const policy = opts.policy;
   const connect: buildConnector.connector = policy
     ? (o, cb) => {
