@@ -17,16 +17,15 @@
 import { randomFillSync, randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type InputFile, type JobDescription, type RestState } from "../../packages/model/src/index.js";
-import { DelegationStore, JobStore, Keys, SecretBox, connectRedis, type JobRecord } from "@ce/store";
-import { ControlDir, createJobs, type JobFilesInput } from "@ce/controldir";
-import { spawnJem, stopGracefully } from "../../apps/jem/test/support/child.js";
+import { JobStore, Keys, type JobRecord } from "@ce/store";
+import { stopGracefully } from "../../apps/jem/test/support/child.js";
 import { startOrigin, type Origin } from "../../apps/jem/test/support/origin.js";
 import { testPki, type TestPki } from "../../apps/jem/test/support/storage.js";
 import { startRedis } from "../../tests/support/redis-server.js";
 import { childCpuSeconds, cpuSeconds, machine, round, sleep } from "../lib/proc.js";
 import { ROOT, versions } from "../lib/servers.js";
+import { benchJemState, benchJobFiles, closeBenchJemState, createAllJobs, spawnShippedJem } from "../lib/jem.js";
 
 const JOBS = Number(process.env.BENCH_CACHE_JOBS ?? 100);
 const MB = Number(process.env.BENCH_CACHE_MB ?? 100);
@@ -56,26 +55,10 @@ interface RunResult {
 }
 
 async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, pki: TestPki, caFile: string): Promise<RunResult> {
-  const stateDir = mkdtempSync("/tmp/ce-bench-cache-");
-  const prefix = `{b${randomUUID().slice(0, 6)}}`;
   const cached = mode === "cache";
-  const config: CompiledConfig = compileConfig(
-    {
-      paths: { stateDir },
-      redis: { url: redisUrl, prefix },
-      lrms: { backend: "fork" },
-      staging: { caFile, allowNetworks: ["127.0.0.0/8"], cache: { dirs: cached ? [{ path: join(stateDir, "cache") }] : [] } },
-      delegations: { encryptionKey: SecretBox.generateKey() },
-      logging: { level: "silent" },
-    },
-    stateDir,
-  );
-  const conn = connectRedis(config.redis, "ceadm");
-  const redis = conn.redis;
-  const jobs = new JobStore(redis, prefix);
-  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
-  await control.ensureRoots();
-  const delegations = new DelegationStore(redis, prefix, new SecretBox(config.delegations.encryptionKey!));
+  const state = await benchJemState({ redisUrl, caFile, name: "cache", cache: cached });
+  const { config, prefix, jobs, control, delegations } = state;
+  const redis = state.conn.redis;
   const deleg = await delegations.create(OWNER, "x509", { privateKeyPem: pki.proxy.keyPem });
   await delegations.storeProxy(deleg, OWNER, pki.proxy.filePem, Date.now() + 3_600_000, pki.proxy.chainPem);
   // Distinct paths per run: nothing one run did can serve the other.
@@ -88,13 +71,7 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     executable: "/bin/true",
     inputFiles: [input("big.dat", big), ...smalls.map((p, i) => input(`small${i}.dat`, p))],
   };
-  // The shipped lease and recovery timings (the child's defaults are the crash tests' few seconds).
-  const child = await spawnJem(config, {
-    JEM_CHILD_LOCK_MS: "30000",
-    JEM_CHILD_STALLED_MS: "30000",
-    JEM_CHILD_STAGING_LOCK_MS: "60000",
-    JEM_CHILD_RECOVERY_MS: "30000",
-  });
+  const child = await spawnShippedJem(config);
   const pid = child.pid!;
   const bytes0 = origin.sent.bytes;
   try {
@@ -111,37 +88,15 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
         mainDelegation: deleg,
       }),
     );
-    const files = (r: JobRecord): JobFilesInput => ({
-      id: r.id,
-      description: d,
-      source: JSON.stringify(d),
-      owner: r.owner,
-      queue: r.queue,
-      backend: r.backend,
-      endpointUrl: "https://ce.bench",
-      hostname: "ce.bench",
-      version: "1.1",
-      lifetime: r.lifetime,
-      rerun: r.rerun,
-      requestId: `bench-${mode}`,
-      now: new Date(r.created),
-    });
     await sleep(2000); // the JEM's start-up work is not the staging's
     const cpu0 = cpuSeconds(pid);
     const kids0 = childCpuSeconds(pid);
     const t0 = performance.now();
-    for (let off = 0; off < recs.length; off += 500) {
-      const batch = recs.slice(off, off + 500);
-      const { committed } = await createJobs(
-        { jobs, control },
-        batch.map((r) => ({ record: r, files: files(r) })),
-        {
-          maxTotal: config.jobs.maxTotal,
-          warn: (what, err) => log(`  ${what}: ${String(err)}`),
-        },
-      );
-      if (committed.length !== batch.length) throw new Error(`only ${committed.length} of ${batch.length} jobs created`);
-    }
+    await createAllJobs(
+      state,
+      recs.map((r) => ({ record: r, files: benchJobFiles(r, d, `bench-${mode}`) })),
+      log,
+    );
     let seconds: number | null = null;
     let failed = 0;
     for (let last = 0; ;) {
@@ -195,10 +150,7 @@ async function run(mode: "nocache" | "cache", redisUrl: string, origin: Origin, 
     };
   } finally {
     await stopGracefully(child);
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
-    await conn.close();
-    rmSync(stateDir, { recursive: true, force: true });
+    await closeBenchJemState(state);
   }
 }
 

@@ -21,17 +21,17 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { compileConfig } from "@ce/config";
-import { ControlDir, createJobs } from "@ce/controldir";
-import { DelegationStore, JobStore, SecretBox, connectRedis, type JobRecord } from "@ce/store";
+import { JobStore, type JobRecord } from "@ce/store";
 import { createProxy, issueHostCert, issueUserCert } from "@ce/x509/testing";
 import { emptyDescription, type JobDescription, type RestState } from "../../packages/model/src/index.js";
 import { haveApache, startApache, type Apache } from "../../apps/jem/test/support/apache.js";
-import { spawnJem, stopGracefully } from "../../apps/jem/test/support/child.js";
+import { stopGracefully } from "../../apps/jem/test/support/child.js";
 import { testPki } from "../../apps/jem/test/support/storage.js";
 import { haveXrootd, startXrootd, type Xrootd } from "../../apps/jem/test/support/xrootd.js";
 import { startRedis } from "../../tests/support/redis-server.js";
 import { childCpuSeconds, cpuSeconds, machine, round, sleep } from "../lib/proc.js";
 import { ROOT, versions } from "../lib/servers.js";
+import { benchJemState, benchJobFiles, closeBenchJemState, createAllJobs, spawnShippedJem } from "../lib/jem.js";
 
 const JOBS = Number(process.env.BENCH_STAGING_JOBS ?? 100);
 const INPUTS = Number(process.env.BENCH_STAGING_INPUTS ?? 10);
@@ -164,25 +164,8 @@ async function floor(apache: Apache, xrd: Xrootd, caFile: string, concurrency: n
 }
 
 async function jem(redisUrl: string, apache: Apache, xrd: Xrootd, caFile: string, pki: ReturnType<typeof testPki>): Promise<JemResult> {
-  const stateDir = mkdtempSync("/tmp/ce-bench-staging-");
-  const prefix = `{s${randomUUID().slice(0, 6)}}`;
-  const config = compileConfig(
-    {
-      paths: { stateDir },
-      redis: { url: redisUrl, prefix },
-      lrms: { backend: "fork" },
-      staging: { caFile, allowNetworks: ["127.0.0.0/8"], cache: { dirs: [] } },
-      delegations: { encryptionKey: SecretBox.generateKey() },
-      logging: { level: "silent" },
-    },
-    stateDir,
-  );
-  const conn = connectRedis(config.redis, "ceadm");
-  const redis = conn.redis;
-  const jobs = new JobStore(redis, prefix);
-  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
-  await control.ensureRoots();
-  const delegations = new DelegationStore(redis, prefix, new SecretBox(config.delegations.encryptionKey!));
+  const state = await benchJemState({ redisUrl, caFile, name: "staging" });
+  const { config, jobs, delegations } = state;
   const owners: Array<{ dn: string; deleg: string }> = [];
   for (let o = 0; o < OWNERS; o++) {
     const dn = o === 0 ? "/DC=org/DC=test/CN=Test User" : `/DC=org/DC=test/CN=Bench User ${o}`;
@@ -207,13 +190,7 @@ async function jem(redisUrl: string, apache: Apache, xrd: Xrootd, caFile: string
       { name: "out.dat", target: `${xrd.url}//jem/j${j}.dat`, options: {}, useIfSuccess: true, useIfFailure: false, useIfCancel: false },
     ],
   });
-  // The shipped lease and recovery timings (the child's defaults are the crash tests' few seconds).
-  const child = await spawnJem(config, {
-    JEM_CHILD_LOCK_MS: "30000",
-    JEM_CHILD_STALLED_MS: "30000",
-    JEM_CHILD_STAGING_LOCK_MS: "60000",
-    JEM_CHILD_RECOVERY_MS: "30000",
-  });
+  const child = await spawnShippedJem(config);
   const pid = child.pid!;
   try {
     const recs = Array.from({ length: JOBS }, (_, j) => {
@@ -230,39 +207,13 @@ async function jem(redisUrl: string, apache: Apache, xrd: Xrootd, caFile: string
         mainDelegation: o.deleg,
       });
     });
-    const entries = recs.map((r, j) => {
-      const d = description(j);
-      return {
-        record: r,
-        files: {
-          id: r.id,
-          description: d,
-          source: JSON.stringify(d),
-          owner: r.owner,
-          queue: r.queue,
-          backend: r.backend,
-          endpointUrl: "https://ce.bench",
-          hostname: "ce.bench",
-          version: "1.1",
-          lifetime: r.lifetime,
-          rerun: r.rerun,
-          requestId: "bench-staging",
-          now: new Date(r.created),
-        },
-      };
-    });
+    const entries = recs.map((r, j) => ({ record: r, files: benchJobFiles(r, description(j), "bench-staging") }));
     const gets0 = await gets200(apache);
     await sleep(2000); // the JEM's start-up work is not the staging's
     const cpu0 = cpuSeconds(pid);
     const kids0 = childCpuSeconds(pid);
     const t0 = performance.now();
-    for (let off = 0; off < entries.length; off += 500) {
-      const { committed } = await createJobs({ jobs, control }, entries.slice(off, off + 500), {
-        maxTotal: config.jobs.maxTotal,
-        warn: (what, err) => log(`  ${what}: ${String(err)}`),
-      });
-      if (committed.length !== Math.min(500, entries.length - off)) throw new Error(`only ${committed.length} jobs created`);
-    }
+    await createAllJobs(state, entries, log);
     let stageIn: number | null = null;
     let cpuStageIn = 0;
     let end: number | null = null;
@@ -321,10 +272,7 @@ async function jem(redisUrl: string, apache: Apache, xrd: Xrootd, caFile: string
     };
   } finally {
     await stopGracefully(child);
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
-    await conn.close();
-    rmSync(stateDir, { recursive: true, force: true });
+    await closeBenchJemState(state);
     rmSync(join(xrd.dataDir, "jem"), { recursive: true, force: true });
   }
 }
