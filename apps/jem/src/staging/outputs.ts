@@ -24,6 +24,12 @@ export interface OutputPlan {
 
 /** An `@list` output list is a few lines per file; a bigger one is refused, not read whole. */
 export const MAX_LIST_BYTES = 1024 * 1024;
+/**
+ * Lines of one `@list`, as many as a description may list outputs: every line becomes a kept name
+ * that the purge compares with each session entry, so a megabyte of one-letter lines would cost
+ * the JEM seconds of CPU per job. A longer list is refused whole.
+ */
+export const MAX_LIST_LINES = 10_000;
 
 const wanted = (o: OutputFile, outcome: Outcome) =>
   outcome === "success" ? o.useIfSuccess : outcome === "failed" ? o.useIfFailure : o.useIfCancel;
@@ -52,7 +58,12 @@ export async function outputPlan(sessionDir: string, desc: JobDescription, outco
     const listName = o.name.slice(1);
     plan.keep.push(strip(listName));
     const text = await readList(sessionDir, listName, plan);
-    for (const line of text.split("\n")) {
+    const lines = text.split("\n").filter((l) => l.trim());
+    if (lines.length > MAX_LIST_LINES) {
+      plan.refused.push(`output list /${strip(listName)}: ${lines.length} lines, more than the ${MAX_LIST_LINES} allowed`);
+      continue;
+    }
+    for (const line of lines) {
       const [name, url] = line.trim().split(/\s+/, 2);
       if (!name) continue;
       // A line's URL carries its own options (the pilot's `;failureallowed=yes` object-store

@@ -15,6 +15,29 @@ describe("cache names and modes", () => {
     expect(cacheTarget("rucio://elsewhere.example.org/replicas/mc23/EVNT.1", {}).hash).not.toBe(a.hash);
   });
 
+  it("a crafted DID cannot take another DID's or server's entry, nor name a path", () => {
+    const t = (u: string) => cacheTarget(u, {});
+    const plain = t("rucio://r.example.org/replicas/mc23/EVNT:1");
+    expect(plain.key).toBe("rucio://r.example.org/mc23:EVNT:1");
+    expect(plain.hash).toMatch(/^[0-9a-f]{64}$/); // the entry's file name: never a path of the DID
+    // `scope:name` splits at the first colon only because a scope has none: `mc23:EVNT` + `1` is refused.
+    for (const bad of [
+      "rucio://r.example.org/replicas/mc23%3AEVNT/1",
+      "rucio://r.example.org/replicas/mc23%2F..%2F..%2Fetc/passwd",
+      "rucio://r.example.org/replicas/mc23/..%2F..%2Fetc%2Fpasswd",
+      "rucio://r.example.org/replicas/mc23/a/b",
+      "rucio://u:p@r.example.org/replicas/mc23/EVNT.1",
+      `rucio://r.example.org/replicas/mc23/${"n".repeat(251)}`,
+    ]) {
+      expect(() => t(bad), bad).toThrow(/is not rucio:\/\/<server>\/replicas\/<scope>\/<name>/);
+    }
+    // Another port is another server; the same server however spelled is one entry.
+    expect(t("rucio://r.example.org:8443/replicas/mc23/EVNT:1").hash).not.toBe(plain.hash);
+    expect(t("rucio://R.Example.ORG:443/replicas/mc23/EVNT%3A1").hash).toBe(plain.hash);
+    // No other scheme's key can spell a rucio key.
+    expect(t("https://r.example.org/mc23:EVNT:1").key.startsWith("rucio:")).toBe(false);
+  });
+
   it("names a WebDAV input by its http(s) form, the same entry as https", () => {
     const t = cacheTarget("davs://u:p@dav.example.org/in/f.root:checksumtype=adler32:checksumvalue=01", {});
     expect(t.wire).toBe("https://u:p@dav.example.org/in/f.root");
