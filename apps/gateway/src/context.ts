@@ -1,8 +1,7 @@
-import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import type { AdvanceSet, DelegationStore, JobStore, QueueCatalog } from "@ce/store";
+import type { AdvanceSet, DelegationStore, JobStore } from "@ce/store";
 import type { ControlDir } from "@ce/controldir";
 import type { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import type { CeMetrics } from "@ce/ops";
@@ -29,8 +28,7 @@ export interface Services {
   jobs: JobStore;
   delegations: DelegationStore;
   control: ControlDir;
-  queues: { commands: Queue<QueueCatalog["commands"]> };
-  /** The JEM's work list (@ce/store advance.ts): upload completions ring it. */
+  /** The JEM's work list (@ce/store advance.ts): upload completions and kill/clean/restart ring it. */
   advance: AdvanceSet;
   trust: TrustStore;
   /** vomsdir: trusted VOMS servers per VO (`.lsc` files, certificates). */

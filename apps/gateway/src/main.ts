@@ -44,7 +44,6 @@ const booted = await (async () => {
           createAdminApp({
             config,
             redis: services.redis,
-            queues: [services.queues.commands],
             registry: services.metrics.registry,
             role: "gateway",
             ready: async () => gw.server.listening,

@@ -7,15 +7,7 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import {
-  AdvanceSet,
-  DelegationStore,
-  JobStore,
-  connectRedis,
-  openQueue,
-  loadSecretBox as loadStoreSecretBox,
-  type SecretBox,
-} from "@ce/store";
+import { AdvanceSet, DelegationStore, JobStore, connectRedis, loadSecretBox as loadStoreSecretBox, type SecretBox } from "@ce/store";
 import { ControlDir } from "@ce/controldir";
 import { KeyPool, TrustStore, VomsDir } from "@ce/x509";
 import { configuredVos, createLogger as createOpsLogger, createMetrics } from "@ce/ops";
@@ -138,13 +130,6 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
       })
     : undefined;
   if (!mapper) logger.warn("no `mapping` section: jobs are not mapped to local accounts");
-  const connection = clients.bull;
-  const queues = { commands: openQueue("commands", connection, prefix) };
-  for (const q of Object.values(queues)) {
-    q.on("error", (err: unknown) => {
-      if (!outageOf({ redis, config, logger }).report(err)) logger.warn({ err }, "queue error");
-    });
-  }
   return {
     config,
     redis,
@@ -152,13 +137,12 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
     advance: new AdvanceSet(redis, prefix),
     delegations: new DelegationStore(redis, prefix, loadSecretBox(config, logger)),
     control,
-    queues,
     trust,
     voms,
     keyPool: new KeyPool({ size: config.delegations.keyPoolSize }),
     logger,
     mapper,
-    metrics: createMetrics({ role: "gateway", redis, prefix, queues: [queues.commands], vos: configuredVos(config) }),
+    metrics: createMetrics({ role: "gateway", redis, prefix, vos: configuredVos(config) }),
     closeRedis: clients.close,
   };
 }
@@ -254,11 +238,6 @@ export async function startGateway(config: CompiledConfig, opts: StartOptions = 
       const timer = setTimeout(() => server.closeAllConnections(), opts.drainMs ?? 10_000);
       await done;
       clearTimeout(timer);
-      // A queue closed while its connection is still starting leaves BullMQ's start-up commands
-      // to be flushed with "Connection is closed" as unhandled rejections: let them settle first.
-      const queues = [services.queues.commands];
-      await Promise.race([Promise.allSettled(queues.map((q) => q.waitUntilReady())), new Promise((r) => setTimeout(r, 2_000).unref())]);
-      await Promise.allSettled(queues.map((q) => q.close()));
       await services.keyPool.close();
       await (services.closeRedis ?? (() => services.redis.quit()))().catch(() => undefined);
       logger.info("gateway stopped");

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { JobStore } from "@ce/store";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { JobStore, Keys } from "@ce/store";
 import { startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
 
 let t: TestGateway;
@@ -73,16 +73,17 @@ describe("kill / clean / restart", () => {
     await s.jobs.create([{ ...rec }], 1e6);
     const cur = (await s.jobs.get(done))!;
     await s.jobs.update({ ...cur, state: "FINISHING" }, { state: "FINISHED", outcome: "success" });
-    const before = await s.queues.commands.getJobCounts("waiting");
+    const due = new Keys(s.config.redis.prefix).advanceDue();
+    await s.redis.zrem(due, mine[0]!, done, bobs);
     const r = await bulk("1.0", "kill", xmlIds([mine[0]!, done, bobs]), { accept: "text/xml" });
     expect(r.status).toBe(201);
     expect(xmlAll(r.text, "status-code")).toEqual(["202", "202", "404"]);
     expect(xmlAll(r.text, "reason")[0]).toBe("Queued for killing");
-    const after = await s.queues.commands.getJobCounts("waiting");
-    expect(after.waiting! - before.waiting!).toBe(1);
-    const jobs = await s.queues.commands.getJobs(["waiting"]);
-    expect(jobs.some((j) => j.data.jobId === mine[0] && j.data.action === "kill")).toBe(true);
-    // The 202 means the request is on the record (the JEM's truth), not only in the queue.
+    // Only the job the kill applies to is due for a look (the ended one and bob's are not).
+    expect(await s.redis.zscore(due, mine[0]!)).not.toBeNull();
+    expect(await s.redis.zscore(due, done)).toBeNull();
+    expect(await s.redis.zscore(due, bobs)).toBeNull();
+    // The 202 means the request is on the record (the JEM's truth).
     expect((await s.jobs.get(mine[0]!))?.killRequested).toBe(true);
     expect((await s.jobs.get(done))?.killRequested).toBeFalsy();
     expect(await s.jobs.openRequests()).toContain(mine[0]);
@@ -193,13 +194,15 @@ describe("strictSpecCodes", () => {
 });
 
 describe("repeated ids", () => {
-  it("one command per job however often a list repeats its id; every item still answered", async () => {
+  it("one request per job however often a list repeats its id; every item still answered", async () => {
     const s = t.gw.services;
-    const countFor = async (id: string) =>
-      (await s.queues.commands.getJobs(["waiting"])).filter((j) => j.data.jobId === id && j.data.action === "clean").length;
-    const before = await countFor(mine[1]!);
+    const request = vi.spyOn(s.jobs, "request");
     const r = await bulk("1.1", "clean", JSON.stringify({ job: Array(15).fill({ id: mine[1] }) }), { ct: "application/json" });
     expect(r.json().job).toHaveLength(15);
-    expect((await countFor(mine[1]!)) - before).toBe(1);
+    expect(new Set(r.json().job.map((j: { "status-code": unknown }) => String(j["status-code"])))).toEqual(new Set(["202"]));
+    expect((await s.jobs.get(mine[1]!))?.cleanRequested).toBe(true);
+    // One request recorded (one script), not fifteen.
+    expect(request.mock.calls.map(([reqs]) => reqs.length)).toEqual([1]);
+    request.mockRestore();
   });
 });

@@ -41,7 +41,6 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
     jobs: {} as JobStore,
     delegations: store,
     control: {} as ControlDir,
-    queues: {} as Services["queues"],
     advance: {} as Services["advance"],
     trust: TrustStore.fromPem(caPem),
     voms: VomsDir.fromFiles({}),

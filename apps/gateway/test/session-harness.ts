@@ -11,7 +11,7 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { compileConfig, type ConfigInput } from "@ce/config";
 import { negotiateFormat } from "@ce/glue2";
-import { AdvanceSet, bullConnection, openQueue, JobStore, type DelegationStore, type JobRecord } from "@ce/store";
+import { AdvanceSet, JobStore, type DelegationStore, type JobRecord } from "@ce/store";
 import { ControlDir } from "@ce/controldir";
 import { VomsDir, type KeyPool, type TrustStore } from "@ce/x509";
 import type { AppEnv, Identity, Services } from "../src/context.js";
@@ -65,16 +65,12 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
-  const connection = bullConnection(redisUrl);
   const services: Services = {
     config,
     redis,
     jobs: new JobStore(redis, prefix),
     delegations: {} as DelegationStore,
     control,
-    queues: {
-      commands: openQueue("commands", connection, prefix),
-    },
     advance: new AdvanceSet(redis, prefix),
     trust: {} as TrustStore,
     voms: VomsDir.fromFiles({}),
@@ -169,7 +165,6 @@ export async function startHarness(redisUrl: string, overrides: ConfigInput = {}
         server.close(() => res());
         (server as import("node:http").Server).closeAllConnections?.();
       });
-      await services.queues.commands.close();
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length) await redis.del(...keys);
       await redis.quit();

@@ -26,8 +26,8 @@ export interface JemContext {
   delegations: DelegationStore | undefined;
   /** Back ends by name; jobs carry the name they were submitted with (`JobRecord.backend`). */
   backends: Map<string, Backend>;
-  /** BullMQ queues the JEM works on (commands, staging). */
-  queues: Pick<Queues, "commands" | "staging">;
+  /** BullMQ queues the JEM works on (staging transfers). */
+  queues: Pick<Queues, "staging">;
   /** The work list: which jobs need a look and when (advance.ts in @ce/store; advance-loop.ts). */
   advance: AdvanceSet;
   locks: Locks;

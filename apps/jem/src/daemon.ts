@@ -8,7 +8,6 @@ import { AdvanceSet, DelegationStore, JobStore, Keys, connectRedis, openQueue, r
 import { ControlDir, fileq } from "@ce/controldir";
 import { startAccounting } from "./accounting.js";
 import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
-import { handleCommand } from "./commands.js";
 import { startHeartbeat } from "./heartbeat.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
@@ -58,7 +57,7 @@ export interface Jem {
 }
 
 /**
- * Boots one JEM: stores, queues and workers (advance, commands, staging), the batch poll loop,
+ * Boots one JEM: stores, the work-list loop, the staging queue's workers, the batch poll loop,
  * the `lrms_done` watcher + fallback scan, the expiry loop and recovery. Any number may run
  * against one Redis and one control dir.
  */
@@ -111,7 +110,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     control,
     delegations,
     backends,
-    queues: { commands: openQueue("commands", connection, prefix), staging: openQueue("staging", connection, prefix) },
+    queues: { staging: openQueue("staging", connection, prefix) },
     advance: new AdvanceSet(redis, prefix),
     locks: new Locks(redis, prefix),
     aborts: new Map(),
@@ -152,10 +151,6 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Redis trouble inside a step does not fail the queue job (no attempt used, no log line per job):
   // the step waits for the episode to end and is redone from the start (every step is idempotent).
   const workers = [
-    new Worker<QueueCatalog["commands"]>("commands", (j) => outage.retry(() => handleCommand(ctx, readPayload("commands", j.data))), {
-      ...workerOpts,
-      concurrency: 10,
-    }),
     // Transfers are long: a longer lock keeps BullMQ from declaring them stalled between renewals.
     // Every job admitted to staging gets a worker: the transfer slots (FairSlots, per owner, in
     // turn) are the bound, so one owner's stuck jobs cannot take the queue from everyone else's.
@@ -165,9 +160,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
       lockDuration: opts.stagingLockMs ?? 60_000,
     }),
   ];
-  workers.forEach((w, i) =>
-    w.on("failed", fail(["commands", "staging"][i]!)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")),
-  );
+  workers.forEach((w) => w.on("failed", fail(w.name)).on("error", (e) => warnUnlessOutage(outage, log, e, "worker error")));
 
   const poller = startPoller(ctx);
   const recoveryMs = opts.recoveryIntervalMs ?? 30_000;

@@ -1,5 +1,5 @@
 import { FINAL_INTERNAL_STATES, type InternalState } from "@ce/model";
-import { dropOrphanLeases, enqueueCommands, type JobRecord, type QueueCatalog } from "@ce/store";
+import { dropOrphanLeases, type JobRecord } from "@ce/store";
 import type { JemContext } from "./context.js";
 import { wakeParked } from "./limits.js";
 
@@ -40,41 +40,39 @@ export async function periodicRecovery(ctx: JemContext): Promise<void> {
 }
 
 /**
- * kill/clean/restart requests live on the job records (the gateway wrote them before its 202);
- * this rings the command queue again for every request still open, so a dropped queue message
- * (5 failed attempts, lost Redis write, flushed queue) delays a request but never loses it.
- * The command queue deduplicates per job and action, so ringing often is cheap.
+ * kill/clean/restart requests live on the job records (the gateway wrote them, and rang the job,
+ * before its 202); this rings every job whose request still waits for a look, so a ring lost with
+ * a Redis failover delays a request but never loses it. Rings collapse on the work list (one
+ * member per job), so ringing often is cheap.
  */
 async function ringOpenRequests(ctx: JemContext): Promise<void> {
   const ids = await ctx.jobs.openRequests();
   if (ids.length === 0) return;
   const records = await ctx.jobs.getMany(ids);
-  const ring: QueueCatalog["commands"][] = [];
+  const ring: string[] = [];
   const closed: { id: string; record: JobRecord | undefined }[] = [];
   ids.forEach((id, i) => {
-    const { open, ring: actions } = openRequests(records[i]);
+    const { open, look } = openRequests(records[i]);
     if (!open) closed.push({ id, record: records[i] });
-    for (const action of actions) ring.push({ action, jobId: id });
+    if (look) ring.push(id);
   });
-  await enqueueCommands(ctx.queues.commands, ring);
+  await ctx.advance.ring(ring);
   await ctx.jobs.closeRequests(closed);
-  if (ring.length > 0) ctx.log.info({ commands: ring.length }, "open job requests rung again");
+  if (ring.length > 0) ctx.log.info({ jobs: ring.length }, "jobs with open requests rung again");
 }
-
-type Action = QueueCatalog["commands"]["action"];
 
 /**
  * The requests on a record: `open` until answered (job gone, kill/clean carried out, restart done
- * or refused), `ring` the commands that must run for them. A kill of a CANCELING job and a clean
- * of an active job stay open without a command: the state handlers act on those flags.
+ * or refused), `look` when a look must act on one now. A kill of a CANCELING job and a clean of an
+ * active job stay open without a look: the state handlers act on those flags as the job moves.
  */
-export function openRequests(job: JobRecord | undefined): { open: boolean; ring: Action[] } {
-  if (!job) return { open: false, ring: [] };
+export function openRequests(job: JobRecord | undefined): { open: boolean; look: boolean } {
+  if (!job) return { open: false, look: false };
   const final = FINAL_INTERNAL_STATES.has(job.state);
-  const ring: Action[] = [];
-  if (job.killRequested && !final && job.state !== "CANCELING") ring.push("kill");
-  if (job.restartRequested) ring.push("restart");
-  if (job.cleanRequested && final) ring.push("clean");
-  const open = ring.length > 0 || (!final && (job.killRequested === true || job.cleanRequested === true));
-  return { open, ring };
+  const look =
+    (job.killRequested === true && !final && job.state !== "CANCELING") ||
+    job.restartRequested === true ||
+    (job.cleanRequested === true && final);
+  const open = look || (!final && (job.killRequested === true || job.cleanRequested === true));
+  return { open, look };
 }

@@ -2,25 +2,12 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
-import {
-  AdvanceSet,
-  DelegationStore,
-  JobStore,
-  Locks,
-  SecretBox,
-  bullConnection,
-  requestCommands,
-  openQueue,
-  type JobRecord,
-  type Lease,
-  type QueueCatalog,
-} from "@ce/store";
+import { AdvanceSet, DelegationStore, JobStore, Locks, SecretBox, recordRequests, type JobRecord, type Lease } from "@ce/store";
 import { ControlDir, completeUpload, createJobs, type JobFilesInput } from "@ce/controldir";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
 
@@ -34,7 +21,6 @@ export interface TestEnv {
   delegations: DelegationStore;
   /** The JEM's work list: `ring` is what the gateway's commit and upload completion do. */
   advance: AdvanceSet;
-  commands: Queue<QueueCatalog["commands"]>;
   stateDir: string;
   close(): Promise<void>;
 }
@@ -55,7 +41,6 @@ export async function testEnv(overrides: ConfigInput = {}): Promise<TestEnv> {
   };
   const config = compileConfig(merge(base, overrides) as ConfigInput, stateDir);
   const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
-  const connection = bullConnection(config.redis.url);
   const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
   await control.ensureRoots();
   const env: TestEnv = {
@@ -65,10 +50,8 @@ export async function testEnv(overrides: ConfigInput = {}): Promise<TestEnv> {
     control,
     delegations: new DelegationStore(redis, prefix, new SecretBox(config.delegations.encryptionKey!)),
     advance: new AdvanceSet(redis, prefix),
-    commands: openQueue("commands", connection, prefix),
     stateDir,
     async close() {
-      await env.commands.close();
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length) await redis.del(...keys);
       await redis.quit();
@@ -193,7 +176,7 @@ export async function clientUpload(env: TestEnv, id: string, name: string, conte
 }
 
 export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "restart", jobId: string): Promise<void> {
-  await requestCommands(env.jobs, env.commands, [{ action, jobId }]); // as the gateway: record, then doorbell
+  await recordRequests(env.jobs, [{ action, jobId }]); // as the gateway: on the record, rung on the work list
 }
 
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {

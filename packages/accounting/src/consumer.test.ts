@@ -168,7 +168,7 @@ describe("usage stream", () => {
   it("a rerun is a new record", async () => {
     const job = await finishingJob();
     const ended = (await finish(job, { outcome: "failed", failedState: "INLRMS", failure: "x" }))!;
-    // The restart (commands.ts) lowers `rerun` and moves the job back; it ends again.
+    // The restart (states/restart.ts) lowers `rerun` and moves the job back; it ends again.
     let again = (await jobs.update(ended, {
       state: "INLRMS",
       pending: true,

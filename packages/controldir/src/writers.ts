@@ -89,7 +89,7 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
     when: "at creation when admitted at creation (its ACCEPTED -> PREPARING line; removed again before the commit if the owner is at its limit); then the JEM appends state changes, staging and submission messages",
   },
   failed: {
-    writers: { [JEM("states/transition.ts")]: ["append"], [JEM("commands.ts")]: ["remove"] },
+    writers: { [JEM("states/transition.ts")]: ["append"], [JEM("states/restart.ts")]: ["remove"] },
     mode: 0o600,
     readers: "diagnose",
     diagnose: "file",
@@ -158,7 +158,7 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
       [JEM("poller.ts")]: ["create"],
       [JEM("states/canceling.ts")]: ["write"],
       [JEM("priv/priv.ts")]: ["write"],
-      [JEM("commands.ts")]: ["remove"],
+      [JEM("states/restart.ts")]: ["remove"],
     },
     batchJob: "the job wrapper writes it last at the job's end (mapping on: in its batch dir, copied here by priv.ts)",
     mode: 0o600,

@@ -83,20 +83,19 @@ describe("admin app", () => {
     expect((await app.request("/api/jobs/nope", { headers: auth })).status).toBe(404);
   });
 
-  it("queues kill and clean on the commands queue", async () => {
+  it("records kill and clean on the job records and rings the jobs on the work list", async () => {
+    const k = new Keys(prefix);
+    await redis.zrem(k.advanceDue(), "a1", "a2");
     const res = await app.request("/api/jobs/a1/kill", { method: "POST", headers: auth });
     expect(res.status).toBe(202);
     await app.request("/api/jobs/a2/clean", { method: "POST", headers: auth });
-    const commands = queues.find((q) => q.name === "commands")!;
-    const waiting = await commands.getWaiting();
-    expect(waiting.map((j) => j.data).sort((a, b) => a.jobId.localeCompare(b.jobId))).toMatchObject([
-      { action: "kill", jobId: "a1" },
-      { action: "clean", jobId: "a2" },
-    ]);
+    expect(await redis.hget(k.job("a1"), "killRequested")).toBe("1");
+    expect(await redis.hget(k.job("a2"), "cleanRequested")).toBe("1");
+    expect((await redis.zrange(k.advanceDue(), 0, -1)).filter((id) => id.startsWith("a")).sort()).toEqual(["a1", "a2"]);
     expect((await app.request("/api/jobs/nope/kill", { method: "POST", headers: auth })).status).toBe(404);
     const counts = (await (await app.request("/api/queues", { headers: auth })).json()) as Record<string, Record<string, number>>;
-    expect(counts.commands).toMatchObject({ waiting: 2, active: 0, failed: 0 });
-    expect(Object.keys(counts).sort()).toEqual(["advance", "commands", "staging"]);
+    expect(counts.staging).toMatchObject({ waiting: 0, active: 0, failed: 0 });
+    expect(Object.keys(counts).sort()).toEqual(["advance", "staging"]);
   });
 
   it("sets and clears the drain flag", async () => {

@@ -20,7 +20,7 @@ export interface AdminAppOptions {
   /** Only the token and the key prefix are read (structural, so tests need no full config). */
   config: { admin: Pick<CompiledConfig["admin"], "token" | "tokenFile">; redis: Pick<CompiledConfig["redis"], "prefix"> };
   redis: Redis;
-  /** BullMQ queues: shown in /queues (JEM), counted in /api/queues; `commands` is used by kill/clean. */
+  /** BullMQ queues (the JEM's staging queue): shown in /queues (JEM), counted in /api/queues. */
   queues?: readonly Queue[] | undefined;
   registry: Registry;
   role: Role;

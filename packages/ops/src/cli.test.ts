@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { bullConnection, JobStore, Keys, openQueue } from "@ce/store";
+import { JobStore, Keys } from "@ce/store";
 import { ControlDir } from "@ce/controldir";
 import { table } from "./cli.js";
 
@@ -119,20 +119,21 @@ describe("ceadm", () => {
     expect(missing.stderr).toContain("job zz not found");
   });
 
-  it("queues kill and clean commands and counts the queues", async () => {
+  it("records kill and clean requests on the records, rings the jobs, and counts the queues", async () => {
+    const k = new Keys(prefix);
+    await redis.zrem(k.advanceDue(), "c1", "c2");
     expect((await ceadm("jobs", "kill", "c1")).stdout).toContain("kill of job c1 queued");
     expect((await ceadm("jobs", "clean", "c2")).code).toBe(0);
+    expect(await redis.hget(k.job("c1"), "killRequested")).toBe("1");
+    expect(await redis.hget(k.job("c2"), "cleanRequested")).toBe("1");
+    expect(await redis.zscore(k.advanceDue(), "c1")).not.toBeNull();
+    expect(await redis.zscore(k.advanceDue(), "c2")).not.toBeNull();
     const counts = JSON.parse((await ceadm("queues", "--json")).stdout);
-    expect(counts.commands).toMatchObject({ waiting: 2 });
+    expect(Object.keys(counts).sort()).toEqual(["advance", "staging"]);
+    expect(counts.advance.waiting).toBeGreaterThanOrEqual(2);
     const human = (await ceadm("queues")).stdout;
     expect(human).toMatch(/^QUEUE\s+WAITING\s+ACTIVE\s+DELAYED\s+FAILED\s+COMPLETED\s+PAUSED/);
-    expect(human).toMatch(/commands\s+2\s+0/);
-    const q = openQueue("commands", bullConnection(inject("redisUrl")), prefix);
-    try {
-      expect((await q.getWaiting()).map((j) => j.data.action).sort()).toEqual(["clean", "kill"]);
-    } finally {
-      await q.close();
-    }
+    expect(human).toMatch(/staging\s+0\s+0/);
   });
 
   it("switches drain on and off", async () => {

@@ -90,7 +90,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   redis.on("error", (e: Error) => (lastError = e)); // reported below instead of as an unhandled event
 
   let queues: Queue[] = [];
-  const needsQueues = cmd === "queues" || (cmd === "jobs" && (sub === "kill" || sub === "clean"));
+  const needsQueues = cmd === "queues";
   try {
     await redis.connect().catch((e: Error) => {
       throw new Error(`cannot reach Redis (${describeRedis(config.redis)}): ${(lastError ?? e).message}`);

@@ -77,17 +77,17 @@ describe("metrics", () => {
   it("reports BullMQ queue depth", async () => {
     const queues = openQueues({ redis: { url: inject("redisUrl"), prefix } });
     try {
-      await queues.find((q) => q.name === "commands")!.add("kill", { action: "kill", jobId: "m1" });
+      await queues.find((q) => q.name === "staging")!.add("staging", { jobId: "m1", direction: "in" });
       const adv = new AdvanceSet(redis, prefix);
       const before = await adv.counts();
       await adv.ring(["q1", "q2"]);
       await adv.ring(["q3"], Date.now() + 60_000);
       const m = createMetrics({ queues, redis, prefix, defaultMetrics: false });
       const text = await m.registry.metrics();
-      expect(text).toContain('ce_queue_depth{queue="commands",state="waiting"} 1');
+      expect(text).toContain('ce_queue_depth{queue="staging",state="waiting"} 1');
       expect(text).toContain(`ce_queue_depth{queue="advance",state="waiting"} ${before.due + 2}`);
       expect(text).toContain(`ce_queue_depth{queue="advance",state="delayed"} ${before.timers + 1}`);
-      expect(text).toContain('ce_queue_depth{queue="commands",state="failed"} 0');
+      expect(text).toContain('ce_queue_depth{queue="staging",state="failed"} 0');
     } finally {
       await Promise.all(queues.map((q) => q.close()));
     }

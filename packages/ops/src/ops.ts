@@ -7,13 +7,13 @@ import {
   bullConnection,
   voOf,
   CeFlags,
-  requestCommands,
+  recordRequests,
   JobStore,
   openQueue,
   type DrainStatus,
   QUEUE_NAMES,
   type JobRecord,
-  type QueueCatalog,
+  type JobRequest,
   type QueueName,
 } from "@ce/store";
 import { readAdvanceDepth } from "./metrics.js";
@@ -27,7 +27,7 @@ import { readAdvanceDepth } from "./metrics.js";
 export { DRAIN_FLAG, type DrainStatus } from "@ce/store";
 export const QUEUE_COUNT_STATES = ["waiting", "active", "delayed", "failed", "completed", "paused"] as const;
 
-export type JobCommand = Extract<QueueCatalog["commands"]["action"], "kill" | "clean">;
+export type JobCommand = Extract<JobRequest["action"], "kill" | "clean">;
 
 export interface JobRow {
   id: string;
@@ -91,7 +91,7 @@ export class AdminOps {
   constructor(
     readonly redis: Redis,
     readonly prefix: string,
-    /** Needed for kill/clean and queue counts; the commands queue must be among them. */
+    /** The BullMQ queues to count (the JEM's staging queue). */
     readonly queues: readonly Queue[] = [],
   ) {
     this.store = new JobStore(redis, prefix);
@@ -141,14 +141,12 @@ export class AdminOps {
   }
 
   /**
-   * A kill/clean exactly as the REST interface does it: the request on the job record, then the
-   * doorbell on the `commands` queue. `queued` is false for a kill of a job that already ended.
+   * A kill/clean exactly as the REST interface does it: the request on the job record and the job
+   * due on the JEM's work list. `queued` is false for a kill of a job that already ended.
    */
   async command(action: JobCommand, jobId: string, requestId?: string): Promise<{ jobId: string; action: JobCommand; queued: boolean }> {
     await this.getJob(jobId);
-    const q = this.queues.find((x) => x.name === "commands") as Queue<QueueCatalog["commands"]> | undefined;
-    if (!q) throw new Error("the commands queue is not open");
-    const rung = await requestCommands(this.store, q, [{ action, jobId, requestId }]);
+    const rung = await recordRequests(this.store, [{ action, jobId, requestId }]);
     return { jobId, action, queued: rung.length > 0 };
   }
 

@@ -8,7 +8,7 @@ import { runScript } from "./scripts.js";
  * 200 Redis calls, repeated rings collapse, and a job that only waits (for an upload, a slot, its
  * deadline) costs one member and no work until its event or its time comes.
  *
- * - Producers (gateway: submission, upload; JEM: batch completion, staging done, commands,
+ * - Producers (gateway: submission, upload, kill/clean/restart; JEM: batch completion, staging done,
  *   timers) call `ring`: due now, or at a time; an earlier due time always wins.
  * - JEMs `claim` due jobs in batches into the in-flight set with a lease, `extend` the leases of
  *   what they still run, and `release` what they finished. A JEM that dies leaves its leases to

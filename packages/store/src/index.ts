@@ -5,7 +5,7 @@ export * from "./queues.js";
 export * from "./advance.js";
 export * from "./holds.js";
 export * from "./advance-orphans.js";
-export * from "./commands.js";
+export * from "./requests.js";
 export * from "./secretbox.js";
 export * from "./delegations.js";
 export * from "./activity.js";

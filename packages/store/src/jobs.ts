@@ -457,14 +457,20 @@ export class JobStore {
    * Puts kill/clean/restart requests on the job records (the fact behind a 202). A kill of a job
    * in a final state is a no-op. Returns, per id, whether the request was recorded.
    */
-  async request(reqs: readonly { action: "kill" | "clean" | "restart"; jobId: string }[]): Promise<boolean[]> {
+  async request(reqs: readonly { action: "kill" | "clean" | "restart"; jobId: string }[], now = Date.now()): Promise<boolean[]> {
     const k = this.keys;
     return Promise.all(
       reqs.map(async ({ action, jobId }) => {
         const noop = action === "kill" ? [...FINAL_INTERNAL_STATES].join(" ") : "";
-        return Number(await runScript(this.redis, "ceRequest", [k.job(jobId), k.requests()], [jobId, `${action}Requested`, noop])) === 1;
+        const keys = [k.job(jobId), k.requests(), k.advanceDue()];
+        return Number(await runScript(this.redis, "ceRequest", keys, [jobId, `${action}Requested`, noop, now])) === 1;
       }),
     );
+  }
+
+  /** Wakes idle JEMs now (pub/sub): after rings made outside the work list's own scripts. */
+  async ringBell(): Promise<void> {
+    await this.redis.publish(this.keys.advanceBell(), "1");
   }
 
   /** Up to `limit` jobs with an open request, a random sample so that none is starved (JEM recovery). */

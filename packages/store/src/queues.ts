@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { Queue, UnrecoverableError, type ConnectionOptions, type JobsOptions } from "bullmq";
 import { z } from "zod";
 
 /**
- * The BullMQ queues between gateways, ceadm and JEMs: one zod schema per queue is the payload's
+ * The BullMQ queues of the JEMs (staging transfers): one zod schema per queue is the payload's
  * type at both ends, and the consumer parses what it takes off Redis (readPayload), so a payload
  * written by another version or by hand fails with its reason instead of steering a job. Queue
  * names live under the CE hash-tag prefix (Redis Cluster safe).
@@ -16,24 +15,21 @@ const jobId = z
   .regex(/^[A-Za-z0-9._-]+$/, "a job id: letters, digits, '.', '_' or '-'");
 const requestId = z.string().max(256).optional();
 export const QUEUE_PAYLOADS = {
-  /** Doorbell of kill / clean / restart: the request itself is on the job record (commands.ts, requestCommands). */
-  commands: z.object({ action: z.enum(["kill", "clean", "restart"]), jobId, requestId }).strict(),
   /** Data transfers of one job in PREPARING (downloads) or FINISHING (uploads). */
   staging: z.object({ jobId, direction: z.enum(["in", "out"]), requestId }).strict(),
 } as const;
 export type QueueCatalog = { [N in keyof typeof QUEUE_PAYLOADS]: z.infer<(typeof QUEUE_PAYLOADS)[N]> };
 export type QueueName = keyof QueueCatalog;
-export const QUEUE_NAMES: readonly QueueName[] = ["commands", "staging"];
+export const QUEUE_NAMES: readonly QueueName[] = ["staging"];
 
 export const QUEUE_DEFAULTS: Record<QueueName, JobsOptions> = {
-  commands: { attempts: 5, backoff: { type: "exponential", delay: 500 }, removeOnComplete: 1000, removeOnFail: 5000 },
   staging: { attempts: 1, removeOnComplete: 1000, removeOnFail: 5000 },
 };
 
 /** One typed BullMQ queue per catalog name: the producers below take these. */
 export type Queues = { [N in QueueName]: Queue<QueueCatalog[N]> };
 
-/** THE way to open a queue (gateway, JEM, ops): CE prefix, catalog defaults, the process's connection. */
+/** THE way to open a queue (JEM, ops): CE prefix, catalog defaults, the process's connection. */
 export function openQueue<N extends QueueName>(name: N, connection: ConnectionOptions, prefix: string): Queue<QueueCatalog[N]> {
   return new Queue<QueueCatalog[N]>(name, { connection, prefix, defaultJobOptions: QUEUE_DEFAULTS[name] });
 }
@@ -47,27 +43,6 @@ export function readPayload<N extends QueueName>(name: N, data: unknown): QueueC
   if (r.success) return r.data as QueueCatalog[N];
   const why = r.error.issues.map((i) => `${i.path.join(".") || "payload"}: ${i.message}`).join("; ");
   throw new UnrecoverableError(`malformed ${name} queue payload (${why})`);
-}
-
-/**
- * The doorbell of kill/clean/restart requests whose truth is already on the job record
- * (JobStore.request). One waiting/active command per job and action (deduplication until it
- * completes), so the recovery pass may ring again freely.
- */
-export async function enqueueCommands(queue: Queue<QueueCatalog["commands"]>, cmds: readonly QueueCatalog["commands"][]): Promise<void> {
-  if (cmds.length === 0) return;
-  for (const c of cmds) QUEUE_PAYLOADS.commands.parse(c);
-  await queue.addBulk(
-    cmds.map((data) => ({
-      name: data.action,
-      data,
-      opts: {
-        ...QUEUE_DEFAULTS.commands,
-        jobId: `${data.jobId}_${data.action}_${randomUUID().slice(0, 8)}`,
-        deduplication: { id: `cmd-${data.action}-${data.jobId}` },
-      },
-    })),
-  );
 }
 
 /** Transfers of one job: one waiting/active staging job per job and direction (deduplication until it completes). */

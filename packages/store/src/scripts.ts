@@ -15,7 +15,7 @@ export const SCRIPTS = {
   ceCreateJobs: { file: "create", numberOfKeys: undefined, keysInLua: true },
   ceUpdateJob: { file: "update", numberOfKeys: 5, keysInLua: true, bumpsRev: true },
   ceRemoveJob: { file: "remove", numberOfKeys: 7, keysInLua: true },
-  ceRequest: { file: "request", numberOfKeys: 2, bumpsRev: true },
+  ceRequest: { file: "request", numberOfKeys: 3, bumpsRev: true },
   ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },
   ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined, bumpsRev: true },

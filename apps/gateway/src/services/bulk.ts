@@ -1,6 +1,6 @@
 import { type BulkItem, STATE_NONE } from "@ce/glue2";
 import { FINAL_REST_STATES } from "@ce/model";
-import { requestCommands, type JobRecord, type QueueCatalog } from "@ce/store";
+import { recordRequests, type JobRecord, type JobRequest } from "@ce/store";
 import type { Logger } from "pino";
 import type { Identity, Services } from "../context.js";
 import { StoreUnavailable } from "../errors.js";
@@ -27,11 +27,11 @@ export const ACTION_SCOPE: Record<BulkAction | "new", OperationClass> = {
   restart: "jobcreate",
 };
 
-type Command = QueueCatalog["commands"];
+type Command = JobRequest;
 
 /**
  * E5 over any number of ids: one Redis round trip for the records, then (kill/clean/restart) the
- * requests written on the records and the command queue rung, all before the 202. Another owner's job answers exactly like a missing one (per-item 404 "Job not found").
+ * requests written on the records and the jobs rung on the work list, all before the 202. Another owner's job answers exactly like a missing one (per-item 404 "Job not found").
  */
 export async function runBulk(
   s: Services,
@@ -74,12 +74,12 @@ export async function runBulk(
   });
 
   if (commands.length > 0) {
-    // The request goes on the job record first (the JEM acts on the record); the queue only rings.
+    // On the job record and due on the JEM's work list before the 202 (the JEM acts on the record).
     try {
-      await requestCommands(s.jobs, s.queues.commands, commands);
+      await recordRequests(s.jobs, commands);
     } catch (err) {
-      if (!outageOf(s).report(err)) ctx.log.error({ err }, "job command not recorded");
-      throw new StoreUnavailable("Job store or command queue unavailable", RETRY_AFTER_SECONDS, "QUEUE_UNAVAILABLE");
+      if (!outageOf(s).report(err)) ctx.log.error({ err }, "job request not recorded");
+      throw new StoreUnavailable("Job store unavailable", RETRY_AFTER_SECONDS);
     }
     ctx.log.info({ action, jobs: commands.length }, "job commands recorded");
   }

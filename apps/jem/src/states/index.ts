@@ -8,6 +8,7 @@ import { finishing } from "./finishing.js";
 import { checkHold } from "./held.js";
 import { inlrms } from "./inlrms.js";
 import { preparing } from "./preparing.js";
+import { restartStep } from "./restart.js";
 import type { StateHandler } from "./step.js";
 import { submit } from "./submit.js";
 import { repairControlFiles } from "./transition.js";
@@ -50,7 +51,13 @@ export async function advanceJob(ctx: JemContext, jobId: string): Promise<void> 
       if (step === 0) await repairControlFiles(ctx, job);
       // A job of a submission not yet answered is not advanced; past its hold it is withdrawn.
       const held = job.hold ? await checkHold(ctx, job) : { job };
-      const r = "step" in held ? held.step : await HANDLERS[held.job.state](ctx, held.job);
+      // A restart request is answered before the state's own work (it may change the state).
+      const r =
+        "step" in held
+          ? held.step
+          : held.job.restartRequested
+            ? await restartStep(ctx, held.job)
+            : await HANDLERS[held.job.state](ctx, held.job);
       if (!r.again) {
         wakeAt = r.at;
         break;
