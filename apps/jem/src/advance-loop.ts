@@ -1,4 +1,6 @@
 import type { JemContext } from "./context.js";
+import { Doorbell } from "./doorbell.js";
+import { LookSlots } from "./look-slots.js";
 import { advanceJob } from "./states/index.js";
 
 export interface AdvanceLoop {
@@ -31,59 +33,24 @@ const MAX_IN_FLIGHT_FACTOR = 10;
  */
 export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): AdvanceLoop {
   const running = new Set<string>();
+  // The looks in progress, for stop() to wait on.
+  const inProgress = new Set<Promise<void>>();
   const finished: string[] = [];
   const failures = new Map<string, number>();
   const capacity = ctx.config.jem.concurrency;
-  // Slots: looks that hold one. A look waiting on the batch system gives its slot up (outsideSlot),
-  // so a bulk submit of 100 jobs is not cut in two by 50 slots all waiting for the first half's
-  // script; coming back it queues for a slot ahead of new claims.
-  let active = 0;
-  const returning: Array<() => void> = [];
-  // The slot of each running look, by job id (one look per job at a time). Not an
-  // AsyncLocalStorage: on the Node versions we support that enables async hooks, a cost on every promise.
-  const slots = new Map<string, { holds: boolean }>();
-  const giveSlot = () => {
-    const next = returning.shift();
-    if (next) next();
-    else {
-      active--;
-      kick();
-    }
-  };
-  const takeSlot = () =>
-    active < capacity && returning.length === 0 ? (active++, Promise.resolve()) : new Promise<void>((r) => returning.push(r));
+  const bell = new Doorbell();
+  const kick = () => bell.ring();
+  const slots = new LookSlots(capacity, kick);
+  // Whether each running look holds its slot, by job id (one look per job at a time). Not an
+  // AsyncLocalStorage: that enables async hooks, a cost on every promise.
+  const holding = new Map<string, { holds: boolean }>();
   let stopped = false;
-  let wake: (() => void) | undefined;
-  // A kick while the loop is not asleep (mid-turn: a bell, a look ending) is kept for the next sleep.
-  let kicked = false;
-  const kick = () => {
-    const w = wake;
-    wake = undefined;
-    if (w) w();
-    else kicked = true;
-  };
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (kicked) {
-        kicked = false;
-        resolve();
-        return;
-      }
-      const t = setTimeout(() => {
-        wake = undefined;
-        resolve();
-      }, ms);
-      wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
 
   const look = async (id: string) => {
     const slot = { holds: true };
     try {
       // Redis trouble: wait for the episode to end and redo the look (every step is idempotent).
-      slots.set(id, slot);
+      holding.set(id, slot);
       await ctx.outage.retry(() => advanceJob(ctx, id));
       failures.delete(id);
     } catch (e) {
@@ -93,23 +60,23 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
       ctx.log.warn({ err: e, jobId: id, attempt: n, retryInMs: delay }, "job step failed; will look again");
       await ctx.outage.retry(() => ctx.advance.ring([id], Date.now() + delay)).catch(() => undefined);
     } finally {
-      slots.delete(id);
+      holding.delete(id);
       running.delete(id);
       finished.push(id);
-      if (slot.holds) giveSlot();
+      if (slot.holds) slots.give();
       kick();
     }
   };
 
   const outsideSlot = async <T>(jobId: string, work: () => Promise<T>): Promise<T> => {
-    const slot = slots.get(jobId);
+    const slot = holding.get(jobId);
     if (!slot?.holds) return work();
     slot.holds = false;
-    giveSlot();
+    slots.give();
     try {
       return await work();
     } finally {
-      await takeSlot();
+      await slots.take();
       slot.holds = true;
     }
   };
@@ -128,15 +95,15 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
     while (!stopped) {
       try {
         const done = finished.splice(0);
-        const free = Math.min(capacity - active - returning.length, capacity * MAX_IN_FLIGHT_FACTOR - running.size);
+        const free = Math.min(slots.free, capacity * MAX_IN_FLIGHT_FACTOR - running.size);
         if (free <= 0 && done.length === 0) {
           // Full: wait for a slot (a finished look kicks).
-          await sleep(IDLE_POLL_MS);
+          await bell.sleep(IDLE_POLL_MS);
           continue;
         }
         // The slots are taken before the claim (a look coming back meanwhile must not find them free).
         const want = Math.max(0, free);
-        active += want;
+        slots.reserve(want);
         let t: Awaited<ReturnType<typeof ctx.advance.turn>> | undefined;
         try {
           // Release the ended looks, claim, learn the next due time: one round trip per turn.
@@ -148,28 +115,26 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
           throw e;
         } finally {
           // Unused reserved slots go to looks coming back, else back to the pool (no kick: this is the loop).
-          for (let i = t?.ids.length ?? 0; i < want; i++) {
-            const next = returning.shift();
-            if (next) next();
-            else active--;
-          }
+          for (let i = t?.ids.length ?? 0; i < want; i++) slots.give(true);
         }
         for (const id of t.ids) {
           running.add(id);
-          void look(id);
+          const p = look(id);
+          inProgress.add(p);
+          void p.finally(() => inProgress.delete(p));
         }
         if (t.ids.length > 0 && t.ids.length === want) {
           // Full: wait for a slot (a finished look kicks).
-          await sleep(IDLE_POLL_MS);
+          await bell.sleep(IDLE_POLL_MS);
         } else if (t.ids.length === 0) {
           const soonest = Math.min(t.nextDueAt ?? Infinity, t.nextLeaseEnd ?? Infinity);
-          await sleep(Math.max(5, Math.min(IDLE_POLL_MS, soonest - Date.now())));
+          await bell.sleep(Math.max(5, Math.min(IDLE_POLL_MS, soonest - Date.now())));
         }
       } catch (e) {
         if (ctx.outage.report(e)) await ctx.outage.waitUntilUp();
         else {
           ctx.log.warn({ err: e }, "advance loop: claim failed");
-          await sleep(IDLE_POLL_MS);
+          await bell.sleep(IDLE_POLL_MS);
         }
       }
     }
@@ -184,7 +149,7 @@ export function startAdvanceLoop(ctx: JemContext, opts: { leaseMs: number }): Ad
       clearInterval(extendTimer);
       kick();
       await loop;
-      while (running.size > 0) await new Promise((r) => setTimeout(r, 20));
+      await Promise.all(inProgress);
       // Unfinished looks of a stopping JEM become due again for the next one.
       await ctx.advance.release(finished.splice(0)).catch(() => undefined);
     },

@@ -17,6 +17,7 @@ import { Locks } from "./locks.js";
 import { createBackend } from "./lrms/index.js";
 import type { Backend } from "./lrms/types.js";
 import { createOutage, warnUnlessOutage } from "./outage.js";
+import { every } from "./periodic.js";
 import { startPoller } from "./poller.js";
 import { Privileged } from "./priv/priv.js";
 import { periodicRecovery, recover } from "./recovery.js";
@@ -172,16 +173,8 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     void recover(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery after a Redis outage failed"));
   await watcher.scan().catch((e: unknown) => warnUnlessOutage(outage, log, e, "initial control dir scan failed"));
   // Periodic passes skip their turn during an outage (the next turn after it redoes the work).
-  let recovering: Promise<unknown> = Promise.resolve();
-  const recoveryTimer = setInterval(() => {
-    if (outage.down) return;
-    recovering = periodicRecovery(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "recovery pass failed"));
-  }, recoveryMs);
-  let expiring: Promise<unknown> = Promise.resolve();
-  const expiryTimer = setInterval(() => {
-    if (outage.down) return;
-    expiring = expiryPass(ctx).catch((e: unknown) => warnUnlessOutage(outage, log, e, "expiry pass failed"));
-  }, config.jem.expiryIntervalMs);
+  const recovery = every(recoveryMs, "recovery pass", () => periodicRecovery(ctx), { outage, log });
+  const expiry = every(config.jem.expiryIntervalMs, "expiry pass", () => expiryPass(ctx), { outage, log });
   // Usage records: the terminal move appends them to a stream; this writes them to the database.
   const accounting = startAccounting(config, clients.subscriber(), log, opts.metrics);
   const heartbeat = startHeartbeat(ctx);
@@ -196,8 +189,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     stop() {
       stopping ??= (async () => {
         log.info("JEM stopping");
-        clearInterval(recoveryTimer);
-        clearInterval(expiryTimer);
+        const passes = Promise.all([expiry.stop(), recovery.stop()]);
         await poller.stop();
         await cacheCleaner?.stop();
         // Transfers are abandoned, not finished: the next JEM's recovery redoes them.
@@ -205,7 +197,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         // Steps waiting for Redis give up now (their queue jobs are redone by the next JEM).
         outage.stop();
         await Promise.all([...workers.map((w) => w.close()), loop.current?.stop()]);
-        await Promise.all([expiring, recovering, accounting.stop()]);
+        await Promise.all([passes, accounting.stop()]);
         await watcher.stop();
         await heartbeat.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));
