@@ -182,8 +182,33 @@ export async function forgetLocalId(ctx: JemContext, id: string): Promise<void> 
 
 export const utcStamp = (d = new Date()) => d.toISOString().replace(/\.\d+Z$/, "Z");
 
-/** Appends a free-text line to `errors` (A-REX style, timestamped). */
+/**
+ * Appends a free-text line to `errors` (A-REX style, timestamped). With the state lines of
+ * states/transition.ts, the JEM's only writer of that file: a job's log never fails a step.
+ */
 export async function logErrors(ctx: JemContext, id: string, text: string): Promise<void> {
-  const line = `${utcStamp()} ${text}`;
-  await ctx.control.append(id, "errors", line).catch(() => undefined);
+  await appendErrors(ctx, id, `${utcStamp()} ${text}`);
 }
+
+/** Appends text that already has its own lines and stamps (a batch command's stderr, RTE stage 0's log) to `errors`. */
+export async function appendErrors(ctx: JemContext, id: string, text: string): Promise<void> {
+  await ctx.control.append(id, "errors", text).catch(() => undefined);
+}
+
+/**
+ * `lrms_done` written by the JEM, the one place besides the wrapper's own (and its copy,
+ * priv.ts): `create` when the batch system reports an end the wrapper did not record (fails with
+ * EEXIST if the wrapper's appeared meanwhile: the wrapper's wins), `replace` when CANCELING gives
+ * up, `forget` on restart.
+ */
+export const batchEnd = {
+  async create(ctx: JemContext, id: string, code: number | string, message: string): Promise<void> {
+    await ctx.control.create(id, "lrms_done", `${code} ${message}\n`);
+  },
+  async replace(ctx: JemContext, id: string, text: string): Promise<void> {
+    await ctx.control.write(id, "lrms_done", text);
+  },
+  async forget(ctx: JemContext, id: string): Promise<void> {
+    await ctx.control.remove(id, "lrms_done");
+  },
+};

@@ -1,6 +1,6 @@
 import type { LrmsState } from "@ce/model";
 import { enqueueAdvance, type JemContext } from "./context.js";
-import { exists, logErrors } from "./files.js";
+import { batchEnd, exists, logErrors } from "./files.js";
 import type { Lease } from "./locks.js";
 import type { PollState } from "./lrms/types.js";
 import { batchDirOf, collectBatch } from "./priv/jobs.js";
@@ -100,7 +100,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
       firstDone.set(j.id, first);
       if (j.state !== "CANCELING" && Date.now() - first < graceMs) return;
       try {
-        await ctx.control.create(j.id, "lrms_done", `${s.exitCode} ${s.message}\n`);
+        await batchEnd.create(ctx, j.id, s.exitCode, s.message);
         await logErrors(ctx, j.id, `Batch system reports the job ended: ${s.exitCode} ${s.message}`.trim());
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;

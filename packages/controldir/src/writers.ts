@@ -81,7 +81,6 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
       "packages/controldir/src/protocol.ts": ["remove"],
       [JEM("states/transition.ts")]: ["append"],
       [JEM("files.ts")]: ["append"],
-      [JEM("states/submit.ts")]: ["append"],
     },
     mode: 0o600,
     readers: "diagnose, ceadm job log",
@@ -155,10 +154,8 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
   },
   lrms_done: {
     writers: {
-      [JEM("poller.ts")]: ["create"],
-      [JEM("states/canceling.ts")]: ["write"],
+      [JEM("files.ts")]: ["create", "write", "remove"],
       [JEM("priv/priv.ts")]: ["write"],
-      [JEM("states/restart.ts")]: ["remove"],
     },
     batchJob: "the job wrapper writes it last at the job's end (mapping on: in its batch dir, copied here by priv.ts)",
     mode: 0o600,

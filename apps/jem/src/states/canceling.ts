@@ -1,6 +1,6 @@
 import type { JobRecord } from "@ce/store";
 import { jobLog, type JemContext } from "../context.js";
-import { logErrors } from "../files.js";
+import { batchEnd, logErrors } from "../files.js";
 import { batchDirOf, batchResult, runAsOf } from "../priv/jobs.js";
 import { completion, endBatchJob } from "./inlrms.js";
 import { moved, waitUntil, type Step } from "./step.js";
@@ -20,7 +20,7 @@ export async function canceling(ctx: JemContext, job: JobRecord): Promise<Step> 
   const age = Date.now() - job.stateSince;
   if (done === undefined && age > GIVE_UP_MS) {
     files.done = "-1 Job cancellation timed out\n";
-    await ctx.control.write(job.id, "lrms_done", files.done);
+    await batchEnd.replace(ctx, job.id, files.done);
     await logErrors(ctx, job.id, "Batch job did not end within an hour of the cancel request; giving up");
   } else if (done === undefined) {
     if (age > RECANCEL_MS && job.localId) {

@@ -2,7 +2,7 @@ import type { InternalState } from "@ce/model";
 import type { JobChange, JobRecord } from "@ce/store";
 import { forgetInputs } from "@ce/controldir";
 import { jobLog, type JemContext } from "../context.js";
-import { forgetLocalId, leftoverLocalId, logErrors, readSpec, removePrivate } from "../files.js";
+import { batchEnd, forgetLocalId, leftoverLocalId, logErrors, readSpec, removePrivate } from "../files.js";
 import { backendFor } from "../lrms/index.js";
 import { batchDirOf, runAsOf } from "../priv/jobs.js";
 import { sessionFileStat } from "../staging/paths.js";
@@ -48,7 +48,7 @@ export async function restartStep(ctx: JemContext, job: JobRecord): Promise<Step
   if (!next) return moved(undefined);
   await ctx.jobs.unscheduleExpiry(job.id);
   await ctx.control.remove(job.id, "failed");
-  await ctx.control.remove(job.id, "lrms_done");
+  await batchEnd.forget(ctx, job.id);
   await removePrivate(ctx, job.id, "stageout.done", "stagein.failed", "submitting");
   // The old batch id must never be adopted by the new submission: it may still run, or be another job by then.
   await forgetLocalId(ctx, job.id);

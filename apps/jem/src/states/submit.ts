@@ -2,7 +2,17 @@ import { randomBytes } from "node:crypto";
 import type { JobRecord } from "@ce/store";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import { credentialFor, resolveCredential } from "../credentials.js";
-import { appendPrivate, leftoverLocalId, parseSubmitting, readPrivate, readSpec, removePrivate, updateLocal, utcStamp } from "../files.js";
+import {
+  appendErrors,
+  appendPrivate,
+  leftoverLocalId,
+  parseSubmitting,
+  readPrivate,
+  readSpec,
+  removePrivate,
+  updateLocal,
+  utcStamp,
+} from "../files.js";
 import type { Expected } from "../lrms/micro-batch.js";
 import { BackendError, type Backend, type BatchJobSpec, type RunAsJob, type SubmitResult } from "../lrms/types.js";
 import { moved, waitUntil, type Step } from "./step.js";
@@ -118,7 +128,7 @@ async function submitTo(
       return waitUntil(Date.now() + RETRY_MS);
     }
     const err = e as Error & { stderr?: string };
-    if (err.stderr) await ctx.control.append(job.id, "errors", err.stderr).catch(() => undefined);
+    if (err.stderr) await appendErrors(ctx, job.id, err.stderr);
     log.warn({ err: e }, "batch submission failed");
     return fail(`Job submission to LRMS failed: ${err.message}`.slice(0, 1024));
   }
@@ -161,7 +171,7 @@ async function noteStage0(ctx: JemContext, id: string, r: SubmitResult): Promise
     ...(r.rteLog?.trim() ? [r.rteLog.trimEnd()] : []),
     ...(r.rteChanges ?? []).map((c) => `${utcStamp()} Runtime environment stage 0 changed ${c}`),
   ];
-  if (lines.length > 0) await ctx.control.append(id, "errors", `${lines.join("\n")}\n`).catch(() => undefined);
+  if (lines.length > 0) await appendErrors(ctx, id, `${lines.join("\n")}\n`);
 }
 
 async function toInlrms(ctx: JemContext, job: JobRecord, localId: string, reason: string): Promise<Step> {
