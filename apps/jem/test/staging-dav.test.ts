@@ -4,13 +4,14 @@
  * `:checksumtype=adler32:checksumvalue=…` metadata; inputs from a listed software area.
  */
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { issueHostCert } from "@ce/x509/testing";
 import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
+import { transferClient, upload } from "../src/staging/http.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
 import { haveApache, startApache, type Apache } from "./support/apache.js";
 import { testJwt, testPki } from "./support/storage.js";
@@ -99,6 +100,39 @@ describe.skipIf(!haveApache())("WebDAV staging against Apache mod_dav", () => {
     expect(reqs.some((q) => q.method === "GET" && q.path === "/in/evnt.root" && q.status === 200)).toBe(true);
     const errors = await env.control.read(id, "errors");
     expect(errors).toContain(`adler32:${adler(log)}`);
+  }, 40_000);
+
+  it("uploads racing to create the same new collections all succeed", async () => {
+    // Apache's mod_dav refuses a MKCOL (403) when another request created the directory between
+    // its check and its mkdir: uploads side by side into one new tree (a job's outputs, several
+    // jobs of one task) meet that.
+    const client = transferClient(undefined, { connectTimeoutMs: 5_000, idleTimeoutMs: 10_000 });
+    const dir = await mkdtemp(join(tmpdir(), "jem-dav-race-"));
+    try {
+      for (let round = 0; round < 5; round++) {
+        const base = `${apache.httpUrl}/race/${round}/a/b/c`;
+        const done = await Promise.allSettled(
+          Array.from({ length: 24 }, async (_, i) => {
+            const path = join(dir, `f${round}-${i}`);
+            await writeFile(path, `${i}\n`);
+            const handle = await open(path);
+            try {
+              return await upload(client, { handle, size: (await handle.stat()).size }, `${base}/f${i}`, {
+                signal: new AbortController().signal,
+              });
+            } finally {
+              await handle.close();
+            }
+          }),
+        );
+        const failed = done.flatMap((d) => (d.status === "rejected" ? [String(d.reason)] : []));
+        expect(failed, failed.join("\n")).toEqual([]);
+        expect(await readFile(join(apache.docRoot, `race/${round}/a/b/c/f23`), "utf8")).toBe("23\n");
+      }
+    } finally {
+      await client.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 40_000);
 
   it("a wrong checksum in the output list fails the job naming both values, and nothing is sent", async () => {

@@ -270,9 +270,39 @@ async function mkcolParents(client: TransferClient, url: string, signal: AbortSi
       signal,
     }).catch(wrapNetwork(`output collection ${redact(`${u.origin}${path}/`)}`));
     await res.body.dump().catch(() => undefined);
-    // 201 created, 405 already there, 301/302 some servers redirect collections.
-    if (res.statusCode >= 400 && res.statusCode !== 405) throw httpError(res.statusCode, `MKCOL ${redact(`${u.origin}${path}/`)}`);
+    // 201 created, 405 already there, 301/302 some servers redirect collections. Another upload
+    // creating the same collection at the same moment can make the server refuse ours (Apache's
+    // mod_dav answers 403 when the directory appeared between its check and its mkdir): a
+    // collection that exists now is what we asked for.
+    if (res.statusCode >= 400 && res.statusCode !== 405 && !(await isCollection(client, `${u.origin}${path}/`, signal)))
+      throw httpError(res.statusCode, `MKCOL ${redact(`${u.origin}${path}/`)}`);
   }
+}
+
+/** Whether `url` names an existing WebDAV collection (PROPFIND, Depth 0, resourcetype). */
+async function isCollection(client: TransferClient, url: string, signal: AbortSignal): Promise<boolean> {
+  const res = await request(url, {
+    method: "PROPFIND" as "PUT",
+    dispatcher: client.dispatcher,
+    headers: { ...client.headers, depth: "0", "content-type": "application/xml" },
+    body: '<?xml version="1.0"?><propfind xmlns="DAV:"><prop><resourcetype/></prop></propfind>',
+    signal,
+  }).catch(() => undefined);
+  if (!res) return false;
+  // The answer is small (one resource, one property); anything larger is not what we asked for.
+  const text = res.statusCode === 207 ? await readCapped(res.body, 64 * 1024) : (await res.body.dump().catch(() => undefined), "");
+  return res.statusCode === 207 && /<(?:[\w-]+:)?collection\s*\/>/.test(text);
+}
+
+async function readCapped(body: AsyncIterable<Buffer>, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    n += c.length;
+    if (n > max) return "";
+    chunks.push(c);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** Exponential backoff with jitter; stops early on abort or non-retryable errors. */
