@@ -27,6 +27,8 @@ import { warnUnlessOutage } from "./outage.js";
 export const SWEEP_CAP = 10_000;
 /** A sweep that stopped at the cap is followed by the next one this soon (junk drains at a bounded rate). */
 const SWEEP_AGAIN_MS = 500;
+/** Junk entries unlinked per file-thread turn. */
+const REMOVE_CHUNK = 500;
 /** Doorbell names from file events waiting for one answer; more than this are left to a sweep. */
 const PENDING_CAP = 1_000;
 
@@ -77,8 +79,11 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
     // itself (O_DIRECTORY|O_NOFOLLOW, its parents are the CE's) and unlinks each name relative to
     // that descriptor (@ce/controldir ops.ts): unlink never follows the final link, and a missing entry
     // is fine. Not `events.at(name)`: that is a /proc/self/fd magic link, which O_NOFOLLOW refuses.
+    // In chunks: a sweep's thousands of names in flight at once would only raise the memory high-water mark.
     const files = entries.filter((e) => e.isDir !== true);
-    const unlinked = await Promise.allSettled(files.map((e) => fileq.one(["unlink", `${dir}/${e.name}`])));
+    const unlinked: PromiseSettledResult<boolean>[] = [];
+    for (let i = 0; i < files.length; i += REMOVE_CHUNK)
+      unlinked.push(...(await Promise.allSettled(files.slice(i, i + REMOVE_CHUNK).map((e) => fileq.one(["unlink", `${dir}/${e.name}`])))));
     // Directories (and entries swapped for one since they were listed) go through @ce/sessionfs,
     // one at a time: a tree is walked from the held descriptor, no link followed.
     const dirs = [...entries.filter((e) => e.isDir === true), ...files.filter((_, i) => isDirError(unlinked[i]!))];

@@ -83,9 +83,9 @@ describe("control/events under a flood of names that are not doorbells", () => {
     );
     expect(busy).toBeLessThan(0.6);
     expect(after).toBeLessThan(idle + 0.05);
-    // RSS also holds what the file threads' heaps and the allocator keep after the sweeps; it
-    // varies from run to run (+90 to +170 MB over 300,000 names), so the bound is on runaway growth.
-    expect(rss1 - rss0).toBeLessThan(250);
+    // RSS also holds what the heaps and the allocator keep after the sweeps (they remove in chunks
+    // to keep that high-water mark down); it varies between runs, so the bound is on runaway growth.
+    expect(rss1 - rss0).toBeLessThan(160);
   }, 60_000);
 
   it("removes entries of any type without following links, and a directory named like a job id", async () => {
