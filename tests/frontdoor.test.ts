@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "./support/redis-server.js";
+import { freePort } from "@ce/testing";
 
 // The README's `./ce start` path end to end, started as `pnpm start` is (its own process group, as
 // a terminal runs it): scripts/start.sh generates the dev PKI and config, starts its own

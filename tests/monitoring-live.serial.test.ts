@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import YAML from "yaml";
-import { freePort } from "./support/redis-server.js";
-import { startStack, type Stack } from "./support/stack.js";
+import { freePort } from "@ce/testing";
+import { startStack, type Stack } from "@ce/testing/stack";
 
 /**
  * A real Prometheus (Debian's) scrapes a running CE with the shipped alert rules: the JEM

@@ -13,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, startRedis, type RedisHandle } from "./support/redis-server.js";
-import { startStack, type Stack } from "./support/stack.js";
+import { freePort } from "@ce/testing";
+import { startRedis, type RedisHandle } from "@ce/testing/redis";
+import { startStack, type Stack } from "@ce/testing/stack";
 
 interface Reply {
   status: number;

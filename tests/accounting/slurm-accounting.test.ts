@@ -22,11 +22,11 @@ import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { AccountingDb, type UsageRecord } from "../../packages/accounting/src/index.js";
 import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
 import { waitFor } from "../arc/arc-tools.js";
-import { startPostgres, type PostgresHandle } from "../support/postgres.js";
-import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
-import { startStack, type Stack } from "../support/stack.js";
-import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
-import { stackVoms } from "../support/voms.js";
+import { startPostgres, type PostgresHandle } from "@ce/testing/postgres";
+import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { startTokenIssuer, type TokenIssuer } from "@ce/testing/token-issuer";
+import { stackVoms } from "@ce/testing/voms";
 import {
   ceadmAccounting,
   ceClient,

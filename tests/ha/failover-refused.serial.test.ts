@@ -7,8 +7,8 @@
  * may run twice, and every job that ran must be one of a 201 the client received.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "../support/redis-ha.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "@ce/testing/redis-ha";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CeClient } from "./client.js";
 import { allJobIds, broken, runLog, type RunLog } from "./runs.js";
 

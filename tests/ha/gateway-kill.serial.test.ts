@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { Keys } from "@ce/store";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startStack, type Stack } from "../support/stack.js";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CeClient } from "./client.js";
 import { allJobIds, broken, runLog, type RunLog } from "./runs.js";
 

@@ -1,14 +1,14 @@
 /**
  * The CE on real Redis Sentinel (primary + two replicas + three sentinels on loopback,
- * tests/support/redis-ha.ts), gateway and JEM with `redis.mode: sentinel` and
+ * @ce/testing/redis-ha), gateway and JEM with `redis.mode: sentinel` and
  * `redis.waitReplicas: 1`: the core lifecycle, then a failover — SIGKILL of the primary during a
  * stream of submissions and status queries. Proves the HA claims of docs/operations.md: nothing acknowledged
  * with 201 is lost, every job finishes, the gateway and the JEM reconnect by themselves, requests
  * during the switch get 503 + Retry-After, no process crashes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "../support/redis-ha.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "@ce/testing/redis-ha";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CeClient, echoJobs } from "./client.js";
 import { coreLifecycle } from "./lifecycle.js";
 

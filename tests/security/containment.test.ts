@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { startStack, type Stack } from "@ce/testing/stack";
 
 const ROOT = TestAccounts.available();
 

@@ -14,8 +14,8 @@ import { join } from "node:path";
 import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
 import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
+import { startStack, type Stack } from "@ce/testing/stack";
 
 const ROOT = TestAccounts.available();
 if (!ROOT) console.warn("tests/security/isolation.test.ts skipped: creating local accounts (useradd) and switching to them needs root");

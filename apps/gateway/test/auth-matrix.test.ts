@@ -7,7 +7,7 @@ import { X509Certificate } from "node:crypto";
 import { Agent, request as httpsRequest } from "node:https";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { derToPem } from "@ce/x509";
-import { startTokenIssuer, type MintOptions, type TokenIssuer } from "../../../tests/support/token-issuer.js";
+import { startTokenIssuer, type MintOptions, type TokenIssuer } from "@ce/testing/token-issuer";
 import { createPki, startTestGateway, XRSL, type TestGateway } from "./harness.js";
 
 interface Cred {

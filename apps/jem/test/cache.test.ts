@@ -9,8 +9,8 @@ import { dataPath } from "../src/priv/rootfs-cache.js";
 import { urlHash } from "../src/staging/cache/policy.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
 import { killHard, spawnJem } from "./support/child.js";
-import { startOrigin, type Origin } from "./support/origin.js";
-import { testPki, type TestPki } from "./support/storage.js";
+import { startOrigin, type Origin } from "@ce/testing/origin";
+import { testPki, type TestPki } from "@ce/testing/storage";
 
 // The input cache with a real HTTPS origin on loopback, jobs as the CE (mapping off: copies).
 let env: TestEnv;

@@ -1,6 +1,6 @@
 import pino from "pino";
 import { afterEach, expect, it } from "vitest";
-import { startRedis, type RedisHandle } from "../../../tests/support/redis-server.js";
+import { startRedis, type RedisHandle } from "@ce/testing/redis";
 import { shellJob, submitTestJob, testEnv, testJem, waitForRest } from "./helpers.js";
 
 let redis: RedisHandle | undefined;

@@ -9,7 +9,7 @@ import { compileConfig } from "@ce/config";
 import { PoolLeases, onJobWiped } from "@ce/mapping";
 import { pino } from "pino";
 import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../../tests/support/slurm-cluster.js";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { accountScrubber } from "../src/contain/scrub.js";
 
 // Issue 21: with Slurm, a pool account's lease is held until the batch system lists none of the
