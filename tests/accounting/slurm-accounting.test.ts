@@ -40,6 +40,7 @@ import {
   type ArgoStandIn,
   type SacctJob,
 } from "./acceptance-support.js";
+import { quietPeriod } from "@ce/testing";
 
 const ROOT = process.getuid?.() === 0;
 const N = { voms: 7, token: 7, dn: 6 } as const;
@@ -214,7 +215,7 @@ describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
           500,
         );
         // Nothing more arrives later (a doubled record would be a second row for a job).
-        await new Promise((r) => setTimeout(r, 2000));
+        await quietPeriod(2_000, "a doubled record would arrive after the first ones");
         recs = await db.endedBetween(0, 2 ** 31);
       } finally {
         await db.close();

@@ -23,6 +23,7 @@ import {
 } from "@ce/store";
 import { ControlDir, completeUpload, createJobs, type JobFilesInput } from "@ce/controldir";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
+import { waitFor as poll } from "@ce/testing";
 
 export const OWNER = "/DC=org/DC=test/CN=Test User";
 
@@ -196,14 +197,9 @@ export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "rest
   await requestCommands(env.jobs, env.commands, [{ action, jobId }]); // as the gateway: record, then doorbell
 }
 
+/** @ce/testing's `waitFor` with this suite's defaults; a falsy value (0, "") also means "not yet". */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+  return poll(what, async () => (await fn()) || undefined, timeoutMs, { everyMs });
 }
 
 /** Waits for a REST state (or the record to disappear with "GONE"). */
