@@ -40,17 +40,23 @@ const noTesting = {
   group: ["@ce/testing", "@ce/testing/**"],
   message: "@ce/testing is the test kit: only tests, test support and fixtures may import it, never shipped code.",
 };
-const fixtureMessage = "shared test fixtures live in @ce/testing: import `@ce/testing/<name>`, not another workspace's test files by path.";
-/** From an app: the root `tests/` and @ce/testing's files (the other app's tests are covered by noJem/noGateway). */
-const noFixturePathsApp = { group: ["**/tests/**", "**/testing/src/**"], message: fixtureMessage };
-/** From a package (tests colocated in src/): any test directory, and @ce/testing's files. */
-const noFixturePathsPkg = { group: ["**/tests/**", "**/test/**", "**/testing/src/**"], message: fixtureMessage };
+const fixtureMessage =
+  "shared test fixtures live in @ce/testing (import `@ce/testing/<name>`), a package's own kit behind its `/testing` export: never another workspace's test files by path.";
+/** A package's own test kit beside its code (`@ce/x509/testing`, `@ce/mapping/testing`) by path instead of by name. */
+const testKits = ["**/src/test-*", "**/src/testing*"];
+/** From an app: the root `tests/`, @ce/testing's files, test kits (the other app's tests are covered by noJem/noGateway). */
+const noFixturePathsApp = { group: ["**/tests/**", "**/testing/src/**", ...testKits], message: fixtureMessage };
+/** From a package (tests colocated in src/): any test directory, @ce/testing's files, test kits. */
+const noFixturePathsPkg = { group: ["**/tests/**", "**/test/**", "**/testing/src/**", ...testKits], message: fixtureMessage };
 /**
- * From the system suites, benches and scripts: @ce/testing's files and any `tests/support`. An
+ * From the system suites, benches and scripts: @ce/testing's files, test kits, any `tests/support`. An
  * app's own harness (under `apps/<app>/test/`: the gateway in-process, the JEM as a child) stays importable
  * here, since it needs the app and so cannot live in a package.
  */
-const noFixturePathsTop = { group: ["**/tests/support/**", "**/testing/src/**", "**/packages/*/test/**"], message: fixtureMessage };
+const noFixturePathsTop = {
+  group: ["**/tests/support/**", "**/testing/src/**", "**/packages/*/test/**", ...testKits],
+  message: fixtureMessage,
+};
 /** Shipped source: everything under src/ except tests and the test kits that live beside the code. */
 const testFiles = ["**/*.test.ts", "**/test-*.ts", "**/testing*.ts", "**/testdata/**", "packages/testing/**"];
 const restrict = (...patterns) => ({ "no-restricted-imports": "off", "@typescript-eslint/no-restricted-imports": ["error", { patterns }] });

@@ -37,6 +37,9 @@ describe("import boundaries", () => {
     ["packages/mapping/src/x.test.ts", "../../x509/test/pki.js"],
     ["tests/arc/x.test.ts", "../../packages/testing/src/stack.js"],
     ["bench/ce/x.bench.ts", "../../tests/support/redis-server.js"],
+    ["apps/jem/test/x.test.ts", "../../../packages/mapping/src/test-accounts.js"],
+    ["tests/security/x.test.ts", "../../packages/mapping/src/test-accounts.js"],
+    ["packages/ops/src/x.test.ts", "../../x509/src/testing.js"],
     // ... and the test kit only in tests: not in shipped source.
     ["apps/jem/src/x.ts", "@ce/testing"],
     ["apps/gateway/src/auth/x.ts", "@ce/testing/token-issuer"],
@@ -67,6 +70,8 @@ describe("import boundaries", () => {
     ["packages/store/src/x.test.ts", "@ce/testing"],
     ["packages/testing/src/x.ts", "./redis.js"],
     ["packages/testing/src/x.ts", "@ce/x509/testing"],
+    ["packages/x509/src/testing.ts", "./testing-pki.js"],
+    ["tests/security/x.test.ts", "@ce/mapping/testing"],
     ["tests/arc/x.test.ts", "@ce/testing/stack"],
     ["tests/arc/x.test.ts", "../support/local.js"],
     ["tests/soak/x.soak.ts", "../../apps/jem/test/support/soak.js"],

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { AccountingDb, type UsageRecord } from "../../packages/accounting/src/index.js";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { waitFor } from "../arc/arc-tools.js";
 import { startPostgres, type PostgresHandle } from "@ce/testing/postgres";
 import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "@ce/testing/slurm";

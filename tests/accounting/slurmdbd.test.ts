@@ -17,7 +17,7 @@ import { request } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AccountingDb, type UsageRecord } from "../../packages/accounting/src/index.js";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { waitFor } from "../arc/arc-tools.js";
 import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { startStack, type Stack } from "@ce/testing/stack";

@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { startStack, type Stack } from "@ce/testing/stack";
 import { waitFor } from "@ce/testing";
 

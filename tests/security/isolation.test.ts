@@ -11,7 +11,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lookupAccounts } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import type { Jem } from "../src/daemon.js";
 import { dataPath, findEntry } from "../src/priv/rootfs-cache.js";
 import { cleanDir } from "../src/staging/cache/cleaner.js";

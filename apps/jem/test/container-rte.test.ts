@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lookupAccounts } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
 import { enableRte, setRteParams, SHIPPED_RTE_DIR, type RteConfig } from "@ce/store";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { HAS_CONTAINER_TOOLS, testImage, type TestImage } from "@ce/testing/container-image";
 import type { Jem } from "../src/daemon.js";
 import { output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";

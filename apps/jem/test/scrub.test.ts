@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import { lookupAccounts } from "@ce/mapping";
 import { pino } from "pino";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { pidsOfUid } from "../src/contain/procs.js";
 import { scrubAccount } from "../src/contain/scrub.js";
 import { waitFor } from "@ce/testing";

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import { PoolLeases, onJobWiped } from "@ce/mapping";
 import { pino } from "pino";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "@ce/testing/gridengine";
 import { accountScrubber, sgeJobs } from "../src/contain/scrub.js";
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import { PoolLeases, onJobWiped } from "@ce/mapping";
 import { pino } from "pino";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { accountScrubber } from "../src/contain/scrub.js";
 import { waitFor } from "@ce/testing";

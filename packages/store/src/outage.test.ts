@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RedisOutage, redisTrouble, writeProbe } from "./outage.js";
-import { quietPeriod, waitFor } from "@ce/testing";
+import { waitFor } from "@ce/testing";
 
 let redis: Redis;
 beforeAll(() => {
