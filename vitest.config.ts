@@ -13,7 +13,7 @@ export default defineConfig({
       "scripts/**/*.test.ts",
     ],
     exclude: ["**/node_modules/**", "**/dist/**"],
-    globalSetup: ["tests/support/global-setup.ts"],
+    globalSetup: ["packages/testing/src/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: "forks",

@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["tests/soak/**/*.soak.ts"],
-    globalSetup: ["tests/support/global-setup.ts"],
+    globalSetup: ["packages/testing/src/global-setup.ts"],
     testTimeout: 900_000,
     hookTimeout: 120_000,
     pool: "forks",

@@ -2,7 +2,7 @@
  * `pnpm bench:durability [jobs]`: what an acknowledgement costs under each durability setting.
  *
  * Part 1, per setting (AOF off / everysec / always, alone or with a replica and `WAIT 1`): a real
- * Redis (tests/support/redis-ha.ts) and a real gateway (no JEM, so only the acknowledgement is
+ * Redis (@ce/testing/redis-ha) and a real gateway (no JEM, so only the acknowledgement is
  * measured) over HTTPS; `jobs` single-job submissions (default 2,000) from 8 concurrent clients.
  * Prints jobs/s and the p50/p99 latency of a 201.
  *
@@ -15,8 +15,8 @@
 import { performance } from "node:perf_hooks";
 import { spawnSync } from "node:child_process";
 import { CeClient, echoJobs } from "../tests/ha/client.js";
-import { startSentinelSet, startStandalone, type AdminAuth } from "../tests/support/redis-ha.js";
-import { startStack } from "../tests/support/stack.js";
+import { startSentinelSet, startStandalone, type AdminAuth } from "@ce/testing/redis-ha";
+import { startStack } from "@ce/testing/stack";
 
 const JOBS = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 2_000);
 const CONCURRENCY = 8;

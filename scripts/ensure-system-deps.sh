@@ -7,7 +7,7 @@
 # of VO placement by Slurm account/QOS and of usage taken from sacct); a C++ tool chain because better-sqlite3 is compiled at install
 # (its prebuilt binaries come from outside the npm registry).
 # Grid Engine (sge) for the third batch-system back end: tests start a private qmaster + execd from it
-# (tests/support/gridengine-cluster.ts), never the packaged services; gcc compiles the preload shim
+# (packages/testing/src/gridengine.ts), never the packaged services; gcc compiles the preload shim
 # that keeps those daemons on loopback (scripts/gridengine/loopback-bind.c).
 # bubblewrap runs the payload of an ENV/CONTAINER job in its image, and mmdebstrap builds the test's image.
 # Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container (default: all).

@@ -29,6 +29,26 @@ describe("import boundaries", () => {
     ["apps/gateway/src/services/x.test.ts", "../routes/session.js"],
     ["apps/gateway/src/services/x.ts", "../middleware/identity/scopes.js"],
     ["apps/gateway/src/services/session/x.ts", "../../middleware/durability/hold.js"],
+    // Test fixtures: by name from @ce/testing, never by relative path into another workspace.
+    ["apps/jem/test/x.test.ts", "../../../tests/support/stack.js"],
+    ["apps/gateway/test/x.test.ts", "../../jem/test/support/storage.js"],
+    ["apps/jem/test/x.test.ts", "../../../packages/testing/src/redis.js"],
+    ["packages/accounting/src/db/x.test.ts", "../../../../tests/support/postgres.js"],
+    ["packages/mapping/src/x.test.ts", "../../x509/test/pki.js"],
+    ["tests/arc/x.test.ts", "../../packages/testing/src/stack.js"],
+    ["bench/ce/x.bench.ts", "../../tests/support/redis-server.js"],
+    ["apps/jem/test/x.test.ts", "../../../packages/mapping/src/test-accounts.js"],
+    ["tests/security/x.test.ts", "../../packages/mapping/src/test-accounts.js"],
+    ["packages/ops/src/x.test.ts", "../../x509/src/testing.js"],
+    // ... and the test kit only in tests: not in shipped source.
+    ["apps/jem/src/x.ts", "@ce/testing"],
+    ["apps/gateway/src/auth/x.ts", "@ce/testing/token-issuer"],
+    ["apps/gateway/src/services/x.ts", "@ce/testing/redis"],
+    ["packages/store/src/x.ts", "@ce/testing"],
+    ["packages/ops/src/x.ts", "@ce/testing/redis"],
+    // @ce/testing itself imports no app.
+    ["packages/testing/src/x.ts", "../../../apps/jem/src/daemon.js"],
+    ["packages/testing/src/x.ts", "@ce/gateway"],
   ])("%s may not import %s", async (file, from) => {
     expect(await restricted(file, from)).toBe(true);
   });
@@ -40,6 +60,22 @@ describe("import boundaries", () => {
     ["apps/gateway/src/services/x.ts", "../errors.js"],
     ["apps/jem/src/x.ts", "./locks.js"],
     ["tests/security/x.ts", "../../apps/gateway/src/server.js"],
+    ["apps/jem/test/x.test.ts", "@ce/testing/slurm"],
+    ["apps/jem/test/x.test.ts", "./support/child.js"],
+    ["apps/jem/bench/x.bench.ts", "../test/support/child.js"],
+    ["apps/gateway/src/auth/x.test.ts", "@ce/testing/token-issuer"],
+    ["apps/gateway/src/services/x.test.ts", "@ce/testing"],
+    ["apps/jem/src/lrms/testdata/x.ts", "@ce/testing"],
+    ["packages/accounting/src/db/x.test.ts", "@ce/testing/postgres"],
+    ["packages/store/src/x.test.ts", "@ce/testing"],
+    ["packages/testing/src/x.ts", "./redis.js"],
+    ["packages/testing/src/x.ts", "@ce/x509/testing"],
+    ["packages/x509/src/testing.ts", "./testing-pki.js"],
+    ["tests/security/x.test.ts", "@ce/mapping/testing"],
+    ["tests/arc/x.test.ts", "@ce/testing/stack"],
+    ["tests/arc/x.test.ts", "../support/local.js"],
+    ["tests/soak/x.soak.ts", "../../apps/jem/test/support/soak.js"],
+    ["bench/lib/x.ts", "../../apps/jem/test/support/child.js"],
   ])("%s may import %s", async (file, from) => {
     expect(await restricted(file, from)).toBe(false);
   });

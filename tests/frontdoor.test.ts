@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "./support/redis-server.js";
+import { freePort, waitFor } from "@ce/testing";
 
 // The README's `./ce start` path end to end, started as `pnpm start` is (its own process group, as
 // a terminal runs it): scripts/start.sh generates the dev PKI and config, starts its own
@@ -41,13 +41,7 @@ function ceEnv(): NodeJS.ProcessEnv {
 
 /** Waits until `out` matches `re` (or fails naming what was printed). */
 async function printed(re: RegExp, ms: number): Promise<RegExpExecArray> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const m = re.exec(out);
-    if (m) return m;
-    if (Date.now() > deadline) throw new Error(`no ${re} within ${ms} ms in:\n${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return waitFor(`${re} in the output`, () => re.exec(out), ms, { detail: () => out });
 }
 
 /** Runs `./ce start` to its end: exit status, output, how long it took. */
@@ -90,11 +84,15 @@ beforeAll(async () => {
   start = spawn("pnpm", ["start"], { cwd: ROOT, env: { ...process.env, ...ceEnv() }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   start.stdout!.on("data", (d) => (out += String(d)));
   start.stderr!.on("data", (d) => (out += String(d)));
-  const deadline = Date.now() + 120_000;
-  while (!out.includes("CE running:")) {
-    if (start.exitCode !== null || Date.now() > deadline) throw new Error(`./ce start did not come up:\n${out}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitFor(
+    "./ce start to come up",
+    () => {
+      if (start.exitCode !== null) throw new Error(`./ce start exited (${start.exitCode}):\n${out}`);
+      return out.includes("CE running:");
+    },
+    120_000,
+    { everyMs: 200, detail: () => out },
+  );
 }, 150_000);
 
 afterAll(async () => {
@@ -130,12 +128,15 @@ describe("front door: scripts/start.sh (= ./ce start)", () => {
       const env = arcEnv();
       const sub = await run("arcsub", ["-C", url, "-T", "arcrest", "job.xrsl"], { cwd: work, env });
       expect(sub.stdout).toMatch(/Job submitted with jobid: https:\/\/localhost:\d+\/arex\/rest\/1\.0\/jobs\/[0-9a-f-]{36}/);
-      let stat = "";
-      for (let i = 0; i < 120 && !/State: Finished/.test(stat); i++) {
-        stat = (await run("arcstat", ["-a"], { cwd: work, env })).stdout;
-        if (/State: (Failed|Killed)/.test(stat)) break;
-        await new Promise((r) => setTimeout(r, 500));
-      }
+      const stat = await waitFor(
+        "the job to end",
+        async () => {
+          const stat = (await run("arcstat", ["-a"], { cwd: work, env })).stdout;
+          return /State: (Finished|Failed|Killed)/.test(stat) ? stat : undefined;
+        },
+        75_000,
+        { everyMs: 500 },
+      );
       expect(stat).toContain("State: Finished");
       const dl = join(work, "dl");
       mkdirSync(dl);
@@ -188,8 +189,11 @@ describe("front door: scripts/start.sh (= ./ce start)", () => {
     process.kill(-start.pid!, "SIGINT");
     expect(await exited).toBe(0);
     expect(out).not.toContain("ELIFECYCLE");
-    await new Promise((r) => setTimeout(r, 500));
-    for (const p of [ports.gw, ports.admin, ports.jem, ports.redis]) expect(await portOpen(p), `port ${p} still open`).toBe(false);
+    const ports4 = [ports.gw, ports.admin, ports.jem, ports.redis];
+    await waitFor("every port closed", async () => (await Promise.all(ports4.map(portOpen))).every((open) => !open), 5_000).catch(
+      () => undefined,
+    );
+    for (const p of ports4) expect(await portOpen(p), `port ${p} still open`).toBe(false);
     expect(existsSync(join(state, "ce.pid"))).toBe(false);
   });
 });

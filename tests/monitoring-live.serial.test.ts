@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import YAML from "yaml";
-import { freePort } from "./support/redis-server.js";
-import { startStack, type Stack } from "./support/stack.js";
+import { freePort, quietPeriod, waitFor } from "@ce/testing";
+import { startStack, type Stack } from "@ce/testing/stack";
 
 /**
  * A real Prometheus (Debian's) scrapes a running CE with the shipped alert rules: the JEM
@@ -47,16 +47,11 @@ async function query(q: string): Promise<{ metric: Record<string, string>; value
   return r.data.result;
 }
 async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined | false>): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end)
-      throw new Error(
-        `timed out after ${ms} ms waiting for ${what}\n${dir ? readFileSync(join(dir, "prometheus.log"), "utf8").slice(-2000) : ""}`,
-      );
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  return waitFor(what, async () => (await probe()) || undefined, ms, {
+    everyMs: 250,
+    retryErrors: true,
+    detail: () => (dir ? readFileSync(join(dir, "prometheus.log"), "utf8").slice(-2000) : ""),
+  });
 }
 const state = async (name: string) => (await alerts()).find((a) => a.labels.alertname === name)?.state;
 
@@ -135,7 +130,7 @@ describe.skipIf(!HAS_PROMETHEUS)("Prometheus scraping a running CE", () => {
       async () => (await query("time() - max(ce_jem_heartbeat_timestamp_seconds) < 3")).length === 1,
     );
     expect((await query("min(ce_redis_up)"))[0]?.value[1]).toBe("1");
-    await new Promise((r) => setTimeout(r, 4_000)); // longer than stale (3 s) + for (2 s) would need
+    await quietPeriod(4_000, "longer than stale (3 s) + for (2 s): a healthy JEM must raise no alert");
     expect(await state("CEJemHeartbeatStale")).toBeUndefined();
 
     const t0 = Date.now();

@@ -13,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, startRedis, type RedisHandle } from "./support/redis-server.js";
-import { startStack, type Stack } from "./support/stack.js";
+import { freePort, quietPeriod, waitFor } from "@ce/testing";
+import { startRedis, type RedisHandle } from "@ce/testing/redis";
+import { startStack, type Stack } from "@ce/testing/stack";
 
 interface Reply {
   status: number;
@@ -98,13 +99,7 @@ async function states(stack: Stack, ids: string[]): Promise<string[] | undefined
 }
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms: number, logs?: () => string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${logs ? `\n${logs().slice(-4000)}` : ""}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  return waitFor(what, fn, ms, { everyMs: 250, ...(logs ? { detail: () => logs().slice(-4000) } : {}) });
 }
 
 /** Log lines of one process (`svc` of @ce/ops' logger) that contain `text`. */
@@ -215,7 +210,7 @@ describe("Redis trouble is not a crash", () => {
     await gatewayRefuses(s, fault);
 
     // The jobs end in the batch system meanwhile; the JEM must wait, not die or fail them.
-    await new Promise((res) => setTimeout(res, 4_000));
+    await quietPeriod(4_000, "the outage lasts while the jobs end in the batch system");
     await restore();
     admin.disconnect();
 

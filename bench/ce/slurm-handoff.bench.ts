@@ -1,6 +1,6 @@
 /**
  * Slurm hand-off benchmark (`pnpm bench`): target "on Slurm, 100 jobs handed to `sbatch` within
- * 2 s of submission". A private single-node Slurm (tests/support/slurm-cluster.ts, as the suites
+ * 2 s of submission". A private single-node Slurm (@ce/testing/slurm, as the suites
  * start it) and the CE as `./ce start` runs it with shipped defaults except `lrms.backend: slurm`
  * (plus SLURM_CONF so the JEM's scripts reach that cluster). BENCH_HANDOFF_JOBS (100) sleeping
  * xRSL jobs go in ONE REST request; from the request's start, every ~50 ms:
@@ -17,7 +17,7 @@ import { execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../tests/support/slurm-cluster.js";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { childSnapshot, cpuDelta, machine, pct, round, sleep, snapshot, type Procs } from "../lib/proc.js";
 import { RestClient, states, submit, xrslBatch } from "../lib/rest.js";
 import { ROOT, startCe, versions, type Server } from "../lib/servers.js";

@@ -1,13 +1,13 @@
 /**
  * `node --import tsx scripts/redis/ha.ts sentinel|cluster [--replicas N] [--aof no|everysec|always]`:
  * starts on loopback a primary + replicas + three sentinels, or a 3-primary Redis Cluster, with
- * the CE's ACL users (tests/support/redis-ha.ts, the same code the HA tests use), prints the
+ * the CE's ACL users (@ce/testing/redis-ha, the same code the HA tests use), prints the
  * `redis:` section of ce.yaml, the user passwords and every pid, and runs until SIGINT/SIGTERM;
  * then it stops each server by its pid and removes its directory.
  */
 import { parseArgs } from "node:util";
 import YAML from "yaml";
-import { startRedisCluster, startSentinelSet, type RedisProc } from "../../tests/support/redis-ha.js";
+import { startRedisCluster, startSentinelSet, type RedisProc } from "@ce/testing/redis-ha";
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { replicas: { type: "string" }, aof: { type: "string" } } });
 const kind = positionals[0];

@@ -20,13 +20,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { AccountingDb, type UsageRecord } from "../../packages/accounting/src/index.js";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { waitFor } from "../arc/arc-tools.js";
-import { startPostgres, type PostgresHandle } from "../support/postgres.js";
-import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
-import { startStack, type Stack } from "../support/stack.js";
-import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
-import { stackVoms } from "../support/voms.js";
+import { startPostgres, type PostgresHandle } from "@ce/testing/postgres";
+import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { startTokenIssuer, type TokenIssuer } from "@ce/testing/token-issuer";
+import { stackVoms } from "@ce/testing/voms";
 import {
   ceadmAccounting,
   ceClient,
@@ -40,6 +40,7 @@ import {
   type ArgoStandIn,
   type SacctJob,
 } from "./acceptance-support.js";
+import { quietPeriod } from "@ce/testing";
 
 const ROOT = process.getuid?.() === 0;
 const N = { voms: 7, token: 7, dn: 6 } as const;
@@ -214,7 +215,7 @@ describe.skipIf(!HAS_SLURMDBD || !HAS_VOMS_FAKE || !ROOT)(
           500,
         );
         // Nothing more arrives later (a doubled record would be a second row for a job).
-        await new Promise((r) => setTimeout(r, 2000));
+        await quietPeriod(2_000, "a doubled record would arrive after the first ones");
         recs = await db.endedBetween(0, 2 ** 31);
       } finally {
         await db.close();

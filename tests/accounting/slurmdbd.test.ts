@@ -17,11 +17,11 @@ import { request } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AccountingDb, type UsageRecord } from "../../packages/accounting/src/index.js";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { waitFor } from "../arc/arc-tools.js";
-import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
-import { startStack, type Stack } from "../support/stack.js";
-import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
+import { HAS_SLURMDBD, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { startTokenIssuer, type TokenIssuer } from "@ce/testing/token-issuer";
 
 const ROOT = process.getuid?.() === 0;
 const VOS = ["atlas", "cms", "ghost"] as const;

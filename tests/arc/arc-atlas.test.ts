@@ -19,12 +19,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { enableRte, setRteParams } from "@ce/store";
 import { issueHostCert } from "@ce/x509/testing";
 import { checksummer } from "../../apps/jem/src/staging/checksum.js";
-import { haveApache, startApache, type Apache } from "../../apps/jem/test/support/apache.js";
-import { startRucioStandIn, type RucioStandIn } from "../../apps/jem/test/support/rucio.js";
-import { testPki } from "../../apps/jem/test/support/storage.js";
-import { haveXrootd, startXrootd, type Xrootd } from "../../apps/jem/test/support/xrootd.js";
-import { startStack, type Stack } from "../support/stack.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
+import { haveApache, startApache, type Apache } from "@ce/testing/apache";
+import { startRucioStandIn, type RucioStandIn } from "@ce/testing/rucio";
+import { testPki } from "@ce/testing/storage";
+import { haveXrootd, startXrootd, type Xrootd } from "@ce/testing/xrootd";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { arc, HAS_ARC, ok, parseArcstat, restCall, submittedJobs, waitFor, type ArcJob } from "./arc-tools.js";
 
 const HAS_PROXY_RTE = existsSync("/usr/share/arc/rte/ENV/PROXY");

@@ -6,15 +6,15 @@
  * file contents, server-side records through the REST interface).
  *
  * The suite is here; arc-client-fork.test.ts and arc-client-slurm.test.ts run it per back end.
- * Slurm: a private cluster (own directory and free ports, tests/support/slurm-cluster.ts), so it
+ * Slurm: a private cluster (own directory and free ports, @ce/testing/slurm), so it
  * can run next to apps/jem/test/slurm.test.ts. Skipped only when ARC / Slurm are not installed.
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startStack, type Stack } from "../support/stack.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import {
   arc,
   HAS_ARC,

@@ -5,7 +5,7 @@
  * the words the user reads in `arcstat -l`; slot numbers in /info and the usage record's figures
  * come from Grid Engine.
  *
- * Grid Engine: a private cell (own SGE_ROOT and spool, free ports, tests/support/gridengine-cluster.ts),
+ * Grid Engine: a private cell (own SGE_ROOT and spool, free ports, @ce/testing/gridengine),
  * started once. The walltime job runs in a queue whose default wall time is 4 s, so Grid Engine's
  * h_rt kill comes within seconds. The cell's daemons must listen on loopback only. Skipped only when
  * ARC / Grid Engine are not installed.
@@ -15,9 +15,9 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AccountingDb } from "../../packages/accounting/src/index.js";
-import { startStack, type Stack } from "../support/stack.js";
-import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "../support/gridengine-cluster.js";
-import { isLoopback, listeningAddresses } from "../support/listening.js";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "@ce/testing/gridengine";
+import { isLoopback, listeningAddresses } from "@ce/testing/listening";
 import { arc, HAS_ARC, ok, restCall, parseArcstat, processesIn, submittedJobs, waitFor, type ArcJob } from "./arc-tools.js";
 
 const SKIP = !HAS_ARC || !HAS_GRIDENGINE;

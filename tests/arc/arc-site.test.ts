@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createProxy, credential, issueUserCert } from "@ce/x509/testing";
-import { startStack, type Stack } from "../support/stack.js";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { arc, HAS_ARC, ok, parseArcstat, restCall, submittedJobs, waitFor } from "./arc-tools.js";
 
 const REFUSED_DN = "/DC=org/DC=ce-dev/O=Users/CN=Over Quota";

@@ -7,6 +7,7 @@ import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { request } from "node:https";
+import { waitFor as poll } from "@ce/testing";
 
 export const ARC_TOOLS = [
   "arcproxy",
@@ -95,18 +96,7 @@ export function submittedJobs(out: string): string[] {
 
 /** Polls `fn` until it returns a value other than undefined, or fails with the last value seen. */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000, intervalMs = 500): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+  return poll(what, fn, timeoutMs, { everyMs: intervalMs, retryErrors: true });
 }
 
 export interface RestResponse {

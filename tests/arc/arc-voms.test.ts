@@ -9,8 +9,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HAS_VOMS_FAKE } from "@ce/x509/testing";
-import { startStack, type Stack } from "../support/stack.js";
-import { stackVoms } from "../support/voms.js";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { stackVoms } from "@ce/testing/voms";
 import { arc, HAS_ARC, ok, parseArcstat, restCall, submittedJobs, waitFor } from "./arc-tools.js";
 
 const XRSL = `&(executable="/bin/sh")(arguments="-c" "echo vo job ran")(jobname="voms-e2e")(queue="atlasprod")(stdout="out.txt")(outputfiles=("out.txt" ""))`;

@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { restCall, waitFor } from "../arc/arc-tools.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
-import { startStack, type Stack } from "../support/stack.js";
-import { stackVoms } from "../support/voms.js";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { stackVoms } from "@ce/testing/voms";
 
 type Json = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { BrowserContext, Page } from "playwright-core";
-import { startStack, type Stack } from "../support/stack.js";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CHROMIUM, ensureChromium, launchBrowser, type RemoteBrowser } from "./browser-server.js";
 import { ceClient } from "./ce-client.js";
 import {

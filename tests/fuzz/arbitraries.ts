@@ -2,7 +2,7 @@
  * Shared fast-check arbitraries for the gateway's non-description inputs: raw text, byte soup and
  * a mutation operator over grammar-built documents (so the fuzzer reaches past the first token).
  */
-import { fc } from "../support/fuzz.js";
+import { fc } from "@ce/testing/fuzz";
 
 /** Text as an attacker sends it: any code unit, any byte decoded as UTF-8 or Latin-1. */
 export const rawText: fc.Arbitrary<string> = fc.oneof(

@@ -9,7 +9,7 @@ import { X509Certificate } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { TrustStore, verifyChain } from "@ce/x509";
 import { createCA, createProxy, issueUserCert, victimLoopChain } from "@ce/x509/testing";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 
 const ca = createCA({ dn: "/C=XX/O=Fuzz/CN=Fuzz CA" });
 const rogue = createCA({ dn: "/C=XX/O=Fuzz/CN=Rogue CA" });

@@ -9,7 +9,7 @@ import { createPublicKey } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { acceptDelegatedChain, createCsr, derToPem, normalizeCsrPem, pemBlocks, pemToDer, TrustStore, type KeyPair } from "@ce/x509";
 import { createCA, createProxy, issueUserCert, signCsrAsProxy, testKey } from "@ce/x509/testing";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 import { breathe, rawText, wellFormedOrBroken } from "./arbitraries.js";
 
 const USER = "/DC=org/DC=cetest/CN=Fuzz User";

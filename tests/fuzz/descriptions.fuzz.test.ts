@@ -13,7 +13,7 @@ import {
   type DescriptionLimits,
   type JobDescription,
 } from "@ce/model";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 
 const LIMITS: Partial<DescriptionLimits> = {
   maxDescriptions: 20,

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseGridMap } from "../../packages/mapping/src/gridmap.js";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 
 /** Quotes a DN the way grid-mapfile writers do: `\` before `"` and `\`, non-ASCII as `\xHH` bytes or raw. */
 function quote(dn: string, hexNonAscii: boolean): string {

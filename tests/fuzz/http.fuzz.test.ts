@@ -12,7 +12,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, XRSL, type CredName, type TestGateway } from "../../apps/gateway/test/harness.js";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 import { idListBody, mutated, rawText, wellFormedOrBroken } from "./arbitraries.js";
 
 let t: TestGateway;

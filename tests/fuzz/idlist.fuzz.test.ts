@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { CeError } from "../../apps/gateway/src/errors.js";
 import { isListedId, parseIdList } from "../../apps/gateway/src/services/idlist.js";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 import { breathe, idListBody, MAX_IDS } from "./arbitraries.js";
 
 const contentType = fc.constantFrom(

@@ -13,7 +13,7 @@ import { UploadRanges } from "@ce/store";
 import { CeError } from "../../apps/gateway/src/errors.js";
 import { parseRange } from "../../apps/gateway/src/services/session/download.js";
 import { parseContentRange } from "../../apps/gateway/src/services/session/accounting.js";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 import { mutated, rawText } from "./arbitraries.js";
 
 const num = fc.oneof(

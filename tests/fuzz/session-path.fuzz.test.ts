@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { routingPath } from "../../apps/gateway/src/app.js";
 import { CeError } from "../../apps/gateway/src/errors.js";
 import { parseSessionPath } from "../../apps/gateway/src/services/session/path.js";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 import { breathe, rawText } from "./arbitraries.js";
 
 const ROOT = "/arex/rest/1.1/jobs/0b7e2c1a-9f3d-4e2b-8c1d-2a3b4c5d6e7f/session";

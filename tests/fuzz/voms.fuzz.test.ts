@@ -29,7 +29,7 @@ import {
   vomsProxy,
   writeCADir,
 } from "@ce/x509/testing";
-import { fc, fuzz } from "../support/fuzz.js";
+import { fc, fuzz } from "@ce/testing/fuzz";
 
 const ca = createCA({ dn: "/C=XX/O=Fuzz/CN=VOMS Fuzz CA" });
 const user = issueUserCert(ca, { dn: "/C=XX/O=Fuzz/CN=User" });

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { join } from "node:path";
 import { signCsrAsProxy } from "@ce/x509/testing";
-import type { Stack } from "../support/stack.js";
+import type { Stack } from "@ce/testing/stack";
 
 /**
  * A small REST 1.1 client over HTTPS with the stack's user certificate (keep-alive, several

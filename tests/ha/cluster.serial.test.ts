@@ -1,13 +1,13 @@
 /**
- * The CE on a real local Redis Cluster (3 primaries, `--cluster-enabled yes`, tests/support/redis-ha.ts):
+ * The CE on a real local Redis Cluster (3 primaries, `--cluster-enabled yes`, @ce/testing/redis-ha):
  * gateway and JEM connect with `redis.mode: cluster` (connectRedis), BullMQ runs on the Cluster
  * client, and the core lifecycle works. Every key of the CE carries the `{prefix}` hash tag, so
  * the whole data set lives on the one primary that owns that slot (docs/operations.md "Durability and high availability").
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedisCluster, type RedisClusterSet } from "../support/redis-ha.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { startRedisCluster, type RedisClusterSet } from "@ce/testing/redis-ha";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CeClient } from "./client.js";
 import { coreLifecycle } from "./lifecycle.js";
 

@@ -7,21 +7,19 @@
  * may run twice, and every job that ran must be one of a 201 the client received.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "../support/redis-ha.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "@ce/testing/redis-ha";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CeClient } from "./client.js";
 import { allJobIds, broken, runLog, type RunLog } from "./runs.js";
+import { quietPeriod, waitFor } from "@ce/testing";
 
 if (!HAS_SENTINEL)
   console.warn("tests/ha/failover-refused.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Pause between a traffic loop's requests: the load is a steady trickle, not a flood. */
+const pace = (ms: number) => quietPeriod(ms, "client pacing");
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
+  await waitFor(what, ok, ms);
 }
 
 describe.skipIf(!HAS_SENTINEL)("Sentinel failover with waitReplicas 1 and one replica", () => {
@@ -69,7 +67,7 @@ describe.skipIf(!HAS_SENTINEL)("Sentinel failover with waitReplicas 1 and one re
             break;
           }
           if (r?.status === 503 && switched) refusedAfterSwitch++;
-          await sleep(150);
+          await pace(150);
         }
       }
     };

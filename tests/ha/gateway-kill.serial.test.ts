@@ -13,11 +13,13 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { Keys } from "@ce/store";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startStack, type Stack } from "../support/stack.js";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CeClient } from "./client.js";
 import { allJobIds, broken, runLog, type RunLog } from "./runs.js";
+import { quietPeriod } from "@ce/testing";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Pauses of the traffic and killer loops (client pacing, the traffic's duration): time passing is the point. */
+const sleep = (ms: number) => quietPeriod(ms, "traffic pacing");
 const TRAFFIC_MS = 25_000;
 const CLIENTS = 4;
 const JOBS_PER_REQUEST = 5;

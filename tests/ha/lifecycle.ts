@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { Stack } from "../support/stack.js";
+import type { Stack } from "@ce/testing/stack";
 import { echoJobs, type CeClient } from "./client.js";
 
 const DONE = ["FINISHED", "FAILED", "KILLED"];

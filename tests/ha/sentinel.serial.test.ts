@@ -1,27 +1,25 @@
 /**
  * The CE on real Redis Sentinel (primary + two replicas + three sentinels on loopback,
- * tests/support/redis-ha.ts), gateway and JEM with `redis.mode: sentinel` and
+ * @ce/testing/redis-ha), gateway and JEM with `redis.mode: sentinel` and
  * `redis.waitReplicas: 1`: the core lifecycle, then a failover — SIGKILL of the primary during a
  * stream of submissions and status queries. Proves the HA claims of docs/operations.md: nothing acknowledged
  * with 201 is lost, every job finishes, the gateway and the JEM reconnect by themselves, requests
  * during the switch get 503 + Retry-After, no process crashes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "../support/redis-ha.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { HAS_SENTINEL, startSentinelSet, type SentinelSet } from "@ce/testing/redis-ha";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { CeClient, echoJobs } from "./client.js";
 import { coreLifecycle } from "./lifecycle.js";
+import { quietPeriod, waitFor } from "@ce/testing";
 
 if (!HAS_SENTINEL)
   console.warn("tests/ha/sentinel.serial.test.ts skipped: redis-sentinel is not installed (scripts/ensure-system-deps.sh)");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Pause between a traffic loop's requests: the load is a steady trickle, not a flood. */
+const pace = (ms: number) => quietPeriod(ms, "client pacing");
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
+  await waitFor(what, ok, ms);
 }
 
 describe.skipIf(!HAS_SENTINEL)("CE on Redis Sentinel (primary + 2 replicas + 3 sentinels)", () => {
@@ -72,7 +70,7 @@ describe.skipIf(!HAS_SENTINEL)("CE on Redis Sentinel (primary + 2 replicas + 3 s
           transportErrors++;
           transport.push((e as Error).message);
         }
-        await sleep(150);
+        await pace(150);
       }
     };
     const querier = async () => {
@@ -86,7 +84,7 @@ describe.skipIf(!HAS_SENTINEL)("CE on Redis Sentinel (primary + 2 replicas + 3 s
             transport.push((e as Error).message);
           }
         }
-        await sleep(100);
+        await pace(100);
       }
     };
     // Diagnostics: the test process's own event-loop stalls and the gateway's answer time without Redis.
@@ -102,7 +100,7 @@ describe.skipIf(!HAS_SENTINEL)("CE on Redis Sentinel (primary + 2 replicas + 3 s
         const t = Date.now();
         await ce.call("GET", ce.api.replace(/\/1\.1$/, ""), undefined, { Accept: "*/*" }).catch(() => undefined);
         maxPingMs = Math.max(maxPingMs, Date.now() - t);
-        await sleep(200);
+        await pace(200);
       }
     };
     const loops = [submitter(), submitter(), querier(), pinger()];

@@ -8,9 +8,9 @@ import { spawn, spawnSync } from "node:child_process";
 import { join, resolve } from "node:path";
 import { HAS_VOMS_FAKE } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startStack, type Stack } from "../support/stack.js";
-import { startTokenIssuer, type TokenIssuer } from "../support/token-issuer.js";
-import { stackVoms } from "../support/voms.js";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { startTokenIssuer, type TokenIssuer } from "@ce/testing/token-issuer";
+import { stackVoms } from "@ce/testing/voms";
 
 const SCRIPT = resolve(import.meta.dirname, "ce_json_client.py");
 const HAS_PYTHON = spawnSync("python3", ["--version"]).status === 0;

@@ -12,8 +12,9 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { TestAccounts } from "@ce/mapping/testing";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { waitFor } from "@ce/testing";
 
 const ROOT = TestAccounts.available();
 
@@ -88,24 +89,16 @@ function client(stack: Stack, cred: Cred) {
     info: (id: string) => action("info", id).body,
     clean: (id: string) => action("clean", id).status,
     async waitState(id: string, want: string[], ms = 90_000): Promise<string> {
-      const end = Date.now() + ms;
-      for (;;) {
-        const s = this.state(id);
-        if (want.includes(s)) return s;
-        if (Date.now() > end) throw new Error(`job ${id} is ${s}, not ${want.join("/")}\n${stack.logs().slice(-3000)}`);
-        await new Promise((r) => setTimeout(r, 300));
-      }
+      const s = () => this.state(id);
+      return waitFor(`job ${id} in ${want.join("/")}`, () => (want.includes(s()) ? s() : undefined), ms, {
+        everyMs: 300,
+        detail: () => `it is ${s()}\n${stack.logs().slice(-3000)}`,
+      });
     },
   };
 }
 
-const until = async (what: string, fn: () => boolean, ms = 30_000) => {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-};
+const until = (what: string, fn: () => boolean, ms = 30_000) => waitFor(what, fn, ms, { everyMs: 250 });
 
 describe.skipIf(!ROOT)("no process of a job outlives it; no pool account changes hands dirty (fork, JEM as root)", () => {
   const accounts = new TestAccounts();
@@ -169,9 +162,8 @@ describe.skipIf(!ROOT)("no process of a job outlives it; no pool account changes
     const immutable = spawnSync("chattr", ["+i", stuckFile]).status === 0;
     await until("the outside process runs", () => procs() !== "");
     expect(first.clean(ids.daemon)).toBe(201);
-    await new Promise((r) => setTimeout(r, 3_000)); // a clean and a few expiry passes
-    // The process is gone (ended by the scrub), the file is not: the lease is kept.
-    expect(procs()).toBe("");
+    // The process is gone (ended by the scrub of the clean), the file is not: the lease is kept.
+    await until("the outside process ended by the scrub", () => procs() === "", 30_000);
     if (immutable) {
       const refused = second.submit(`&(executable="/bin/true")`);
       expect(refused.id, refused.body).toBeUndefined();

@@ -11,6 +11,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../../apps/jem/src/daemon.js";
@@ -33,7 +34,7 @@ beforeAll(async () => {
   env = await testEnv({ jobs: { sessionLifetimeSeconds: 3600, wipedRecordSeconds: 3600 } });
   jem = await testJem(env);
   victimRoot = await mkdtemp(join(tmpdir(), "deletion-race-victim-"));
-  attacker = fork(join(import.meta.dirname, "../support/swap-attacker.ts"), [], {
+  attacker = fork(createRequire(import.meta.url).resolve("@ce/testing/swap-attacker"), [], {
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });

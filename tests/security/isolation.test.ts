@@ -11,11 +11,12 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { TestAccounts } from "../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
+import { startStack, type Stack } from "@ce/testing/stack";
+import { waitFor } from "@ce/testing";
 
 const ROOT = TestAccounts.available();
 if (!ROOT) console.warn("tests/security/isolation.test.ts skipped: creating local accounts (useradd) and switching to them needs root");
@@ -95,13 +96,11 @@ function client(stack: Stack, cred: Cred) {
       return (JSON.parse(r.body) as { job: Array<{ state?: string }> }).job[0]?.state ?? "?";
     },
     async waitState(id: string, want: string[], ms = 90_000): Promise<string> {
-      const end = Date.now() + ms;
-      for (;;) {
-        const s = this.state(id);
-        if (want.includes(s)) return s;
-        if (Date.now() > end) throw new Error(`job ${id} is ${s}, not ${want.join("/")}, after ${ms} ms\n${stack.logs().slice(-3000)}`);
-        await new Promise((r) => setTimeout(r, 500));
-      }
+      const s = () => this.state(id);
+      return waitFor(`job ${id} in ${want.join("/")}`, () => (want.includes(s()) ? s() : undefined), ms, {
+        everyMs: 500,
+        detail: () => `it is ${s()}\n${stack.logs().slice(-3000)}`,
+      });
     },
     get: (id: string, path: string) => curl(["-H", "Accept: */*", `${api}/jobs/${id}/session/${path}`]),
   };

@@ -28,7 +28,7 @@ import {
   waitForRest,
   type TestEnv,
 } from "../../apps/jem/test/helpers.js";
-import { startStorage, testJwt, testPki, type Storage, type TestPki } from "../../apps/jem/test/support/storage.js";
+import { startStorage, testJwt, testPki, type Storage, type TestPki } from "@ce/testing/storage";
 
 const SECRET_TEXT = "-----BEGIN PRIVATE KEY----- host key -----END PRIVATE KEY-----\n";
 let env: TestEnv;

@@ -9,6 +9,7 @@ import { request as httpsRequest } from "node:https";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SessionBytes } from "@ce/store";
 import { createPki, startTestGateway, XRSL, type CredName, type TestGateway } from "../../apps/gateway/test/harness.js";
+import { quietPeriod } from "@ce/testing";
 
 const JOBS_PER_OWNER = 3;
 const MAX_TOTAL = 5;
@@ -200,7 +201,7 @@ describe("delegations per owner and renewals per minute", () => {
 
   it("refuses renewals over quotas.delegationRenewalsPerMinute with 429 and Retry-After", async () => {
     // Not across a minute boundary: the window is per calendar minute.
-    if (Date.now() % 60_000 > 55_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    if (Date.now() % 60_000 > 55_000) await quietPeriod(60_000 - (Date.now() % 60_000) + 50, "start in a fresh calendar minute");
     const id = (await newJwt("bob")).headers.location!.split("/").pop()!;
     const renew = () =>
       t.request("POST", `${t.rest}/1.1/delegations/${id}?action=renew`, { as: "bob", headers: { "x-token-delegation": "renewed-token" } });

@@ -14,7 +14,7 @@ import { redactRedisUrl, redisAclFile, RedisSecretError, type CompiledConfig } f
 import { REDACT_PATHS, startGateway, type StartOptions } from "../../apps/gateway/src/server.js";
 import { createPki, testConfig } from "../../apps/gateway/test/harness.js";
 import { startJem } from "../../apps/jem/src/daemon.js";
-import { startRedis, type RedisHandle } from "../support/redis-server.js";
+import { startRedis, type RedisHandle } from "@ce/testing/redis";
 
 type Logger = NonNullable<StartOptions["logger"]>;
 // pino is the gateway's dependency, not this package's: the same module the gateway logs through.

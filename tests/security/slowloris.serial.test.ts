@@ -9,6 +9,7 @@ import { connect as netConnect } from "node:net";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createPki, startTestGateway, type TestGateway } from "../../apps/gateway/test/harness.js";
+import { waitFor } from "@ce/testing";
 
 const MAX_PER_ADDRESS = 6;
 let t: TestGateway;
@@ -132,12 +133,7 @@ describe("connections per client address", () => {
       for (const s of held) s.destroy();
     }
     // Freed slots are usable again (the server sees the closes asynchronously).
-    let status = 0;
-    for (let i = 0; i < 20 && status !== 200; i++) {
-      status = await get(INFO(), "127.0.0.3").catch(() => 0);
-      if (status !== 200) await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(status).toBe(200);
+    await waitFor("a freed slot", async () => (await get(INFO(), "127.0.0.3").catch(() => 0)) === 200, 5_000, { everyMs: 50 });
   });
 
   it("many slow clients at once do not stop the gateway from answering a normal request promptly", async () => {

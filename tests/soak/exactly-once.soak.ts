@@ -1,7 +1,7 @@
 import { afterAll, afterEach, describe, it } from "vitest";
 import { testEnv, type TestEnv } from "../../apps/jem/test/helpers.js";
 import { expectExactlyOnce, runSoak } from "../../apps/jem/test/support/soak.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../support/slurm-cluster.js";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 
 // `pnpm soak` (not part of `pnpm test`): the exactly-once soak. The JEM runs as its own
 // process (apps/jem/src/main.ts, shipped timings) and is SIGKILLed every 3 s ten times, restarted

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { items, RestClient, TERMINAL, submit, xrslBatch, type JobItem } from "../../bench/lib/rest.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { startStack, type Stack } from "@ce/testing/stack";
 
 // `pnpm soak` (issue 29): rounds of the load that once killed the JEM with a native assertion in
 // its file thread (a descriptor closed twice elsewhere in the process): submit jobs that wait for

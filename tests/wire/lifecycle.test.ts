@@ -1,14 +1,14 @@
 /**
  * Wire contract where the job's progress matters: "States and transitions" and the E5/E7 answers
  * about jobs the job execution manager has run. A whole CE (gateway and JEM as processes, fork
- * back end, tests/support/stack.ts) and the same checks as the other wire files; see wire.ts.
+ * back end, @ce/testing/stack) and the same checks as the other wire files; see wire.ts.
  */
 import { readFileSync } from "node:fs";
 import { Agent, request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Reply, RequestOptions } from "../../apps/gateway/test/harness.js";
-import { startStack, type Stack } from "../support/stack.js";
+import { startStack, type Stack } from "@ce/testing/stack";
 import { ACCEPT, DIAGNOSE_TYPES, FORMATS, REST_STATE_NAMES, bulk, expectItemBasics, kids, submit, until, type XNode } from "./wire.js";
 
 let stack: Stack;

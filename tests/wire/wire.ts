@@ -11,6 +11,7 @@
  */
 import { expect } from "vitest";
 import type { Reply, RequestOptions, TestGateway } from "../../apps/gateway/test/harness.js";
+import { waitFor } from "@ce/testing";
 
 export type Fmt = "json" | "xml";
 export const FORMATS: readonly Fmt[] = ["json", "xml"];
@@ -247,11 +248,5 @@ export function errorOf(r: Reply, fmt: Fmt): { code: string; reason: string } {
 
 /** Polls `f` until it returns a value (not undefined) or `ms` pass. */
 export async function until<T>(f: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  return waitFor(what, f, ms, { everyMs: 250 });
 }

@@ -6,7 +6,7 @@
  * Measured: creation latency at the ARC client's pace (new → sign → PUT → submit, one job after
  * the other) and in a back-to-back burst that drains the pool. Target: p50 ≤ 20 ms.
  */
-import { startRedis } from "../../../tests/support/redis-server.js";
+import { startRedis } from "@ce/testing/redis";
 import { signCsrAsProxy } from "@ce/x509/testing";
 import { startTestGateway, XRSL } from "../test/harness.js";
 

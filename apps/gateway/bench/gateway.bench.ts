@@ -25,7 +25,8 @@ import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import { JobStore } from "@ce/store";
-import { freePort, startRedis } from "../../../tests/support/redis-server.js";
+import { freePort } from "@ce/testing";
+import { startRedis } from "@ce/testing/redis";
 import { GATEWAY_NODE_FLAGS } from "../src/server.js";
 import { createPki, XRSL } from "../test/harness.js";
 

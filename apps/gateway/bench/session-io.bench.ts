@@ -37,7 +37,8 @@ import { request } from "node:https";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { compileConfig } from "@ce/config";
-import { freePort, startRedis } from "../../../tests/support/redis-server.js";
+import { freePort } from "@ce/testing";
+import { startRedis } from "@ce/testing/redis";
 import { GATEWAY_NODE_FLAGS } from "../src/server.js";
 import { createPki, XRSL } from "../test/harness.js";
 

@@ -7,8 +7,9 @@ import { X509Certificate } from "node:crypto";
 import { Agent, request as httpsRequest } from "node:https";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { derToPem } from "@ce/x509";
-import { startTokenIssuer, type MintOptions, type TokenIssuer } from "../../../tests/support/token-issuer.js";
+import { startTokenIssuer, type MintOptions, type TokenIssuer } from "@ce/testing/token-issuer";
 import { createPki, startTestGateway, XRSL, type TestGateway } from "./harness.js";
+import { quietPeriod } from "@ce/testing";
 
 interface Cred {
   tls?: { cert: string; key: string } | undefined;
@@ -228,7 +229,7 @@ describe("precedence and identity", () => {
     // Still valid within the 60 s leeway for a second or two: admitted now, refused once past it.
     const ending = await idp.mint({ exp: now() - 58 });
     expect((await call({ expect: "ok" }, "GET", "/1.1/jobs", { token: ending })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 3_000));
+    await quietPeriod(3_000, "the token's expiry plus the 60 s leeway must pass");
     const late = await call({ expect: 401 }, "GET", "/1.1/jobs", { token: ending });
     expect(late.status).toBe(401);
     expect(JSON.parse(late.text).reason).toMatch(/expired/);

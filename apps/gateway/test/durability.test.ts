@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import { AdvanceSet, JobStore, Keys } from "@ce/store";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, XRSL, type TestGateway } from "./harness.js";
+import { quietPeriod, waitFor } from "@ce/testing";
 
 /**
  * `redis.waitReplicas` refusing a write after its handler already built the 201: the test Redis
@@ -126,12 +127,15 @@ describe("submission holds without replicas", () => {
       accept: "application/json",
     });
     expect(r.status).toBe(201);
-    const deadline = Date.now() + 5_000;
-    let jobs = await jobsOf(g.prefix);
-    while (jobs.some((j) => j.hold) && Date.now() < deadline) {
-      await new Promise((res) => setTimeout(res, 20));
-      jobs = await jobsOf(g.prefix);
-    }
+    const jobs = await waitFor(
+      "both jobs released",
+      async () => {
+        const jobs = await jobsOf(g.prefix);
+        return jobs.some((j) => j.hold) ? undefined : jobs;
+      },
+      5_000,
+      { everyMs: 20 },
+    );
     expect(jobs).toHaveLength(2);
     expect(jobs.map((j) => j.hold)).toEqual([undefined, undefined]);
     expect(await redis.zcard(new Keys(g.prefix).holds())).toBe(0);
@@ -146,18 +150,19 @@ describe("submission holds without replicas", () => {
       `POST ${g.rest}/1.0/jobs?action=new HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nContent-Type: application/rsl\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     // Gone once the request is in, while the 100 jobs are still being created.
-    await new Promise((r) => setTimeout(r, 20));
+    await quietPeriod(20, "the client leaves once the request is in, while the 100 jobs are being created");
     sock.destroy();
     const keys = new Keys(g.prefix);
-    const deadline = Date.now() + 10_000;
-    let jobs = await jobsOf(g.prefix);
-    while (
-      (jobs.filter((j) => j.jobName?.startsWith("gone")).length < 100 || (await redis.zcard(keys.holds())) > 0) &&
-      Date.now() < deadline
-    ) {
-      await new Promise((r) => setTimeout(r, 20));
-      jobs = await jobsOf(g.prefix);
-    }
+    const jobs = await waitFor(
+      "100 jobs created and no hold left",
+      async () => {
+        const jobs = await jobsOf(g.prefix);
+        const all = jobs.filter((j) => j.jobName?.startsWith("gone")).length === 100;
+        return all && (await redis.zcard(keys.holds())) === 0 ? jobs : undefined;
+      },
+      10_000,
+      { everyMs: 20 },
+    );
     const gone = jobs.filter((j) => j.jobName?.startsWith("gone"));
     expect(gone).toHaveLength(100);
     expect(await redis.zcard(keys.holds())).toBe(0);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { JobStore, type JobRecord } from "@ce/store";
 import { startTestGateway, type TestGateway } from "./harness.js";
+import { quietPeriod } from "@ce/testing";
 
 /*
  * /info's shares from the CE's own counters (Keys.shareCounts): two queues, jobs of two VOs and
@@ -72,7 +73,7 @@ describe("GET /info shares per queue and VO", () => {
     await toState(recs.mainNone);
     await toState(recs.longAtlasRun, "RUNNING");
     await toState(recs.longOtherWait, "QUEUING");
-    await new Promise((r) => setTimeout(r, 1100)); // the document is cached for a second
+    await quietPeriod(1_100, "the info document is cached for a second: let the cached copy expire");
 
     const r = await t.request("GET", `${t.rest}/1.0/info`, { accept: "application/json" });
     expect(r.status).toBe(200);

@@ -6,6 +6,7 @@ import pino, { type Logger } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CompiledConfig } from "@ce/config";
 import { LOG_FLUSH_MS, createLogger } from "../src/server.js";
+import { waitFor } from "@ce/testing";
 
 // The gateway's log destination writes lines in blocks (server.ts createLogger): they must still
 // all arrive, soon, without keeping a process alive, and on exit (also a crashing one).
@@ -38,7 +39,8 @@ describe("gateway log destination (blocks)", () => {
     const fd = openSync(file, "w");
     const log = createLogger(config, fd);
     for (let n = 0; n < 3; n++) log.info({ n }, "request");
-    await new Promise((r) => setTimeout(r, LOG_FLUSH_MS * 5));
+    // Nothing else writes: the flush timer alone must bring them out.
+    await waitFor("3 lines in the file", () => lines(file).length >= 3, LOG_FLUSH_MS * 20);
     expect(lines(file).map((l) => l.n)).toEqual([0, 1, 2]);
     close(log);
   });
@@ -48,7 +50,7 @@ describe("gateway log destination (blocks)", () => {
     const fd = openSync(file, "w");
     const log = createLogger(config, fd);
     for (let n = 0; n < 5_000; n++) log.info({ n }, "request");
-    await new Promise((r) => setTimeout(r, LOG_FLUSH_MS * 5));
+    await waitFor("5,000 lines in the file", () => lines(file).length >= 5_000, LOG_FLUSH_MS * 20);
     expect(lines(file).map((l) => l.n)).toEqual(Array.from({ length: 5_000 }, (_, n) => n));
     close(log);
   });

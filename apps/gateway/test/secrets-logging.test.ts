@@ -10,7 +10,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { signCsrAsProxy } from "@ce/x509/testing";
-import { startTokenIssuer, type TokenIssuer } from "../../../tests/support/token-issuer.js";
+import { startTokenIssuer, type TokenIssuer } from "@ce/testing/token-issuer";
 import { REDACT_PATHS, startGateway, type GatewayHandle } from "../src/server.js";
 import { createPki, newPrefix, testConfig } from "./harness.js";
 

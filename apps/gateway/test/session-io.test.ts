@@ -10,6 +10,7 @@ import { SessionBytes } from "@ce/store";
 import { BodyAborted, receiveBody } from "../src/services/session/receive.js";
 import { DIRECT_MIN, reopenDirect } from "../src/services/session/direct.js";
 import { type Harness, OWNER, startHarness } from "./session-harness.js";
+import { quietPeriod, waitFor } from "@ce/testing";
 
 /**
  * The direct Node paths of session transfers (services/session/receive.ts receiveBody,
@@ -95,7 +96,7 @@ describe("sendFile backpressure", () => {
       req.end();
     });
     res.pause();
-    await new Promise((r) => setTimeout(r, 500));
+    await quietPeriod(500, "a paused client: the server must not read the file ahead meanwhile");
     // Socket buffers (loopback autotuning: up to tcp_rmem's 32 MiB) plus the buffers in flight.
     expect((await rchar()) - before).toBeLessThan(64 * MiB);
     let got = 0;
@@ -142,7 +143,8 @@ describe("receiveBody (request body → file)", () => {
       const src = new PassThrough();
       let asked = 0;
       // Every ~700 KB the reservation answers later (a Redis round trip): the chunk is held meanwhile.
-      const grow = (n: number) => (n - asked > 700_000 ? ((asked = n), new Promise<void>((r) => setTimeout(r, 2))) : undefined);
+      const grow = (n: number) =>
+        n - asked > 700_000 ? ((asked = n), quietPeriod(2, "the file grows while it is being sent")) : undefined;
       const done = receiveBody(src, fh, 7, 10 * MiB, "x", grow);
       for (let off = 0; off < data.length; off += 33_333) {
         if (!src.write(data.subarray(off, off + 33_333))) await new Promise((r) => src.once("drain", r));
@@ -243,7 +245,7 @@ describe("receiveBody from a Node request (chunks taken from the parser, session
         // The reservation answers later every ~300 KB: chunks the parser delivers meanwhile are held.
         const grow = (n: number) => {
           listeners = Math.max(listeners, req.listenerCount("data"));
-          return n - asked > 300_000 ? ((asked = n), new Promise<void>((r) => setTimeout(r, 3))) : undefined;
+          return n - asked > 300_000 ? ((asked = n), quietPeriod(3, "the file grows while it is being sent")) : undefined;
         };
         return String(await receiveBody(req, fh, 7, 10 * MiB, "x", grow));
       };
@@ -260,7 +262,7 @@ describe("receiveBody from a Node request (chunks taken from the parser, session
     await withFile(async (fh, path) => {
       const data = randomBytes(9_000);
       handler = async (req) => {
-        await new Promise((r) => setTimeout(r, 50)); // the whole body arrives meanwhile
+        await waitFor("the whole body in the request's buffer", () => req.readableLength >= data.length, 5_000, { everyMs: 5 });
         return String(await receiveBody(req, fh, 0, MiB, "x"));
       };
       expect(await put(data, 1_000)).toEqual({ status: 200, text: "9000" });
@@ -368,7 +370,8 @@ describe("session transfers with O_DIRECT", () => {
         const data = randomBytes(9 * MiB + 12_345);
         const src = new PassThrough();
         let asked = 0;
-        const grow = (n: number) => (n - asked > 700_000 ? ((asked = n), new Promise<void>((r) => setTimeout(r, 2))) : undefined);
+        const grow = (n: number) =>
+          n - asked > 700_000 ? ((asked = n), quietPeriod(2, "the file grows while it is being sent")) : undefined;
         const done = receiveBody(src, fh, offset, 20 * MiB, "x", grow, d);
         for (let off = 0; off < data.length; off += 33_333) {
           if (!src.write(data.subarray(off, off + 33_333))) await new Promise((r) => src.once("drain", r));

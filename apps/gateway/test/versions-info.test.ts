@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestGateway, xmlAll, type TestGateway } from "./harness.js";
+import { quietPeriod } from "@ce/testing";
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -93,7 +94,7 @@ describe.each(["1.0", "1.1"])("E2 info (%s)", (v) => {
 describe("info serving state", () => {
   it("drain flag in Redis → draining", async () => {
     await t.gw.services.redis.hset(t.gw.services.jobs.keys.flags(), "drain", "1");
-    await new Promise((r) => setTimeout(r, 1100)); // info cache
+    await quietPeriod(1_100, "the info document is cached for a second: let the cached copy expire");
     const r = await t.request("GET", `${t.rest}/1.1/info`, { accept: "text/xml" });
     expect(r.text).toContain("<ServingState>draining</ServingState>");
     await t.gw.services.redis.hdel(t.gw.services.jobs.keys.flags(), "drain");

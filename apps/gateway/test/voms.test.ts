@@ -19,7 +19,7 @@ import {
   vomsProxy,
   type TestCredential,
 } from "@ce/x509/testing";
-import { startTokenIssuer, type TokenIssuer } from "../../../tests/support/token-issuer.js";
+import { startTokenIssuer, type TokenIssuer } from "@ce/testing/token-issuer";
 import { createPki, startTestGateway, XRSL, type TestGateway } from "./harness.js";
 
 interface Res {

@@ -14,7 +14,7 @@ import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type JobDescription } from "@ce/model";
 import { JobStore, type JobRecord } from "@ce/store";
 import { ControlDir, createJobs as storeCreateJobs, type JobFilesInput } from "@ce/controldir";
-import { startRedis } from "../../../tests/support/redis-server.js";
+import { startRedis } from "@ce/testing/redis";
 import { spawnJem, stopGracefully } from "../test/support/child.js";
 
 const N_JOBS = Number(process.env.BENCH_JOBS ?? 1_000);

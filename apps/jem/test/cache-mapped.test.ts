@@ -4,14 +4,14 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lookupAccounts } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import type { Jem } from "../src/daemon.js";
 import { dataPath, findEntry } from "../src/priv/rootfs-cache.js";
 import { cleanDir } from "../src/staging/cache/cleaner.js";
 import { urlHash } from "../src/staging/cache/policy.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitFor, waitForRest, type TestEnv } from "./helpers.js";
-import { startOrigin, type Origin } from "./support/origin.js";
-import { testPki, type TestPki } from "./support/storage.js";
+import { startOrigin, type Origin } from "@ce/testing/origin";
+import { testPki, type TestPki } from "@ce/testing/storage";
 
 // The input cache with mapping on: jobs run as a real account and get a link to a root-owned file.
 const ROOT = TestAccounts.available();

@@ -1,6 +1,6 @@
 /**
  * The input cache for rucio://, dav(s):// and root:// inputs: one download per site, and the
- * access check with each user's own credential (Rucio stand-in test/support/rucio.ts over the
+ * access check with each user's own credential (Rucio stand-in @ce/testing/rucio over the
  * loopback HTTPS test storage; Apache mod_dav, and xrootd with GSI trusting the test CA, where
  * installed).
  */
@@ -14,10 +14,10 @@ import { findEntry } from "../src/priv/rootfs-cache.js";
 import { cacheTarget } from "../src/staging/cache/policy.js";
 import { checksummer } from "../src/staging/checksum.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
-import { haveApache, startApache, type Apache } from "./support/apache.js";
-import { startRucioStandIn, type RucioStandIn } from "./support/rucio.js";
-import { startStorage, testPki, type Storage, type TestPki } from "./support/storage.js";
-import { haveXrootd, startXrootd, type Xrootd } from "./support/xrootd.js";
+import { haveApache, startApache, type Apache } from "@ce/testing/apache";
+import { startRucioStandIn, type RucioStandIn } from "@ce/testing/rucio";
+import { startStorage, testPki, type Storage, type TestPki } from "@ce/testing/storage";
+import { haveXrootd, startXrootd, type Xrootd } from "@ce/testing/xrootd";
 
 let env: TestEnv;
 let jem: Jem;

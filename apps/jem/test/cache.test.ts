@@ -9,8 +9,9 @@ import { dataPath } from "../src/priv/rootfs-cache.js";
 import { urlHash } from "../src/staging/cache/policy.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
 import { killHard, spawnJem } from "./support/child.js";
-import { startOrigin, type Origin } from "./support/origin.js";
-import { testPki, type TestPki } from "./support/storage.js";
+import { startOrigin, type Origin } from "@ce/testing/origin";
+import { testPki, type TestPki } from "@ce/testing/storage";
+import { quietPeriod, waitFor } from "@ce/testing";
 
 // The input cache with a real HTTPS origin on loopback, jobs as the CE (mapping off: copies).
 let env: TestEnv;
@@ -146,9 +147,8 @@ describe("the input cache", () => {
     origin.slow.sliceMs = 150;
     const child = await spawnJem(env.config);
     const ids = await Promise.all(Array.from({ length: 3 }, () => job("/data/big.dat", "yes")));
-    const t0 = Date.now();
-    while (origin.count("GET", "/data/big.dat") === 0 && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 300)); // mid-body
+    await waitFor("the origin serving big.dat", () => origin.count("GET", "/data/big.dat") > 0, 20_000, { everyMs: 50 });
+    await quietPeriod(300, "two of the 16 slow slices: the kill lands mid-body");
     await killHard(child);
     origin.slow.slices = 1;
     // Nothing half-written is visible: no data file yet.

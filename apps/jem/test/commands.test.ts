@@ -17,6 +17,7 @@ import {
   waitForRest,
   type TestEnv,
 } from "./helpers.js";
+import { quietPeriod } from "@ce/testing";
 
 let env: TestEnv;
 let jem: Jem;
@@ -71,7 +72,7 @@ describe("kill", () => {
     const id = await submitTestJob(env, shellJob("true"));
     await waitForRest(env, id, "FINISHED");
     await sendCommand(env, "kill", id);
-    await new Promise((r) => setTimeout(r, 500));
+    await quietPeriod(500, "the JEM has a chance to act on the kill, and must not");
     const r = await env.jobs.get(id);
     expect(r?.rest).toBe("FINISHED");
     expect(r?.killRequested).toBeFalsy();

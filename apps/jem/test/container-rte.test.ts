@@ -6,13 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lookupAccounts } from "@ce/mapping";
 import type { LocalUser } from "@ce/model";
 import { enableRte, setRteParams, SHIPPED_RTE_DIR, type RteConfig } from "@ce/store";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
-import { HAS_CONTAINER_TOOLS, testImage, type TestImage } from "../../../tests/support/container-image.js";
+import { TestAccounts } from "@ce/mapping/testing";
+import { HAS_CONTAINER_TOOLS, testImage, type TestImage } from "@ce/testing/container-image";
 import type { Jem } from "../src/daemon.js";
 import { output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
 
 // The shipped ENV/CONTAINER RTE on the fork back end, with mapping on: the payload runs in an
-// image mmdebstrap built (cached per machine, tests/support/container-image.ts), as the job's
+// image mmdebstrap built (cached per machine, @ce/testing/container-image), as the job's
 // mapped account, the session bind-mounted at its own path; other RTEs' stages 1 and 2 still run
 // around it; a missing image or runtime fails the job with the reason the user reads.
 

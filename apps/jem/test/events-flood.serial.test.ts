@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { shellJob, submitTestJob, testEnv, waitFor, waitForRest, type TestEnv } from "./helpers.js";
 import { spawnJem, stopGracefully } from "./support/child.js";
+import { quietPeriod } from "@ce/testing";
 
 // A job's account can create anything in control/events (1733). A flood of names that are not
 // doorbells must cost the JEM a bounded amount while it lasts and nothing once it is gone, and
@@ -43,7 +44,7 @@ function rssMb(pid: number): number {
 async function cpuOver(pid: number, ms: number): Promise<number> {
   const c0 = cpuSeconds(pid);
   const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, ms));
+  await quietPeriod(ms, "the measurement window");
   return (cpuSeconds(pid) - c0) / ((performance.now() - t0) / 1000);
 }
 
@@ -66,7 +67,7 @@ describe("control/events under a flood of names that are not doorbells", () => {
   it("costs bounded CPU and memory, drains, goes back to idle, and still answers doorbells", async () => {
     const pid = jem.pid!;
     const events = env.control.eventsDir();
-    await new Promise((r) => setTimeout(r, 1_000));
+    await quietPeriod(1_000, "let the JEM's start-up work finish before measuring it idle");
     const idle = await cpuOver(pid, 2_000);
     const rss0 = rssMb(pid);
     const id = await submitTestJob(env, shellJob("sleep 4; echo done"));

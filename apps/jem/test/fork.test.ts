@@ -1,9 +1,10 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBackend, type Backend, type PollState } from "../src/lrms/index.js";
 import { makeConfig, makeJob, parseDiag, readIf, silentLog, tempRoot, waitFor } from "../src/lrms/testdata/harness.js";
+import { waitFor as poll } from "@ce/testing";
 
 // The fork back end for real: detached wrapper jobs on this host, polled and cancelled.
 
@@ -101,11 +102,12 @@ describe("fork back end", () => {
   it("KILLs the whole process group when the payload ignores TERM", async () => {
     const job = makeJob(root, { executable: "/bin/bash", arguments: ["-c", "trap '' TERM; sleep 300 & wait; sleep 300"] });
     const { localId } = await backend.submit(job);
-    await new Promise((r) => setTimeout(r, 300));
+    const pgid = Number(localId.split(":")[0]);
+    // Cancel only once the payload has set its trap and started its children.
+    await poll("the payload's sleep", () => spawnSync("pgrep", ["-g", String(pgid), "-x", "sleep"]).status === 0, 10_000);
     await backend.cancel(localId, job);
     const done = await untilDone(job.jobId, localId, job.jobDir);
     expect(done).toMatchObject({ kind: "done", message: "Job was cancelled" });
-    const pgid = Number(localId.split(":")[0]);
     await waitFor(() => {
       try {
         process.kill(-pgid, 0);

@@ -10,6 +10,7 @@ import { emptyDescription, type InternalState, type JobDescription, type OutputF
 import { AdvanceSet, DelegationStore, JobStore, Locks, SecretBox, recordRequests, type JobRecord, type Lease } from "@ce/store";
 import { ControlDir, completeUpload, createJobs, type JobFilesInput } from "@ce/controldir";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
+import { waitFor as poll } from "@ce/testing";
 
 export const OWNER = "/DC=org/DC=test/CN=Test User";
 
@@ -179,14 +180,9 @@ export async function sendCommand(env: TestEnv, action: "kill" | "clean" | "rest
   await recordRequests(env.jobs, [{ action, jobId }]); // as the gateway: on the record, rung on the work list
 }
 
+/** @ce/testing's `waitFor` with this suite's defaults; a falsy value (0, "") also means "not yet". */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+  return poll(what, async () => (await fn()) || undefined, timeoutMs, { everyMs });
 }
 
 /** Waits for a REST state (or the record to disappear with "GONE"). */

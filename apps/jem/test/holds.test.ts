@@ -5,6 +5,7 @@ import { JobStore, SubmissionHolds, WITHDRAWN_REASON } from "@ce/store";
 import { createJobs } from "@ce/controldir";
 import type { Jem } from "../src/daemon.js";
 import { clientUpload, OWNER, shellJob, testEnv, testJem, testJobFiles, transitionsOf, waitForRest, type TestEnv } from "./helpers.js";
+import { quietPeriod } from "@ce/testing";
 
 /**
  * Submission holds (@ce/store holds.ts) as the JEM sees them: a job whose submission's answer has
@@ -50,13 +51,11 @@ async function submitHeld(partial: Partial<JobDescription>, holdMs: number): Pro
   return { id, key };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe("submission holds in the JEM", () => {
   it("a job never released is not advanced, then fails at the deadline without running (not restartable)", async () => {
     const { id } = await submitHeld(shellJob("touch ran"), 1_500);
     await env.advance.ring([id]); // a recovery ring during the hold changes nothing
-    await sleep(800);
+    await quietPeriod(800, "a held job must not advance");
     expect((await env.jobs.get(id))?.rest).toBe("ACCEPTING");
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 10_000);
     expect(r?.rest).toBe("FAILED");
@@ -67,7 +66,7 @@ describe("submission holds in the JEM", () => {
 
   it("a released job runs at once", async () => {
     const { id, key } = await submitHeld(shellJob("true"), 30_000);
-    await sleep(300);
+    await quietPeriod(300, "a held job must not advance");
     expect((await env.jobs.get(id))?.rest).toBe("ACCEPTING");
     expect(await holds.release(key, [id])).toBe(true);
     expect((await waitForRest(env, id, ["FINISHED", "FAILED"], 10_000))?.rest).toBe("FINISHED");
@@ -80,7 +79,7 @@ describe("submission holds in the JEM", () => {
     );
     expect((await env.jobs.get(id))?.state).toBe("PREPARING"); // admitted at creation
     await clientUpload(env, id, "in.txt", "data");
-    await sleep(1_500);
+    await quietPeriod(1_500, "an upload to a held job must not start it");
     expect((await env.jobs.get(id))?.state).toBe("PREPARING");
     expect(await transitionsOf(env, id)).toEqual([{ from: "ACCEPTED", to: "PREPARING" }]);
     expect(await holds.release(key, [id], Date.now() + 60_000)).toBe(true);

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,7 +23,7 @@ beforeAll(async () => {
       '[ "$2" = ACCEPTED ] || { echo "wrong state $2"; exit 3; }',
       'case "$CE_JOB_VO" in',
       '  banned) echo "VO banned has used its CPU quota for this month"; echo "detail on stderr" >&2; exit 1 ;;',
-      "  slow) sleep 30 ;;",
+      `  slow) touch ${dir}/slow-started; sleep 30 ;;`,
       "esac",
       "exit 0",
     ].join("\n"),
@@ -80,7 +80,7 @@ describe("state hooks", () => {
   it("a hook that hangs is ended at its timeout and the job goes on; other jobs are not held up meanwhile", async () => {
     const t0 = Date.now();
     const slow = await submitTestJob(env, {}, { fqans: ["/slow"] });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor("the slow hook running", async () => existsSync(join(dir, "slow-started")), 10_000);
     const quick = await submitTestJob(env, {}, { fqans: ["/atlas"] });
     expect((await waitForRest(env, quick, ["FINISHED", "FAILED"]))?.rest).toBe("FINISHED");
     const slowNow = await env.jobs.get(slow);

@@ -16,6 +16,7 @@ import {
   waitForRest,
   type TestEnv,
 } from "./helpers.js";
+import { quietPeriod } from "@ce/testing";
 
 let env: TestEnv;
 let jem: Jem;
@@ -112,7 +113,7 @@ describe("job lifecycle", () => {
       }),
     );
     await waitForRest(env, id, "PREPARING");
-    await new Promise((r) => setTimeout(r, 300));
+    await quietPeriod(300, "without the upload the job must stay in PREPARING");
     expect((await env.jobs.get(id))?.rest).toBe("PREPARING");
     await clientUpload(env, id, "in.txt", "12345");
     expect((await waitForRest(env, id, ["FINISHED", "FAILED"]))?.rest).toBe("FINISHED");
@@ -130,7 +131,7 @@ describe("job lifecycle", () => {
   it("honours startTime", async () => {
     const start = new Date(Date.now() + 1_500);
     const id = await submitTestJob(env, shellJob("true", { startTime: start }));
-    await new Promise((r) => setTimeout(r, 700));
+    await quietPeriod(700, "before its startTime the job must not start");
     expect((await env.jobs.get(id))?.rest).toBe("ACCEPTING");
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"]);
     expect(r?.rest).toBe("FINISHED");

@@ -2,6 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
 import { underLimit } from "../src/limits.js";
 import { output, shellJob, submitTestJob, testEnv, testJem, waitFor, type TestEnv } from "./helpers.js";
+import { quietPeriod } from "@ce/testing";
+
+/** Random small delays that interleave the racing callers differently on each run. */
+const jitter = (ms: number) => quietPeriod(ms, "interleave the racing callers");
 
 let env: TestEnv;
 let jem: Jem;
@@ -50,16 +54,16 @@ describe("limits", () => {
     const tryAcquire = locks.tryAcquire.bind(locks);
     locks.tryAcquire = (key, ms) => ((leases += key === `limit:${name}` ? 1 : 0), tryAcquire(key, ms));
     const count = async () => {
-      await new Promise((r) => setTimeout(r, Math.random() * 3));
+      await jitter(Math.random() * 3);
       return committed;
     };
     try {
       const free = await Promise.all(
         Array.from({ length: n }, async (_, i) => {
-          await new Promise((r) => setTimeout(r, (i % 7) * 2));
+          await jitter((i % 7) * 2);
           return underLimit(jem.ctx, name, limit, count, async (ok) => {
             if (ok) {
-              await new Promise((r) => setTimeout(r, 1 + Math.random() * 8));
+              await jitter(1 + Math.random() * 8);
               peak = Math.max(peak, ++committed);
             }
             return ok;

@@ -1,7 +1,8 @@
 import pino from "pino";
 import { afterEach, expect, it } from "vitest";
-import { startRedis, type RedisHandle } from "../../../tests/support/redis-server.js";
+import { startRedis, type RedisHandle } from "@ce/testing/redis";
 import { shellJob, submitTestJob, testEnv, testJem, waitForRest } from "./helpers.js";
+import { quietPeriod } from "@ce/testing";
 
 let redis: RedisHandle | undefined;
 afterEach(async () => {
@@ -22,7 +23,7 @@ it("a JEM started while Redis is away waits for it (one episode line each way), 
   const started = testJem(env, { logger });
   let booted = false;
   void started.then(() => (booted = true));
-  await new Promise((res) => setTimeout(res, 2_000));
+  await quietPeriod(2_000, "without Redis the JEM must keep waiting, not finish booting");
   expect(booted).toBe(false);
   await r.restart();
   const jem = await started;

@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import { lookupAccounts } from "@ce/mapping";
 import { pino } from "pino";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { pidsOfUid } from "../src/contain/procs.js";
 import { scrubAccount } from "../src/contain/scrub.js";
+import { waitFor } from "@ce/testing";
 
 // A pool account handed back dirty: a setsid daemon of its last holder, a
 // crontab and an at job, files and a planted link in the shared temp dirs. The scrub leaves
@@ -79,8 +80,7 @@ describe.skipIf(!ROOT)("scrubbing a pool account before its lease is released", 
     chownSync(join(at, "a0001"), uid, gid);
     writeFileSync(join(tmpA, "root-file"), "root's own\n");
     await lchown(join(tmpA, "root-file"), 0, 0);
-    await new Promise((r) => setTimeout(r, 200));
-    expect((await pidsOfUid(uid)).length).toBeGreaterThanOrEqual(2);
+    await waitFor("the account's processes running", async () => (await pidsOfUid(uid)).length >= 2, 10_000);
 
     expect(await scrubAccount(acct, opts())).toBeUndefined();
 

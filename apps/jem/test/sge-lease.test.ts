@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import { PoolLeases, onJobWiped } from "@ce/mapping";
 import { pino } from "pino";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
-import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "../../../tests/support/gridengine-cluster.js";
+import { TestAccounts } from "@ce/mapping/testing";
+import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "@ce/testing/gridengine";
 import { accountScrubber, sgeJobs } from "../src/contain/scrub.js";
 
 // With Grid Engine, a pool account's lease is held while `qstat -u <account>` lists a job of it,

@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { enableRte, setRteParams } from "@ce/store";
-import { HAS_CONTAINER_TOOLS, testImage } from "../../../tests/support/container-image.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../../tests/support/slurm-cluster.js";
+import { HAS_CONTAINER_TOOLS, testImage } from "@ce/testing/container-image";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { createBackend, type Backend } from "../src/lrms/index.js";
 import { makeConfig, makeJob, readIf, silentLog, tempRoot, waitFor } from "../src/lrms/testdata/harness.js";
 

@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import { PoolLeases, onJobWiped } from "@ce/mapping";
 import { pino } from "pino";
-import { TestAccounts } from "../../../packages/mapping/src/test-accounts.js";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../../tests/support/slurm-cluster.js";
+import { TestAccounts } from "@ce/mapping/testing";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { accountScrubber } from "../src/contain/scrub.js";
+import { waitFor } from "@ce/testing";
 
 // Issue 21: with Slurm, a pool account's lease is held until the batch system lists none of the
 // account's jobs. A real single-node Slurm, a real account that submits a job of its own: while
@@ -79,11 +80,7 @@ describe.skipIf(!ROOT || !HAS_SLURM)("a pool lease and the account's Slurm jobs"
     const jobId = sub.stdout.trim().split(";")[0]!;
     expect(jobId).toMatch(/^\d+$/);
     // Running on the node, as a leftover of the previous holder would be.
-    const started = Date.now() + 60_000;
-    while (squeue() !== `${jobId} RUNNING`) {
-      if (Date.now() > started) throw new Error(`job ${jobId} did not start: ${squeue()}`);
-      await new Promise((r) => setTimeout(r, 300));
-    }
+    await waitFor(`job ${jobId} running`, () => squeue() === `${jobId} RUNNING`, 60_000, { everyMs: 300, detail: squeue });
 
     const prefix = `{sl-${randomBytes(4).toString("hex")}}`;
     const leases = new PoolLeases(redis, prefix);
@@ -100,11 +97,7 @@ describe.skipIf(!ROOT || !HAS_SLURM)("a pool lease and the account's Slurm jobs"
     expect(await leases.lease("/DC=org/CN=Next Holder", "pool", [acct, other])).toBe(other);
 
     execFileSync("scancel", [jobId]);
-    const deadline = Date.now() + 60_000;
-    while (squeue() !== "") {
-      if (Date.now() > deadline) throw new Error(`job ${jobId} still listed by squeue: ${squeue()}`);
-      await new Promise((r) => setTimeout(r, 300));
-    }
+    await waitFor(`job ${jobId} gone from squeue`, () => squeue() === "", 60_000, { everyMs: 300, detail: squeue });
 
     expect(await onJobWiped(redis, prefix, owner, config.mapping, scrub)).toEqual({ released: 1 });
     expect(await leases.holder(acct)).toBeUndefined();

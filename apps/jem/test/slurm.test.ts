@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../../tests/support/redis-server.js";
+import { freePort } from "@ce/testing";
 import { createBackend, type Backend, type PollState } from "../src/lrms/index.js";
 import { makeConfig, makeJob, parseDiag, readIf, silentLog, tempRoot, waitFor } from "../src/lrms/testdata/harness.js";
 

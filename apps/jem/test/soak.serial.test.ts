@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, it } from "vitest";
-import { HAS_SLURM, startSlurm, type SlurmCluster } from "../../../tests/support/slurm-cluster.js";
+import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { testEnv, type TestEnv } from "./helpers.js";
 import { expectExactlyOnce, runSoak } from "./support/soak.js";
 

@@ -3,6 +3,7 @@ import { createServer as createTcpServer, type Server as TcpServer, type Socket 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
 import { shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
+import { waitFor } from "@ce/testing";
 
 // Transfer slots are a shared resource: one owner's storage that accepts and never answers, or
 // keeps failing, must not keep another owner's (or the same owner's other) small inputs waiting.
@@ -17,6 +18,7 @@ let maxHeld = 0;
 let files: Server;
 let hangUrl: string;
 let filesUrl: string;
+let busyAnswers = 0;
 
 const listen = (s: TcpServer | Server) =>
   new Promise<number>((resolve) => s.listen(0, "127.0.0.1", () => resolve((s.address() as { port: number }).port)));
@@ -32,7 +34,7 @@ beforeAll(async () => {
   hangUrl = `http://127.0.0.1:${await listen(hanging)}`;
   // `/ok/...` answers 32 bytes, `/busy/...` always 503.
   files = createHttpServer((req, res) => {
-    if (req.url?.startsWith("/busy/")) return void res.writeHead(503).end("busy");
+    if (req.url?.startsWith("/busy/")) return void (busyAnswers++, res.writeHead(503).end("busy"));
     res.writeHead(200, { "content-length": 32 }).end("x".repeat(32));
   });
   filesUrl = `http://127.0.0.1:${await listen(files)}`;
@@ -64,9 +66,7 @@ const inputs = (base: string, n: number, tag: string) =>
 describe("staging transfer slots", () => {
   it("an owner whose storage hangs holds at most its share; another owner's small input completes promptly", async () => {
     for (let j = 0; j < 3; j++) await submitTestJob(env, shellJob("true", { inputFiles: inputs(hangUrl, 4, `hang${j}`) }));
-    const t0 = Date.now();
-    while (held.size < 2 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
-    expect(held.size).toBeGreaterThanOrEqual(2);
+    await waitFor("two transfers held by the hanging storage", () => held.size >= 2, 10_000, { everyMs: 50 });
     const id = await submitTestJob(env, shellJob("test $(wc -c < in0) -eq 32", { inputFiles: inputs(filesUrl, 1, "ok") }), {
       owner: OTHER,
     });
@@ -83,7 +83,7 @@ describe("staging transfer slots", () => {
     // Both of this owner's slots fail at once and wait 20 s to retry; its next input must not wait for that.
     const failing = await submitTestJob(env, shellJob("true", { inputFiles: inputs(filesUrl, 2, "busy") }), { owner: THIRD });
     await waitForRest(env, failing, ["PREPARING"], 10_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await waitFor("both of the owner's transfers refused", () => busyAnswers >= 2, 10_000);
     const id = await submitTestJob(env, shellJob("test $(wc -c < in0) -eq 32", { inputFiles: inputs(filesUrl, 1, "ok") }), {
       owner: THIRD,
     });

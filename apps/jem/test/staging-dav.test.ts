@@ -13,8 +13,8 @@ import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
 import { transferClient, upload } from "../src/staging/http.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
-import { haveApache, startApache, type Apache } from "./support/apache.js";
-import { testJwt, testPki } from "./support/storage.js";
+import { haveApache, startApache, type Apache } from "@ce/testing/apache";
+import { testJwt, testPki } from "@ce/testing/storage";
 
 const adler = (s: string) => {
   const c = checksummer("adler32");

@@ -1,5 +1,5 @@
 /**
- * rucio:// inputs against the Rucio stand-in (test/support/rucio.ts) whose replicas live on the
+ * rucio:// inputs against the Rucio stand-in (@ce/testing/rucio) whose replicas live on the
  * loopback HTTPS/WebDAV test storage: the aCT URL shape, X.509 authentication, the first working
  * replica, Rucio's checksum, and an unknown DID as a final error.
  */
@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
-import { startRucioStandIn, type RucioStandIn } from "./support/rucio.js";
-import { startStorage, testPki, type Storage } from "./support/storage.js";
+import { startRucioStandIn, type RucioStandIn } from "@ce/testing/rucio";
+import { startStorage, testPki, type Storage } from "@ce/testing/storage";
 
 const sum = (alg: "adler32" | "md5", b: Buffer) => {
   const c = checksummer(alg);

@@ -13,8 +13,8 @@ import { createCA, createProxy, issueUserCert } from "@ce/x509/testing";
 import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
-import { testJwt, testPki } from "./support/storage.js";
-import { haveXrootd, startXrootd, type Xrootd } from "./support/xrootd.js";
+import { testJwt, testPki } from "@ce/testing/storage";
+import { haveXrootd, startXrootd, type Xrootd } from "@ce/testing/xrootd";
 
 const adler = (s: string) => {
   const c = checksummer("adler32");

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
 import { output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
-import { haveXrootd, startXrootd, type Xrootd } from "./support/xrootd.js";
+import { haveXrootd, startXrootd, type Xrootd } from "@ce/testing/xrootd";
 
 const adler = (s: string) => {
   const c = checksummer("adler32");

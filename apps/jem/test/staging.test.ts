@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
 import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
-import { startStorage, testPki, type Storage, type TestPki } from "./support/storage.js";
+import { startStorage, testPki, type Storage, type TestPki } from "@ce/testing/storage";
 
 let env: TestEnv;
 let jem: Jem;

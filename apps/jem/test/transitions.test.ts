@@ -145,7 +145,8 @@ describe("state change log lines", () => {
     return { lines, log: pino({ level }, sink) };
   };
   const move = (jobId: string, to: string) => ({ jobId, requestId: "r1", from: "ACCEPTED", to, rest: to, reason: "test" });
-  const turn = () => new Promise((r) => setTimeout(r, 20));
+  // The move log flushes a turn's moves in a setImmediate; one queued after it runs once they are out.
+  const turn = () => new Promise((r) => setImmediate(r));
 
   it("a lone move is one info line with the job; a burst in one turn is one info line of job ids by move, each job at debug", async () => {
     const info = capture("info");

@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, i
 import { JobStore, Keys, type JobRecord } from "@ce/store";
 import { AccountingDb } from "./db/index.js";
 import { UsageConsumer, USAGE_GROUP } from "./consumer.js";
+import { quietPeriod } from "@ce/testing";
 
 // The terminal move's script (packages/store lua/update.lua) appends the usage entry; the consumer
 // writes it to a real SQLite file and acknowledges it only after the commit.
@@ -206,7 +207,7 @@ describe("usage stream", () => {
     // Another JEM: nothing of its own pending, nothing idle long enough yet.
     const live = consumer("live", 50);
     expect(await live.step(false)).toBe(0);
-    await new Promise((r) => setTimeout(r, 80));
+    await quietPeriod(80, "the other consumer's entries must be idle longer than the 50 ms claim time");
     expect(await live.step(false)).toBe(5);
     expect(await db.count()).toBe(5);
     for (const id of ids) expect(await db.job(id)).toHaveLength(1);

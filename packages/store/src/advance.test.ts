@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { AdvanceSet } from "./advance.js";
+import { quietPeriod, waitFor } from "@ce/testing";
 
 // lua/advance-ring.lua and lua/advance-claim.lua against the real Redis, under a prefix of their own.
 let redis: Redis;
@@ -85,11 +86,10 @@ describe("advance set", () => {
     await sub.subscribe(adv.keys.advanceBell());
     sub.on("message", (ch) => got.push(ch));
     await adv.ring(["t"], Date.now() + 60_000);
-    await new Promise((r) => setTimeout(r, 100));
+    await quietPeriod(100, "work due later must not ring the bell");
     expect(got).toEqual([]);
     await adv.ring(Array.from({ length: 25_000 }, (_, i) => `m${i}`));
-    await new Promise((r) => setTimeout(r, 100));
-    expect(got.length).toBeGreaterThanOrEqual(1);
+    await waitFor("the bell", () => got.length >= 1, 5_000, { everyMs: 10 });
     expect(await adv.counts()).toMatchObject({ due: 25_000, timers: 1 });
   });
 });

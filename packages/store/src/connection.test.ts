@@ -3,6 +3,7 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RECONNECT_AFTER_END_MS, ReplicaBarrier, connectRedis, describeRedis, keepConnected } from "./connection.js";
+import { quietPeriod } from "@ce/testing";
 
 // ReplicaBarrier against the test redis-server, which has no replica: WAIT answers 0 after its timeout.
 let redis: Redis;
@@ -64,7 +65,7 @@ describe("keepConnected", () => {
     expect(await c.ping()).toBe("PONG");
     closing = true;
     await c.quit();
-    await new Promise((r) => setTimeout(r, RECONNECT_AFTER_END_MS + 200));
+    await quietPeriod(RECONNECT_AFTER_END_MS + 200, "past the reconnect delay: a quit connection must stay closed");
     expect(c.status).toBe("end");
   });
 });
@@ -112,7 +113,7 @@ describe("the JEM's BullMQ connections (connectRedis role jem)", () => {
       await queue.obliterate({ force: true });
       await queue.close();
       await clients.close();
-      await new Promise((r) => setTimeout(r, RECONNECT_AFTER_END_MS + 300));
+      await quietPeriod(RECONNECT_AFTER_END_MS + 300, "past the reconnect delay: closed connections must stay closed");
       expect([shared.status, blocking.status, clients.redis.status]).toEqual(["end", "end", "end"]);
     } finally {
       await worker.close();

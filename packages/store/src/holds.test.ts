@@ -3,6 +3,7 @@ import { AdvanceSet } from "./advance.js";
 import { SubmissionHolds } from "./holds.js";
 import { JobStore, type JobRecord } from "./jobs.js";
 import { useTestRedis } from "./test-redis.js";
+import { quietPeriod } from "@ce/testing";
 
 // lua/create.lua (held records), lua/hold-release.lua and lua/hold-withdraw.lua against the real Redis.
 const t = useTestRedis("hold");
@@ -63,7 +64,7 @@ describe("submission holds", () => {
       expect((await adv.scoreOf(id)).due).toBe(until);
     }
     expect(await t.redis.zscore(holds.keys.holds(), key)).toBe(String(until));
-    await new Promise((r) => setTimeout(r, 50));
+    await quietPeriod(50, "held jobs must not ring the bell");
     expect(bells).toEqual([]);
     expect(await holds.release(key, ids)).toBe(true);
     for (const id of ids) {

@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RedisOutage, redisTrouble, writeProbe } from "./outage.js";
+import { waitFor } from "@ce/testing";
 
 let redis: Redis;
 beforeAll(() => {
@@ -62,7 +63,7 @@ describe("RedisOutage", () => {
         return "done";
       }),
     );
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor("the outage noticed and probed", () => outage.down && probes > 1, 5_000, { everyMs: 5 });
     expect(outage.down).toBe(true);
     expect(events).toEqual(["down oom"]);
     expect(probes).toBeGreaterThan(1);
@@ -94,7 +95,7 @@ describe("RedisOutage", () => {
       minDelayMs: 10,
     });
     const step = outage.retry(() => Promise.reject(new Error("Connection is closed.")));
-    await new Promise((r) => setTimeout(r, 30));
+    await waitFor("the step waiting out the outage", () => outage.down, 5_000, { everyMs: 5 });
     outage.stop();
     await expect(step).rejects.toThrow("Connection is closed.");
   });

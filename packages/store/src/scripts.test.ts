@@ -5,6 +5,7 @@ import { Keys, LUA_KEY_METHODS, luaKeyPrelude } from "./keys.js";
 import { Locks } from "./locks.js";
 import { RateLimiter, leaseSize } from "./ratelimit.js";
 import { runScript, SCRIPTS } from "./scripts.js";
+import { waitFor } from "@ce/testing";
 
 const dir = (pkg: string) => new URL(`../../${pkg}/src/lua/`, import.meta.url);
 const luaFiles = (pkg: string) => readdirSync(dir(pkg)).filter((f) => f.endsWith(".lua"));
@@ -69,7 +70,7 @@ describe("scripts against Redis", () => {
     expect(await b.tryAcquire("job:x", 5_000)).toBeUndefined();
     // Stop the refresh without releasing (a frozen process), let the lease expire.
     await redis.pexpire(first!.key, 1);
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor("the lease expired", async () => (await redis.exists(first!.key)) === 0, 5_000, { everyMs: 5 });
     const second = await b.tryAcquire("job:x", 5_000);
     expect(second?.held).toBe(true);
     await first!.release();

@@ -3,6 +3,7 @@ import { JobStore, type JobRecord } from "./jobs.js";
 import { Keys, ownerKey } from "./keys.js";
 import { STATUS_BATCH_IDS, StatusReader, packKeys } from "./status-many.js";
 import { useTestRedis } from "./test-redis.js";
+import { quietPeriod } from "@ce/testing";
 
 // Bulk status reads (status-many.ts, lua/status-many.lua) against the real Redis.
 const t = useTestRedis("sm");
@@ -134,7 +135,7 @@ describe("StatusReader", () => {
       defineCommand: () => undefined,
       ceStatusMany: (...args: (string | number)[]) => {
         sent.push((args.length - 3) / 2); // numkeys, the key, the prefix, then (ownerKey, ids) per read
-        return new Promise((r) => setTimeout(r, 30)).then(() =>
+        return quietPeriod(30, "a slow Redis").then(() =>
           (t.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).ceStatusMany!(...args),
         );
       },

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTokenIssuer, type TokenIssuer } from "../../../../tests/support/token-issuer.js";
+import { startTokenIssuer, type TokenIssuer } from "@ce/testing/token-issuer";
 import { JwksUnavailable } from "./jwks.js";
 import { TokenVerifier, WLCG_ANY_AUDIENCE, type TokenVerifierOptions } from "./verify-token.js";
 

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { compileConfig } from "@ce/config";
 import { parseQhost, parseSinfo, SgeSlots, SlurmSlots } from "./lrms-slots.js";
 import { queueVos, vosNamed } from "./queue-vos.js";
+import { quietPeriod } from "@ce/testing";
 
 describe("parseSinfo", () => {
   it("sums per partition and counts a node in two partitions once for the cluster", () => {
@@ -79,7 +80,7 @@ describe("SlurmSlots", () => {
     // A period later: the failed run keeps the last good answer.
     const later = Date.now() + 61_000;
     expect((await src.get(later))?.total).toBe(8);
-    await new Promise((r) => setTimeout(r, 200));
+    await quietPeriod(200, "the failed refresh runs in the background; afterwards the last good answer must still stand");
     expect((await src.get(later))?.total).toBe(8);
   });
 });
@@ -97,7 +98,7 @@ describe("SgeSlots", () => {
     script("echo 'error: unable to contact qmaster' >&2; exit 1");
     const later = Date.now() + 61_000;
     await src.get(later);
-    await new Promise((r) => setTimeout(r, 200));
+    await quietPeriod(200, "the failed refresh runs in the background; afterwards the last good answer must still stand");
     expect((await src.get(later))?.total).toBe(4);
   });
 });

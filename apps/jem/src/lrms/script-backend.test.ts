@@ -5,6 +5,7 @@ import { createBackend, parsePollOutput, parseSubmitOutput, type Backend } from 
 import { parseBulkOutput } from "./script-backend.js";
 import { TokenBucket } from "./rate-limit.js";
 import { FAKE_BACKENDS, makeConfig, makeJob, silentLog, tempRoot } from "./testdata/harness.js";
+import { quietPeriod } from "@ce/testing";
 
 // The TS side of the script contract against a fake back end that misbehaves on demand
 // (testdata/fake-backends/fake: behaviour chosen by job name / local id).
@@ -224,7 +225,7 @@ describe("createBackend and rate limiting", () => {
     expect(done).toBe(1); // full bucket (2): served, 3 in debt
     const next = b.take(1).then(() => done++);
     now = 1000; // +2 tokens: still -1
-    await new Promise((r) => setTimeout(r, 5));
+    await quietPeriod(5, "a waiter still in debt must not be served");
     expect(done).toBe(1);
     now = 2000;
     await next;

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import { ControlDir, formatKeyValues } from "@ce/controldir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TestAccounts } from "../../../../packages/mapping/src/test-accounts.js";
+import { TestAccounts } from "@ce/mapping/testing";
 import { Privileged, PrivRefused } from "./priv.js";
 
 // The privileged component's refusals and its file handling, with real accounts (root only).

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startPostgres, type PostgresHandle } from "../../../../tests/support/postgres.js";
+import { startPostgres, type PostgresHandle } from "@ce/testing/postgres";
 import { usageRecord } from "../record.js";
 import { AccountingDb, databaseLocation } from "./index.js";
 

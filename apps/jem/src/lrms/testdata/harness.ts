@@ -6,6 +6,7 @@ import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config
 import { emptyDescription, type JobDescription } from "@ce/model";
 import { pino } from "pino";
 import type { BatchJobSpec } from "../types.js";
+import { waitFor as poll } from "@ce/testing";
 
 /** Test-only helpers for the lrms suites (temp dirs, config, job specs, polling). */
 
@@ -55,13 +56,7 @@ export function readIf(file: string): string | undefined {
 
 /** Polls `fn` until it returns a value other than undefined. */
 export async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs: number, stepMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`waitFor: timed out after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
+  return poll("the back end's answer", fn, timeoutMs, { everyMs: stepMs });
 }
 
 /** key=value lines of a diag file. */

@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { aclPasswordHash, redisAclFile } from "@ce/config";
-import { freePort, TEST_KEY_PATTERN } from "./redis-server.js";
+import { freePort } from "./ports.js";
+import { TEST_KEY_PATTERN } from "./redis.js";
 
 /**
  * Real Redis high-availability set-ups on loopback, from Debian's redis-server and redis-sentinel

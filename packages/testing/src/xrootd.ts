@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "node:net";
 import { issueHostCert, type TestCredential } from "@ce/x509/testing";
-import { freePort } from "../../../../tests/support/redis-server.js";
+import { freePort } from "./ports.js";
 
 export interface Xrootd {
   /** `root://localhost:<port>` */

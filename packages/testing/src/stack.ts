@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import YAML from "yaml";
-import { freePort } from "./redis-server.js";
+import { freePort } from "./ports.js";
 
-const ROOT = resolve(import.meta.dirname, "../..");
+const ROOT = resolve(import.meta.dirname, "../../..");
 
 /** A whole CE (JEM + gateways as separate processes) on a temp state dir, like `./ce start`. */
 export interface Stack {

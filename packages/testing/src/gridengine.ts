@@ -9,9 +9,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { freePort } from "./redis-server.js";
+import { freePort } from "./ports.js";
 
-const SCRIPTS = resolve(import.meta.dirname, "../../scripts/gridengine");
+const SCRIPTS = resolve(import.meta.dirname, "../../../scripts/gridengine");
 
 /** Debian's gridengine-master/-exec/-client are installed. */
 export const HAS_GRIDENGINE =

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { aclPasswordHash, redisAclFile } from "@ce/config";
+import { freePort } from "./ports.js";
 
 /**
  * A throwaway real redis-server on a free loopback port (the project's own, not a container),
@@ -31,19 +31,6 @@ export interface RedisHandle {
 
 /** Key pattern of the test server's CE users: every suite prefix is a `{...}` hash tag. */
 export const TEST_KEY_PATTERN = "{*";
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.unref();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * `keyPattern`: the CE users' key/channel pattern (production: `{ce}*`). `aof`: append-only file

@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../../../tests/support/redis-server.js";
+import { freePort } from "./ports.js";
 
 export interface Apache {
   /** `http://127.0.0.1:<port>` and `https://localhost:<port>` (the host certificate names localhost). */

@@ -11,9 +11,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { freePort } from "./redis-server.js";
+import { freePort } from "./ports.js";
 
-const SCRIPTS = resolve(import.meta.dirname, "../../scripts/slurm");
+const SCRIPTS = resolve(import.meta.dirname, "../../../scripts/slurm");
 
 /** Slurm daemons and the project's start script are present (CI installs slurm-wlm + munge). */
 export const HAS_SLURM =

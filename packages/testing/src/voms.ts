@@ -1,5 +1,5 @@
 /**
- * A test VOMS server for a stack's state directory (tests/support/stack.ts `prepare`): a VOMS
+ * A test VOMS server for a stack's state directory (`./stack.ts` `prepare`): a VOMS
  * host certificate issued by the stack's development CA, its `.lsc` in the default vomsdir, and
  * real VOMS proxies of the stack's user made by voms-proxy-fake.
  */

@@ -2,7 +2,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./redis-server.js";
+import { freePort } from "./ports.js";
 
 /**
  * A throwaway PostgreSQL server (Debian's postgresql, /usr/lib/postgresql/<v>/bin) on a free

@@ -1,5 +1,5 @@
 import type { GlobalSetupContext } from "vitest/node";
-import { startRedis } from "./redis-server.js";
+import { startRedis } from "./redis.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
