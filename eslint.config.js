@@ -57,6 +57,34 @@ const noFixturePathsTop = {
   group: ["**/tests/support/**", "**/testing/src/**", "**/packages/*/test/**", ...testKits],
   message: fixtureMessage,
 };
+/**
+ * Purity: the domain (@ce/model) and the renderers (@ce/glue2) compute, they do no I/O, so they run
+ * the same in the gateway, the JEM, ceadm and a browser test, and a unit test needs no server.
+ */
+const noIo = {
+  group: [
+    "node:fs",
+    "node:fs/*",
+    "fs",
+    "fs/*",
+    "node:child_process",
+    "child_process",
+    "node:net",
+    "node:http",
+    "node:https",
+    "node:dgram",
+    "node:worker_threads",
+    "ioredis",
+    "bullmq",
+    "execa",
+    "chokidar",
+    "undici",
+    "@ce/store",
+    "@ce/controldir",
+    "@ce/sessionfs",
+  ],
+  message: "@ce/model and @ce/glue2 are pure (no I/O): take the data as arguments and leave files, processes and Redis to the callers.",
+};
 /** Shipped source: everything under src/ except tests and the test kits that live beside the code. */
 const testFiles = ["**/*.test.ts", "**/test-*.ts", "**/testing*.ts", "**/testdata/**", "packages/testing/**"];
 const restrict = (...patterns) => ({ "no-restricted-imports": "off", "@typescript-eslint/no-restricted-imports": ["error", { patterns }] });
@@ -79,6 +107,11 @@ export default tseslint.config(
   { files: ["tests/**", "bench/**", "scripts/**"], rules: restrict(noFixturePathsTop) },
   { files: ["packages/**"], rules: restrict(noApps, noFixturePathsPkg) },
   { files: ["packages/*/src/**"], ignores: testFiles, rules: restrict(noApps, noFixturePathsPkg, noTesting) },
+  {
+    files: ["packages/model/src/**", "packages/glue2/src/**"],
+    ignores: testFiles,
+    rules: restrict(noApps, noFixturePathsPkg, noTesting, noIo),
+  },
   { files: ["packages/store/**"], rules: restrict(noApps, noFiles, noFixturePathsPkg) },
   { files: ["packages/store/src/**"], ignores: testFiles, rules: restrict(noApps, noFiles, noFixturePathsPkg, noTesting) },
   // The test kit itself: no app code (fixtures that need an app stay in that app's test/).
