@@ -84,7 +84,11 @@ export function benchJobFiles(r: JobRecord, d: JobDescription, requestId: string
 }
 
 /** Creates every job in batches of 500 (one request's worth), failing if any is not created. */
-export async function createAllJobs(s: BenchJemState, entries: readonly NewJob[], log: (line: string) => void): Promise<void> {
+export async function createAllJobs(
+  s: Pick<BenchJemState, "jobs" | "control" | "config">,
+  entries: readonly NewJob[],
+  log: (line: string) => void,
+): Promise<void> {
   for (let off = 0; off < entries.length; off += 500) {
     const batch = entries.slice(off, off + 500);
     const { committed } = await createJobs({ jobs: s.jobs, control: s.control }, batch, {

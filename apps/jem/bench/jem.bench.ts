@@ -13,7 +13,8 @@ import { Redis } from "ioredis";
 import { compileConfig, type CompiledConfig } from "@ce/config";
 import { emptyDescription, type JobDescription } from "@ce/model";
 import { JobStore, type JobRecord } from "@ce/store";
-import { ControlDir, createJobs as storeCreateJobs, type JobFilesInput } from "@ce/controldir";
+import { ControlDir } from "@ce/controldir";
+import { benchJobFiles, createAllJobs } from "../../../bench/lib/jem.js";
 import { startRedis } from "@ce/testing/redis";
 import { spawnJem, stopGracefully } from "../test/support/child.js";
 
@@ -46,47 +47,24 @@ type Env = Awaited<ReturnType<typeof setup>>;
 /** Jobs through the gateway's own sequence (@ce/controldir `createJobs`), in batches of 500. */
 async function createJobs(env: Env, n: number, desc: Partial<JobDescription>): Promise<string[]> {
   const d: JobDescription = { ...emptyDescription("emies:adl"), ...desc };
-  const ids: string[] = [];
-  for (let off = 0; off < n; off += 500) {
-    const recs = Array.from({ length: Math.min(500, n - off) }, () =>
-      JobStore.newRecord({
-        id: randomUUID(),
-        owner: "/CN=bench",
-        queue: "main",
-        backend: env.config.lrms.backend,
-        language: d.language,
-        rerun: 0,
-        lifetime: 3600,
-        delegations: [],
-      }),
-    );
-    const files = (r: JobRecord): JobFilesInput => ({
-      id: r.id,
-      description: d,
-      source: JSON.stringify(d),
-      owner: r.owner,
-      queue: r.queue,
-      backend: r.backend,
-      endpointUrl: "https://ce.bench",
-      hostname: "ce.bench",
-      version: "1.1",
-      lifetime: r.lifetime,
-      rerun: r.rerun,
-      requestId: `bench-${off}`,
-      now: new Date(r.created),
-    });
-    const { committed } = await storeCreateJobs(
-      env,
-      recs.map((r) => ({ record: r, files: files(r) })),
-      {
-        maxTotal: env.config.jobs.maxTotal,
-        warn: (what, err) => console.warn(`  ${what}: ${String(err)}`),
-      },
-    );
-    if (committed.length !== recs.length) throw new Error(`only ${committed.length} of ${recs.length} jobs created`);
-    ids.push(...committed.map((r) => r.id));
-  }
-  return ids;
+  const recs = Array.from({ length: n }, () =>
+    JobStore.newRecord({
+      id: randomUUID(),
+      owner: "/CN=bench",
+      queue: "main",
+      backend: env.config.lrms.backend,
+      language: d.language,
+      rerun: 0,
+      lifetime: 3600,
+      delegations: [],
+    }),
+  );
+  await createAllJobs(
+    env,
+    recs.map((r, i) => ({ record: r, files: benchJobFiles(r, d, `bench-${i - (i % 500)}`) })),
+    (line) => console.warn(line),
+  );
+  return recs.map((r) => r.id);
 }
 
 async function rssMb(pid: number): Promise<number> {
