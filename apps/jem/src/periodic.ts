@@ -20,6 +20,8 @@ export function every(ms: number, what: string, pass: () => Promise<unknown>, de
       .catch((e: unknown) => warnUnlessOutage(deps.outage, deps.log, e, `${what} failed`))
       .finally(() => (current = undefined));
   }, ms);
+  // A pass never keeps a process alive by itself.
+  timer.unref();
   return {
     async stop() {
       clearInterval(timer);

@@ -289,17 +289,22 @@ async function isCollection(client: TransferClient, url: string, signal: AbortSi
     signal,
   }).catch(() => undefined);
   if (!res) return false;
+  if (res.statusCode !== 207) {
+    await res.body.dump().catch(() => undefined);
+    return false;
+  }
   // The answer is small (one resource, one property); anything larger is not what we asked for.
-  const text = res.statusCode === 207 ? await readCapped(res.body, 64 * 1024) : (await res.body.dump().catch(() => undefined), "");
-  return res.statusCode === 207 && /<(?:[\w-]+:)?collection\s*\/>/.test(text);
+  const text = await readCapped(res.body, 64 * 1024, `PROPFIND ${redact(url)}`).catch(() => "");
+  return /<(?:[\w-]+:)?collection\s*\/>/.test(text);
 }
 
-async function readCapped(body: AsyncIterable<Buffer>, max: number): Promise<string> {
+/** A small answer body as text; larger than `max` bytes fails (not retried) naming `what`. */
+export async function readCapped(body: AsyncIterable<Buffer>, max: number, what: string): Promise<string> {
   const chunks: Buffer[] = [];
   let n = 0;
   for await (const c of body) {
     n += c.length;
-    if (n > max) return "";
+    if (n > max) throw new TransferError(`${what}: answer larger than ${max} bytes`, false);
     chunks.push(c);
   }
   return Buffer.concat(chunks).toString("utf8");

@@ -2,6 +2,7 @@ import { statfs } from "node:fs/promises";
 import { Keys } from "@ce/store";
 import { JOB_ID_RE } from "@ce/controldir";
 import type { JemContext } from "../../context.js";
+import { every } from "../../periodic.js";
 import { jobLinkDirs, removeEntryIfUnused, removeJobLinks, removeTemps, walkEntries, type CacheEntry } from "../../priv/rootfs-cache.js";
 import type { CacheDir } from "./cache.js";
 
@@ -131,8 +132,6 @@ export async function cleanPass(ctx: JemContext, dirs: readonly CacheDir[]): Pro
 export function startCacheCleaner(ctx: JemContext, dirs: readonly CacheDir[]): { stop(): Promise<void> } {
   const keys = new Keys(ctx.config.redis.prefix);
   let last = 0;
-  let running: Promise<unknown> = Promise.resolve();
-  let busy = false;
   const tick = async () => {
     const requested = (await ctx.redis.getdel(keys.cacheCleanRequest())) !== null;
     if (!requested && Date.now() - last < ctx.config.staging.cache.cleanIntervalSeconds * 1000) return;
@@ -145,21 +144,6 @@ export function startCacheCleaner(ctx: JemContext, dirs: readonly CacheDir[]): {
       await lease.release();
     }
   };
-  const timer = setInterval(
-    () => {
-      if (busy || ctx.outage.down) return;
-      busy = true;
-      running = tick()
-        .catch((e: unknown) => ctx.log.warn({ err: e, reason: (e as Error).message }, "cache cleaner pass failed"))
-        .finally(() => (busy = false));
-    },
-    Math.min(TICK_MS, ctx.config.staging.cache.cleanIntervalSeconds * 1000),
-  );
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  // Skipped during a Redis outage and while a pass still runs (periodic.ts).
+  return every(Math.min(TICK_MS, ctx.config.staging.cache.cleanIntervalSeconds * 1000), "cache cleaner pass", tick, ctx);
 }

@@ -18,7 +18,7 @@
  * Every request goes through the transfer client, hence through the staging destination policy.
  */
 import { request } from "undici";
-import { redact, TransferError, wrapNetwork, type TransferClient } from "../http.js";
+import { readCapped, redact, TransferError, wrapNetwork, type TransferClient } from "../http.js";
 import type { TransferUrl } from "./url.js";
 
 export interface RucioSettings {
@@ -120,17 +120,6 @@ async function authToken(
   return token;
 }
 
-async function readLimited(body: AsyncIterable<Buffer>, what: string): Promise<string> {
-  const parts: Buffer[] = [];
-  let n = 0;
-  for await (const c of body) {
-    n += c.length;
-    if (n > MAX_LISTING) throw new TransferError(`${what}: answer larger than ${MAX_LISTING} bytes`, false);
-    parts.push(c);
-  }
-  return Buffer.concat(parts).toString("utf8");
-}
-
 /** Wanted schemes from `transferprotocol=` (https admits davs, http admits dav); undefined = any. */
 function wantedSchemes(opt: string | undefined): string[] | undefined {
   if (!opt) return undefined;
@@ -217,7 +206,7 @@ export async function resolveRucio(client: TransferClient, t: TransferUrl, s: Ru
       await res.body.dump().catch(() => undefined);
       throw rucioError(`Rucio replica listing ${url}`, res.statusCode, res.headers);
     }
-    const text = await readLimited(res.body, `Rucio replica listing ${url}`).catch(wrapNetwork(`Rucio replica listing ${url}`));
+    const text = await readCapped(res.body, MAX_LISTING, `Rucio replica listing ${url}`).catch(wrapNetwork(`Rucio replica listing ${url}`));
     const file = parseListing(text, scope, name, t.options.transferprotocol);
     // Rucio answers an empty listing for a DID it does not know (ARC reads it so too).
     if (!file) throw new TransferError(`Rucio has no file ${scope}:${name} at ${base}`, false, 404);
