@@ -7,8 +7,8 @@
  */
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
+import { freePort } from "@ce/testing";
 import { sleep, type Procs } from "./proc.js";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -23,17 +23,6 @@ export interface Server {
   /** Config overrides beyond placement (ports, paths, PKI), shown next to the figures. */
   overrides: string[];
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => res(typeof a === "object" && a ? a.port : 0));
-    });
-  });
 }
 
 function exited(child: ChildProcess): Promise<void> {

@@ -1,11 +1,11 @@
 import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { freePort } from "@ce/testing";
 import { startTestGateway, type TestGateway } from "./harness.js";
 
 /**
@@ -52,17 +52,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const arc = (cmd: string, args: string[]) => run(cmd, args, { env, timeout: 60_000 });
 const leaf = (pem: string) => new X509Certificate(pem.slice(0, pem.indexOf("-----END CERTIFICATE-----") + 25));
