@@ -7,94 +7,29 @@
  * by lrms.fork.timeLimitScale: the description keeps its minutes).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { createPrivateKey, X509Certificate } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TestAccounts } from "@ce/mapping/testing";
 import { startStack, type Stack } from "@ce/testing/stack";
 import { waitFor } from "@ce/testing";
+import { issueStackUser, stackClient, type StackUser } from "@ce/testing/stack-client";
 
 const ROOT = TestAccounts.available();
 
-interface Cred {
-  cert: string;
-  key: string;
-}
+const issue = issueStackUser;
 
-function issue(stack: Stack, cn: string): Cred {
-  const certPem = readFileSync(join(stack.pki, "ca", "ca.pem"), "utf8");
-  const keyPem = readFileSync(join(stack.pki, "ca-private", "ca.key"), "utf8");
-  const ca = { certPem, keyPem, cert: new X509Certificate(certPem), key: createPrivateKey(keyPem) } as Parameters<typeof issueUserCert>[0];
-  const u = issueUserCert(ca, { dn: `/DC=org/DC=ce-dev/O=Users/CN=${cn}` });
-  const dir = join(stack.state, "creds", cn.replace(/\W/g, "_"));
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "cert.pem"), u.certPem);
-  writeFileSync(join(dir, "key.pem"), u.keyPem, { mode: 0o600 });
-  return { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") };
-}
-
-function client(stack: Stack, cred: Cred) {
-  const api = `${stack.url}/rest/1.1`;
-  const curl = (args: string[], body = "") => {
-    const r = spawnSync(
-      "curl",
-      ["-s", "-w", "\n%{http_code}", "--cacert", join(stack.pki, "ca", "ca.pem"), "--cert", cred.cert, "--key", cred.key, ...args],
-      { encoding: "utf8", input: body },
-    );
-    const i = r.stdout.lastIndexOf("\n");
-    return { status: Number(r.stdout.slice(i + 1)), body: r.stdout.slice(0, i) };
-  };
-  const action = (name: string, id: string) =>
-    curl(
-      [
-        "-X",
-        "POST",
-        "-H",
-        "Content-Type: application/json",
-        "-H",
-        "Accept: application/json",
-        "--data-binary",
-        "@-",
-        `${api}/jobs?action=${name}`,
-      ],
-      JSON.stringify({ job: [{ id }] }),
-    );
+/** The stack's REST interface as one user (the status poll every 300 ms). */
+function client(stack: Stack, cred: StackUser) {
+  const c = stackClient(stack, cred);
   return {
-    submit(xrsl: string): { id?: string; body: string } {
-      const r = curl(
-        [
-          "-X",
-          "POST",
-          "-H",
-          "Content-Type: application/rsl",
-          "-H",
-          "Accept: application/json",
-          "--data-binary",
-          "@-",
-          `${api}/jobs?action=new`,
-        ],
-        xrsl,
-      );
-      let item: { id?: string } | undefined;
-      try {
-        item = (JSON.parse(r.body) as { job?: Array<{ id?: string }> }).job?.[0];
-      } catch {
-        item = undefined;
-      }
-      return { ...(item?.id ? { id: item.id } : {}), body: `${r.status} ${r.body}` };
+    submit: (xrsl: string) => {
+      const r = c.submit(xrsl);
+      return { ...(r.id ? { id: r.id } : {}), body: `${r.status} ${r.body}` };
     },
-    state: (id: string) => (JSON.parse(action("status", id).body) as { job: Array<{ state?: string }> }).job[0]?.state ?? "?",
-    info: (id: string) => action("info", id).body,
-    clean: (id: string) => action("clean", id).status,
-    async waitState(id: string, want: string[], ms = 90_000): Promise<string> {
-      const s = () => this.state(id);
-      return waitFor(`job ${id} in ${want.join("/")}`, () => (want.includes(s()) ? s() : undefined), ms, {
-        everyMs: 300,
-        detail: () => `it is ${s()}\n${stack.logs().slice(-3000)}`,
-      });
-    },
+    state: c.state,
+    info: (id: string) => c.action("info", id).body,
+    clean: (id: string) => c.action("clean", id).status,
+    waitState: (id: string, want: string[], ms = 90_000) => c.waitState(id, want, ms, 300),
   };
 }
 

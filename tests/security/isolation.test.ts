@@ -8,101 +8,33 @@
  * cannot read session dirs. Plus an ARC client round trip (arcsub/arcget) with mapping on.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { createPrivateKey, X509Certificate } from "node:crypto";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestAccounts } from "@ce/mapping/testing";
-import { issueUserCert } from "@ce/x509/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { startStack, type Stack } from "@ce/testing/stack";
-import { waitFor } from "@ce/testing";
+import { issueStackUser, stackClient, type StackUser } from "@ce/testing/stack-client";
 
 const ROOT = TestAccounts.available();
 if (!ROOT) console.warn("tests/security/isolation.test.ts skipped: creating local accounts (useradd) and switching to them needs root");
 
-interface Cred {
-  cert: string;
-  key: string;
-}
-
 const jobDirOf = (state: string, id: string) => join(state, "control", "jobs", id.slice(0, 2), id.slice(2, 4), id);
 const uidOf = (name: string) => Number(execFileSync("id", ["-u", name], { encoding: "utf8" }).trim());
 
-/** A user certificate signed by the stack's development CA (a second and third grid identity). */
-function issue(stack: Stack, cn: string): Cred {
-  const certPem = readFileSync(join(stack.pki, "ca", "ca.pem"), "utf8");
-  const keyPem = readFileSync(join(stack.pki, "ca-private", "ca.key"), "utf8");
-  const ca = { certPem, keyPem, cert: new X509Certificate(certPem), key: createPrivateKey(keyPem) } as Parameters<typeof issueUserCert>[0];
-  const u = issueUserCert(ca, { dn: `/DC=org/DC=ce-dev/O=Users/CN=${cn}` });
-  const dir = join(stack.state, "creds", cn.replace(/\W/g, "_"));
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "cert.pem"), u.certPem);
-  writeFileSync(join(dir, "key.pem"), u.keyPem, { mode: 0o600 });
-  return { cert: join(dir, "cert.pem"), key: join(dir, "key.pem") };
-}
+const issue = issueStackUser;
 
-function client(stack: Stack, cred: Cred) {
-  const curl = (args: string[], body?: string) => {
-    const r = spawnSync(
-      "curl",
-      ["-s", "-w", "\n%{http_code}", "--cacert", join(stack.pki, "ca", "ca.pem"), "--cert", cred.cert, "--key", cred.key, ...args],
-      {
-        encoding: "utf8",
-        input: body ?? "",
-      },
-    );
-    const i = r.stdout.lastIndexOf("\n");
-    return { status: Number(r.stdout.slice(i + 1)), body: r.stdout.slice(0, i) };
-  };
-  const api = `${stack.url}/rest/1.1`;
+/** The stack's REST interface as one user; a refused submission fails the test with the reply. */
+function client(stack: Stack, cred: StackUser) {
+  const c = stackClient(stack, cred);
   return {
-    curl,
-    api,
+    ...c,
     submit(xrsl: string): string {
-      const r = curl(
-        [
-          "-X",
-          "POST",
-          "-H",
-          "Content-Type: application/rsl",
-          "-H",
-          "Accept: application/json",
-          "--data-binary",
-          "@-",
-          `${api}/jobs?action=new`,
-        ],
-        xrsl,
-      );
-      const job = (JSON.parse(r.body) as { job: Array<{ id?: string; reason?: string }> }).job[0]!;
-      if (!job.id) throw new Error(`submission refused: ${r.body}`);
-      return job.id;
+      const r = c.submit(xrsl);
+      if (!r.id) throw new Error(`submission refused: ${r.body}`);
+      return r.id;
     },
-    state(id: string): string {
-      const r = curl(
-        [
-          "-X",
-          "POST",
-          "-H",
-          "Content-Type: application/json",
-          "-H",
-          "Accept: application/json",
-          "--data-binary",
-          "@-",
-          `${api}/jobs?action=status`,
-        ],
-        JSON.stringify({ job: [{ id }] }),
-      );
-      return (JSON.parse(r.body) as { job: Array<{ state?: string }> }).job[0]?.state ?? "?";
-    },
-    async waitState(id: string, want: string[], ms = 90_000): Promise<string> {
-      const s = () => this.state(id);
-      return waitFor(`job ${id} in ${want.join("/")}`, () => (want.includes(s()) ? s() : undefined), ms, {
-        everyMs: 500,
-        detail: () => `it is ${s()}\n${stack.logs().slice(-3000)}`,
-      });
-    },
-    get: (id: string, path: string) => curl(["-H", "Accept: */*", `${api}/jobs/${id}/session/${path}`]),
+    get: (id: string, path: string) => c.curl(["-H", "Accept: */*", `${c.api}/jobs/${id}/session/${path}`]),
   };
 }
 
@@ -159,8 +91,8 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
   let fixed: string;
   let other: string;
   let ids: { s: string; p: string; f: string };
-  let second: Cred;
-  let third: Cred;
+  let second: StackUser;
+  let third: StackUser;
 
   beforeAll(async () => {
     pool = [await accounts.add("pa"), await accounts.add("pb")];
