@@ -1,0 +1,62 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// scripts/test.sh reruns what scripts/test-report.mjs names, so it is checked against a report
+// that vitest itself wrote for a small suite: a failing test, a passing file, and a file that
+// throws before any of its tests run (which the rerun must not miss).
+const run = promisify(execFile);
+const root = fileURLToPath(new URL("..", import.meta.url));
+const vitest = join(root, "node_modules", ".bin", "vitest");
+const reportTool = join(root, "scripts", "test-report.mjs");
+
+describe("test-report.mjs on a real vitest report", () => {
+  let dir: string;
+  let report: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "test-report-"));
+    await writeFile(join(dir, "vitest.config.mjs"), "export default { test: { include: ['*.check.ts'] } };\n");
+    await writeFile(
+      join(dir, "mixed.check.ts"),
+      'import { it, expect } from "vitest";\nit("adds", () => expect(1 + 1).toBe(2));\nit("breaks", () => expect("got").toBe("wanted"));\n',
+    );
+    await writeFile(join(dir, "fine.check.ts"), 'import { it } from "vitest";\nit("passes", () => {});\n');
+    await writeFile(join(dir, "broken.check.ts"), 'throw new Error("cannot load the fixture");\n');
+    report = join(dir, "report.json");
+    const status = await run(vitest, ["run", "--root", dir, "--reporter=json", `--outputFile.json=${report}`], { cwd: dir }).then(
+      () => 0,
+      (e: { code?: number }) => e.code ?? -1,
+    );
+    expect(status).toBe(1); // the suite has failures: otherwise this test proves nothing
+  }, 60_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const tool = async (what: string) => (await run("node", [reportTool, what, report], { cwd: dir })).stdout.trim().split("\n");
+
+  it("names exactly the files that failed, relative to where it runs", async () => {
+    expect((await tool("failed-files")).sort()).toEqual(["broken.check.ts", "mixed.check.ts"]);
+  });
+
+  it("gives one line per failed test, and a file that failed outside its tests, with the first line of the reason", async () => {
+    const lines = await tool("failures");
+    expect(lines).toHaveLength(2);
+    expect(lines).toContainEqual(expect.stringMatching(/^mixed\.check\.ts :: breaks :: AssertionError: expected 'got' to be 'wanted'/));
+    expect(lines).toContainEqual(expect.stringMatching(/^broken\.check\.ts :: \(file\) :: .*cannot load the fixture/));
+  });
+
+  it("fails without a report instead of naming nothing (a run that died before testing is not rerun as green)", async () => {
+    const missing = await run("node", [reportTool, "failed-files", join(dir, "absent.json")]).then(
+      () => 0,
+      (e: { code?: number }) => e.code ?? -1,
+    );
+    expect(missing).toBe(1);
+  });
+});
