@@ -24,20 +24,20 @@ workers="${CE_TEST_WORKERS:-2}"
 rerun="${CE_TEST_RERUN:-1}"
 artifacts=tests/artifacts
 mkdir -p "$artifacts"
-rm -f "$artifacts/flaky.txt" "$artifacts"/pass-*.json
+rm -f "$artifacts/flaky.txt" "$artifacts"/pass-*
 
 # pass NAME VITEST-ARGS...: one vitest run, then the files that failed once more on their own.
 pass() {
   local name=$1
   shift
-  local report="$artifacts/pass-$name.json"
-  if pnpm exec vitest run "$@" --reporter=default --reporter=json --outputFile.json="$report"; then
+  local report="$artifacts/pass-$name.json" log="$artifacts/pass-$name.log"
+  if pnpm exec vitest run "$@" --reporter=default --reporter=json --outputFile.json="$report" 2>&1 | tee "$log"; then
     return 0
   fi
   local failed
-  failed=$(node scripts/test-report.mjs failed-files "$report") || return 1
+  failed=$(node scripts/test-report.mjs failed-files "$report" "$log") || return 1
   if [ -z "$failed" ] || [ "$rerun" = 0 ]; then return 1; fi
-  node scripts/test-report.mjs failures "$report" | sed "s/^/first run ($name): /" >>"$artifacts/flaky.txt"
+  node scripts/test-report.mjs failures "$report" "$log" | sed "s/^/first run ($name): /" >>"$artifacts/flaky.txt"
   echo "test: pass $name: rerunning the files that failed:" $failed
   local -a files
   mapfile -t files <<<"$failed"
