@@ -19,7 +19,7 @@ import { TransferError } from "../http.js";
 import type { SessionDest } from "../http.js";
 
 /** Linux's O_PATH (not in Node's fs.constants): a descriptor that names an object without opening it for I/O. */
-const O_PATH = 0o10000000;
+const O_PATH = 0o10000000; // libuv adds O_CLOEXEC itself
 
 export async function linkLocalInput(source: string, dest: SessionDest, prefixes: readonly string[]): Promise<number> {
   const path = localSourcePath(source) ?? "";
@@ -32,7 +32,7 @@ export async function linkLocalInput(source: string, dest: SessionDest, prefixes
   const absent = fail(`no such file in the software areas (${prefixes.join(", ")}), or a symbolic link leads outside them`);
   const real = await realpath(r.path).catch(() => undefined);
   if (real === undefined || !inside(real, areas)) throw absent;
-  const fh = await open(real, O_PATH | constants.O_NOFOLLOW | constants.O_CLOEXEC).catch(() => {
+  const fh = await open(real, O_PATH | constants.O_NOFOLLOW).catch(() => {
     throw absent;
   });
   let size: number;
