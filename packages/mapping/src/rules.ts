@@ -6,7 +6,7 @@
  *   `dn:<glob>`            X.509 end-entity subject (`/DC=org/DC=example/CN=Jane Doe`)
  *   `ca:<glob>`            X.509: DN of the CA that issued the end-entity certificate
  *   `iss:<url>`            token issuer, exact
- *   `sub:<glob>`           token identity `<iss>/<sub>` (sub is unique only per issuer)
+ *   `sub:<glob>`           token identity `<iss>/<sub>` (sub is unique only per issuer; `%` and `/` in it written `%25`, `%2F`)
  *   `group:<group>`        a group, exact: a token `wlcg.groups` entry or the group part of a VOMS
  *                          FQAN (`/atlas/lcg1`); groups are not hierarchical
  *   `scope:<scope>`        token carries this scope, exact

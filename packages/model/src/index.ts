@@ -41,3 +41,4 @@ export {
 } from "./description/index.js";
 export type { LocalUser } from "./localuser.js";
 export { awaitingMessage, awaitingText, clientUploads } from "./uploads.js";
+export { legacyTokenOwner, parseTokenOwner, tokenOwner, type LegacyOwner } from "./owner.js";

@@ -31,6 +31,12 @@ export type JobCredential =
   | { type: "x509"; delegationId: string; proxyPem: string; expires?: number | undefined }
   | { type: "jwt"; delegationId: string; token: string; expires?: number | undefined };
 
+/** The authenticated data of a sealed delegation secret (`key`, `proxy`, `token`): it cannot be moved to another id or owner. */
+export const delegationAad = (id: string, owner: string, what: string) => `${id}\n${owner}\n${what}`;
+
+/** The sealed fields of a delegation hash. */
+export const SEALED_DELEGATION_FIELDS = ["key", "proxy", "token"] as const;
+
 /**
  * Delegations in Redis: metadata in clear, private keys / proxies / tokens sealed with AES-256-GCM
  * (the delegation id and owner are the authenticated data, so a sealed value cannot be moved).
@@ -61,7 +67,7 @@ export class DelegationStore {
   }
 
   private aad(id: string, owner: string, what: string) {
-    return `${id}\n${owner}\n${what}`;
+    return delegationAad(id, owner, what);
   }
 
   /**

@@ -18,5 +18,6 @@ export * from "./scripts.js";
 export * from "./outage.js";
 export * from "./connection.js";
 export * from "./leases.js";
+export * from "./migrate-owners.js";
 export * from "./maplimit.js";
 export * from "./rte.js";

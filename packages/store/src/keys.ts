@@ -175,11 +175,11 @@ export class Keys {
   }
 
   // ── Input cache (apps/jem/src/staging/cache; the per-URL download lease is `lock("cache:<hash>")`) ──
-  /** STRING, expires after staging.cache.permissionSeconds: the origin gave the URL (hash) to this identity. */
+  /** STRING, expires after staging.cache.permissionSeconds: the origin gave the URL (hash) to this credential (apps/jem cache/policy.ts credentialKey). */
   cachePerm(identityKey: string, urlHash: string) {
     return `${this.prefix}:cache:perm:${identityKey}:${urlHash}`;
   }
-  /** STRING, kept for the cache lifetime: the origin gave the URL to this identity once (`cache=invariant`). */
+  /** STRING, kept for the cache lifetime: the origin gave the URL to this credential once (`cache=invariant`). */
   cacheEver(identityKey: string, urlHash: string) {
     return `${this.prefix}:cache:ever:${identityKey}:${urlHash}`;
   }

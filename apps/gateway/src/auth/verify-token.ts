@@ -6,6 +6,7 @@
  */
 import { compactVerify, decodeJwt, decodeProtectedHeader, errors } from "jose";
 import type { CompiledConfig } from "@ce/config";
+import { tokenOwner } from "@ce/model";
 import { JwksCache, type IssuerConfig, type SigningAlg } from "./jwks.js";
 
 export const WLCG_ANY_AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any";
@@ -26,7 +27,7 @@ export interface TokenVerifierOptions {
 export interface VerifiedToken {
   issuer: string;
   sub: string;
-  /** `<iss>/<sub>`: `sub` is unique only per issuer (A-REX README.OIDC). */
+  /** `<iss>/<sub>` with `sub` escaped (@ce/model tokenOwner): `sub` is unique only per issuer (A-REX README.OIDC), and the escaping keeps two issuers apart. */
   subject: string;
   scopes: Set<string>;
   groups: string[];
@@ -143,7 +144,7 @@ export class TokenVerifier {
     const groups = Array.isArray(rawGroups) ? rawGroups.filter((g): g is string => typeof g === "string") : [];
     return {
       ok: true,
-      token: { issuer: iss, sub: p.sub, subject: `${iss}/${p.sub}`, scopes: new Set(scopes), groups, expires: p.exp * 1000 },
+      token: { issuer: iss, sub: p.sub, subject: tokenOwner(iss, p.sub), scopes: new Set(scopes), groups, expires: p.exp * 1000 },
     };
   }
 }

@@ -6,11 +6,13 @@ import { lookupAccounts } from "@ce/mapping";
 import { Dir, removeEntry } from "@ce/sessionfs";
 import type { Logger } from "pino";
 import { killAllOf, pidsOfUid } from "./procs.js";
+import { emptyHome, homeOf, removeMqueues, removeSysvIpc } from "./scrub-leftovers.js";
 
 /**
  * What must be true of a pool account before its lease is released and another grid identity
  * may get it (packages/mapping README "Releasing pool leases"): no process of it runs, it has no
- * crontab or at job, and nothing of it is left in the shared temporary directories; with Slurm
+ * crontab or at job, nothing of it is left in the shared temporary directories, its home
+ * directory is empty, and it owns no SysV IPC object or POSIX message queue (scrub-leftovers.ts); with Slurm
  * or Grid Engine, the batch system lists no job of it. `scrubAccount` makes that true where it can (as root) and
  * answers the reason when it cannot: the lease is then kept, and the next identity gets another
  * account.
@@ -31,6 +33,8 @@ export interface ScrubOptions {
   tempDirs?: readonly string[];
   cronSpools?: readonly string[];
   atSpools?: readonly string[];
+  /** Where the mqueue file system is mounted (default /dev/mqueue). */
+  mqueueDir?: string;
 }
 
 /**
@@ -161,6 +165,9 @@ export async function scrubAccount(account: string, o: ScrubOptions): Promise<st
   const alive = await killAllOf(a.uid, a.gid);
   const files: string[] = [];
   for (const d of o.tempDirs ?? SHARED_TEMP_DIRS) files.push(...(await removeOwned(d, a.uid)));
+  files.push(...(await emptyHome(await homeOf(account), a.uid, o.log)));
+  files.push(...(await removeSysvIpc(a.uid)));
+  files.push(...(await removeMqueues(o.mqueueDir ?? "/dev/mqueue", a.uid, o.log, removeOwned)));
   const problems = [
     ...schedules,
     ...(alive.length > 0 ? [`${alive.length} process(es) of ${account} could not be ended (pids ${alive.slice(0, 5).join(" ")})`] : []),

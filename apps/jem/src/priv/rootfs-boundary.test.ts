@@ -64,8 +64,8 @@ const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
     why: "writeAtomic serves mapping off only (no accounts, no root boundary); with mapping on batch files go through RunAsJob.writeFile (@ce/controldir ops.ts writeOwned)",
   },
   "staging/protocols/local.ts": {
-    names: ["symlink"],
-    why: "links a software-area input into the session: created relative to the session directory descriptor (@ce/sessionfs Dir.at), never by path; the link is the job's to read with its own rights",
+    names: ["symlink", "open"],
+    why: "links a software-area input into the session: created relative to the session directory descriptor (@ce/sessionfs Dir.at), never by path; the link is the job's to read with its own rights. `open` is O_PATH|O_NOFOLLOW on the resolved input: a descriptor that pins the file for fstat and opens nothing for reading or writing",
   },
   "staging/protocols/xrootd.ts": {
     names: ["rename", "unlink"],

@@ -1,4 +1,5 @@
 import { Failure } from "@ce/model";
+import { PY_WHITESPACE } from "./messages.js";
 /**
  * What APEL's loader accepts, for tests: each message kind's allowed, mandatory, integer, decimal
  * and time fields and the checks its record classes make (apel/apel `apel/db/records/job.py`,
@@ -177,6 +178,10 @@ export class ApelLoaderRefusal extends Failure<"APEL_REFUSED"> {
   }
 }
 
+/** Python's str.strip(), which APEL applies to the message, each record, key and value. */
+const EDGES = new RegExp(`^[${PY_WHITESPACE}]+|[${PY_WHITESPACE}]+$`, "g");
+const strip = (s: string) => s.replace(EDGES, "");
+
 const isNull = (v: string | undefined) => v === undefined || ["none", "null", ""].includes(v.toLowerCase());
 /** Python's int(): optional sign, digits (underscores between them), surrounding blanks. */
 const isInt = (v: string) => /^\s*[+-]?\d+(_\d+)*\s*$/.test(v);
@@ -196,32 +201,35 @@ export interface CheckedMessage {
 }
 
 /**
- * Reads a message as APEL's loader does (first line the header; records split on `%%`, blank ones
- * skipped; each line `Key: value` split at the first `:`, both trimmed) and applies its checks.
+ * Reads a message as APEL's loader does (first line the header; records split on `%%` wherever it
+ * stands, blank ones skipped; lines split on `\n` only; each line `Key: value` split at the first
+ * `:`, both stripped as Python strips) and applies its checks.
  * Throws ApelLoaderRefusal naming the record and the reason. `strictVo`: our own rule on top of
  * APEL's, that no record goes without a VO (APEL stores `none`/`null`/empty as no VO).
  */
 export function checkApelMessage(text: string, opts: { now?: Date; strictVo?: boolean } = {}): CheckedMessage {
   const now = opts.now ?? new Date();
-  const lines = text.trim().split(/\r?\n/);
+  // S/MIME hands the text back with CRLF line ends; the records are read from it as LF text.
+  const lines = strip(text).replace(/\r\n/g, "\n").split("\n");
   const header = lines.shift() ?? "";
   if (!header.includes(":")) throw new ApelLoaderRefusal(`Message header is incorrect: ${header}`);
   const kind = kindOf(header);
   const records: Record<string, string>[] = [];
   lines
     .join("\n")
-    .trim()
     .split("%%")
     .forEach((chunk, i) => {
-      if (chunk.trim() === "") return;
+      if (strip(chunk) === "") return;
       const where = `${kind.name} record ${i + 1}`;
       const rec: Record<string, string> = {};
-      for (const line of chunk.trim().split(/\r?\n/)) {
+      for (const line of strip(chunk).split("\n")) {
         const c = line.indexOf(":");
         if (c < 0) throw new ApelLoaderRefusal(`${where}: a line without a key-value pair: ${line}`);
-        const key = line.slice(0, c).trim(),
-          value = line.slice(c + 1).trim();
+        const key = strip(line.slice(0, c)),
+          value = strip(line.slice(c + 1));
         if (!kind.fields.includes(key)) throw new ApelLoaderRefusal(`${where}: Unexpected field ${key}`);
+        // APEL keeps the last of repeated keys; a repeat is ours to refuse, it means a value made a line.
+        if (key in rec) throw new ApelLoaderRefusal(`${where}: field ${key} given twice`);
         rec[key] = value;
       }
       for (const f of kind.mandatory) if (isNull(rec[f])) throw new ApelLoaderRefusal(`${where}: Mandatory field ${f} not specified`);

@@ -2,7 +2,15 @@ import { describe, expect, it } from "vitest";
 import type { UsageRecord } from "../record.js";
 import { voOf } from "../record.js";
 import { checkApelMessage } from "./loader-check.js";
-import { individualMessage, normalisedSummaryMessage, summarize, summarizeNormalised, summaryMessage, syncMessage } from "./messages.js";
+import {
+  apelValue,
+  individualMessage,
+  normalisedSummaryMessage,
+  summarize,
+  summarizeNormalised,
+  summaryMessage,
+  syncMessage,
+} from "./messages.js";
 
 // The exact text of each message kind, and APEL's loader rules (loader-check.ts, from apel/apel's
 // record definitions) accepting it. March 2025: a past month, as APEL requires of summaries.
@@ -280,6 +288,92 @@ ServiceLevel: 1
       ["APEL-summary-job-message: v0.3 \nSite: X\n%%\n", /not recognised/],
     ];
     for (const [text, why] of refusals) expect(() => accepted(text), String(why)).toThrow(why);
+  });
+});
+
+describe("hostile DNs and FQANs", () => {
+  // Names a CA, a VO or a token issuer chose: each must stay inside its own line of its own record.
+  const hostile = [
+    "/DC=org/CN=a%%b",
+    "/DC=org/CN=%%%%",
+    "/CN=end%",
+    "%/CN=start",
+    "/CN=x\nVO: evil",
+    "/CN=x\r\n%%\r\nSite: EVIL\nLocalJobId: 1",
+    "/CN=x%\n%LocalJobId: 2",
+    "  /CN=blanks around\t ",
+    "/CN=a\u2028b\u2029c\x85d\x00e\x1ef",
+    "\u3000/CN=ideographic space\xa0",
+    "https://iss.example/%%sub%%",
+  ];
+  const hostileRecs = hostile.map((dn, i) =>
+    rec({
+      recordId: `h/${i}`,
+      batchId: String(2000 + i),
+      owner: dn,
+      ownerDn: dn,
+      fqan: `/atlas${dn}/Role=production`,
+      voGroup: `/atlas${dn}`,
+      startTime: 1741592600,
+      endTime: 1741593600,
+      wallSeconds: 1000,
+      cpuSeconds: 950,
+    }),
+  );
+
+  it("a value keeps to its line: no `%%`, no line break, no edge blanks; an ordinary DN is unchanged", () => {
+    for (const dn of hostile) {
+      const v = apelValue(dn);
+      expect(v, JSON.stringify(dn)).not.toMatch(/%%|[\r\n\u2028\u2029\x85]/);
+      expect(v, JSON.stringify(dn)).toBe(v.trim());
+    }
+    for (const ok of ["/DC=org/DC=example/CN=Jane Doe 12345", "/atlas/Role=production", "https://iss.example/u1", "/CN=100% sure"])
+      expect(apelValue(ok)).toBe(ok);
+  });
+
+  it("each individual record parses back to exactly the fields given, one record per job", () => {
+    const { records } = accepted(individualMessage(site, hostileRecs));
+    expect(records).toHaveLength(hostileRecs.length);
+    records.forEach((r, i) => {
+      const dn = hostile[i]!;
+      expect(r.GlobalUserName, JSON.stringify(dn)).toBe(apelValue(dn));
+      expect(r.FQAN).toBe(apelValue(`/atlas${dn}/Role=production`));
+      expect(r.LocalJobId).toBe(String(2000 + i));
+      expect(r.Site).toBe("TEST-SITE");
+      expect(Object.keys(r).sort()).toEqual(Object.keys(records[0]!).sort());
+    });
+  });
+
+  it("summaries (v0.2 and v0.3) keep one row per user, with the names given", () => {
+    for (const text of [summaryMessage(site, summarize(hostileRecs)), normalisedSummaryMessage(site, summarizeNormalised(hostileRecs))]) {
+      const { records } = accepted(text);
+      expect(records).toHaveLength(hostile.length);
+      expect(records.map((r) => r.GlobalUserName)).toEqual(hostile.map(apelValue));
+      expect(records.map((r) => r.VOGroup)).toEqual(hostile.map((dn) => apelValue(`/atlas${dn}`)));
+    }
+  });
+
+  it("random names of the characters APEL reads specially never split or add a record", () => {
+    const alphabet = ["%", "%%", "\n", "\r", ":", " ", "\t", "\u2028", "\x85", "\x0b", "a", "/", "=", "Site: X", "\n%%\n"];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    const names = Array.from({ length: 300 }, () =>
+      Array.from({ length: 1 + (next() % 12) }, () => alphabet[next() % alphabet.length]).join(""),
+    );
+    const rs = names.map((n, i) =>
+      rec({
+        recordId: `r/${i}`,
+        batchId: String(i + 1),
+        owner: `/CN=${n}`,
+        fqan: `/atlas/${n}`,
+        startTime: 1741592600,
+        endTime: 1741593600,
+      }),
+    );
+    const { records } = accepted(individualMessage(site, rs));
+    expect(records.map((r) => [r.LocalJobId, r.GlobalUserName, r.FQAN])).toEqual(
+      rs.map((r, i) => [String(i + 1), apelValue(r.owner), apelValue(r.fqan!)]),
+    );
   });
 });
 

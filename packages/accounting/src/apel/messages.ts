@@ -27,15 +27,39 @@ const benchmark = (r: UsageRecord): [string, number] =>
 
 type Fields = [string, string | number | null | undefined][];
 
+/**
+ * What Python's `str.strip()` removes (APEL strips every key and value): ASCII blanks, the
+ * separators \x1c–\x1f and \x85, and Unicode spaces. Not \ufeff, which JavaScript's trim() would take.
+ */
+export const PY_WHITESPACE = "\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const EDGE_BLANKS = new RegExp(`^[${PY_WHITESPACE}]+|[${PY_WHITESPACE}]+$`, "g");
+
+/**
+ * A value as it can stand in an APEL record and be read back unchanged. APEL's loader splits the
+ * message into records on `%%` anywhere in the text, a record into lines on `\n`, a line at its
+ * first `:`, and strips both sides; so a DN or FQAN (chosen by a CA or a VO, or an issuer's `sub`)
+ * could end its record early, add `Key: value` lines of its choosing, or change when stripped,
+ * and one refused record makes APEL refuse the whole message, other users' records with it.
+ * Control characters and Unicode line separators become a space, a run of `%` one `%` (no `%%`
+ * survives, and none can form with the neighbouring text, which is a `: ` before and a line end
+ * after), and the edges are stripped as APEL would.
+ */
+export function apelValue(v: string | number): string {
+  return String(v)
+    .replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029]/g, " ")
+    .replace(/%{2,}/g, "%")
+    .replace(EDGE_BLANKS, "");
+}
+
 function render(header: string, records: Fields[]): string {
   const body = records
-    .map(
-      (f) =>
-        `${f
-          .filter(([, v]) => v !== null && v !== undefined && v !== "")
-          .map(([k, v]) => `${k}: ${String(v).replace(/[\r\n]+/g, " ")}`)
-          .join("\n")}\n%%\n`,
-    )
+    .map((f) => {
+      const lines = f.flatMap(([k, v]) => {
+        const text = v === null || v === undefined ? "" : apelValue(v);
+        return text === "" ? [] : [`${k}: ${text}`];
+      });
+      return `${lines.join("\n")}\n%%\n`;
+    })
     .join("");
   return `${header}\n${body}`;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Keys, ownerKey, type JobRecord } from "@ce/store";
+import { Keys, type JobRecord } from "@ce/store";
 import type { JemContext } from "../../context.js";
 import {
   commitEntry,
@@ -18,7 +18,7 @@ import {
 } from "../../priv/rootfs-cache.js";
 import { redact, TransferError, type TransferClient } from "../http.js";
 import { askAccess, changed, validators, type OriginAnswer } from "./origin.js";
-import type { CacheMode, CacheTarget } from "./policy.js";
+import { credentialKey, type CacheMode, type CacheTarget } from "./policy.js";
 
 export interface CacheDir {
   path: string;
@@ -152,7 +152,7 @@ export class InputCache {
         const again = await this.find(hash);
         if (again && (!fresh || (again.entry.meta?.stored ?? 0) >= started)) continue; // another JEM's download finished
         const bytes = await this.store(r, home, hash);
-        await this.remember(r.job, hash);
+        await this.remember(r, hash);
         const out = await this.deliver(r, { entry: (await findEntry(home.path, hash))!, dir: home }, hash);
         await this.count("miss");
         if (out === undefined) throw new TransferError(`cached ${redact(r.url)} vanished right after its download`, true);
@@ -190,22 +190,27 @@ export class InputCache {
 
   /**
    * May this job's user have the stored copy? `check` asks the origin every time (a changed file
-   * is "stale"); the others ask once per `permissionSeconds` and identity; `invariant` never asks
-   * an identity the origin served once. A copy stored after this request began is this download.
+   * is "stale"); the others ask once per `permissionSeconds` and credential (credentialKey: a
+   * changed VOMS role or token scope is asked about again); `invariant` never asks a credential
+   * the origin served once. A copy stored after this request began is this download.
    */
   private async mayUse(r: FetchRequest, entry: CacheEntry, hash: string, started: number): Promise<"ok" | "stale"> {
-    const id = ownerKey(r.job.owner);
+    const id = this.credentialOf(r);
     const stored = entry.meta?.stored ?? 0;
     if (r.mode === "check" && stored < started) {
       const a = await this.ask(r);
-      await this.remember(r.job, hash);
+      await this.remember(r, hash);
       return changed({ etag: entry.meta?.etag, lastModified: entry.meta?.lastModified, size: entry.size }, a) ? "stale" : "ok";
     }
     if (r.mode === "invariant" && (await this.ctx.redis.exists(this.keys.cacheEver(id, hash))) === 1) return "ok";
     if ((await this.ctx.redis.exists(this.keys.cachePerm(id, hash))) === 1) return "ok";
     await this.ask(r);
-    await this.remember(r.job, hash);
+    await this.remember(r, hash);
     return "ok";
+  }
+
+  private credentialOf(r: FetchRequest): string {
+    return credentialKey(r.client.credential, r.job.fqans, r.job.owner);
   }
 
   /** The origin's answer for this job's credential; a refusal is counted and thrown (CacheRefused). */
@@ -216,9 +221,9 @@ export class InputCache {
     throw new CacheRefused(r.url, a.status, a.reason);
   }
 
-  /** The origin served this URL to the job's identity (a download or an access check said so). */
-  private async remember(job: JobRecord, hash: string): Promise<void> {
-    const id = ownerKey(job.owner);
+  /** The origin served this URL to the job's credential (a download or an access check said so). */
+  private async remember(r: FetchRequest, hash: string): Promise<void> {
+    const id = this.credentialOf(r);
     const c = this.ctx.config.staging.cache;
     const m = this.ctx.redis.multi();
     if (c.permissionSeconds > 0) m.set(this.keys.cachePerm(id, hash), "1", "EX", c.permissionSeconds);

@@ -2,6 +2,8 @@ import { Failure } from "@ce/model";
 import { createHash } from "node:crypto";
 import type { CompiledConfig } from "@ce/config";
 import type { InputFile } from "@ce/model";
+import type { JobCredential } from "@ce/store";
+import { pemBlocks } from "@ce/x509";
 import { rucioDid } from "../protocols/rucio.js";
 import { davToHttp, parseTransferUrl, type TransferUrl } from "../protocols/url.js";
 
@@ -93,4 +95,42 @@ export function cacheTarget(raw: string, options: Record<string, string>): Cache
     key = `rucio://${new URL(d.base).host}/${d.scope}:${d.name}`;
   } else key = cacheUrl(wire);
   return { scheme: t.scheme, key, hash: keyHash(key), wire, transfer: t };
+}
+
+/**
+ * Whose access the cache remembers (`Keys.cachePerm`/`cacheEver`): the credential the origin saw,
+ * not the grid identity. An origin decides by what the credential carries (a VOMS role in the
+ * proxy's AC, a token's scopes, groups and audience), so a user whose role or scope changed is
+ * asked about again, and a narrower credential never inherits what a broader one was given.
+ *  - X.509: every certificate of the proxy chain (the VOMS ACs are inside it; never the key) plus
+ *    the FQANs in effect for the job: a new proxy is a new credential, checked once.
+ *  - token: issuer, subject, scopes, audiences and groups (the claims an origin authorizes by; a
+ *    token refreshed with the same claims keeps the answer);
+ *  - none: the owner asked anonymously.
+ * The fields are JSON-encoded before hashing, so no two different credentials make one text.
+ */
+export function credentialKey(cred: JobCredential | undefined, fqans: readonly string[] | undefined, owner: string): string {
+  let parts: unknown[];
+  if (cred?.type === "x509") {
+    const chain = pemBlocks(cred.proxyPem)
+      .filter((b) => b.label === "CERTIFICATE")
+      .map((b) => b.der.toString("base64"));
+    parts = ["x509", chain, [...(fqans ?? [])]];
+  } else if (cred?.type === "jwt") {
+    const c = jwtClaims(cred.token);
+    const list = (v: unknown) => (Array.isArray(v) ? v : v === undefined ? [] : [v]).map(String).sort();
+    const scopes = typeof c.scope === "string" ? c.scope.split(" ").filter(Boolean).sort() : list(c.scp);
+    parts = ["jwt", String(c.iss ?? ""), String(c.sub ?? ""), scopes, list(c.aud), list(c["wlcg.groups"])];
+  } else parts = ["none", owner];
+  return createHash("sha256").update(JSON.stringify(parts)).digest("base64url").slice(0, 32);
+}
+
+/** The claims of a token the gateway verified at delegation (no signature check here); {} if unreadable. */
+function jwtClaims(token: string): Record<string, unknown> {
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8"));
+    return claims && typeof claims === "object" ? (claims as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
