@@ -13,3 +13,4 @@ export {
   type Target,
 } from "./open.js";
 export { removeEntry, removePath, walkFiles, type WalkResult } from "./tree.js";
+export { handOverTree, type HandOverOptions, type HandOverReport } from "./handover.js";

@@ -20,15 +20,15 @@ const PACE = 64;
 /** Rounds of "directory not empty" (the job still writing) before we give up with `race`. */
 const MAX_REFILLS = 1_000;
 
-const idOf = (st: Stats) => `${st.dev}:${st.ino}`;
-const swapped = (e: unknown) => errno(e) === "ELOOP" || errno(e) === "ENOTDIR";
+export const idOf = (st: Stats) => `${st.dev}:${st.ino}`;
+export const swapped = (e: unknown) => errno(e) === "ELOOP" || errno(e) === "ENOTDIR";
 
 /**
  * A directory held by an owned descriptor; names resolve relative to it. Closed once: the loops
  * below let go of a level before moving on and close whatever is held in a `finally`, which after
  * an early close must not close the number again (another thread may hold it by then).
  */
-class Held {
+export class Held {
   private constructor(
     private readonly fd: OwnedFd,
     readonly path: string,
@@ -54,13 +54,17 @@ class Held {
   id(): string {
     return idOf(fstatSync(this.fd.num));
   }
+  /** The descriptor's number, for the system call at hand (fstat, fchown, fchmod). */
+  get num(): number {
+    return this.fd.num;
+  }
   close(): void {
     this.fd.closeSync();
   }
 }
 
 let ops = 0;
-const pace = async () => {
+export const pace = async () => {
   if (++ops % PACE === 0) await new Promise((r) => setImmediate(r));
 };
 
