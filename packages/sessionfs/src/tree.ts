@@ -171,6 +171,24 @@ async function removeTree(parent: Dir, name: string, at: string, freed?: Freed):
   }
 }
 
+/**
+ * Unlinks entry `name` of an open directory that is not a directory (a file, a link itself, a
+ * FIFO), synchronously: for a purge of many files, where an async lstat + unlink per entry costs
+ * several times the CPU. "is-dir" when it is (or became) a directory: the caller removes it with
+ * `removeEntry`; "gone" when it is not there.
+ */
+export function unlinkNonDir(dir: Dir, name: string, at: string): "removed" | "gone" | "is-dir" {
+  try {
+    unlinkSync(dir.at(name));
+    return "removed";
+  } catch (e) {
+    if (errno(e) === "ENOENT") return "gone";
+    // EISDIR on Linux, EPERM by POSIX.
+    if (errno(e) === "EISDIR" || errno(e) === "EPERM") return "is-dir";
+    return classify(e, at);
+  }
+}
+
 /** Deletes entry `name` of an open directory: a file or link is unlinked, a directory removed whole. */
 /** Bytes of the regular files a deletion removed (quota bookkeeping). */
 interface Freed {

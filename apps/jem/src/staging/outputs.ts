@@ -1,6 +1,6 @@
-import { unlinkSync, type Dirent } from "node:fs";
+import type { Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
-import { Dir, readSmallFile, removeEntry, SessionFsError, walkFiles } from "@ce/sessionfs";
+import { Dir, readSmallFile, removeEntry, SessionFsError, unlinkNonDir, walkFiles } from "@ce/sessionfs";
 import { splitUrlOptions, type JobDescription, type OutputFile } from "@ce/model";
 import { refusalText, sessionSegments } from "./paths.js";
 
@@ -153,8 +153,8 @@ export async function purgeSession(sessionDir: string, plan: Pick<OutputPlan, "k
   let ops = 0;
   const walk = async (dir: Dir, rel: string): Promise<void> => {
     for (const e of await readdir(dir.self, { withFileTypes: true }).catch(() => [] as Dirent[])) {
-      // Synchronous unlinks (an async one costs a thread-pool round trip, ~5× the CPU), with a
-      // turn of the event loop every PACE entries so other jobs are not held up.
+      // Synchronous unlinks (unlinkNonDir: async ones cost ~5× the CPU), with a turn of the event
+      // loop every PACE entries so other jobs are not held up.
       if (++ops % PACE === 0) await new Promise((r) => setImmediate(r));
       const name = e.name;
       const r = rel ? `${rel}/${name}` : name;
@@ -172,16 +172,17 @@ export async function purgeSession(sessionDir: string, plan: Pick<OutputPlan, "k
         continue;
       }
       if (!e.isDirectory()) {
+        // Never follows a link (removes the entry itself); a directory swapped in since the
+        // listing is removed as one below.
+        let done: ReturnType<typeof unlinkNonDir> | "left";
         try {
-          unlinkSync(dir.at(name)); // never follows a link: removes the entry itself
-          removed++;
-          continue;
+          done = unlinkNonDir(dir, name, `/${r}`);
         } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          if (code === "ENOENT") continue;
-          // EISDIR/EPERM: swapped for a directory since the listing; removed as one below.
-          if (code !== "EISDIR" && code !== "EPERM") throw err;
+          if (!(err instanceof SessionFsError)) throw err;
+          done = "left"; // the job took the CE's access away: the wipe (root) removes it later
         }
+        if (done === "removed") removed++;
+        if (done !== "is-dir") continue;
       }
       // A race the job wins (a directory moved mid-delete) leaves that entry; the wipe retries it.
       const gone = await removeEntry(dir, name, `/${r}`).then(
