@@ -485,6 +485,11 @@ export const configSchema = z.object({
        * listeners and Redis stay refused.
        */
       allowNetworks: z.array(z.string().refine(isCidr, "a CIDR such as 10.0.0.0/8 or fd00::/8")).default([]),
+      /**
+       * Lines of all `@list` output lists of one job together (each list has at most 10,000). A job
+       * over it fails at FINISHING with a reason naming this key; its outputs are not uploaded.
+       */
+      maxOutputListLines: z.number().int().positive().default(100_000),
       /** Extra CA bundle (PEM) trusted for remote storage endpoints (tests, private CAs). */
       caFile: z.string().optional(),
       /**

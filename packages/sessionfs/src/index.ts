@@ -12,4 +12,5 @@ export {
   type OpenOptions,
   type Target,
 } from "./open.js";
-export { removeEntry, removePath, walkFiles, type WalkResult } from "./tree.js";
+export { removeEntry, removePath, unlinkNonDir, walkFiles, type WalkResult } from "./tree.js";
+export { handOverTree, type HandOverOptions, type HandOverReport } from "./handover.js";

@@ -20,15 +20,15 @@ const PACE = 64;
 /** Rounds of "directory not empty" (the job still writing) before we give up with `race`. */
 const MAX_REFILLS = 1_000;
 
-const idOf = (st: Stats) => `${st.dev}:${st.ino}`;
-const swapped = (e: unknown) => errno(e) === "ELOOP" || errno(e) === "ENOTDIR";
+export const idOf = (st: Stats) => `${st.dev}:${st.ino}`;
+export const swapped = (e: unknown) => errno(e) === "ELOOP" || errno(e) === "ENOTDIR";
 
 /**
  * A directory held by an owned descriptor; names resolve relative to it. Closed once: the loops
  * below let go of a level before moving on and close whatever is held in a `finally`, which after
  * an early close must not close the number again (another thread may hold it by then).
  */
-class Held {
+export class Held {
   private constructor(
     private readonly fd: OwnedFd,
     readonly path: string,
@@ -54,13 +54,17 @@ class Held {
   id(): string {
     return idOf(fstatSync(this.fd.num));
   }
+  /** The descriptor's number, for the system call at hand (fstat, fchown, fchmod). */
+  get num(): number {
+    return this.fd.num;
+  }
   close(): void {
     this.fd.closeSync();
   }
 }
 
 let ops = 0;
-const pace = async () => {
+export const pace = async () => {
   if (++ops % PACE === 0) await new Promise((r) => setImmediate(r));
 };
 
@@ -164,6 +168,24 @@ async function removeTree(parent: Dir, name: string, at: string, freed?: Freed):
     return classify(e, at);
   } finally {
     cur.close();
+  }
+}
+
+/**
+ * Unlinks entry `name` of an open directory that is not a directory (a file, a link itself, a
+ * FIFO), synchronously: for a purge of many files, where an async lstat + unlink per entry costs
+ * several times the CPU. "is-dir" when it is (or became) a directory: the caller removes it with
+ * `removeEntry`; "gone" when it is not there.
+ */
+export function unlinkNonDir(dir: Dir, name: string, at: string): "removed" | "gone" | "is-dir" {
+  try {
+    unlinkSync(dir.at(name));
+    return "removed";
+  } catch (e) {
+    if (errno(e) === "ENOENT") return "gone";
+    // EISDIR on Linux, EPERM by POSIX.
+    if (errno(e) === "EISDIR" || errno(e) === "EPERM") return "is-dir";
+    return classify(e, at);
   }
 }
 

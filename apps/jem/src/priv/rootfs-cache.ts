@@ -1,4 +1,5 @@
 import { Failure } from "@ce/model";
+import { randomBytes } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { chmod, link, lstat, mkdir, open, opendir, readFile, rename, symlink, unlink, utimes, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -11,9 +12,9 @@ import { removeTree } from "./rootfs.js";
  * cache"). A cache directory is the CE's: `<dir>` (0711), `data/<2 hex>/` and `tmp/` (0700, root
  * only), `joblinks/` (0711). No job can write any of them, so names in them are safe to use as
  * paths, and each level is still checked at start (a directory, not a link, owned by the JEM, no
- * group/other write). The one part a job can write is its own `joblinks/<job id>/` (the account's,
- * 0700: its session's links point there); the JEM acts in it only relative to a descriptor opened
- * with O_NOFOLLOW (a link, a new entry) and removes it with the descriptor walk of rootfs.ts.
+ * group/other write), `joblinks/<job id>/` included (root's, 0711: the job reads its inputs
+ * through it and changes nothing in it, see linkForJob). It is still removed with the descriptor
+ * walk of rootfs.ts: an older JEM made it the account's.
  *
  * Cached files are the JEM's (root's), 0644, written under a temporary name in `tmp/`, fsynced,
  * then renamed into `data/`: a reader never sees half a file, a crash leaves only a temporary.
@@ -157,6 +158,9 @@ export async function commitEntry(root: string, hash: string, tmpName: string, m
   try {
     const st = await fh.stat();
     if (!st.isFile() || st.nlink !== 1) throw new CacheDirError(root, `temporary ${tmpName} is not a plain file`);
+    // Every cached file is the JEM's, 0644, whoever wrote the download: no account may change it.
+    if (process.geteuid?.() === 0 && (st.uid !== 0 || st.gid !== 0)) await fh.chown(0, 0);
+    if ((st.mode & 0o7777) !== 0o644) await fh.chmod(0o644);
     await fh.sync();
   } finally {
     await fh.close();
@@ -179,49 +183,42 @@ export async function commitEntry(root: string, hash: string, tmpName: string, m
 }
 
 /**
- * A hard link of the cached file in `joblinks/<job id>/<hash>`, the directory made for the job's
- * account (0700) on first use. Returns the link's path (what the session's symbolic link names).
+ * A hard link of the cached file in `joblinks/<job id>/<hash>.<random>`; returns its path (what
+ * the session's symbolic link names). `joblinks/<job id>` is root's, 0711: the account reaches the
+ * link through it but can neither list the directory nor rename, remove or add a name in it, so no
+ * name of the cached file ever moves into a tree the job owns (where a later hand-over of that
+ * tree would act on it), and a job's link cannot pin the entry beyond the job's life. Other
+ * accounts could traverse the directory too: the random part of the name (128 bits, known only to
+ * whoever can read the job's session) keeps them from reading a file the origin did not serve
+ * them. A directory left by an older JEM (the account's, 0700) is taken over by descriptor.
  * ENOENT: the cached file went meanwhile (the cleaner); the caller looks again.
  */
-export async function linkForJob(
-  root: string,
-  hash: string,
-  jobId: string,
-  owner: { uid: number; gid: number } | undefined,
-): Promise<string> {
+export async function linkForJob(root: string, hash: string, jobId: string): Promise<string> {
   const links = await Dir.open(`${root}/joblinks`);
   let jd: Dir;
   try {
-    const made = await mkdir(links.at(jobId), { mode: PRIVATE }).then(
-      () => true,
-      (e: unknown) => {
-        if (errnoOf(e) !== "EEXIST") throw e;
-        return false;
-      },
-    );
+    await mkdir(links.at(jobId), { mode: DIR_MODE }).catch((e: unknown) => {
+      if (errnoOf(e) !== "EEXIST") throw e;
+    });
     jd = await links.child(jobId);
-    if (made && owner) await jd.handle.chown(owner.uid, owner.gid);
   } finally {
     await links.close();
   }
   try {
-    for (let i = 0; ; i++) {
-      try {
-        await link(dataPath(root, hash), jd.at(hash));
-        break;
-      } catch (e) {
-        if (errnoOf(e) !== "EEXIST" || i > 0) throw e;
-        // The same URL twice in one job (same inode: fine), or something the account put there.
-        const [a, b] = await Promise.all([lstat(jd.at(hash)).catch(() => undefined), lstat(dataPath(root, hash))]);
-        if (a?.isFile() && a.ino === b.ino && a.dev === b.dev) break;
-        await unlink(jd.at(hash)).catch(() => undefined);
-      }
-    }
+    const uid = process.geteuid?.() ?? 0;
+    const st = await jd.stat();
+    if (st.uid !== uid || (uid === 0 && st.gid !== 0)) await jd.handle.chown(uid, uid === 0 ? 0 : st.gid);
+    if ((st.mode & 0o7777) !== DIR_MODE) await jd.handle.chmod(DIR_MODE);
+    const name = `${hash}.${randomBytes(16).toString("hex")}`;
+    await link(dataPath(root, hash), jd.at(name));
+    return `${root}/joblinks/${jobId}/${name}`;
   } finally {
     await jd.close();
   }
-  return `${root}/joblinks/${jobId}/${hash}`;
 }
+
+/** The cache's name (hash) of a link in `joblinks/<job id>/` (`<hash>.<random>`, or `<hash>` of an older JEM). */
+export const hashOfLink = (name: string): string => name.split(".", 1)[0]!;
 
 /** Where a session file lands: an entry of a held session directory (as staging/http.ts). */
 export interface SessionPlace {
@@ -284,16 +281,27 @@ export async function* walkEntries(root: string): AsyncGenerator<CacheEntry> {
 }
 
 /**
- * Removes a stored entry unless a job links it (link count above 1, checked again right before the
- * unlink). A job that links it after the check keeps its own link: removing the name in `data/`
- * never takes a file from a job. Returns the bytes freed (0 when kept).
+ * Removes a stored entry unless a job not yet finished links it (`inUse`, from the jobs' link
+ * directories, checked together with the link count right before the unlink). Another name of
+ * the file elsewhere (an older JEM let a job move its link into its session) does not keep it:
+ * removing the name in `data/` never takes a file from anyone, it only stops handing it out.
+ * Returns the bytes it no longer holds (0 when kept).
  */
-export async function removeEntryIfUnused(root: string, hash: string): Promise<number> {
+export async function removeEntryIfUnused(root: string, hash: string, inUse: ReadonlySet<string>): Promise<number> {
   const st = await lstat(dataPath(root, hash)).catch(() => undefined);
-  if (!st?.isFile() || st.nlink > 1) return 0;
+  if (!st?.isFile() || (st.nlink > 1 && inUse.has(hash))) return 0;
   await unlink(dataPath(root, hash)).catch(() => undefined);
   await unlink(metaPath(root, hash)).catch(() => undefined);
   return st.size;
+}
+
+/** The cache names (hashes) a job's link directory holds links of. */
+export async function jobLinkHashes(root: string, jobId: string): Promise<string[]> {
+  const d = await opendir(`${root}/joblinks/${jobId}`).catch(() => undefined);
+  if (!d) return [];
+  const out: string[] = [];
+  for await (const e of d) out.push(hashOfLink(e.name));
+  return out;
 }
 
 /** Names in `joblinks/`, streamed. */

@@ -1,9 +1,9 @@
-import { linkSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { emptyDescription, type OutputFile } from "@ce/model";
-import { MAX_LIST_BYTES, MAX_LIST_LINES, outputPlan } from "./outputs.js";
+import { MAX_LIST_BYTES, MAX_LIST_LINES, outputPlan, purgeSession } from "./outputs.js";
 import { sessionSegments } from "./paths.js";
 
 // An `@list` output file is written by the job: whatever it says or is, the plan takes only
@@ -28,7 +28,8 @@ const out = (name: string, extra: Partial<OutputFile> = {}): OutputFile => ({
   useIfCancel: false,
   ...extra,
 });
-const plan = (outputs: OutputFile[]) => outputPlan(session, { ...emptyDescription("nordugrid:xrsl"), outputFiles: outputs }, "success", 0);
+const plan = (outputs: OutputFile[], maxLines = 100_000) =>
+  outputPlan(session, { ...emptyDescription("nordugrid:xrsl"), outputFiles: outputs }, "success", 0, maxLines);
 
 describe("@list outputs from the job", () => {
   it("a list that is a link (symbolic or hard) to a file elsewhere is refused, its lines never read", async () => {
@@ -74,5 +75,34 @@ describe("@list outputs from the job", () => {
     expect(byName["b"]?.options).toEqual({ failureallowed: "no" });
     expect(byName["c"]).toMatchObject({ target: "https://example.org;unknown=1/c", options: { unknown: "1", failureallowed: "no" } });
     expect(p.refused).toEqual([]);
+  });
+});
+
+describe("the lists of one job together", () => {
+  it("past staging.maxOutputListLines the list that crosses it is refused with the cap, later ones unread", async () => {
+    for (const n of ["a", "b", "c"])
+      writeFileSync(join(session, `${n}.list`), Array.from({ length: 400 }, (_, i) => `${n}${i}\n`).join(""));
+    const p = await plan([out("@a.list"), out("@b.list"), out("@c.list")], 700);
+    expect(p.keep.filter((k) => !k.endsWith(".list"))).toHaveLength(400); // a's names only
+    expect(p.refused).toEqual([
+      "output list /b.list: 800 lines with the lists before it, more than the 700 one job's output lists may have together (staging.maxOutputListLines)",
+      "output list /c.list: not read, the job's output lists are over their limit already",
+    ]);
+    expect((await plan([out("@a.list"), out("@b.list")], 800)).refused).toEqual([]);
+  });
+});
+
+describe("purgeSession", () => {
+  it("keeps exactly the listed names and the parents they need, whatever sorts between them", async () => {
+    for (const d of ["a", "a/b", "a/bc", "a-b", "keepdir", "keepdir/x", "gone"]) mkdirSync(join(session, d));
+    for (const f of ["a/b/kept", "a/b/other", "a/bc/f", "a-b/f", "a.c", "keepdir/x/f", "gone/f", "top"])
+      writeFileSync(join(session, f), "");
+    symlinkSync(outside, join(session, "linkparent"));
+    const removed = await purgeSession(session, { keep: ["a/b/kept", "top", "linkparent/x"], keepDirs: ["keepdir"] });
+    expect(readdirSync(session).sort()).toEqual(["a", "keepdir", "linkparent", "top"]);
+    expect(readdirSync(join(session, "a"))).toEqual(["b"]);
+    expect(readdirSync(join(session, "a/b"))).toEqual(["kept"]);
+    expect(readdirSync(join(session, "keepdir/x"))).toEqual(["f"]);
+    expect(removed).toBe(5); // a/b/other, a/bc, a-b, a.c, gone
   });
 });

@@ -259,7 +259,7 @@ async function stageOut(ctx: JemContext, job: JobRecord, ac: AbortController, cl
     }
   };
   if (desc) {
-    const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun);
+    const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun, ctx.config.staging.maxOutputListLines);
     const removed = await purgeSession(session, plan);
     const log = jobLog(ctx, job);
     log.info({ removed, uploads: plan.uploads.length }, "stage-out started");

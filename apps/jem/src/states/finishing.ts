@@ -24,7 +24,7 @@ export async function finishing(ctx: JemContext, job: JobRecord): Promise<Step> 
   const desc = await readSpec(ctx, job.id);
   if (!desc) return finish(ctx, job, {});
   const session = ctx.control.sessionDir(job.id);
-  const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun);
+  const plan = await outputPlan(session, desc, outcomeOf(job), job.rerun, ctx.config.staging.maxOutputListLines);
   // A refused `@list` file goes through the stage-out, which reports the refusal as a failure.
   if (plan.uploads.length === 0 && plan.refused.length === 0) {
     // An empty session (a job that wrote nothing) has nothing to purge: one file-thread call.

@@ -80,7 +80,7 @@ async function submitTo(
       const as = await ctx.priv.accountFor(job.id, job.localUser);
       if (previous && (await ctx.priv.batchDirReady(job.id, as))) jobDir = ctx.priv.batchDir(job.id);
       else {
-        await ctx.priv.prepareSession(job.id, as);
+        await ctx.priv.prepareSession(job.id, as, log);
         jobDir = await ctx.priv.prepareBatchDir(job.id, as);
       }
       runAs = ctx.priv.forJob(job.id, as);

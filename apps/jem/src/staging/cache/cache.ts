@@ -232,8 +232,9 @@ export class InputCache {
   }
 
   /**
-   * Into the session: a symbolic link to the job's own hard link of the root-owned 0644 file (the
-   * job, running as its account, can read it and change nothing), or a private copy (mapping off:
+   * Into the session: a symbolic link to the job's hard link of the root-owned 0644 file in the
+   * root-owned `joblinks/<job id>/` (the job, running as its account, can read it and change
+   * nothing, not even where that name lives: rootfs-cache.ts linkForJob), or a private copy (mapping off:
    * jobs run as the CE; executables; inputs also outputs; `cache=copy`; read-only dirs).
    * Undefined when the entry went meanwhile.
    */
@@ -243,8 +244,7 @@ export class InputCache {
     const link = priv && this.linksSafe && !dir.readonly && !r.copy && !r.executable && r.mode !== "copy";
     try {
       if (link) {
-        const as = await priv.accountFor(r.job.id, r.job.localUser);
-        const target = await linkForJob(dir.path, hash, r.job.id, { uid: as.uid, gid: as.gid });
+        const target = await linkForJob(dir.path, hash, r.job.id);
         await symlinkInto(r.dest, target);
       } else {
         await copyInto(r.dest, dir.path, hash, r.executable ? 0o755 : 0o644);

@@ -3,7 +3,15 @@ import { Keys } from "@ce/store";
 import { JOB_ID_RE } from "@ce/controldir";
 import type { JemContext } from "../../context.js";
 import { every } from "../../periodic.js";
-import { jobLinkDirs, removeEntryIfUnused, removeJobLinks, removeTemps, walkEntries, type CacheEntry } from "../../priv/rootfs-cache.js";
+import {
+  jobLinkDirs,
+  jobLinkHashes,
+  removeEntryIfUnused,
+  removeJobLinks,
+  removeTemps,
+  walkEntries,
+  type CacheEntry,
+} from "../../priv/rootfs-cache.js";
 import type { CacheDir } from "./cache.js";
 
 /** Oldest unused entries kept in memory per pass; a pass needing more frees the rest next time. */
@@ -32,18 +40,24 @@ const FINISHED = new Set(["FINISHED", "DELETED"]);
 /**
  * One pass over one cache dir: the links of finished (or vanished) jobs go, temporaries of dead
  * downloads go, files unused for `lifetimeSeconds` go, and while usage is above the high
- * watermark the least recently used files go until it is below the low one. A file with more than
- * one link is in a job's joblinks dir (a job not yet finished): never removed. The data tree is
+ * watermark the least recently used files go until it is below the low one. A file linked from
+ * the joblinks dir of a job not yet finished is never removed. The data tree is
  * read as a stream (opendir), and only the oldest CANDIDATES entries are kept in memory.
  */
 export async function cleanDir(ctx: JemContext, dir: CacheDir): Promise<CleanReport> {
   const c = ctx.config.staging.cache;
   const now = Date.now();
   let jobLinksRemoved = 0;
+  // What jobs not yet finished link: only these entries are in use. The link count alone would
+  // let any other name of a cached file (one an older JEM let a job move into its session) pin
+  // the entry for as long as that name lives.
+  const inUseHashes = new Set<string>();
   for await (const id of jobLinkDirs(dir.path)) {
-    if (!JOB_ID_RE.test(id)) continue;
-    const job = await ctx.jobs.get(id);
-    if (job && !FINISHED.has(job.state)) continue;
+    const job = JOB_ID_RE.test(id) ? await ctx.jobs.get(id) : undefined;
+    if (!JOB_ID_RE.test(id) || (job && !FINISHED.has(job.state))) {
+      for (const h of await jobLinkHashes(dir.path, id)) inUseHashes.add(h);
+      continue;
+    }
     await removeJobLinks(dir.path, id).then(
       () => jobLinksRemoved++,
       (e: unknown) => ctx.log.warn({ err: e, dir: dir.path, jobId: id, reason: (e as Error).message }, "cache: job links not removed"),
@@ -59,7 +73,7 @@ export async function cleanDir(ctx: JemContext, dir: CacheDir): Promise<CleanRep
   let inUse = 0;
   let candidates: CacheEntry[] = [];
   const drop = async (e: CacheEntry) => {
-    const n = await removeEntryIfUnused(e.root, e.hash);
+    const n = await removeEntryIfUnused(e.root, e.hash, inUseHashes);
     if (n > 0) {
       removed++;
       freed += n;
@@ -67,7 +81,7 @@ export async function cleanDir(ctx: JemContext, dir: CacheDir): Promise<CleanRep
     return n;
   };
   for await (const e of walkEntries(dir.path)) {
-    if (e.nlink > 1) {
+    if (e.nlink > 1 && inUseHashes.has(e.hash)) {
       inUse++;
       files++;
       bytes += e.size;
