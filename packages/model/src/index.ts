@@ -41,3 +41,4 @@ export {
 } from "./description/index.js";
 export type { LocalUser } from "./localuser.js";
 export { awaitingMessage, awaitingText, clientUploads } from "./uploads.js";
+export { NO_VO, failureWords, stateInWords, secondsInWords, bytesInWords, type FailureWords, type FailureFacts } from "./words.js";
