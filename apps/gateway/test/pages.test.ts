@@ -201,6 +201,25 @@ describe("Clean and the list's bulk actions ask first; the confirmation's button
     const auto = await t.request("GET", `${t.rest}/1.1/jobs?refresh=on`);
     expect(auto.text).toMatch(/<meta http-equiv="refresh" content="30; url=[^"]*refresh=on[^"]*"/);
     expect((await t.request("GET", `${t.rest}/1.1/jobs?refresh=yes`)).status).toBe(400);
+    // A job waiting for its client's upload says for what and until when; past the deadline, not any more.
+    const waiting = (
+      await t.request("POST", `${t.rest}/1.1/jobs?action=new`, {
+        body: XRSL("uploader", '(inputfiles=("in.dat" ""))'),
+        accept: "application/json",
+      })
+    ).json().job[0].id as string;
+    const rec = (await t.gw.services.jobs.get(waiting))!;
+    expect(rec.awaiting).toBe("in.dat");
+    const list = await t.request("GET", `${t.rest}/1.1/jobs?name=uploader`);
+    const until = new Date(rec.uploadDeadline!)
+      .toISOString()
+      .replace("T", " ")
+      .replace(/\.\d{3}Z$/, "Z");
+    expect(list.text).toContain(`waiting for upload of in.dat until ${until}`);
+    await t.gw.services.jobs.update(rec, { uploadDeadline: Date.now() - 1000 });
+    const late = await t.request("GET", `${t.rest}/1.1/jobs?name=uploader`);
+    expect(late.text).not.toContain("waiting for upload");
+    expect(late.text).toContain("upload deadline passed: the job fails");
     const odd = await t.request("GET", `${t.rest}/1.1/jobs/${id}?done=constructor`);
     expect(odd.text).not.toContain('class="notice"');
   });
