@@ -110,9 +110,13 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     }
   }, 60_000);
 
-  it("/rest lists the supported versions", async () => {
+  it("/rest lists the supported versions; versions and delegations are framed like every page", async () => {
+    await visitHtml(page, `${rest}/1.1/delegations`, "delegations");
+    expect(await page.locator("h1").textContent()).toBe("Delegations");
+    expect(await page.locator("nav.crumbs li").allTextContents()).toEqual([new URL(stack.url).hostname, "Delegations"]);
     await visitHtml(page, rest, "versions");
     expect(await page.title()).toBe("Supported REST versions");
+    expect(await page.locator("nav.crumbs li").allTextContents()).toEqual([new URL(stack.url).hostname, "Supported REST versions"]);
     const cells = await page.locator("td").allTextContents();
     expect(cells).toEqual(["1.0", "1.1"]);
     expectQuiet(watch);
@@ -390,6 +394,8 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
       jobs: `${rest}/1.1/jobs`,
       job: `${rest}/1.1/jobs/${jobs.listing}`,
       "job-failed": `${rest}/1.1/jobs/${jobs.failing}`,
+      "job-failed-quiet": `${rest}/1.1/jobs/${jobs.quiet}`,
+      delegations: `${rest}/1.1/delegations`,
       session: `${rest}/1.1/jobs/${jobs.listing}/session/`,
       diagnose: `${rest}/1.1/jobs/${jobs.listing}/diagnose`,
       info: `${rest}/1.1/info`,

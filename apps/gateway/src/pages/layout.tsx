@@ -47,7 +47,7 @@ h3.small{margin:.6em 0 .2em}
 code{font-family:ui-monospace,monospace;background:#f1f2f6;padding:0 .2em;overflow-wrap:anywhere}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 .notice{border-left:4px solid #146c2e;background:#eef8f0;padding:.4em .8em;margin:.6em 0}
-.actions{display:flex;flex-wrap:wrap;gap:.5em;margin:.6em 0}
+.actions{display:flex;flex-wrap:wrap;gap:.5em;margin:.6em 0;align-items:center}
 .actions form{margin:0}
 button{font:inherit;padding:.3em .9em;border:1px solid #667;border-radius:4px;background:#f4f5f8;cursor:pointer}
 button.danger{border-color:#b3261e;color:#b3261e}
