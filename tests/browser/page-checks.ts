@@ -167,6 +167,8 @@ export async function checkHtmlPage(page: Page, response: Response | null, name:
   expect((await page.title()).length).toBeGreaterThan(0);
   await expect.poll(() => page.locator("h1").count()).toBe(1);
   await expectNoActiveContent(page);
+  // Figures are rounded for people: no `0.06999999999999999 s`.
+  expect((await page.textContent("body")) ?? "", `unrounded figure on ${r.url()}`).not.toMatch(/\d\.\d{4,}/);
   const links = await expectLinksResolve(page);
   await screenshot(page, name);
   return { response: r, links };
@@ -196,10 +198,15 @@ async function readDownload(d: Download): Promise<string> {
 }
 
 /**
- * Follows a file link. The browser either shows the content (navigation) or downloads it; both
- * are fine for a file. Returns how it was handled and the content.
+ * Follows a file link. The browser either shows the content (navigation: the pages link text files
+ * with `?view=text`) or downloads it; both are fine for a file. Returns how it was handled and the
+ * content, back on the page of the link unless `stay`.
  */
-export async function followFile(page: Page, text: string): Promise<{ via: "download" | "shown"; content: string; url: string }> {
+export async function followFile(
+  page: Page,
+  text: string,
+  opts: { stay?: boolean } = {},
+): Promise<{ via: "download" | "shown"; content: string; url: string }> {
   const link = page.getByRole("link", { name: text, exact: true });
   await expect.poll(() => link.count(), { message: `one link named ${JSON.stringify(text)} on ${page.url()}` }).toBe(1);
   const href = await link.evaluate((a: DomNode) => a.href ?? "");
@@ -216,7 +223,10 @@ export async function followFile(page: Page, text: string): Promise<{ via: "down
     expect(page.url(), "a download leaves the listing in place").toBe(from);
     return { via: "download", content: await readDownload(got.d), url: got.d.url() };
   }
-  return { via: "shown", content: (await page.textContent("body")) ?? "", url: page.url() };
+  const shownFile = { via: "shown" as const, content: (await page.textContent("body")) ?? "", url: page.url() };
+  // Back where the link was, as after a download (unless the caller wants to look at the file).
+  if (!opts.stay) await page.goBack({ waitUntil: "load" });
+  return shownFile;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type El, type HtmlOptions, contentTypeFor, errorDoc, negotiateFormat, render } from "@ce/glue2";
 import type { AppEnv, Format } from "./context.js";
 import type { CeError } from "./errors.js";
+import { documentPage } from "./pages/document.js";
 import { errorPage } from "./pages/error.js";
 
 /**
@@ -33,6 +34,11 @@ export function isPageRequest(c: Context<AppEnv>): boolean {
 
 export function respond(c: Context<AppEnv>, root: El, opts: RespondOptions = {}): Response {
   const fmt = formatOf(c);
+  // Browsers: the document in the pages' frame (pages/document.tsx); programs: below, unchanged.
+  if (fmt === "html" && c.get("services")) {
+    if (opts.statusText) setStatusText(c, opts.statusText);
+    return documentPage(c, root, { title: opts.title, status: opts.status, headers: opts.headers, links: opts.links });
+  }
   const body = render(root, fmt, {
     ...(opts.forceArrays ? { forceArrays: opts.forceArrays } : {}),
     ...(opts.title !== undefined ? { title: opts.title } : {}),

@@ -117,8 +117,134 @@ describe("the job page's buttons post only from the CE's own pages", () => {
     expect((await post({ origin: t.origin, "sec-fetch-site": "same-origin" }, "action=kill", "bob")).status).toBe(404);
     const r = await post({ origin: t.origin, "sec-fetch-site": "same-origin" });
     expect(r.status).toBe(202);
-    expect(r.text).toContain("Queued for killing");
-    expect(r.text).toContain(`href="${t.rest}/1.1/jobs/${other}?done=kill"`);
+    // Words for a person, on to the job page: no HTTP code or phrase, no id as the job's name.
+    expect(r.text).toContain("Kill requested");
+    expect(r.text).not.toMatch(/202|Queued for killing/);
+    expect(r.text).toContain(`<meta http-equiv="refresh" content="0; url=${t.rest}/1.1/jobs/${other}?done=kill"/>`);
+    expect(r.text).toContain(`<a href="${t.rest}/1.1/jobs/${other}">second</a>`);
     expect((await t.gw.services.jobs.get(other))?.killRequested).toBe(true);
+  });
+});
+
+describe("Clean and the list's bulk actions ask first; the confirmation's button does it", () => {
+  const SAME = { origin: "", "sec-fetch-site": "same-origin" };
+  const post = (path: string, body: string) =>
+    t.request("POST", `${t.rest}/1.1/${path}`, { accept: "text/html", body, headers: { "content-type": FORM, ...SAME, origin: t.origin } });
+  let victim: string;
+  let hostile: string;
+  beforeAll(async () => {
+    const submit = async (name: string) =>
+      (await t.request("POST", `${t.rest}/1.1/jobs?action=new`, { body: XRSL(name), accept: "application/json" })).json().job[0]
+        .id as string;
+    victim = await submit("to clean");
+    hostile = await submit("<img src=x onerror=alert(1)>");
+  });
+
+  it("one click on Clean only asks: the job stays until the confirmation is posted", async () => {
+    const ask = await post(`jobs/${victim}`, "action=clean");
+    expect(ask.status).toBe(200);
+    expect(ask.text).toContain("Remove the job to clean and its files?");
+    expect(ask.text).toContain('<input type="hidden" name="confirm" value="yes"/>');
+    expect(ask.text).toContain(`<a href="${t.rest}/1.1/jobs/${victim}">No, keep it</a>`);
+    expect((await t.gw.services.jobs.get(victim))?.cleanRequested).toBeFalsy();
+    const done = await post(`jobs/${victim}`, "action=clean&confirm=yes");
+    expect(done.status).toBe(202);
+    expect(done.text).toContain(`url=${t.rest}/1.1/jobs?done=clean`);
+    expect((await t.gw.services.jobs.get(victim))?.cleanRequested).toBe(true);
+  });
+
+  it("bulk kill of the selected rows: a confirmation naming them (escaped), then the kill; programs keep the 400", async () => {
+    const ask = await post("jobs", `action=kill&id=${hostile}&id=${id}&id=not-a-job`);
+    expect(ask.status).toBe(200);
+    expect(ask.text).toContain("Kill 2 jobs?");
+    expect(ask.text).toContain("&lt;img src=x onerror=alert(1)&gt;");
+    expect(ask.text).not.toContain("<img");
+    expect(ask.text).toContain(`<input type="hidden" name="id" value="${hostile}"/>`);
+    expect((await t.gw.services.jobs.get(hostile))?.killRequested).toBeFalsy();
+    const done = await post("jobs", `action=kill&confirm=yes&id=${hostile}&id=${id}`);
+    expect(done.status).toBe(202);
+    expect(done.text).toContain("Kill requested for the selected jobs.");
+    expect((await t.gw.services.jobs.get(hostile))?.killRequested).toBe(true);
+    // Another owner's ids select nothing.
+    const bob = await t.request("POST", `${t.rest}/1.1/jobs`, {
+      as: "bob",
+      accept: "text/html",
+      body: `action=clean&confirm=yes&id=${hostile}`,
+      headers: { "content-type": FORM, origin: t.origin },
+    });
+    expect(bob.status).toBe(400);
+    expect((await t.gw.services.jobs.get(hostile))?.cleanRequested).toBeFalsy();
+    // Cross-site bulk posts are refused like the job page's.
+    const evil = await t.request("POST", `${t.rest}/1.1/jobs`, {
+      accept: "text/html",
+      body: `action=clean&confirm=yes&id=${hostile}`,
+      headers: { "content-type": FORM, origin: "https://evil.example" },
+    });
+    expect(evil.status).toBe(403);
+    const program = await t.request("POST", `${t.rest}/1.1/jobs`, {
+      accept: "application/json",
+      body: "{}",
+      headers: { "content-type": "application/json" },
+    });
+    expect(program.status).toBe(400);
+    expect(program.headers["x-error-code"]).toBe("BAD_ACTION");
+  });
+
+  it("the job list: reason column, search by name, refresh controls; ?done= shows only its own notices", async () => {
+    const all = await t.request("GET", `${t.rest}/1.1/jobs`);
+    expect(all.text).toContain('<th scope="col">Reason</th>');
+    expect(all.text).toContain("Kill selected");
+    expect(all.text).toContain(`href="${t.rest}/1.1/jobs?refresh=on&amp;sort=submitted&amp;order=desc"`);
+    const found = await t.request("GET", `${t.rest}/1.1/jobs?name=CLEAN`);
+    expect(found.text).toContain(">to clean</a>");
+    expect(found.text).not.toContain(">second</a>");
+    const auto = await t.request("GET", `${t.rest}/1.1/jobs?refresh=on`);
+    expect(auto.text).toMatch(/<meta http-equiv="refresh" content="30; url=[^"]*refresh=on[^"]*"/);
+    expect((await t.request("GET", `${t.rest}/1.1/jobs?refresh=yes`)).status).toBe(400);
+    // A job waiting for its client's upload says for what and until when; past the deadline, not any more.
+    const waiting = (
+      await t.request("POST", `${t.rest}/1.1/jobs?action=new`, {
+        body: XRSL("uploader", '(inputfiles=("in.dat" ""))'),
+        accept: "application/json",
+      })
+    ).json().job[0].id as string;
+    const rec = (await t.gw.services.jobs.get(waiting))!;
+    expect(rec.awaiting).toBe("in.dat");
+    const list = await t.request("GET", `${t.rest}/1.1/jobs?name=uploader`);
+    const until = new Date(rec.uploadDeadline!)
+      .toISOString()
+      .replace("T", " ")
+      .replace(/\.\d{3}Z$/, "Z");
+    expect(list.text).toContain(`waiting for upload of in.dat until ${until}`);
+    await t.gw.services.jobs.update(rec, { uploadDeadline: Date.now() - 1000 });
+    const late = await t.request("GET", `${t.rest}/1.1/jobs?name=uploader`);
+    expect(late.text).not.toContain("waiting for upload");
+    expect(late.text).toContain("upload deadline passed: the job fails");
+    const odd = await t.request("GET", `${t.rest}/1.1/jobs/${id}?done=constructor`);
+    expect(odd.text).not.toContain('class="notice"');
+  });
+});
+
+describe("a session file from a page's link: as text, or as a download; programs get the interface's bytes", () => {
+  it("?view=text is text/plain UTF-8 with nosniff; ?download=1 an attachment; neither is octet-stream as before", async () => {
+    const { writeFile } = await import("node:fs/promises");
+    await writeFile(`${t.gw.services.control.sessionDir(id)}/out.txt`, "<script>alert(1)</script>\nhello\n");
+    const base = `${t.rest}/1.1/jobs/${id}/session/out.txt`;
+    const text = await t.request("GET", `${base}?view=text`);
+    expect(text.status).toBe(200);
+    expect(text.headers["content-type"]).toBe("text/plain; charset=utf-8");
+    expect(text.headers["x-content-type-options"]).toBe("nosniff");
+    expect(text.headers["content-disposition"]).toBe("inline");
+    expect(text.headers["content-security-policy"]).toContain("sandbox");
+    expect(text.text).toBe("<script>alert(1)</script>\nhello\n");
+    const dl = await t.request("GET", `${base}?download=1`);
+    expect(dl.headers["content-type"]).toBe("application/octet-stream");
+    expect(dl.headers["content-disposition"]).toBe(`attachment; filename="out.txt"; filename*=UTF-8''out.txt`);
+    for (const accept of [undefined, "application/json", "*/*"]) {
+      const plain = await t.request("GET", base, accept ? { accept } : {});
+      expect(plain.headers["content-type"]).toBe("application/octet-stream");
+      expect(plain.headers["content-disposition"]).toBeUndefined();
+    }
+    expect((await t.request("GET", `${base}?view=html`)).status).toBe(400);
   });
 });

@@ -178,11 +178,12 @@ describe("E6 directory listing (decisions #13)", () => {
   it("HTML page links every entry to its URL so a browser can navigate", async () => {
     const res = await h.raw("GET", sess(id, "/"), { headers: { accept: "text/html" } });
     expect(res.headers["content-type"]).toMatch(/^text\/html/);
-    expect(res.text).toContain(`<a href="${sess(id, "/stdout.txt")}">stdout.txt</a>`);
-    expect(res.text).toContain(`<a href="${sess(id, "/a%20b.txt")}">a b.txt</a>`);
+    // Files open as text in the browser (pages/fileview.ts); the plain URL is the download.
+    expect(res.text).toContain(`<a href="${sess(id, "/stdout.txt")}?view=text">stdout.txt</a>`);
+    expect(res.text).toContain(`<a href="${sess(id, "/a%20b.txt")}?view=text">a b.txt</a>`);
     expect(res.text).toContain(`<a href="${sess(id, "/sub/")}">sub</a>`);
     const sub = await h.raw("GET", sess(id, "/sub/"), { headers: { accept: "text/html" } });
-    expect(sub.text).toContain(`<a href="${sess(id, "/sub/inner.txt")}">inner.txt</a>`);
+    expect(sub.text).toContain(`<a href="${sess(id, "/sub/inner.txt")}?view=text">inner.txt</a>`);
     const file = await h.raw("GET", sess(id, "/a%20b.txt"));
     expect(file.text).toBe("spaced");
   });

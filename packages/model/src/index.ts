@@ -42,3 +42,4 @@ export {
 export type { LocalUser } from "./localuser.js";
 export { awaitingMessage, awaitingText, clientUploads } from "./uploads.js";
 export { legacyTokenOwner, parseTokenOwner, tokenOwner, type LegacyOwner } from "./owner.js";
+export { NO_VO, failureWords, stateInWords, secondsInWords, bytesInWords, type FailureWords, type FailureFacts } from "./words.js";

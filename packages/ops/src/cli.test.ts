@@ -3,13 +3,15 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { JobStore, Keys } from "@ce/store";
 import { ControlDir } from "@ce/controldir";
 import { table } from "./cli.js";
+import { colourWanted } from "./cli/colour.js";
+import { findConfigFile } from "./cli/config-file.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../..", import.meta.url));
@@ -20,7 +22,12 @@ const control = new ControlDir(join(dir, "control"), join(dir, "sessions"));
 
 /** Spawns `ceadm` exactly as `pnpm ceadm` does (node --import tsx), configured through CE__* only. */
 async function ceadm(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = {
+  return ceadmIn(root, {}, ...args);
+}
+
+/** As `ceadm`, from working directory `cwd`, with `env` over the test's (undefined: removed). */
+async function ceadmIn(cwd: string, extra: Record<string, string | undefined>, ...args: string[]) {
+  const env: Record<string, string | undefined> = {
     ...process.env,
     CE__REDIS__URL: inject("redisUrl"),
     CE__REDIS__PREFIX: prefix,
@@ -28,9 +35,15 @@ async function ceadm(...args: string[]): Promise<{ code: number; stdout: string;
     CE__PATHS__CONTROL_DIR: control.root,
     CE__PATHS__SESSION_ROOT: control.sessionRoot,
     CE__LOGGING__JEM_LOG_FILE: join(dir, "jem.log"),
+    ...extra,
   };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  const loader = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
   try {
-    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "packages/ops/src/cli.ts", ...args], { cwd: root, env });
+    const { stdout, stderr } = await run(process.execPath, ["--import", loader, join(root, "packages/ops/src/cli.ts"), ...args], {
+      cwd,
+      env: env as NodeJS.ProcessEnv,
+    });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };
@@ -66,6 +79,37 @@ afterAll(async () => {
 });
 
 describe("ceadm", () => {
+  it("colours a table only when asked (a TTY without NO_COLOR), padding outside the codes", () => {
+    const painted = table(["A", "STATE"], [["x", "FAILED"]], {
+      colour: true,
+      paintCell: (col, v) => (col === 1 && v === "FAILED" ? "red" : undefined),
+    });
+    expect(painted).toBe("\x1b[1mA\x1b[0m  \x1b[1mSTATE\x1b[0m\nx  \x1b[31mFAILED\x1b[0m");
+    expect(colourWanted({ isTTY: true }, {})).toBe(true);
+    expect(colourWanted({ isTTY: true }, { NO_COLOR: "1" })).toBe(false);
+    expect(colourWanted({ isTTY: true }, { TERM: "dumb" })).toBe(false);
+    expect(colourWanted({ isTTY: false }, {})).toBe(false);
+  });
+
+  it("finds .ce/ce.yaml up from the working directory like git, says so; CE_CONFIG or --config win", async () => {
+    const top = mkdtempSync(join(tmpdir(), "ceadm-find-"));
+    const deep = join(top, "a", "b");
+    mkdirSync(join(top, ".ce"), { recursive: true });
+    mkdirSync(deep, { recursive: true });
+    // The prefix only in the file: a ceadm that did not read it would see another (empty) CE.
+    writeFileSync(join(top, ".ce", "ce.yaml"), `redis:\n  prefix: "${prefix}"\n`);
+    expect(findConfigFile(deep)).toBe(join(top, ".ce", "ce.yaml"));
+    const found = await ceadmIn(deep, { CE_CONFIG: undefined, CE__REDIS__PREFIX: undefined }, "--json", "stats");
+    expect(found.code).toBe(0);
+    expect(found.stderr).toContain(`ceadm: using ${join(top, ".ce", "ce.yaml")}`);
+    expect(JSON.parse(found.stdout).total).toBeGreaterThanOrEqual(2);
+    // CE_CONFIG set (here empty: none) turns the search off.
+    const explicit = await ceadmIn(deep, { CE__REDIS__PREFIX: undefined }, "--json", "stats");
+    expect(explicit.stderr).not.toContain("ceadm: using");
+    expect(JSON.parse(explicit.stdout).total).toBe(0);
+    rmSync(top, { recursive: true, force: true });
+  }, 90_000);
+
   it("aligns table columns", () => {
     expect(
       table(
@@ -85,7 +129,9 @@ describe("ceadm", () => {
     expect(human.stdout).toMatch(
       /c1\s+ACCEPTING\s+ACCEPTED\s+\d+(?:m(?:\d+s)?|s)\s+calibration-run-42\s+grid007\s+atlas\s+main\s+\/DC=org\/CN=alice/,
     );
-    expect(human.stdout).toMatch(/c2\s+ACCEPTING\s+ACCEPTED\s+7h(?:\dm)?\s+-\s+-\s+-\s+main/);
+    // One name for "no VO" everywhere (NO_VO of @ce/model, as the pages); no colour into a pipe.
+    expect(human.stdout).toMatch(/c2\s+ACCEPTING\s+ACCEPTED\s+7h(?:\dm)?\s+-\s+-\s+\(no VO\)\s+main/);
+    expect(human.stdout).not.toContain("\x1b[");
     expect(human.stdout).toContain("/DC=org/CN=alice");
     expect(human.stdout).toContain("2 of 2 job(s)");
     const json = JSON.parse((await ceadm("--json", "jobs", "list", "--owner", "/DC=org/CN=bob", "--state", "ACCEPTING")).stdout);
@@ -105,10 +151,11 @@ describe("ceadm", () => {
     });
     const human = (await ceadm("jobs", "show", "c1")).stdout;
     // State and failure come first, then who and where; not every raw field.
-    expect(human.split("\n").slice(0, 4)).toEqual([
+    expect(human.split("\n").slice(0, 5)).toEqual([
       "Job c1",
       expect.stringMatching(/^  State +ACCEPTING \(ACCEPTED\) for \d+(?:m(?:\d+s)?|s), since /),
       "  Failure    Walltime exceeded: 3600 s limit",
+      "             Ask for more time: (walltime=<minutes>) in xRSL, <IndividualWallTime> (seconds) in ADL.",
       "  Failed     cause user, in INLRMS (restart point), 0 restart(s) left",
     ]);
     expect(human).toMatch(/  Account +grid007 \(uid 5007, gid 100, groups 100,5000; by mapping\.rules\[1\] pool atlas\)\n/);
@@ -164,6 +211,8 @@ describe("ceadm", () => {
       bytesSaved: 247,
       dirs: [],
     });
+    // Sizes for people in the table; --json keeps the exact bytes.
+    expect((await ceadm("cache", "stats")).stdout).toMatch(/^hits 19 {2}misses 1 {2}refused 0 {2}saved 247 B$/m);
     const off = await ceadm("cache", "clean");
     expect(off.code).toBe(1);
     expect(off.stderr).toContain("no cache directories are configured");
@@ -175,9 +224,11 @@ describe("ceadm", () => {
     writeFileSync(cfg, `staging:\n  cache:\n    dirs:\n      - path: ${dir}\n`);
     const listed = JSON.parse((await ceadm("--config", cfg, "cache", "list", "--json")).stdout);
     expect(listed).toMatchObject([{ hash: "ab12", url: "https://origin.test/f", size: 6, links: 0 }]);
+    expect((await ceadm("--config", cfg, "cache", "list")).stdout).toMatch(/^ab12\s+6 B\s+0\s/m);
     expect((await ceadm("--config", cfg, "cache", "clean")).stdout).toContain("cache clean requested");
     expect(await redis.get(new Keys(prefix).cacheCleanRequest())).not.toBeNull();
-  });
+    // Seven ceadm processes: each compiles the CLI with tsx first.
+  }, 90_000);
 
   it("lists jobs past their age in state, oldest first", async () => {
     const res = await ceadm("jobs", "stuck");
@@ -198,7 +249,7 @@ describe("ceadm", () => {
     const res = await ceadm("summary");
     expect(res.stdout).toMatch(/^VO\s+TOTAL\s+ACCEPTING\n/);
     expect(res.stdout).toMatch(/^atlas\s+1\s+1$/m);
-    expect(res.stdout).toMatch(/^none\s+1\s+1$/m);
+    expect(res.stdout).toMatch(/^\(no VO\)\s+1\s+1$/m);
     expect(res.stdout).toMatch(/^OWNER\s+TOTAL\s+ACCEPTING\n/m);
     expect(res.stdout).toMatch(/^\/DC=org\/CN=bob\s+1\s+1$/m);
     const json = JSON.parse((await ceadm("--json", "summary", "--by", "state")).stdout);

@@ -6,17 +6,23 @@ import { connectRedis, describeRedis, RteError } from "@ce/store";
 import { cacheStats, listCache, requestCacheClean } from "./cache.js";
 import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli-accounting.js";
-import { iso, table } from "./cli/format.js";
+import { iso, size, table } from "./cli/format.js";
+import { colourWanted } from "./cli/colour.js";
+import { chooseConfigFile } from "./cli/config-file.js";
 import * as jobs from "./cli/jobs.js";
 import { summaryCommand } from "./cli/summary.js";
 import { RTE_USAGE, rteCommand, RteUsageError } from "./rte-cli.js";
 
 /**
- * `ceadm`: the operator's command line. Reads the same configuration as the services (CE_CONFIG
- * plus CE__* overrides) and talks to Redis directly, so it works with every gateway and JEM down.
+ * `ceadm`: the operator's command line. Reads the same configuration as the services (`--config`,
+ * CE_CONFIG, or the nearest `.ce/ce.yaml` up from the working directory: cli/config-file.ts; plus
+ * CE__* overrides) and talks to Redis directly, so it works with every gateway and JEM down.
+ * Tables are for people: sizes in KiB/MiB, colour on a terminal only (NO_COLOR respected);
+ * `--json` keeps every exact value.
  */
 
 const USAGE = `usage: ceadm [--json] [--config FILE] <command>
+  (configuration: --config, else CE_CONFIG, else the nearest .ce/ce.yaml up from here)
 
   jobs list [--owner DN] [--state S[,S...]] [--limit N]   jobs, newest first (AGE = time in state)
   jobs show [--all] <id>                                  one job: state and failure first
@@ -42,7 +48,11 @@ class UsageError extends Failure<"USAGE"> {
 export { table } from "./cli/format.js";
 export { showField } from "./cli/jobs.js";
 
-export async function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
+export async function main(
+  argv: string[],
+  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+  note: (s: string) => void = (s) => process.stderr.write(`${s}\n`),
+): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -69,7 +79,12 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     out(USAGE);
     return values.help ? 0 : 2;
   }
-  const config = loadConfig(values.config ? { file: values.config } : {});
+  const chosen = chooseConfigFile(values.config, process.env, process.cwd());
+  // Said on stderr, so `--json` output stays clean: which Redis ceadm talks to follows from it.
+  if (chosen.how === "found") note(`ceadm: using ${chosen.file} (found from ${process.cwd()}; CE_CONFIG or --config choose another)`);
+  const config = loadConfig(chosen.file ? { file: chosen.file } : {});
+  const configText = chosen.file ? `configuration ${chosen.file}` : "no configuration file: CE__* and defaults";
+  const colour = !values.json && colourWanted();
   // The accounting database is read directly: no Redis needed.
   if (cmd === "accounting")
     return accountingCommand(
@@ -93,12 +108,12 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
   const needsQueues = cmd === "queues";
   try {
     await redis.connect().catch((e: Error) => {
-      throw new Error(`cannot reach Redis (${describeRedis(config.redis)}): ${(lastError ?? e).message}`);
+      throw new Error(`cannot reach Redis (${describeRedis(config.redis)}; ${configText}): ${(lastError ?? e).message}`);
     });
     if (needsQueues) queues = openQueues(config, undefined, clients.bull);
     const ops = new AdminOps(redis, config.redis.prefix, queues);
     const print = (json: unknown, human: () => string) => out(values.json ? JSON.stringify(json, null, 2) : human());
-    const c = { ops, config, json: values.json, out, values };
+    const c = { ops, config, json: values.json, out, values, colour };
 
     switch (cmd) {
       case "jobs": {
@@ -152,10 +167,11 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
           print(
             st,
             () =>
-              `hits ${st.hits}  misses ${st.misses}  refused ${st.refused}  bytes saved ${st.bytesSaved}\n` +
+              `hits ${st.hits}  misses ${st.misses}  refused ${st.refused}  saved ${size(st.bytesSaved)}\n` +
               table(
-                ["DIR", "FILES", "BYTES", "IN USE", "USED", "HIGH", "MEASURED"],
-                st.dirs.map((d) => [d.dir, d.files, d.bytes, d.inUse, d.used, d.high, iso(d.at)]),
+                ["DIR", "FILES", "SIZE", "IN USE", "USED", "HIGH", "MEASURED"],
+                st.dirs.map((d) => [d.dir, d.files, size(d.bytes), d.inUse, d.used, d.high, iso(d.at)]),
+                { colour },
               ),
           );
           return 0;
@@ -164,8 +180,9 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
           const files = await listCache(config, values.limit ? Number(values.limit) : undefined);
           print(files, () =>
             table(
-              ["HASH", "BYTES", "LINKS", "LAST USE", "URL"],
-              files.map((f) => [f.hash.slice(0, 16), f.size, f.links, iso(f.lastUse), f.url]),
+              ["HASH", "SIZE", "LINKS", "LAST USE", "URL"],
+              files.map((f) => [f.hash.slice(0, 16), size(f.size), f.links, iso(f.lastUse), f.url]),
+              { colour },
             ),
           );
           return 0;

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { INTERNAL_STATES, REST_STATES, type InternalState } from "@ce/model";
+import { INTERNAL_STATES, NO_VO, REST_STATES, type InternalState } from "@ce/model";
 import { ACTIVE_INTERNAL_STATES, JobStore, Keys, voOf } from "@ce/store";
 import { jobRow, OpsError, type JobRow } from "./ops.js";
 
@@ -88,7 +88,7 @@ export interface Summary {
 }
 
 /**
- * Every job counted by VO (`none` without one), owner, or internal state (`PENDING:` parked
+ * Every job counted by VO (NO_VO, "(no VO)", without one), owner, or internal state (`PENDING:` parked
  * separately), and by REST state. Reads every record once (in chunks): a CLI's cost, not a scrape's.
  */
 export async function summary(redis: Redis, prefix: string, by: SummaryBy, opts: { activeOnly?: boolean } = {}): Promise<Summary> {
@@ -102,7 +102,7 @@ export async function summary(redis: Redis, prefix: string, by: SummaryBy, opts:
   for (let i = 0; i < ids.length; i += CHUNK) {
     for (const r of await store.getManyFields(ids.slice(i, i + CHUNK), ["fqans", "pending"])) {
       if (!r) continue;
-      const key = by === "vo" ? (voOf(r.fqans) ?? "none") : by === "owner" ? r.owner : r.pending ? `PENDING:${r.state}` : r.state;
+      const key = by === "vo" ? (voOf(r.fqans) ?? NO_VO) : by === "owner" ? r.owner : r.pending ? `PENDING:${r.state}` : r.state;
       let g = groups.get(key);
       if (!g) groups.set(key, (g = { key, total: 0, states: {} }));
       g.total++;

@@ -36,6 +36,6 @@ describe("job table sort", () => {
 it("the VO of a job is its primary FQAN's first group", () => {
   expect(voOf(["/atlas/Role=production", "/atlas"])).toBe("atlas");
   expect(voOf(["/vo.example.org"])).toBe("vo.example.org");
-  expect(voOf(undefined)).toBe("(none)");
-  expect(voOf([])).toBe("(none)");
+  expect(voOf(undefined)).toBe("(no VO)");
+  expect(voOf([])).toBe("(no VO)");
 });

@@ -2,7 +2,7 @@ import type { FileHandle } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { type JobRecord } from "@ce/store";
 import { type ControlFile, DIAGNOSE_FILES, type DiagnoseFile, RENDERED_ON_REQUEST } from "@ce/controldir";
-import { REST_STATES, type RestState } from "@ce/model";
+import { NO_VO, REST_STATES, type RestState } from "@ce/model";
 import type { Services } from "../context.js";
 
 /*
@@ -11,7 +11,7 @@ import type { Services } from "../context.js";
  * CE-wide counts per VO. All bounded: a person's page must not cost what a bulk request may.
  */
 
-export const ROW_FIELDS = ["jobName", "created", "stateSince", "exitCode", "failure", "endedAt"] as const;
+export const ROW_FIELDS = ["jobName", "created", "stateSince", "exitCode", "failure", "endedAt", "awaiting", "uploadDeadline"] as const;
 export type JobRow = Pick<JobRecord, "id" | "owner" | "state" | "rest" | (typeof ROW_FIELDS)[number]>;
 
 /** Records read at most for one job table (the newest of the selection); the page says so when cut. */
@@ -32,7 +32,7 @@ export interface OwnerJobs {
  * sets give every id with its state in one round trip; when the selection is over the cap, the
  * owner's creation-ordered index decides which are the newest.
  */
-export async function ownerJobs(s: Services, owner: string, states?: readonly RestState[]): Promise<OwnerJobs> {
+export async function ownerJobs(s: Services, owner: string, states?: readonly RestState[], name?: string): Promise<OwnerJobs> {
   const all = await s.jobs.list(owner, REST_STATES);
   const byState: Partial<Record<RestState, number>> = {};
   for (const j of all) if (j.state) byState[j.state] = (byState[j.state] ?? 0) + 1;
@@ -45,7 +45,12 @@ export async function ownerJobs(s: Services, owner: string, states?: readonly Re
     ids = ordered.slice(-TABLE_READ_CAP);
   }
   const records = await s.jobs.getManyFields(ids, ROW_FIELDS);
-  const rows = records.filter((r): r is JobRow => r !== undefined && r.owner === owner);
+  let rows = records.filter((r): r is JobRow => r !== undefined && r.owner === owner);
+  if (name) {
+    const needle = name.toLowerCase();
+    rows = rows.filter((r) => (r.jobName ?? "").toLowerCase().includes(needle));
+    return { byState, total: all.length, rows, selected: rows.length };
+  }
   return { byState, total: all.length, rows, selected };
 }
 
@@ -174,14 +179,14 @@ export interface VoCounts {
 /**
  * Active jobs per VO, from the share counters the state-move scripts keep per queue, VO and REST
  * state (@ce/store shares.ts): one HGETALL, however many jobs; kept for VO_CACHE_MS. A job
- * without VOMS or token groups counts as "(none)".
+ * without VOMS or token groups counts as NO_VO.
  */
 export async function voCounts(s: Services, now = Date.now()): Promise<VoCounts> {
   if (voCache && voCache.key === s && now - voCache.at < VO_CACHE_MS) return voCache.value;
   const byVo = new Map<string, Record<VoColumn, number>>();
   let active = 0;
   for (const share of await s.jobs.shareCounts()) {
-    const vo = share.vo === "" ? "(none)" : share.vo;
+    const vo = share.vo === "" ? NO_VO : share.vo;
     for (const [rest, n] of Object.entries(share.byRest) as Array<[RestState, number]>) {
       const col = (Object.keys(VO_COLUMNS) as VoColumn[]).find((k) => (VO_COLUMNS[k] as readonly string[]).includes(rest));
       if (!col) continue;
@@ -198,7 +203,7 @@ export async function voCounts(s: Services, now = Date.now()): Promise<VoCounts>
 
 /** `/atlas/Role=production` → `atlas`. */
 export function voOf(fqans: readonly string[] | undefined): string {
-  return /^\/([^/]+)/.exec(fqans?.[0] ?? "")?.[1] ?? "(none)";
+  return /^\/([^/]+)/.exec(fqans?.[0] ?? "")?.[1] ?? NO_VO;
 }
 
 export interface FailureGroup {

@@ -33,7 +33,7 @@ function Attrs(props: { e: El }) {
   return <span class="muted small"> {attrs.map(([k, v]) => `${k}=${v}`).join(" ")}</span>;
 }
 
-function Structure(props: { e: El; open?: boolean }) {
+export function Structure(props: { e: El; open?: boolean }) {
   // Runs of values become one grid; structures in between keep their place in document order.
   const blocks: (El | El[])[] = [];
   for (const ch of props.e.children ?? []) {

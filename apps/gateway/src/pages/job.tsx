@@ -1,14 +1,18 @@
 import type { Context } from "hono";
 import type { Child } from "hono/jsx";
-import { FINAL_REST_STATES } from "@ce/model";
+import { FINAL_REST_STATES, failureWords, secondsInWords, stateInWords } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { restartRefusal } from "../services/bulk.js";
 import { listCapped, ListingTooLarge } from "../services/session/index.js";
 import { openTarget, SessionFsError } from "../services/session/index.js";
 import { hrefFor } from "../services/session/index.js";
+import { noticeFor } from "./actions.js";
 import { type DiagnoseEntry, diagnoseEntries, jobHistory } from "./data.js";
+import { downloadHref, textViewHref } from "./fileview.js";
 import { bytes, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, trail, when } from "./layout.js";
+import { FailureBox } from "./failure.js";
+import { specFacts, streamTails } from "./streams.js";
 
 /*
  * The job page (`GET <base>/jobs/<id>` in HTML; JSON and XML clients still get 404
@@ -57,21 +61,29 @@ async function sessionFiles(c: Context<AppEnv>, job: JobRecord): Promise<Session
   }
 }
 
-/** A notice after a kill/clean/restart form was posted (pages/actions.tsx), fixed texts only. */
-export const ACTION_NOTICES: Record<string, string> = {
-  kill: "Kill requested: the job is being cancelled.",
-  restart: "Restart requested: the job goes back to where it failed.",
-};
+/** Why Restart is not offered, in words (services/bulk.ts restartRefusal says it for programs). */
+function restartWhyNot(job: JobRecord): string {
+  if (job.state !== "FINISHED" || job.outcome !== "failed") return "Restart is offered for failed jobs only.";
+  if (job.rerun <= 0) return "Restart is not offered: the job has no restarts left (xRSL (rerun=N) allows N).";
+  return "Restart is not offered for this job.";
+}
 
 export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Response> {
   const base = restBase(c);
   const now = Date.now();
   const s = c.get("services");
-  const [history, diagnose, files] = await Promise.all([jobHistory(s, job.id), diagnoseEntries(s, job.id), sessionFiles(c, job)]);
+  const [history, diagnose, files, spec] = await Promise.all([
+    jobHistory(s, job.id),
+    diagnoseEntries(s, job.id),
+    sessionFiles(c, job),
+    specFacts(s, job.id),
+  ]);
+  const streams = job.failure ? await streamTails(s, job, spec) : [];
+  const words = job.failure ? failureWords(job.failure, { usedMemoryMB: job.usedMemoryMB, requestedMemoryMB: spec.memoryMB }) : undefined;
   const self = jobHref(base, job.id);
   const name = job.jobName || job.id;
   const sessionRoot = `${self}/session`;
-  const notice = ACTION_NOTICES[c.req.query("done") ?? ""];
+  const notice = noticeFor(c.req.query("done"));
   const canKill = !FINAL_REST_STATES.has(job.rest) && job.state !== "CANCELING";
   const canRestart = restartRefusal(job) === undefined;
   const facts: [string, Child][] = [
@@ -92,9 +104,10 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
     ["Exit code", job.exitCode ?? ""],
     ["Batch id", job.localId ?? ""],
     ["Nodes", job.nodes ?? ""],
-    ["Wall time used", job.usedWallSeconds !== undefined ? `${job.usedWallSeconds} s` : ""],
-    ["CPU time used", job.usedCpuSeconds !== undefined ? `${job.usedCpuSeconds} s` : ""],
-    ["Memory used", job.usedMemoryMB !== undefined ? `${job.usedMemoryMB} MB` : ""],
+    ["Wall time used", job.usedWallSeconds !== undefined ? secondsInWords(job.usedWallSeconds) : ""],
+    ["CPU time used", job.usedCpuSeconds !== undefined ? secondsInWords(job.usedCpuSeconds) : ""],
+    ["Memory used", job.usedMemoryMB !== undefined ? `${Math.round(job.usedMemoryMB)} MB` : ""],
+    ["Memory asked for", spec.memoryMB !== undefined ? `${Math.round(spec.memoryMB)} MB` : ""],
     ["Waiting for uploads", job.awaiting ? `${job.awaiting} (until ${when(job.uploadDeadline)})` : ""],
     ["Restarts left", job.rerun],
     ["Proxy expires", <Time ms={job.delegationExpires} now={now} />],
@@ -111,13 +124,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
       ) : (
         ""
       )}
-      {job.failure ? (
-        <div class="failure" role="note">
-          <strong>Failure{job.failedCause ? ` (${causeText(job.failedCause)})` : ""}:</strong> {job.failure}
-        </div>
-      ) : (
-        ""
-      )}
+      {words ? <FailureBox job={job} words={words} streams={streams} sessionRoot={sessionRoot} /> : ""}
       <p>
         <a href={`${sessionRoot}/`}>Session files</a> · <a href={`${self}/diagnose`}>Diagnose files</a> ·{" "}
         <a href={`${self}/diagnose/errors`}>State log (errors)</a> · <a href={`${self}/diagnose/xml`}>GLUE2 activity (XML)</a>
@@ -128,6 +135,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
         {canRestart ? <ActionForm action={self} name="restart" label="Restart" /> : ""}
         <ActionForm action={self} name="clean" label="Clean (remove the job and its files)" danger />
       </div>
+      {!canRestart && job.rest !== "WIPED" ? <p class="muted small">{restartWhyNot(job)}</p> : ""}
       <h2>Details</h2>
       <dl class="kv">
         {facts
@@ -163,7 +171,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
               {history.entries.map((e) => (
                 <tr>
                   <td class="small">{e.at.replace("T", " ")}</td>
-                  <td class="state">{e.from ? `${e.from} → ${e.to}` : ""}</td>
+                  <td class="state">{e.from ? `${stateInWords(e.from)} → ${stateInWords(e.to ?? "", e.text)}` : ""}</td>
                   <td>{e.text}</td>
                 </tr>
               ))}
@@ -188,10 +196,6 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
       <DiagnoseTable entries={diagnose} href={(t) => `${self}/diagnose/${t}`} now={now} />
     </Layout>,
   );
-}
-
-function causeText(cause: "internal" | "client" | "user"): string {
-  return cause === "user" ? "the job or its limits" : cause === "client" ? "killed on request" : "a site problem";
 }
 
 function ActionForm(props: { action: string; name: "kill" | "clean" | "restart"; label: string; danger?: boolean }) {
@@ -225,12 +229,15 @@ export function FileTable(props: { entries: FileEntry[]; href: (e: FileEntry) =>
               Size
             </th>
             <th scope="col">Modified</th>
+            <th scope="col">
+              <span class="visually-hidden">Download</span>
+            </th>
           </tr>
         </thead>
         <tbody>
           {props.parent !== undefined ? (
             <tr>
-              <td colspan={3}>
+              <td colspan={4}>
                 <a href={props.parent} rel="up">
                   .. (parent directory)
                 </a>
@@ -242,7 +249,7 @@ export function FileTable(props: { entries: FileEntry[]; href: (e: FileEntry) =>
           {props.entries.map((e) => (
             <tr>
               <td class="mono">
-                <a href={props.href(e)}>{e.name}</a>
+                <a href={e.dir ? props.href(e) : textViewHref(props.href(e))}>{e.name}</a>
                 {e.dir ? "/" : ""}
               </td>
               <td class="num" title={e.dir ? undefined : `${e.size} bytes`}>
@@ -250,6 +257,15 @@ export function FileTable(props: { entries: FileEntry[]; href: (e: FileEntry) =>
               </td>
               <td>
                 <Time ms={e.mtimeMs} now={props.now} />
+              </td>
+              <td>
+                {e.dir ? (
+                  ""
+                ) : (
+                  <a href={downloadHref(props.href(e))} aria-label={`Download ${e.name}`}>
+                    Download
+                  </a>
+                )}
               </td>
             </tr>
           ))}

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { REST_STATES, type RestState } from "@ce/model";
+import { failureWords, REST_STATES, type RestState } from "@ce/model";
 import type { AppEnv } from "../context.js";
 import { isDraining, vosOfRules } from "../services/info.js";
 import { RECENT_FAILURE_MS, recentFailures, VO_COLUMNS, type VoColumn, voCounts } from "./data.js";
@@ -96,7 +96,7 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
               {failures.map((g) => (
                 <tr>
                   <td class="num">{g.count}</td>
-                  <td>{g.example}</td>
+                  <td>{failureWords(g.example).cause}</td>
                   <td>
                     <a href={jobHref(base, g.newest.id)}>{g.newest.jobName || g.newest.id}</a>
                     <div class="muted small">{ago(now - (g.newest.endedAt ?? g.newest.stateSince))}</div>

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { Child } from "hono/jsx";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { bytesInWords } from "@ce/model";
 import type { AppEnv } from "../context.js";
 import { sendRendered } from "../render.js";
 
@@ -22,7 +23,7 @@ main{padding:.5em 1em 2em;max-width:90em}
 h1{font-size:1.35em;margin:.4em 0;overflow-wrap:anywhere}
 h2{font-size:1.1em;margin:1.2em 0 .4em}
 a{color:#0b57d0}
-a:focus-visible,button:focus-visible,select:focus-visible,summary:focus-visible{outline:3px solid #f5a623;outline-offset:2px}
+a:focus-visible,button:focus-visible,select:focus-visible,input:focus-visible,summary:focus-visible{outline:3px solid #f5a623;outline-offset:2px}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.2em 0}
 th,td{border:1px solid #ccd;padding:.25em .6em;text-align:left;vertical-align:top}
@@ -39,14 +40,21 @@ dl.kv{display:grid;grid-template-columns:minmax(8em,max-content) minmax(0,1fr);g
 dl.kv dt{font-weight:600;color:#444;overflow-wrap:anywhere;min-width:0}
 dl.kv dd{margin:0;overflow-wrap:anywhere;min-width:0}
 .failure{border-left:4px solid #b3261e;background:#fdf0ef;padding:.4em .8em;margin:.6em 0;overflow-wrap:anywhere}
+.failure h2{margin:.2em 0 .3em}
+.failure p{margin:.3em 0}
+pre.tail{background:#fff;border:1px solid #ccd;padding:.4em .6em;margin:.2em 0 .6em;max-height:22em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85em}
+h3.small{margin:.6em 0 .2em}
+code{font-family:ui-monospace,monospace;background:#f1f2f6;padding:0 .2em;overflow-wrap:anywhere}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 .notice{border-left:4px solid #146c2e;background:#eef8f0;padding:.4em .8em;margin:.6em 0}
-.actions{display:flex;flex-wrap:wrap;gap:.5em;margin:.6em 0}
+.actions{display:flex;flex-wrap:wrap;gap:.5em;margin:.6em 0;align-items:center}
 .actions form{margin:0}
 button{font:inherit;padding:.3em .9em;border:1px solid #667;border-radius:4px;background:#f4f5f8;cursor:pointer}
 button.danger{border-color:#b3261e;color:#b3261e}
 form.filter{display:flex;flex-wrap:wrap;gap:.5em;align-items:end;margin:.4em 0}
 form.filter label{display:flex;flex-direction:column;font-size:.85em}
-select{font:inherit}
+select,input{font:inherit}
+td.reason{min-width:12em;max-width:28em;overflow-wrap:anywhere}
 ul.links{padding-left:1.2em}
 ul.inline{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.3em 1em}
 details{border-left:2px solid #ccd;padding-left:.6em;margin:.2em 0}
@@ -69,13 +77,23 @@ export interface Crumb {
 }
 
 /** A whole page: header with the breadcrumb trail, a heading, the content. */
-export function Layout(props: { title: string; crumbs: Crumb[]; children?: Child }) {
+export function Layout(props: {
+  title: string;
+  crumbs: Crumb[];
+  children?: Child;
+  /** Go on to this URL at once (pages/actions.tsx: after a POST); the page links it too. */
+  refresh?: string | undefined;
+  /** Reload this URL every `seconds` (the job list's opt-in auto-refresh). */
+  autoRefresh?: { seconds: number; url: string } | undefined;
+}) {
   return (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{props.title}</title>
+        {props.refresh !== undefined ? <meta http-equiv="refresh" content={`0; url=${props.refresh}`} /> : ""}
+        {props.autoRefresh ? <meta http-equiv="refresh" content={`${props.autoRefresh.seconds}; url=${props.autoRefresh.url}`} /> : ""}
         {/* A constant of this file: JSX would escape its quotes and `>` as text. */}
         <style dangerouslySetInnerHTML={{ __html: STYLE }} />
       </head>
@@ -154,17 +172,8 @@ function duration(ms: number): string {
   return `${Math.round(s / 86400)} d`;
 }
 
-export function bytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
-}
+/** Sizes for people: the one rounding of @ce/model (ceadm prints the same). */
+export const bytes = bytesInWords;
 
 export function StateBadge(props: { state: string }) {
   return <span class={`state state-${props.state}`}>{props.state}</span>;

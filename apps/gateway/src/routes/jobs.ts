@@ -15,7 +15,7 @@ import { submitJobs } from "../services/submit.js";
 import { ownedJob } from "../services/session/index.js";
 import { jobListPage, parseListQuery } from "../pages/joblist.js";
 import { jobPage } from "../pages/job.js";
-import { postJobForm } from "../pages/actions.js";
+import { postBulkForm, postJobForm } from "../pages/actions.js";
 
 /** E3 list, E4 submission, E5 bulk management on `<base>/jobs`. */
 export function jobRoutes(r: Hono<AppEnv>): void {
@@ -24,6 +24,8 @@ export function jobRoutes(r: Hono<AppEnv>): void {
     const action = c.req.query("action");
     if (action === "new") return submit(c);
     if (isBulkAction(action)) return bulk(c, action);
+    // The job list's bulk form (pages/actions.tsx): a browser's form post, no `action` parameter.
+    if (action === undefined && isFormPost(c)) return postBulkForm(c);
     const known = ["new", ...BULK_ACTIONS].join(", ");
     throw new BadRequest(
       action ? `Unknown action ${JSON.stringify(action)}; one of ${known}` : `Missing action parameter; one of ${known}`,
@@ -41,11 +43,13 @@ export function jobRoutes(r: Hono<AppEnv>): void {
       return jobPage(c, await ownedJob(c, c.req.param("id") ?? ""));
     }
     // Only a browser's form post (HTML negotiated): programs keep the interface's 404.
-    if (c.req.method.toUpperCase() === "POST" && formatOf(c) === "html" && mediaType(c) === "application/x-www-form-urlencoded")
-      return postJobForm(c, c.req.param("id") ?? "");
+    if (c.req.method.toUpperCase() === "POST" && isFormPost(c)) return postJobForm(c, c.req.param("id") ?? "");
     throw new NotFound("Missing job sub-resource: use /jobs/<id>/session or /jobs/<id>/diagnose/<file>", "MISSING_SUBRESOURCE");
   });
 }
+
+/** A browser's form post (HTML negotiated, form-encoded body): what only the pages send. */
+const isFormPost = (c: Context<AppEnv>) => formatOf(c) === "html" && mediaType(c) === "application/x-www-form-urlencoded";
 
 function identityOf(c: Context<AppEnv>): Identity {
   const id = c.get("identity");

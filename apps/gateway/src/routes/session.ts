@@ -4,6 +4,7 @@ import type { AppEnv } from "../context.js";
 import { MethodNotAllowed } from "../errors.js";
 import { requireScope } from "../middleware/identity/scopes.js";
 import { sessionListingPage } from "../pages/session.js";
+import { filePresentation } from "../pages/fileview.js";
 import { formatOf, respond } from "../render.js";
 import {
   deleteEntry,
@@ -69,6 +70,8 @@ async function read(c: Context<AppEnv>, id: string, head: boolean): Promise<Resp
     requestId: c.get("requestId"),
     listingEntries: services.config.gateway.limits.listingEntries,
     authorize: (kind) => requireScope(c, kind === "file" ? "dataread" : "datainfo"),
+    // Only the pages' own links ask (`?view=text`, `?download=1`); REST clients never do.
+    presentation: filePresentation(c, p.segments),
   });
   if (found.kind === "file") return found.response;
   const { listing } = found;

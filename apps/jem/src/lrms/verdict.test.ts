@@ -10,9 +10,30 @@ describe("failure texts a user can read (reasons in words)", () => {
     expect(signalOf(137)).toBe(9);
     expect(signalOf(271)).toBe(15);
     expect(signalOf(128)).toBeUndefined();
-    expect(describeEnd(137, "").text).toBe("LRMS error: (137) Job was killed by SIGKILL");
-    expect(describeEnd(271, "").text).toBe("LRMS error: (271) Job was killed by SIGTERM");
+    expect(describeEnd(137, "").text).toMatch(
+      /^LRMS error: \(137\) Job was killed by SIGKILL \(exit code 137 = 128 \+ 9\): killed at once/,
+    );
+    expect(describeEnd(271, "").text).toMatch(
+      /^LRMS error: \(271\) Job was killed by SIGTERM \(exit code 271 = 256 \+ 15\): asked to stop/,
+    );
     expect(describeEnd(137, "").cause).toBe("internal");
+  });
+
+  it("137 and 143 are explained in words, also when the wrapper said only 'terminated by'", () => {
+    expect(describeEnd(143, "Job was terminated by SIGTERM").text).toBe(
+      "LRMS error: (143) Job was killed by SIGTERM (exit code 143 = 128 + 15): asked to stop: by the batch system at a limit or on a cancel, or by the node shutting down",
+    );
+    expect(describeEnd(137, "Job was terminated by SIGKILL").text).toContain("ran out of memory");
+  });
+
+  it("a memory kill names the memory used and asked for (what the next request needs)", () => {
+    const msg = "Memory exceeded: the job used more memory than it asked for (Slurm OUT_OF_MEMORY)";
+    expect(describeEnd(137, msg, { usedMemoryMB: 69.4, requestedMemoryMB: 64 })).toEqual({
+      text: `LRMS error: (137) ${msg}; it used 69 MB and asked for 64 MB`,
+      cause: "user",
+    });
+    expect(describeEnd(137, msg, { requestedMemoryMB: 64 }).text).toBe(`LRMS error: (137) ${msg}; it asked for 64 MB`);
+    expect(describeEnd(137, msg).text).toBe(`LRMS error: (137) ${msg}`);
   });
 
   it("SIGXCPU is the CPU time limit the job asked for", () => {

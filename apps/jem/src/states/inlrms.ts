@@ -47,7 +47,8 @@ export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
 
   const done = completion(files);
   let { code, message } = done;
-  const success = (await readSpec(ctx, job.id))?.successExitCode ?? 0;
+  const spec = await readSpec(ctx, job.id);
+  const success = spec?.successExitCode ?? 0;
   if (!job.killRequested && code !== success && isSignalEnd(code, message)) {
     const v = await batchVerdict(ctx, job, message);
     if (v === "wait") return waitUntil(Date.now() + VERDICT_RETRY_MS);
@@ -55,7 +56,10 @@ export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
   }
   verdictSince.delete(job.id);
   if (job.killRequested || code === success) return toFinishing(ctx, job, done.change, job.killRequested ? KILL_TEXT : undefined);
-  const verdict = describeEnd(code, message);
+  const verdict = describeEnd(code, message, {
+    usedMemoryMB: done.change.usedMemoryMB ?? job.usedMemoryMB,
+    requestedMemoryMB: spec?.memoryMB,
+  });
   return toFinishing(ctx, job, done.change, verdict.text, verdict.cause);
 }
 

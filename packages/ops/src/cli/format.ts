@@ -1,9 +1,35 @@
-/** Plain aligned columns; good enough for a terminal and for `grep`/`awk`. */
-export function table(headers: string[], rows: (string | number | undefined)[][]): string {
+import { bytesInWords } from "@ce/model";
+import { type Colour, paint } from "./colour.js";
+
+/**
+ * Plain aligned columns; good enough for a terminal and for `grep`/`awk`. With `colour` (a TTY:
+ * cli/colour.ts) the head is bold and `paintCell` may colour a cell, after the padding.
+ */
+export function table(
+  headers: string[],
+  rows: (string | number | undefined)[][],
+  opts: { colour?: boolean; paintCell?: (col: number, value: string) => Colour | undefined } = {},
+): string {
   const cells = [headers, ...rows.map((r) => r.map((v) => (v === undefined ? "-" : String(v))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i]?.length ?? 0)));
-  return cells.map((r) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join("  ")).join("\n");
+  const on = opts.colour === true;
+  return cells
+    .map((r, row) =>
+      r
+        .map((v, i) => {
+          const padded = i === r.length - 1 ? v : v.padEnd(widths[i]!);
+          if (!on) return padded;
+          // The padding stays outside the escape codes of a coloured cell.
+          const c = row === 0 ? "bold" : opts.paintCell?.(i, v);
+          return c ? `${paint(true, c, v)}${padded.slice(v.length)}` : padded;
+        })
+        .join("  "),
+    )
+    .join("\n");
 }
+
+/** Bytes for people (`23 MiB`), the pages' rounding; `--json` keeps the exact numbers. */
+export const size = (n: number | undefined) => (n === undefined ? undefined : bytesInWords(n));
 
 export const iso = (ms: number | undefined) => (ms ? new Date(ms).toISOString().replace(/\.\d+Z$/, "Z") : undefined);
 

@@ -1,10 +1,11 @@
 import type { CompiledConfig } from "@ce/config";
-import type { LocalUser } from "@ce/model";
+import { failureWords, NO_VO, type LocalUser } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import { voOf } from "@ce/store";
 import { parseDuration, parseInternalStates, stuckJobs } from "../insight.js";
 import { formatLogLine, jemLogLines, readStateHistory } from "../joblog.js";
 import type { AdminOps, JobRow } from "../ops.js";
+import { stateColour } from "./colour.js";
 import { ago, cut, iso, table } from "./format.js";
 
 /** `ceadm jobs list|show|stuck|log`: what an operator looks at first, first. */
@@ -14,6 +15,8 @@ export interface CliContext {
   config: CompiledConfig;
   json: boolean;
   out: (s: string) => void;
+  /** Colour the tables (a TTY without NO_COLOR: cli/colour.ts). */
+  colour?: boolean | undefined;
   values: {
     owner?: string | undefined;
     state?: string | undefined;
@@ -28,8 +31,10 @@ const print = (c: CliContext, json: unknown, human: () => string) => c.out(c.jso
 
 /** The columns of `jobs list` and `jobs stuck`. */
 function rowCells(j: JobRow, now: number): (string | number | undefined)[] {
-  return [j.id, j.rest, j.state, ago((now - j.stateSince) / 1000), cut(j.name, 24), j.account, j.vo, j.queue, j.owner];
+  return [j.id, j.rest, j.state, ago((now - j.stateSince) / 1000), cut(j.name, 24), j.account, j.vo ?? NO_VO, j.queue, j.owner];
 }
+/** STATE and INTERNAL cells in their colour. */
+const paintStates = (col: number, v: string) => (col === 1 || col === 2 ? stateColour(v) : undefined);
 const ROW_HEADERS = ["ID", "STATE", "INTERNAL", "AGE", "NAME", "ACCOUNT", "VO", "QUEUE", "OWNER"];
 
 export async function listJobs(c: CliContext): Promise<number> {
@@ -43,6 +48,7 @@ export async function listJobs(c: CliContext): Promise<number> {
       `${table(
         ROW_HEADERS,
         res.jobs.map((j) => rowCells(j, now)),
+        { colour: c.colour, paintCell: paintStates },
       )}\n${res.jobs.length} of ${res.total} job(s); AGE = time in the current state`,
   );
   return 0;
@@ -81,6 +87,12 @@ export function showField(k: string, v: unknown): string {
     : String(v);
 }
 
+/** failureWords' cause and advice, continuation lines indented under the value column. */
+function failureText(failure: string): string {
+  const w = failureWords(failure);
+  return [w.cause, ...(w.advice ? [w.advice] : [])].join("\n").split("\n").join("\n             ");
+}
+
 /** A job at a glance: state and failure first, then who, where and when; undefined lines left out. */
 export function jobSummaryLines(r: JobRecord, now = Date.now()): [string, string][] {
   const since = (ms: number | undefined) => (ms ? `${iso(ms)} (${ago((now - ms) / 1000)} ago)` : undefined);
@@ -91,7 +103,8 @@ export function jobSummaryLines(r: JobRecord, now = Date.now()): [string, string
       "State",
       `${r.rest} (${internal}${r.lrms ? `, batch ${r.lrms}` : ""}) for ${ago((now - r.stateSince) / 1000)}, since ${iso(r.stateSince)}`,
     ],
-    ["Failure", r.failure ? r.failure.split("\n").join("\n             ") : undefined],
+    // In words, cause first (the pages' text); `--all` shows the record's own `failure`.
+    ["Failure", r.failure ? failureText(r.failure) : undefined],
     [
       "Failed",
       r.failure ? `cause ${r.failedCause ?? "-"}, in ${r.failedState ?? "-"} (restart point), ${r.rerun} restart(s) left` : undefined,
@@ -103,7 +116,7 @@ export function jobSummaryLines(r: JobRecord, now = Date.now()): [string, string
     ["Name", r.jobName],
     ["Owner", r.owner],
     ["Account", accountText(r.localUser)],
-    ["VO", r.fqans?.length ? `${voOf(r.fqans)} (${r.fqans.join(", ")})` : undefined],
+    ["VO", r.fqans?.length ? `${voOf(r.fqans) ?? NO_VO} (${r.fqans.join(", ")})` : NO_VO],
     ["Queue", `${r.queue} (${r.backend}${r.localId ? `, batch id ${r.localId}` : ""}${r.nodes ? `, on ${r.nodes}` : ""})`],
     ["Created", since(r.created)],
     ["Started", since(r.startedAt)],

@@ -46,6 +46,8 @@ export interface FileResponseOptions {
    * returned only tells the adapter so (a web stream in between costs ~3 CPU s per GiB).
    */
   outgoing?: ServerResponse;
+  /** Headers of the file's presentation (a page's text view or download), on every path. */
+  headers?: Record<string, string> | undefined;
   /** Headers middleware would add after the handler (X-Request-Id), for the direct path. */
   extraHeaders?: Record<string, string>;
 }
@@ -70,6 +72,7 @@ export async function fileResponse(handle: FileHandle, stat: Stats, opts: FileRe
     "Last-Modified": stat.mtime.toUTCString(),
     "Accept-Ranges": "bytes",
     "Content-Length": String(range ? range.end - range.start + 1 : stat.size),
+    ...opts.headers,
   });
   if (range) headers.set("Content-Range", `bytes ${range.start}-${range.end}/${stat.size}`);
   const status = range ? 206 : 200;

@@ -37,6 +37,11 @@ export interface ReadRequest {
   listingEntries: number;
   /** Checks the caller may read what was found (throws); called before anything is read. */
   authorize(kind: "file" | "dir"): void;
+  /**
+   * How a file is presented when a page asked (pages/fileview.ts): its type and extra headers.
+   * Absent for every REST client: `application/octet-stream`, no disposition.
+   */
+  presentation?: { contentType: string; headers: Record<string, string> } | undefined;
 }
 
 export type ReadResult = { kind: "file"; response: Response } | { kind: "dir"; listing: { files: Entry[]; dirs: Entry[] } };
@@ -52,10 +57,11 @@ export async function readEntry(req: ReadRequest): Promise<ReadResult> {
   }
   if (target.kind === "file") {
     const response = await fileResponse(target.handle, target.stat, {
-      contentType: "application/octet-stream",
+      contentType: req.presentation?.contentType ?? "application/octet-stream",
       head: req.head,
       range: req.range,
       outgoing: req.outgoing,
+      headers: req.presentation?.headers,
       extraHeaders: { "X-Request-Id": req.requestId },
     });
     return { kind: "file", response };
