@@ -86,6 +86,10 @@ export interface TestGateway {
   gw: GatewayHandle;
   config: CompiledConfig;
   pki: Pki;
+  /**
+   * The CE's own origin (endpoint.url's), what a browser showing its pages sends as `Origin`; the
+   * gateway itself listens on 127.0.0.1 and a free port (`gw.url`).
+   */
   origin: string;
   /** `<mount>/rest` path. */
   rest: string;
@@ -195,7 +199,7 @@ export async function startTestGateway(
     gw,
     config,
     pki,
-    origin: gw.url,
+    origin: config.origin,
     rest: `${config.mountPath}/rest`,
     prefix,
     stateDir,
