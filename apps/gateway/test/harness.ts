@@ -86,10 +86,7 @@ export interface TestGateway {
   gw: GatewayHandle;
   config: CompiledConfig;
   pki: Pki;
-  /**
-   * The CE's own origin (endpoint.url's), what a browser showing its pages sends as `Origin`; the
-   * gateway itself listens on 127.0.0.1 and a free port (`gw.url`).
-   */
+  /** Where this gateway listens (`gw.url`). A browser on the CE's pages sends `config.origin` (endpoint.url's) as `Origin`. */
   origin: string;
   /** `<mount>/rest` path. */
   rest: string;
@@ -199,7 +196,7 @@ export async function startTestGateway(
     gw,
     config,
     pki,
-    origin: config.origin,
+    origin: gw.url,
     rest: `${config.mountPath}/rest`,
     prefix,
     stateDir,
