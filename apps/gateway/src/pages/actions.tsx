@@ -23,7 +23,7 @@ const FORM_BODY_BYTES = 1024;
  * The cross-site rule itself (another site's `Origin` or `Sec-Fetch-Site`) is the middleware's,
  * for every route (middleware/cross-site). What is left here is the buttons' own, stricter part:
  * this route exists only for a browser's form, and every browser that can show the pages sends
- * `Origin` on a form post (and `Sec-Fetch-Site` since 2020-2023). A form post that names neither
+ * `Origin` on a form post (and every current one `Sec-Fetch-Site`). A form post that names neither
  * cannot show where it came from — an old browser, or a program that should use the REST bulk
  * actions — so it is refused. (REST routes let such requests pass: programs send neither header,
  * and a browser form cannot reach them since they refuse the form encodings: services/body.ts.)
