@@ -4,6 +4,7 @@ import { CeError, NotFound } from "./errors.js";
 import { rateLimit, requestContext } from "./middleware/request-context/index.js";
 import { identity } from "./middleware/identity/index.js";
 import { durability } from "./middleware/durability/index.js";
+import { crossSite } from "./middleware/cross-site/index.js";
 import { storeUnavailable } from "./outage.js";
 import { isPageRequest, renderError } from "./render.js";
 import { httpMetrics } from "@ce/ops";
@@ -48,6 +49,8 @@ export function createApp(services: Services): Hono<AppEnv> {
 
   if (services.metrics) app.use("*", httpMetrics(services.metrics));
   app.use("*", requestContext(services));
+  // Before authentication: another site's request is refused whoever's certificate it carries.
+  app.use("*", crossSite(services.config));
   app.use(rest, identity());
   app.use(`${rest}/*`, identity());
   // After authentication: the limits are per identity (per address for public requests). One

@@ -89,9 +89,10 @@ export async function startDelegationHarness(redisUrl: string, caPem: string, ov
       const headers: Record<string, string> = { ...(opts.headers ?? {}) };
       if (opts.subject) headers["x-test-subject"] = opts.subject;
       if (opts.scopes !== undefined) headers["x-test-scopes"] = opts.scopes;
-      return Promise.resolve(
-        app.request(`https://localhost:8443${path}`, { method, headers, ...(opts.body !== undefined ? { body: opts.body } : {}) }),
-      );
+      // Bytes, not a string: a web Request gives a string body `text/plain;charset=UTF-8`, a type
+      // the delegation routes refuse (a form's); the ARC client sends its PEM with no type at all.
+      const body = typeof opts.body === "string" ? new TextEncoder().encode(opts.body) : opts.body;
+      return Promise.resolve(app.request(`https://localhost:8443${path}`, { method, headers, ...(body !== undefined ? { body } : {}) }));
     },
     async close() {
       await keyPool.close();

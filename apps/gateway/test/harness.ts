@@ -86,6 +86,7 @@ export interface TestGateway {
   gw: GatewayHandle;
   config: CompiledConfig;
   pki: Pki;
+  /** Where this gateway listens (`gw.url`). A browser on the CE's pages sends `config.origin` (endpoint.url's) as `Origin`. */
   origin: string;
   /** `<mount>/rest` path. */
   rest: string;

@@ -46,7 +46,7 @@ describe("programs get the interface's answers where people get pages", () => {
     const r = await t.request("POST", `${t.rest}/1.1/jobs/${id}`, {
       accept: "application/json",
       body: "action=kill",
-      headers: { "content-type": FORM, origin: t.origin },
+      headers: { "content-type": FORM, origin: t.config.origin },
     });
     expect(r.status).toBe(404);
     expect(r.headers["x-error-code"]).toBe("MISSING_SUBRESOURCE");
@@ -99,7 +99,7 @@ describe("the job page's buttons post only from the CE's own pages", () => {
   it("refuses another site's form (Origin or Sec-Fetch-Site), and a post that says neither", async () => {
     const variants: Record<string, string>[] = [
       { origin: "https://evil.example" },
-      { "sec-fetch-site": "cross-site", origin: t.origin },
+      { "sec-fetch-site": "cross-site", origin: t.config.origin },
       { "sec-fetch-site": "same-site" },
       {},
     ];
@@ -113,9 +113,9 @@ describe("the job page's buttons post only from the CE's own pages", () => {
   });
 
   it("accepts the same origin: 202 page, the kill on the record; unknown actions and other owners refused", async () => {
-    expect((await post({ origin: t.origin }, "action=explode")).status).toBe(400);
-    expect((await post({ origin: t.origin, "sec-fetch-site": "same-origin" }, "action=kill", "bob")).status).toBe(404);
-    const r = await post({ origin: t.origin, "sec-fetch-site": "same-origin" });
+    expect((await post({ origin: t.config.origin }, "action=explode")).status).toBe(400);
+    expect((await post({ origin: t.config.origin, "sec-fetch-site": "same-origin" }, "action=kill", "bob")).status).toBe(404);
+    const r = await post({ origin: t.config.origin, "sec-fetch-site": "same-origin" });
     expect(r.status).toBe(202);
     // Words for a person, on to the job page: no HTTP code or phrase, no id as the job's name.
     expect(r.text).toContain("Kill requested");

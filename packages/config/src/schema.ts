@@ -10,6 +10,13 @@ function isCidr(text: string): boolean {
   return max > 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= max));
 }
 
+/** `scheme://host[:port]` with an http(s) scheme and nothing after it: what a browser's `Origin` header holds. */
+function isOrigin(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const u = new URL(text);
+  return (u.protocol === "https:" || u.protocol === "http:") && `${u.origin}/` === u.href;
+}
+
 /**
  * The one configuration schema of the CE, shared by the gateway, the JEM and the admin tool.
  * Every key has a default so an empty file gives the embedded development setup; the
@@ -172,6 +179,20 @@ export const configSchema = z.object({
           clientCertHeader: z.string().default("x-ssl-client-cert"),
         })
         .default({}),
+      /**
+       * Origins (`scheme://host[:port]`) besides endpoint.url's from which a browser may send a
+       * state-changing request: another DNS name of the same CE, or a gateway's own name where people
+       * reach it directly. A request whose `Origin` is none of them is refused 403 CROSS_SITE_REFUSED
+       * (apps/gateway/src/middleware/cross-site/README.md).
+       */
+      extraOrigins: z
+        .array(
+          z
+            .string()
+            .url()
+            .refine((u) => isOrigin(u), "an origin is scheme://host[:port] (http or https), without path, query or fragment"),
+        )
+        .default([]),
       limits: z
         .object({
           descriptionBytes: bytes.default(5 * 1024 * 1024),

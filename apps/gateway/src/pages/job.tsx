@@ -199,7 +199,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
 }
 
 function ActionForm(props: { action: string; name: "kill" | "clean" | "restart"; label: string; danger?: boolean }) {
-  // A POST with a same-origin check on the server (pages/actions.tsx); never a link a GET could trigger.
+  // A POST with a same-origin check on the server (middleware/cross-site, pages/actions.tsx); never a link a GET could trigger.
   return (
     <form method="post" action={props.action}>
       <input type="hidden" name="action" value={props.name} />

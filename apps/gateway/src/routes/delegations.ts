@@ -5,7 +5,7 @@ import type { AppEnv, Services } from "../context.js";
 import { BadRequest, MethodNotAllowed } from "../errors.js";
 import { respond } from "../render.js";
 import { requireScope } from "../middleware/identity/scopes.js";
-import { readTextBody } from "../services/body.js";
+import { mediaType, readTextBody, unsupportedType } from "../services/body.js";
 import { DelegationService } from "../services/delegations.js";
 
 /**
@@ -67,6 +67,25 @@ function action(c: Context<AppEnv>, allowed: readonly string[]): string {
   return a;
 }
 
+/**
+ * Delegation POSTs carry no body (E9: "request body empty"; new alike): no Content-Type, as the
+ * ARC client, aCT and curl `-X POST` send them, or `application/json`, which pyarcrest's shared
+ * header dict leaks into later requests (decisions #35). Anything else is a 415 before any work:
+ * the form encodings are what another site's form would send (docs/security.md, cross-site requests).
+ */
+function requireNoBodyType(c: Context<AppEnv>): void {
+  const t = mediaType(c);
+  if (t !== undefined && t !== "application/json") {
+    throw unsupportedType(t, "delegation requests (they carry no body)", ["application/json"], true);
+  }
+}
+
+/** E8 step 2: the signed certificate is `application/x-pem-file`; the ARC client sends no Content-Type. */
+function requirePemType(c: Context<AppEnv>): void {
+  const t = mediaType(c);
+  if (t !== undefined && t !== PEM) throw unsupportedType(t, "a delegation's signed certificate", [PEM], true);
+}
+
 function tokenHeader(c: Context<AppEnv>): string | undefined {
   return c.req.header("x-token-delegation") ?? c.req.header("x-delegation");
 }
@@ -84,6 +103,7 @@ async function collection(c: Context<AppEnv>): Promise<Response> {
   }
   if (method !== "POST") throw new MethodNotAllowed(COLLECTION_METHODS);
   action(c, ["new"]);
+  requireNoBodyType(c);
   const type = typeParam(c, "x509");
   requireScope(c, "jobcreate");
   // Location is the request path (normalised, query stripped) plus the id (docs/interface.md E8: the ARC client needs it to end in /<id>).
@@ -106,6 +126,7 @@ async function item(c: Context<AppEnv>): Promise<Response> {
   if (method === "PUT") {
     requireScope(c, "jobcreate");
     await svc.find(owner(c), id, version); // 404 before reading a body for nothing
+    requirePemType(c);
     const body = await readTextBody(c, c.get("services").config.gateway.limits.delegationBytes, "delegation certificate");
     const res = await svc.acceptCertificate(c.get("identity"), id, version, body);
     c.get("log").info({ delegationId: id, expires: new Date(res.expires).toISOString() }, "delegation stored");
@@ -113,6 +134,7 @@ async function item(c: Context<AppEnv>): Promise<Response> {
   }
   if (method !== "POST") throw new MethodNotAllowed(ITEM_METHODS);
   const act = action(c, ["get", "renew", "delete"]);
+  requireNoBodyType(c);
   if (act === "get") {
     requireScope(c, "jobinfo");
     const got = await svc.get(owner(c), id, version);

@@ -9,7 +9,8 @@ import { mediaType, readTextBody } from "../services/body.js";
 import { ACTION_SCOPE, BULK_ACTIONS, bulkStatus, isBulkAction, runBulk } from "../services/bulk.js";
 import { bulkInfoText } from "../services/bulkinfo.js";
 import { renderBulkStatus } from "../services/bulkstatus.js";
-import { parseIdList } from "../services/idlist.js";
+import { idListKind, parseIdList } from "../services/idlist.js";
+import { descriptionLanguage } from "../services/descriptions.js";
 import { STREAM_MIN_JOBS, renderJobList, streamJobList } from "../services/joblist.js";
 import { submitJobs } from "../services/submit.js";
 import { ownedJob } from "../services/session/index.js";
@@ -116,12 +117,15 @@ async function submit(c: Context<AppEnv>): Promise<Response> {
       throw new BadRequest(`instances_min (${instancesMin}) is larger than instances (${instances})`, "BAD_INSTANCES");
     }
   }
+  // The type before the body: a refused one (a form's, another site's) costs no read.
+  const contentType = mediaType(c);
+  descriptionLanguage(contentType);
   const body = await readTextBody(c, s.config.gateway.limits.descriptionBytes, "Job description");
   const items = await submitJobs(s, {
     version,
     identity: identityOf(c),
     body,
-    contentType: mediaType(c),
+    contentType,
     queue,
     delegationId,
     instances,
@@ -150,8 +154,10 @@ async function bulk(c: Context<AppEnv>, action: (typeof BULK_ACTIONS)[number]): 
   if (action === "restart") requireFullProxy(c, "restart jobs");
   const s = c.get("services");
   const { idListBytes, idsPerRequest } = s.config.gateway.limits;
+  const contentType = mediaType(c);
+  idListKind(contentType); // 415 before the body is read
   const body = await readTextBody(c, idListBytes, "Job id list");
-  const ids = parseIdList(body, mediaType(c), idsPerRequest); // 413 TOO_MANY_IDS past the cap
+  const ids = parseIdList(body, contentType, idsPerRequest); // 413 TOO_MANY_IDS past the cap
   // Deployed clients require 201 for every action (decisions #1); the interface text states 201
   // only for info, so the strict switch answers the plain 200 for the others.
   const status = s.config.compat.strictSpecCodes && action !== "info" ? 200 : 201;

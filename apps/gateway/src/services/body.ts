@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../context.js";
-import { PayloadTooLarge } from "../errors.js";
+import { PayloadTooLarge, UnsupportedMediaType } from "../errors.js";
 import { requestHeader } from "../headers.js";
 
 /**
@@ -62,12 +62,15 @@ export function mediaType(c: Context<AppEnv>): string | undefined {
   return t === "" ? undefined : t;
 }
 
-/** Types that say nothing about the body (curl's form default included): the body is sniffed. */
-export const GENERIC_TYPES = new Set([
-  "application/octet-stream",
-  "text/plain",
-  "application/x-www-form-urlencoded",
-  "*/*",
-  "application/*",
-  "text/*",
-]);
+/**
+ * The 415 of a body whose Content-Type the route does not take, naming what it takes. No REST
+ * route guesses the format of a body typed `text/plain`, `application/x-www-form-urlencoded` or
+ * `multipart/form-data`: those are what another site's form can send with the user's certificate
+ * (docs/interface.md "Request bodies", middleware/cross-site/README.md).
+ */
+export function unsupportedType(contentType: string, what: string, accepted: readonly string[], noneTaken: boolean): UnsupportedMediaType {
+  const shown = contentType.replace(/[^\x20-\x7e]/g, "?").slice(0, 80);
+  const list = noneTaken ? [...accepted, "no Content-Type"] : accepted;
+  const options = list.length > 1 ? `${list.slice(0, -1).join(", ")} or ${list.at(-1)}` : list[0];
+  return new UnsupportedMediaType(`Content-Type ${shown} is not accepted for ${what}; send ${options}`);
+}

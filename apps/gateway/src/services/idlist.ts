@@ -1,5 +1,5 @@
-import { BadRequest, CeError, UnsupportedMediaType } from "../errors.js";
-import { GENERIC_TYPES } from "./body.js";
+import { BadRequest, CeError } from "../errors.js";
+import { unsupportedType } from "./body.js";
 import { scanXmlIdList } from "./idlist-xml.js";
 
 /** Ids per request when the caller does not say (the config default of gateway.limits.idsPerRequest). */
@@ -25,28 +25,36 @@ export class TooManyIds extends CeError {
 }
 
 /**
+ * The format a bulk request's Content-Type declares (Body shapes: XML or JSON), or undefined when
+ * it is absent and the body decides (decisions #11: the ARC C++ client sends none). Any other type
+ * is a 415 naming the accepted ones, decided before the body is read: the form encodings included,
+ * which another site's form can send (docs/security.md, cross-site requests).
+ */
+export function idListKind(contentType: string | undefined): "xml" | "json" | undefined {
+  if (contentType === undefined) return undefined;
+  if (contentType === "application/json" || contentType.endsWith("+json")) return "json";
+  if (contentType === "application/xml" || contentType === "text/xml" || contentType.endsWith("+xml")) return "xml";
+  throw unsupportedType(contentType, "job id lists", ["application/json", "application/xml"], true);
+}
+
+function sniffIdList(first: string): "xml" | "json" {
+  if (first === "<") return "xml";
+  if (first === "{" || first === "[") return "json";
+  throw new BadRequest('Job id list must be XML (<jobs><job><id>…) or JSON ({"job":[{"id":…}]})', "BAD_ID_LIST");
+}
+
+/**
  * The job-id list of bulk requests (E5): XML `<jobs><job><id>…</id></job>…</jobs>` (root name not
  * checked, as A-REX) or JSON `{"job":[{"id":"…"}]}` / `{"job":{"id":"…"}}`. Unlike A-REX, a
  * malformed body is a 400 naming the problem instead of a silently empty list (decisions #9), and
- * the format follows Content-Type, or is sniffed when that is absent or generic (decisions #11).
+ * the format follows Content-Type, or is sniffed when that is absent (decisions #11).
  * More than `maxIds` ids is a 413, decided before the list is materialised.
  */
 export function parseIdList(body: string, contentType: string | undefined, maxIds = DEFAULT_MAX_IDS): string[] {
   const text = body.replace(/^\uFEFF/, "");
   const first = /\S/.exec(text)?.[0];
   if (first === undefined) throw new BadRequest("Missing job id list in the request body", "EMPTY_BODY");
-  let kind: "xml" | "json";
-  if (contentType === "application/json" || contentType?.endsWith("+json")) kind = "json";
-  else if (contentType === "application/xml" || contentType === "text/xml" || contentType?.endsWith("+xml")) kind = "xml";
-  else if (contentType === undefined || GENERIC_TYPES.has(contentType)) {
-    if (first === "<") kind = "xml";
-    else if (first === "{" || first === "[") kind = "json";
-    else throw new BadRequest('Job id list must be XML (<jobs><job><id>…) or JSON ({"job":[{"id":…}]})', "BAD_ID_LIST");
-  } else {
-    throw new UnsupportedMediaType(
-      `Content-Type ${contentType} is not supported for job id lists; use application/xml or application/json`,
-    );
-  }
+  const kind = idListKind(contentType) ?? sniffIdList(first);
   if (kind === "json") {
     const quick = quickJsonIdList(text, maxIds);
     if (quick) return quick;

@@ -26,9 +26,14 @@ export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
     c.set("log", log);
     c.set("format", negotiateFormat(requestHeader(c, "accept")));
     // Before next(): reaches error responses built by onError; after: responses built by hand.
+    // `nosniff`: a browser renders a session file, a diagnose file or an error body only as the
+    // type it is sent with (a job's file served as text/plain or octet-stream never becomes HTML
+    // or a script); session downloads written straight to the socket carry it too (download.ts).
     c.header("X-Request-Id", requestId);
+    c.header("X-Content-Type-Options", "nosniff");
     await next();
     if (!c.res.headers.has("X-Request-Id")) c.header("X-Request-Id", requestId);
+    if (!c.res.headers.has("X-Content-Type-Options")) c.header("X-Content-Type-Options", "nosniff");
     // Access log: no query string values beyond the path's own, no headers (credentials live there).
     if (services.logger.isLevelEnabled("info")) {
       const subject = c.get("identity")?.subject;

@@ -71,6 +71,8 @@ export async function fileResponse(handle: FileHandle, stat: Stats, opts: FileRe
     "Content-Type": opts.contentType,
     "Last-Modified": stat.mtime.toUTCString(),
     "Accept-Ranges": "bytes",
+    // Written to the socket directly below, past the request-context middleware that sets it elsewhere.
+    "X-Content-Type-Options": "nosniff",
     "Content-Length": String(range ? range.end - range.start + 1 : stat.size),
     ...opts.headers,
   });
