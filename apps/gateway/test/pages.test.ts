@@ -127,9 +127,13 @@ describe("the job page's buttons post only from the CE's own pages", () => {
 });
 
 describe("Clean and the list's bulk actions ask first; the confirmation's button does it", () => {
-  const SAME = { origin: "", "sec-fetch-site": "same-origin" };
+  const SAME = { "sec-fetch-site": "same-origin" };
   const post = (path: string, body: string) =>
-    t.request("POST", `${t.rest}/1.1/${path}`, { accept: "text/html", body, headers: { "content-type": FORM, ...SAME, origin: t.origin } });
+    t.request("POST", `${t.rest}/1.1/${path}`, {
+      accept: "text/html",
+      body,
+      headers: { "content-type": FORM, ...SAME, origin: t.config.origin },
+    });
   let victim: string;
   let hostile: string;
   beforeAll(async () => {
@@ -170,7 +174,7 @@ describe("Clean and the list's bulk actions ask first; the confirmation's button
       as: "bob",
       accept: "text/html",
       body: `action=clean&confirm=yes&id=${hostile}`,
-      headers: { "content-type": FORM, origin: t.origin },
+      headers: { "content-type": FORM, origin: t.config.origin },
     });
     expect(bob.status).toBe(400);
     expect((await t.gw.services.jobs.get(hostile))?.cleanRequested).toBeFalsy();
