@@ -26,6 +26,8 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
   let jem: Jem;
   let hostile: HostileXrootd;
   let listener: Awaited<ReturnType<typeof startCountingListener>>;
+  /** Stands for the CE's own gateway: refused although the policy opens 127.0.0.1. */
+  let ownGateway: Awaited<ReturnType<typeof startCountingListener>>;
   let data: Xrootd;
   let redirector: Xrootd;
   let localUser: LocalUser;
@@ -45,12 +47,14 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
     hostile = await startHostileXrootd({ info: `file://localhost${secret}`, port: 0 });
     // 127.0.0.2 is loopback too; the policy below opens 127.0.0.1 only (the servers' address).
     listener = await startCountingListener("127.0.0.2");
+    ownGateway = await startCountingListener("127.0.0.1");
     data = await startXrootd();
     redirector = await startXrootd({ redirectTo: `localhost:${data.port}` });
     const base = await mkdtemp(join(tmpdir(), "jem-xrd-cache-"));
     await chmod(base, 0o711);
     cacheDir = join(base, "c");
     env = await testEnv({
+      gateway: { host: "127.0.0.1", port: ownGateway.port },
       mapping: { rules: [{ name: "test", match: ["*"], user: acct }] },
       staging: {
         maxRetries: 0,
@@ -67,6 +71,7 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
     await env?.close();
     await hostile?.close();
     await listener?.close();
+    await ownGateway?.close();
     await data?.close();
     await redirector?.close();
     await accounts.remove();
@@ -123,7 +128,7 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
     expect((await readdir(secretDir)).sort()).toEqual(["delegation.key"]);
   }, 60_000);
 
-  it("a redirect to a loopback address the policy refuses never connects, for the download and for the cache", async () => {
+  it("a redirect to a loopback address the policy refuses, or to the CE's own listener, never connects (download, cache fill)", async () => {
     const cases = [
       { info: `root://127.0.0.2:${listener.port}`, port: 0, name: "a.root", options: { cache: "no" }, answerStat: false },
       // The cache's access check answered: the fill's open is the one redirected.
@@ -140,6 +145,14 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
     }
     hostile.answerStat = false;
     expect(listener.connections()).toBe(0);
+    // root://127.0.0.1:<port>: loopback the site opened, but the CE's own listener.
+    hostile.redirect = { info: `root://127.0.0.1:${ownGateway.port}`, port: 0 };
+    const id = await input(`${hostile.url}//store/d.root`);
+    const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
+    expect(r?.failure).toMatch(
+      /redirected to root:\/\/127\.0\.0\.1:\d+\/\/store\/d\.root, refused: 127\.0\.0\.1:\d+ is this CE's own gateway listener/,
+    );
+    expect(ownGateway.connections()).toBe(0);
   }, 90_000);
 
   it("the input cache's access check and its fill never read what a file:// redirect names", async () => {
@@ -160,6 +173,18 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
   it("a real redirector in front of a real data server: download and upload follow the checked hop, as the job's account", async () => {
     await mkdir(join(data.dataDir, "in"), { recursive: true });
     await writeFile(join(data.dataDir, "in", "evnt.root"), "behind a redirector\n");
+    // Wrappers first in PATH (the tools get the JEM's PATH) record who runs xrdcp and xrdfs.
+    const bin = await mkdtemp(join(tmpdir(), "jem-xrd-who-"));
+    await chmod(bin, 0o755);
+    const who = join(bin, "who");
+    await writeFile(who, "");
+    await chmod(who, 0o666);
+    for (const tool of ["xrdcp", "xrdfs"]) {
+      await writeFile(join(bin, tool), `#!/bin/sh\necho "${tool} $(id -u)" >> ${who}\nexec /usr/bin/${tool} "$@"\n`);
+      await chmod(join(bin, tool), 0o755);
+    }
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path ?? "/usr/bin:/bin"}`;
     const id = await submitTestJob(
       env,
       shellJob("cp evnt.root copy.txt; echo result > HITS.1", {
@@ -169,8 +194,14 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
       { localUser },
     );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
+    process.env.PATH = path;
     expect(r?.failure).toBeUndefined();
     expect(await readFile(join(env.control.sessionDir(id), "copy.txt"), "utf8")).toBe("behind a redirector\n");
+    // Each hop is a run: the redirector's answer, then the data server, for the input and the output.
+    const runs = (await readFile(who, "utf8")).trim().split("\n");
+    expect(runs.filter((l) => l.startsWith("xrdcp")).length).toBe(4);
+    expect(new Set(runs.map((l) => l.split(" ")[1]))).toEqual(new Set([String(localUser.uid)]));
+    await rm(bin, { recursive: true, force: true });
     expect(await readFile(join(data.dataDir, "out", "HITS.1"), "utf8")).toBe("result\n");
     // The redirector never stored it itself.
     expect(await lstat(join(redirector.dataDir, "out", "HITS.1")).catch(() => undefined)).toBeUndefined();

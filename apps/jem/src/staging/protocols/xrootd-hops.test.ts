@@ -1,5 +1,6 @@
+import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { nextHop } from "./xrootd-hops.js";
+import { nextHop, readToolStderr } from "./xrootd-hops.js";
 
 const from = "root://se.example.org:1094//store/f.root";
 
@@ -30,5 +31,18 @@ describe("xrootd redirect targets", () => {
     expect(refused("pool.example.org")).toThrow(/no port/);
     expect(refused("pool example", 1094)).toThrow(/not a host name/);
     expect(refused("a/b", 1094)).toThrow(/not a host name/);
+  });
+
+  it("reads the redirect target from XrdCl's Dump line and keeps the tool's own last lines", async () => {
+    const log = [
+      "[2026-12-02 14:35:26.864553 +0000][Dump   ][XRootD            ] [localhost:33089] Sending message kXR_open (file: /in/x, mode: 00, flags: kXR_open_read )",
+      "[2026-12-02 14:35:26.864867 +0000][Dump   ][XRootD            ] [localhost:33089] Got kXR_redirect response to message kXR_open (file: /in/x, mode: 00, flags: kXR_open_read ): file://localhost/tmp/k, port 0",
+      "Run: [FATAL] Redirect limit has been reached:  (source)",
+    ].join("\n");
+    const proc = execa("sh", ["-c", 'printf "%s\\n" "$1" >&2', "sh", log], { stderr: "pipe", buffer: { stderr: false } });
+    const out = await readToolStderr(proc);
+    await proc;
+    expect(out.redirect).toEqual({ info: "file://localhost/tmp/k", port: 0 });
+    expect(out.tail).toBe("Run: [FATAL] Redirect limit has been reached:  (source)");
   });
 });

@@ -46,6 +46,9 @@ function failure(what: string, url: string, presents: string, exitCode: number |
   if (/Auth failed|authentication failed/i.test(text)) {
     return new TransferError(`${what} ${redact(url)}: authentication failed, the server refused ${presents}: ${text}`, false, 401);
   }
+  // The budget of 0 was hit but no target could be read from the log: never guessed, refused.
+  if (/Redirect limit has been reached/i.test(text))
+    return new TransferError(`${what} ${redact(url)}: the server redirected to a target that could not be read, refused: ${text}`, false);
   const final = /No such file|not found|Permission denied|Unable to open/i.test(text);
   return new TransferError(`${what} ${redact(url)}: ${text || `exit ${exitCode}`}`, !final);
 }
