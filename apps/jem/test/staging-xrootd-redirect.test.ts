@@ -34,6 +34,7 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
   let secretDir: string;
   let secret: string;
   let cacheDir: string;
+  let cacheBase: string;
 
   beforeAll(async () => {
     const acct = await accounts.add("xr");
@@ -50,9 +51,9 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
     ownGateway = await startCountingListener("127.0.0.1");
     data = await startXrootd();
     redirector = await startXrootd({ redirectTo: `localhost:${data.port}` });
-    const base = await mkdtemp(join(tmpdir(), "jem-xrd-cache-"));
-    await chmod(base, 0o711);
-    cacheDir = join(base, "c");
+    cacheBase = await mkdtemp(join(tmpdir(), "jem-xrd-cache-"));
+    await chmod(cacheBase, 0o711);
+    cacheDir = join(cacheBase, "c");
     env = await testEnv({
       gateway: { host: "127.0.0.1", port: ownGateway.port },
       mapping: { rules: [{ name: "test", match: ["*"], user: acct }] },
@@ -75,7 +76,7 @@ describe.skipIf(!RUN)("xrootd redirects are untrusted", () => {
     await data?.close();
     await redirector?.close();
     await accounts.remove();
-    if (secretDir) await rm(secretDir, { recursive: true, force: true });
+    for (const d of [secretDir, cacheBase]) if (d) await rm(d, { recursive: true, force: true });
   });
 
   // Not through the input cache unless asked (cache: "yes"): the plain xrdcp download.
