@@ -6,6 +6,8 @@
  * Apache mod_dav, outputs the job lists for davs:// (Apache) and root:// (a real xrootd, anonymous)
  * with the pilot's checksum metadata, and a software-area input under `staging.localInputPrefixes`.
  * A second job lists a wrong checksum and must fail with a reason naming both values.
+ * Jobs are mapped to a real account (useradd; the test runs as root): xrdcp, which uploads the
+ * root:// output, never runs as root, so a root JEM needs the job's account to run it.
  *
  * The servers start once; both CEs (fork, Slurm) get their jobs at once so the batch turnaround
  * overlaps. Skipped only when a part is not installed here.
@@ -16,6 +18,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { TestAccounts } from "@ce/mapping/testing";
 import { enableRte, setRteParams } from "@ce/store";
 import { issueHostCert } from "@ce/x509/testing";
 import { checksummer } from "../../apps/jem/src/staging/checksum.js";
@@ -124,6 +127,8 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
   let rucio: RucioStandIn;
   let slurm: SlurmCluster | undefined;
   let shared: string;
+  const accounts = new TestAccounts();
+  let account: string;
   let cvmfs: string;
   const ces = new Map<string, Ce>();
   const evnt = Buffer.from(Array.from({ length: 4000 }, (_, i) => `event ${i}\n`).join(""));
@@ -168,6 +173,7 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
       env: slurm && backend === "slurm" ? { SLURM_CONF: slurm.conf } : {},
       config: {
         jobs: { queues: [{ name: "main" }] },
+        mapping: { rules: [{ name: "atlas", match: "*", user: account }] },
         staging: {
           caFile,
           allowNetworks: ["127.0.0.0/8", "::1/128"],
@@ -256,6 +262,7 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
   }
 
   beforeAll(async () => {
+    account = await accounts.add("at");
     shared = mkdtempSync(join(tmpdir(), "ce-atlas-"));
     chmodSync(shared, 0o755);
     // The software area (a /cvmfs stand-in): world-readable, as the job reads it with its own rights.
@@ -289,6 +296,7 @@ describe.skipIf(!READY)("an ATLAS-shaped job through the real ARC client", () =>
     slurm?.stop();
     await Promise.all([apache?.close(), xrd?.close(), rucio?.close()]);
     if (shared) rmSync(shared, { recursive: true, force: true });
+    await accounts.remove();
   }, 120_000);
 
   it("arcsub submits the good and the wrong-checksum job to every CE at once", async () => {

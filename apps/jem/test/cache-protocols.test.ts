@@ -2,7 +2,7 @@
  * The input cache for rucio://, dav(s):// and root:// inputs: one download per site, and the
  * access check with each user's own credential (Rucio stand-in @ce/testing/rucio over the
  * loopback HTTPS test storage; Apache mod_dav, and xrootd with GSI trusting the test CA, where
- * installed).
+ * installed). Run as root (CI), jobs are mapped to a real account: xrdcp/xrdfs run as it.
  */
 import { chmod, mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,7 +13,20 @@ import type { Jem } from "../src/daemon.js";
 import { findEntry } from "../src/priv/rootfs-cache.js";
 import { cacheTarget } from "../src/staging/cache/policy.js";
 import { checksummer } from "../src/staging/checksum.js";
-import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
+import { TestAccounts } from "@ce/mapping/testing";
+import type { LocalUser } from "@ce/model";
+import {
+  mappedAccount,
+  mappedStateDir,
+  OWNER,
+  output,
+  shellJob,
+  submitTestJob,
+  testEnv,
+  testJem,
+  waitForRest,
+  type TestEnv,
+} from "./helpers.js";
 import { haveApache, startApache, type Apache } from "@ce/testing/apache";
 import { startRucioStandIn, type RucioStandIn } from "@ce/testing/rucio";
 import { startStorage, testPki, type Storage, type TestPki } from "@ce/testing/storage";
@@ -25,6 +38,8 @@ let pki: TestPki;
 let storage: Storage;
 let rucio: RucioStandIn;
 let cacheDir: string;
+const accounts = new TestAccounts();
+let localUser: LocalUser | undefined;
 const deleg = new Map<string, string>();
 const SECOND = "/DC=org/DC=test/CN=Second User";
 const REFUSED = "/DC=org/DC=test/CN=Refused User";
@@ -56,7 +71,7 @@ async function job(source: string, options: Record<string, string>, owner = OWNE
       inputFiles: [{ name: "in.dat", source, executable: false, options }],
       outputFiles: [output("got.txt")],
     }),
-    { owner, mainDelegation: d, delegations: [d] },
+    { owner, mainDelegation: d, delegations: [d], ...(localUser ? { localUser } : {}) },
   );
 }
 
@@ -73,7 +88,11 @@ beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), "jem-cachep-"));
   await writeFile(join(dir, "ca.pem"), pki.ca.certPem);
   cacheDir = join(dir, "c");
+  await chmod(dir, 0o711); // a mapped job reads its cached input through the link
+  const m = TestAccounts.available() ? await mappedAccount(accounts, "cp") : undefined;
+  localUser = m?.localUser;
   env = await testEnv({
+    ...(m ? { mapping: m.mapping } : {}),
     staging: {
       caFile: join(dir, "ca.pem"),
       maxRetries: 2,
@@ -81,6 +100,7 @@ beforeAll(async () => {
       cache: { dirs: [{ path: cacheDir }], cleanIntervalSeconds: 3600 },
     },
   });
+  if (m) await mappedStateDir(env);
   jem = await testJem(env);
 }, 60_000);
 afterAll(async () => {
@@ -88,6 +108,7 @@ afterAll(async () => {
   await env?.close();
   await rucio?.close();
   await storage?.close();
+  await accounts.remove();
 });
 
 describe("rucio:// inputs in the cache", () => {
@@ -184,8 +205,12 @@ describe.skipIf(!haveXrootd())("root:// inputs in the cache", () => {
   beforeAll(async () => {
     xrd = await startXrootd({ gsi: { ca: pki.ca } });
     // xrdcp is found through PATH (the credential environment keeps the JEM's): a wrapper counts runs.
+    // It runs as the job's account: the directory is traversable and the count file writable by it.
     const bin = await mkdtemp(join(tmpdir(), "jem-xrdcp-"));
+    await chmod(bin, 0o755);
     counted = join(bin, "runs");
+    await writeFile(counted, "", { mode: 0o666 });
+    await chmod(counted, 0o666);
     await writeFile(join(bin, "xrdcp"), `#!/bin/sh\necho run >> ${counted}\nexec /usr/bin/xrdcp "$@"\n`);
     await chmod(join(bin, "xrdcp"), 0o755);
     process.env.PATH = `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`;

@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { inject } from "vitest";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
-import { emptyDescription, type InternalState, type JobDescription, type OutputFile } from "@ce/model";
+import { emptyDescription, type InternalState, type JobDescription, type LocalUser, type OutputFile } from "@ce/model";
+import { lookupAccounts } from "@ce/mapping";
 import { AdvanceSet, DelegationStore, JobStore, Locks, SecretBox, recordRequests, type JobRecord, type Lease } from "@ce/store";
 import { ControlDir, completeUpload, createJobs, type JobFilesInput } from "@ce/controldir";
 import { startJem, type Jem, type JemOptions } from "../src/daemon.js";
@@ -211,3 +212,27 @@ export async function transitionsOf(env: TestEnv, id: string): Promise<Array<{ f
 }
 
 export type { InternalState };
+
+/**
+ * A real account (TestAccounts, root only) all jobs of a test CE are mapped to, as the JEM needs
+ * for anything that runs as a job (batch scripts, and transfer tools: xrdcp/xrdfs never run as
+ * root). Pass `mapping` to testEnv, make the state dir traversable with `mappedStateDir`, and give
+ * `localUser` to submitTestJob.
+ */
+export async function mappedAccount(
+  accounts: { add(suffix: string): Promise<string> },
+  suffix: string,
+): Promise<{ localUser: LocalUser; mapping: NonNullable<ConfigInput["mapping"]> }> {
+  const name = await accounts.add(suffix);
+  const a = (await lookupAccounts([name])).get(name);
+  if (!a) throw new Error(`test account ${name} not found after useradd`);
+  return {
+    localUser: { account: name, uid: a.uid, gid: a.gid, groups: [a.gid], rule: "mapping.rules[0]" },
+    mapping: { rules: [{ name: "test", match: ["*"], user: name }] },
+  };
+}
+
+/** Mapped accounts reach their session dirs by path: the state dir must be traversable (0711). */
+export async function mappedStateDir(env: TestEnv): Promise<void> {
+  await chmod(env.stateDir, 0o711);
+}

@@ -2,7 +2,8 @@
  * root:// staging against a real xrootd on loopback that requires GSI (`sec.protbind * only gsi`)
  * and trusts a throw-away test CA: transfers in and out with the job's delegated proxy, a proxy the
  * server refuses, a job without a credential while the JEM's own environment holds a valid proxy,
- * tokens (client side: ztn, audience), per-file facts and per-protocol metrics.
+ * tokens (client side: ztn, audience), per-file facts and per-protocol metrics. Jobs are mapped to
+ * a real account: xrdcp runs as it, with the job's credential in that account's private directory.
  */
 import { mkdtemp, readFile, mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,7 +13,20 @@ import { createMetrics, type CeMetrics } from "@ce/ops";
 import { createCA, createProxy, issueUserCert } from "@ce/x509/testing";
 import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
-import { OWNER, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
+import { TestAccounts } from "@ce/mapping/testing";
+import type { LocalUser } from "@ce/model";
+import {
+  mappedAccount,
+  mappedStateDir,
+  OWNER,
+  output,
+  shellJob,
+  submitTestJob,
+  testEnv,
+  testJem,
+  waitForRest,
+  type TestEnv,
+} from "./helpers.js";
 import { testJwt, testPki } from "@ce/testing/storage";
 import { haveXrootd, startXrootd, type Xrootd } from "@ce/testing/xrootd";
 
@@ -28,6 +42,8 @@ let xrd: Xrootd;
 let metrics: CeMetrics;
 let x509: string;
 let foreign: string;
+let localUser: LocalUser;
+const accounts = new TestAccounts();
 const saved = { proxy: process.env.X509_USER_PROXY, certDir: process.env.X509_CERT_DIR };
 
 const metric = async (name: string, labels: string) => {
@@ -46,7 +62,10 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
     await writeFile(join(dir, "site-proxy.pem"), site.filePem, { mode: 0o600 });
     process.env.X509_USER_PROXY = join(dir, "site-proxy.pem");
     process.env.X509_CERT_DIR = xrd.certDir;
-    env = await testEnv({ staging: { caFile: join(dir, "ca.pem"), maxRetries: 2, retryBaseMs: 20 } });
+    const m = await mappedAccount(accounts, "xg");
+    localUser = m.localUser;
+    env = await testEnv({ mapping: m.mapping, staging: { caFile: join(dir, "ca.pem"), maxRetries: 2, retryBaseMs: 20 } });
+    await mappedStateDir(env);
     x509 = await env.delegations.create(OWNER, "x509", { privateKeyPem: pki.proxy.keyPem });
     await env.delegations.storeProxy(x509, OWNER, pki.proxy.filePem, Date.now() + 3_600_000, pki.proxy.chainPem);
     // A proxy of a CA the server does not trust.
@@ -71,6 +90,7 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
     await jem?.stop();
     await env?.close();
     await xrd?.close();
+    await accounts.remove();
   });
 
   it("downloads and uploads with the job's proxy; per-file facts in errors and output_status; metrics by protocol", async () => {
@@ -84,7 +104,7 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
           outputFiles: [output("@output.list"), output("copy.txt")],
         },
       ),
-      { mainDelegation: x509, delegations: [x509] },
+      { mainDelegation: x509, delegations: [x509], localUser },
     );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.failure).toBeUndefined();
@@ -119,7 +139,7 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
       shellJob("true", {
         inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
       }),
-      { mainDelegation: foreign, delegations: [foreign] },
+      { mainDelegation: foreign, delegations: [foreign], localUser },
     );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.rest).toBe("FAILED");
@@ -137,6 +157,7 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
       shellJob("true", {
         inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
       }),
+      { localUser },
     );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.rest).toBe("FAILED");
@@ -159,7 +180,7 @@ describe.skipIf(!haveXrootd())("xrootd staging with GSI", () => {
         shellJob("true", {
           inputFiles: [{ name: "evnt.root", source: `${xrd.url}//in/evnt.root`, executable: false, options: {} }],
         }),
-        { mainDelegation: d, delegations: [d] },
+        { mainDelegation: d, delegations: [d], localUser },
       );
     const [a, b] = await Promise.all([job(mine), job(elsewhere)]);
     const [ra, rb] = await Promise.all([

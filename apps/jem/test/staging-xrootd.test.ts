@@ -1,10 +1,16 @@
-/** root:// staging against a real xrootd on loopback (anonymous; GSI is not exercised here). */
+/**
+ * root:// staging against a real xrootd on loopback (anonymous; GSI is not exercised here), jobs
+ * mapped to a real account (xrdcp runs as it); a root JEM without a mapped account refuses to run
+ * xrdcp at all.
+ */
 import { readFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
 import { checksummer } from "../src/staging/checksum.js";
-import { output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
+import { TestAccounts } from "@ce/mapping/testing";
+import type { LocalUser } from "@ce/model";
+import { mappedAccount, mappedStateDir, output, shellJob, submitTestJob, testEnv, testJem, waitForRest, type TestEnv } from "./helpers.js";
 import { haveXrootd, startXrootd, type Xrootd } from "@ce/testing/xrootd";
 
 const adler = (s: string) => {
@@ -16,17 +22,23 @@ const adler = (s: string) => {
 let env: TestEnv;
 let jem: Jem;
 let xrd: Xrootd;
+let localUser: LocalUser;
+const accounts = new TestAccounts();
 
 describe.skipIf(!haveXrootd())("xrootd staging", () => {
   beforeAll(async () => {
     xrd = await startXrootd();
-    env = await testEnv({ staging: { maxRetries: 2, retryBaseMs: 20 } });
+    const m = await mappedAccount(accounts, "xs");
+    localUser = m.localUser;
+    env = await testEnv({ mapping: m.mapping, staging: { maxRetries: 2, retryBaseMs: 20 } });
+    await mappedStateDir(env);
     jem = await testJem(env);
   }, 60_000);
   afterAll(async () => {
     await jem?.stop();
     await env?.close();
     await xrd?.close();
+    await accounts.remove();
   });
 
   it("downloads a root:// input and uploads an output list to root:// with the server's adler32 checked", async () => {
@@ -42,6 +54,7 @@ describe.skipIf(!haveXrootd())("xrootd staging", () => {
           outputFiles: [output("@output.list"), output("copy.txt")],
         },
       ),
+      { localUser },
     );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.failure).toBeUndefined();
@@ -53,9 +66,39 @@ describe.skipIf(!haveXrootd())("xrootd staging", () => {
     const id = await submitTestJob(
       env,
       shellJob("true", { inputFiles: [{ name: "nope", source: `${xrd.url}//in/nope`, executable: false, options: {} }] }),
+      { localUser },
     );
     const r = await waitForRest(env, id, ["FINISHED", "FAILED"], 40_000);
     expect(r?.rest).toBe("FAILED");
     expect(r?.failure).toMatch(/nope: xrdcp root:\/\/localhost:\d+\/\/in\/nope: .*(No such file|not found)/i);
+  }, 60_000);
+});
+
+describe.skipIf(!haveXrootd())("xrootd staging by a root JEM without mapping", () => {
+  let plain: TestEnv;
+  let plainJem: Jem;
+  let server: Xrootd;
+  beforeAll(async () => {
+    server = await startXrootd();
+    plain = await testEnv({ staging: { maxRetries: 2, retryBaseMs: 20 } });
+    plainJem = await testJem(plain);
+  }, 60_000);
+  afterAll(async () => {
+    await plainJem?.stop();
+    await plain?.close();
+    await server?.close();
+  });
+
+  it("refuses to run xrdcp as root: the input fails at once with the reason", async () => {
+    await mkdir(join(server.dataDir, "in"), { recursive: true });
+    await writeFile(join(server.dataDir, "in", "f"), "x\n");
+    const id = await submitTestJob(
+      plain,
+      shellJob("true", { inputFiles: [{ name: "f", source: `${server.url}//in/f`, executable: false, options: {} }] }),
+    );
+    const r = await waitForRest(plain, id, ["FINISHED", "FAILED"], 40_000);
+    expect(r?.rest).toBe("FAILED");
+    expect(r?.failure).toMatch(/f: root:\/\/localhost:\d+\/\/in\/f: transfer tools never run as root, and this job has no mapped account/);
+    expect(await plain.control.read(id, "errors")).not.toMatch(/retry 1/);
   }, 60_000);
 });

@@ -19,6 +19,7 @@ import { freePort } from "./ports.js";
 export interface Xrootd {
   /** `root://localhost:<port>` */
   url: string;
+  port: number;
   dataDir: string;
   /** With `gsi`: the CA directory (hashed layout) clients verify the server with. */
   certDir?: string;
@@ -40,6 +41,8 @@ export function haveXrootd(): boolean {
 export interface XrootdOptions {
   /** Require GSI, trusting this CA (the server's host certificate is issued by it too). */
   gsi?: { ca: TestCredential };
+  /** `host:port` every request is redirected to (`xrootd.redirect`): a redirector in front of a data server. */
+  redirectTo?: string;
 }
 
 const LIB = "/usr/lib/x86_64-linux-gnu";
@@ -106,6 +109,8 @@ export async function startXrootd(opts: XrootdOptions = {}): Promise<Xrootd> {
       `all.adminpath ${admin}`,
       `all.pidpath ${admin}`,
       ...security,
+      // Opens (and the rest) by the first line; stat only when named.
+      ...(opts.redirectTo ? [`xrootd.redirect ${opts.redirectTo} /`, `xrootd.redirect ${opts.redirectTo} stat /`] : []),
       "",
     ].join("\n"),
   );
@@ -124,6 +129,7 @@ export async function startXrootd(opts: XrootdOptions = {}): Promise<Xrootd> {
   }
   return {
     url,
+    port,
     dataDir,
     ...(certDir ? { certDir } : {}),
     async close() {

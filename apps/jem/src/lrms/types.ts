@@ -57,6 +57,8 @@ export interface RunAsJob {
   account: string;
   /** Its uid (fork containment checks the job's first process runs as it). */
   uid?: number;
+  /** Its primary gid (private directories handed to the account, src/staging/tools.ts). */
+  gid?: number;
   /** argv of `file args` as the account. */
   wrap(file: string, args: string[]): { file: string; args: string[] };
   /** The whole environment of such a process (nothing of the JEM's own). */

@@ -180,6 +180,7 @@ export class Privileged {
     return {
       account: as.account,
       uid: as.uid,
+      gid: as.gid,
       wrap: (file, args) => this.wrap(as, file, args),
       env: (extra) => this.envFor(as, extra),
       writeFile: (name, content, mode) => this.writeFile(jobId, as, name, content, mode),

@@ -9,6 +9,7 @@ import type { JobCredential } from "@ce/store";
 import { tokenRefusal } from "../credentials.js";
 import { checksummer, parseChecksum, sameDigest } from "./checksum.js";
 import { DestinationRefused, type DestinationPolicy } from "./destinations.js";
+import { toolRunner, type ToolRunner } from "./tools.js";
 
 /** A transfer failure; `retryable` = worth another attempt (network, 5xx, 408/429, corrupt data). */
 export class TransferError extends Failure {
@@ -33,6 +34,8 @@ export interface TransferClient {
   certDir?: string | undefined;
   /** The site sends tokens whose audience is the WLCG any-audience. */
   allowAnyAudience?: boolean | undefined;
+  /** How external tools (xrdcp, xrdfs) are started: as the job's account, never as root (tools.ts). */
+  tools: ToolRunner;
   /** Why this client's credential must not be sent to `url` (undefined = allowed). */
   refuse(url: string): string | undefined;
   close(): Promise<void>;
@@ -51,6 +54,8 @@ export interface ClientOptions {
   policy?: DestinationPolicy | undefined;
   /** See TransferClient.certDir. */
   certDir?: string | undefined;
+  /** See TransferClient.tools; none: tools run as this process, refused when it is root. */
+  tools?: ToolRunner | undefined;
 }
 
 /**
@@ -97,6 +102,7 @@ export function transferClient(cred: JobCredential | undefined, opts: ClientOpti
     policy: opts.policy,
     certDir: opts.certDir,
     allowAnyAudience: opts.allowAnyAudience ?? false,
+    tools: opts.tools ?? toolRunner(() => Promise.resolve(undefined)),
     refuse: (url) => (token === undefined ? undefined : tokenRefusal(token, url, opts.allowAnyAudience ?? false)),
     close: () => dispatcher.close(),
   };

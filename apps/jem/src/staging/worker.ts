@@ -11,6 +11,8 @@ import { destinationPolicy } from "./destinations.js";
 import { fetchInput, sendOutput } from "./protocols/index.js";
 import { fileFacts, outputStatusLine, outputStatusNames, schemeOf, type StagingProtocol } from "./report.js";
 import { xrootdCertDir } from "./protocols/xrootd-auth.js";
+import { toolAccountOf, toolRunner } from "./tools.js";
+import { runAsOf } from "../priv/jobs.js";
 import { filesUnder, outputPlan, purgeSession, type Outcome } from "./outputs.js";
 import { refusalText, sessionSegments } from "./paths.js";
 import { blameAll, blameOf, type Blame } from "./blame.js";
@@ -61,6 +63,8 @@ export function createStagingProcessor(ctx: JemContext) {
     ctx.aborts.get(job.id)?.abort();
     ctx.aborts.set(job.id, ac);
     const clients = new Map<string, TransferClient>();
+    // Tools (xrdcp, xrdfs) run as the job's mapped account; its lookup waits for the first tool.
+    const tools = toolRunner(async () => toolAccountOf(await runAsOf(ctx, job)));
     const clientFor = async (delegationId: string | undefined): Promise<TransferClient> => {
       const key = delegationId ?? "";
       let c = clients.get(key);
@@ -74,6 +78,7 @@ export function createStagingProcessor(ctx: JemContext) {
           allowAnyAudience: allowAnyAudienceTokens,
           policy,
           certDir: await xrdCertDir(),
+          tools,
         });
         clients.set(key, c);
       }

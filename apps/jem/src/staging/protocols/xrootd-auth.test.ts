@@ -1,13 +1,21 @@
 import { readFile, stat } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
+import { lookupAccounts } from "@ce/mapping";
 import { transferClient } from "../http.js";
+import { toolRunner } from "../tools.js";
 import { xrdCredentialEnv, xrootdTokenRefusal } from "./xrootd-auth.js";
 
 const jwt = (aud: unknown) => {
   const part = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64url");
   return `${part({ alg: "RS256" })}.${part({ sub: "u", aud })}.c2ln`;
 };
-const opts = { connectTimeoutMs: 1000, idleTimeoutMs: 1000 };
+const nobody = (async () => (process.geteuid?.() === 0 ? (await lookupAccounts(["nobody"])).get("nobody") : undefined))();
+// As root, the tools run as an account (here `nobody`); unprivileged, as this process.
+const tools = toolRunner(async () => {
+  const a = await nobody;
+  return a && { uid: a.uid, gid: a.gid, wrap: (file: string, args: string[]) => ({ file, args }), env: (x: Record<string, string>) => x };
+});
+const opts = { connectTimeoutMs: 1000, idleTimeoutMs: 1000, tools };
 
 describe("xrootd credentials", () => {
   it("sends a token only to the xrootd endpoint it names (root/roots/https/davs forms, default ports)", () => {
@@ -32,7 +40,12 @@ describe("xrootd credentials", () => {
       expect(env.X509_CERT_DIR).toBe("/etc/grid-security/certificates");
       expect((await readFile(env.BEARER_TOKEN_FILE!, "utf8")).trim()).toBe(token);
       expect((await stat(env.BEARER_TOKEN_FILE!)).mode & 0o077).toBe(0);
-      for (const k of ["X509_USER_PROXY", "X509_USER_CERT", "X509_USER_KEY", "HOME", "XDG_RUNTIME_DIR"]) expect(env[k]).toMatch(/ce-xrd-/);
+      // The account's own (or this process's), and nobody else's.
+      const owner = (await nobody)?.uid ?? process.geteuid?.();
+      expect((await stat(env.BEARER_TOKEN_FILE!)).uid).toBe(owner);
+      expect((await stat(env.HOME!)).uid).toBe(owner);
+      expect((await stat(env.HOME!)).mode & 0o077).toBe(0);
+      for (const k of ["X509_USER_PROXY", "X509_USER_CERT", "X509_USER_KEY", "HOME", "XDG_RUNTIME_DIR"]) expect(env[k]).toMatch(/ce-tool-/);
       expect(env.BEARER_TOKEN).toBeUndefined();
     } finally {
       await cleanup();

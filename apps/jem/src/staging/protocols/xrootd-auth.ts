@@ -1,26 +1,28 @@
 /**
  * What xrdcp/xrdfs get to authenticate with: the job's credential and nothing else.
  *
- * xrdcp runs as the JEM's user (root). Left to itself, the xrootd client would look for root's
- * own credentials (`/tmp/x509up_u0`, `~/.globus/usercert.pem`, `/tmp/bt_u0`) and could present
- * the site's identity on a job's behalf. So every run gets a private environment:
+ * xrdcp runs as the job's mapped account (tools.ts), or as the JEM itself when it is not root
+ * (developer mode). Left to itself, the xrootd client would look for that user's own credentials
+ * (`/tmp/x509up_u<uid>`, `~/.globus/usercert.pem`, `/tmp/bt_u<uid>`) and could present another
+ * identity on a job's behalf. So every run gets a private environment:
  *   - `XrdSecPROTOCOL` names the one protocol the job's credential is for (`gsi` for a proxy,
  *     `ztn` for a token); a job without a credential gets `gsi` with no files, which fails where
  *     the server wants authentication and is unused where it does not;
  *   - `X509_USER_PROXY`, `X509_USER_CERT`, `X509_USER_KEY`, `BEARER_TOKEN_FILE`, `HOME` and
- *     `XDG_RUNTIME_DIR` point into a 0700 directory of this run (the proxy or the token written
- *     there 0600, the rest absent), removed afterwards;
+ *     `XDG_RUNTIME_DIR` point into a 0700 directory of this transfer owned by the account (the
+ *     proxy or the token written there 0600, the rest absent), removed afterwards by descriptor;
  *   - `X509_CERT_DIR` is the trust the site gives storage endpoints (certDir below).
  * Tokens go only to their audience (xrootdTokenRefusal); ztn itself sends a token over TLS only.
  */
 import { execFile } from "node:child_process";
 import { rmSync } from "node:fs";
-import { mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { tokenAudiences, WLCG_ANY_AUDIENCE } from "../../credentials.js";
 import { redact, TransferError, type TransferClient } from "../http.js";
+import { ToolRefused } from "../tools.js";
 
 const PEM_RE = /-----BEGIN ([A-Z ]+)-----[\s\S]+?-----END \1-----\n?/g;
 const run = promisify(execFile);
@@ -64,17 +66,27 @@ export function xrootdTokenRefusal(token: string, url: string, allowAny: boolean
   return `the endpoint ${target} is not the token's audience (${auds.join(", ")})`;
 }
 
-/** Environment for one xrdcp/xrdfs run against `url` with the client's credential. */
+/**
+ * Environment for the xrdcp/xrdfs runs of one transfer against `url` with the client's
+ * credential. The files are written while the directory is still root's, then the directory is
+ * handed to the account the tools run as (tools.ts): nothing is written into it by path afterwards.
+ */
 export async function xrdCredentialEnv(client: TransferClient, url: string): Promise<XrdCredentialEnv> {
   const cred = client.credential;
   if (cred?.type === "jwt") {
     const refused = xrootdTokenRefusal(cred.token, url, client.allowAnyAudience ?? false);
     if (refused) throw new TransferError(`token not sent to ${redact(url)}: ${refused}`, false);
   }
-  const dir = await mkdtemp(join(tmpdir(), "ce-xrd-"));
+  let priv;
+  try {
+    priv = await client.tools.privateDir();
+  } catch (e) {
+    if (e instanceof ToolRefused) throw new TransferError(`${redact(url)}: ${e.message}`, false, undefined, e.code);
+    throw e;
+  }
+  const dir = priv.path;
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
-    XRD_LOGLEVEL: "Error",
     HOME: dir,
     XDG_RUNTIME_DIR: dir,
     X509_USER_PROXY: join(dir, "proxy"),
@@ -84,21 +96,22 @@ export async function xrdCredentialEnv(client: TransferClient, url: string): Pro
     XrdSecPROTOCOL: cred?.type === "jwt" ? "ztn" : "gsi",
     ...(client.certDir ? { X509_CERT_DIR: client.certDir } : {}),
   };
-  const cleanup = () => rm(dir, { recursive: true, force: true });
+  const cleanup = () => priv.cleanup();
   try {
+    let presents = "no credential (the job delegated none)";
     if (cred?.type === "x509") {
       const blocks = [...cred.proxyPem.matchAll(PEM_RE)].map((b) => b[0]);
       // Proxy file layout: certificate, key, then the rest of the chain.
       const cert = blocks.filter((b) => b.includes("CERTIFICATE"));
       const key = blocks.find((b) => b.includes("PRIVATE KEY")) ?? "";
-      await writeFile(env.X509_USER_PROXY!, [cert[0] ?? "", key, ...cert.slice(1)].join(""), { mode: 0o600 });
-      return { env, presents: "the job's X.509 proxy (GSI)", cleanup };
+      await priv.write("proxy", [cert[0] ?? "", key, ...cert.slice(1)].join(""));
+      presents = "the job's X.509 proxy (GSI)";
+    } else if (cred?.type === "jwt") {
+      await priv.write("token", `${cred.token}\n`);
+      presents = "the job's token (ztn)";
     }
-    if (cred?.type === "jwt") {
-      await writeFile(env.BEARER_TOKEN_FILE!, `${cred.token}\n`, { mode: 0o600 });
-      return { env, presents: "the job's token (ztn)", cleanup };
-    }
-    return { env, presents: "no credential (the job delegated none)", cleanup };
+    await priv.seal();
+    return { env, presents, cleanup };
   } catch (e) {
     await cleanup();
     throw e;
@@ -116,6 +129,8 @@ const builtDirs = new Set<string>();
 export async function xrootdCertDir(caDir: string, caPem: string | undefined): Promise<string> {
   if (!caPem) return caDir;
   const dir = await mkdtemp(join(tmpdir(), "ce-xrd-ca-"));
+  // Read by the tools, which run as the jobs' accounts: public certificates only.
+  await chmod(dir, 0o755);
   if (builtDirs.size === 0) process.once("exit", () => builtDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
   builtDirs.add(dir);
   const taken = new Set<string>();

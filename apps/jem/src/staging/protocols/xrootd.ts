@@ -1,44 +1,30 @@
 /**
  * root:// and roots:// through Debian's xrootd client (`xrdcp`, `xrdfs`), driven with execa.
- * The data never passes through a path the job could change: downloads stream from xrdcp's
- * stdout into the session entry we hold open, uploads stream our descriptor into xrdcp's stdin.
- * The job's proxy or token is handed over in a private 0600 file, removed afterwards, and the
- * client sees no other credential (xrootd-auth.ts).
+ *
+ * The user names the server (or the user's Rucio server picks it), so the server and whatever it
+ * answers are untrusted, and so is the tool that obeys it:
+ *  - the tool runs as the job's mapped account, never as root (../tools.ts), with the job's proxy
+ *    or token alone, in a private 0700 directory of that account removed afterwards
+ *    (xrootd-auth.ts);
+ *  - the data never passes through a path: downloads stream from xrdcp's stdout into the session
+ *    entry we hold open, uploads stream our descriptor into xrdcp's stdin;
+ *  - the tool follows no redirect itself: we read the target from its log, refuse local files
+ *    (`file://`, a bare path, stdio) and anything but root(s)://, check the host with the
+ *    destination policy (destinations.ts) and run it again against the checked address
+ *    (xrootd-hops.ts). A refused target is never connected to. GSI still checks the certificate
+ *    against the name (XrdSecGSISRVNAMES).
  * Checksums: the stager sums what it streams; after an upload the server's value
  * (`xrdfs query checksum`) must match it when the server publishes one.
- *
- * Destinations: xrdcp connects by itself, so the staging policy (destinations.ts) is applied
- * before it runs: the host is resolved once, checked, and xrdcp is given that address (GSI still
- * checks the certificate against the name, through XrdSecGSISRVNAMES). A redirect the xrootd
- * server sends is followed by xrdcp without our check: sites that enable root:// trust their
- * storage's redirectors (docs/staging-protocols.md).
  */
 import { pipeline } from "node:stream/promises";
-import { Readable, Transform } from "node:stream";
-import { execa } from "execa";
+import { Readable, Writable } from "node:stream";
 import { createFileIn } from "@ce/sessionfs";
 import { rename, unlink } from "node:fs/promises";
 import { checksummer, parseChecksum, sameDigest } from "../checksum.js";
 import { redact, TransferError, type SessionDest, type TransferClient, type UploadSource } from "../http.js";
 import { checksumMismatch } from "./verify.js";
-import { xrdCredentialEnv } from "./xrootd-auth.js";
-
-/**
- * The URL with its host replaced by the one address the policy allows (resolved once), and the
- * variables that keep GSI's host check on the name; DestinationRefused (final) otherwise.
- */
-async function pinned(client: TransferClient, url: string): Promise<{ url: string; env: Record<string, string> }> {
-  if (!client.policy) return { url, env: {} };
-  const u = new URL(url);
-  const name = u.hostname.replace(/^\[|\]$/g, "");
-  try {
-    const { address, family } = await client.policy.resolve(name, Number(u.port) || 1094);
-    u.hostname = family === 6 ? `[${address}]` : address;
-  } catch (e) {
-    throw new TransferError((e as Error).message, false);
-  }
-  return { url: u.toString(), env: { XrdSecGSISRVNAMES: name } };
-}
+import { xrdCredentialEnv, type XrdCredentialEnv } from "./xrootd-auth.js";
+import { followRedirects, readToolStderr, XRD_CLIENT_ENV, type Hop, type HopResult, type ToolOutput } from "./xrootd-hops.js";
 
 function hostAndPath(url: string): { server: string; path: string } {
   const u = new URL(url);
@@ -46,13 +32,13 @@ function hostAndPath(url: string): { server: string; path: string } {
 }
 
 /**
- * xrdcp's failure as a TransferError. Errors the server reports (not found, no permission, an
+ * A failed run as a TransferError. Errors the server reports (not found, no permission, an
  * authentication it refused) are final: another attempt with the same credential cannot succeed.
  * A refused authentication says so, and what the client presented.
  */
-function failure(what: string, url: string, presents: string, e: { exitCode?: number; stderr?: unknown; message?: string }): TransferError {
+function failure(what: string, url: string, presents: string, exitCode: number | undefined, said: string): TransferError {
   const text =
-    String(e.stderr ?? e.message ?? "")
+    said
       .trim()
       .split("\n")
       .pop()
@@ -60,8 +46,64 @@ function failure(what: string, url: string, presents: string, e: { exitCode?: nu
   if (/Auth failed|authentication failed/i.test(text)) {
     return new TransferError(`${what} ${redact(url)}: authentication failed, the server refused ${presents}: ${text}`, false, 401);
   }
+  // The budget of 0 was hit but no target could be read from the log: never guessed, refused.
+  if (/Redirect limit has been reached/i.test(text))
+    return new TransferError(`${what} ${redact(url)}: the server redirected to a target that could not be read, refused: ${text}`, false);
   const final = /No such file|not found|Permission denied|Unable to open/i.test(text);
-  return new TransferError(`${what} ${redact(url)}: ${text || `xrdcp exit ${e.exitCode}`}`, !final);
+  return new TransferError(`${what} ${redact(url)}: ${text || `exit ${exitCode}`}`, !final);
+}
+
+interface Ran {
+  exitCode: number | undefined;
+  said: ToolOutput;
+  stdout: string;
+}
+
+/**
+ * One run of an xrootd tool against one hop, as the job's account (client.tools), with the job's
+ * credential, the hardened client settings and the hop's checked address. Its stdin and stdout are
+ * pipes of ours: `feed` writes the upload, `sink` takes the download (else stdout is returned).
+ */
+async function runXrd(
+  client: TransferClient,
+  cred: XrdCredentialEnv,
+  hop: Hop,
+  file: string,
+  args: string[],
+  o: { signal: AbortSignal; feed?: () => Readable; sink?: Writable },
+): Promise<Ran> {
+  const { proc } = await client.tools.start(
+    file,
+    args,
+    { ...cred.env, ...XRD_CLIENT_ENV, ...hop.env },
+    {
+      cancelSignal: o.signal,
+      forceKillAfterDelay: 5_000,
+      stdin: o.feed ? "pipe" : "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      buffer: { stdout: !o.sink, stderr: false },
+      // xrdfs answers (stat, checksum) are a few lines; a server cannot make us hold more.
+      maxBuffer: 1024 * 1024,
+      reject: false,
+    },
+  );
+  const said = readToolStderr(proc);
+  // A tool that exits early (a redirect, a refusal) closes its end: that is no error of ours.
+  const feeding = o.feed ? pipeline(o.feed(), proc.stdin!).catch(() => undefined) : undefined;
+  const sinking = o.sink
+    ? pipeline(proc.stdout!, o.sink).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      )
+    : undefined;
+  const r = await proc;
+  const [sinkErr] = await Promise.all([sinking, feeding]);
+  const out = await said;
+  if (o.signal.aborted) throw r;
+  // Our side failed (the session file could not be written): that, not xrdcp's broken pipe, is the reason.
+  if (sinkErr && !out.redirect) throw new TransferError(`writing what ${file} received: ${sinkErr.message}`, true);
+  return { exitCode: r.exitCode, said: out, stdout: typeof r.stdout === "string" ? r.stdout : "" };
 }
 
 export interface XrdDownload {
@@ -74,41 +116,37 @@ export interface XrdDownload {
 }
 
 export async function xrootdDownload(client: TransferClient, given: string, dest: SessionDest, o: XrdDownload): Promise<number> {
-  const target = await pinned(client, given);
-  const url = target.url;
-  const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
-  const env = { ...credEnv, ...target.env };
+  const cred = await xrdCredentialEnv(client, given);
   const part = `.ce-part-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
   const sum = parseChecksum(o.checksum);
-  const hasher = sum ? checksummer(sum.alg) : undefined;
-  let bytes = 0;
   let fh: Awaited<ReturnType<typeof createFileIn>> | undefined;
   try {
-    fh = await createFileIn(dest.dir, part, dest.at, o.mode ?? 0o644);
-    const proc = execa("xrdcp", ["--nopbar", "--silent", url, "-"], {
-      env,
-      extendEnv: false,
-      cancelSignal: o.signal,
-      forceKillAfterDelay: 5_000,
-      stdout: "pipe",
-      stderr: "pipe",
-      buffer: { stdout: false, stderr: true },
-    });
-    const count = new Transform({
-      transform(chunk: Buffer, _e, cb) {
-        bytes += chunk.length;
-        hasher?.update(chunk);
-        o.onBytes?.(chunk.length);
-        cb(null, chunk);
-      },
-    });
-    await Promise.all([pipeline(proc.stdout, count, fh.createWriteStream()), proc]).catch((e: unknown) => {
-      if (o.signal.aborted) throw e;
-      throw failure("xrdcp", given, presents, e as Error);
+    const file = (fh = await createFileIn(dest.dir, part, dest.at, o.mode ?? 0o644));
+    const { bytes, got } = await followRedirects<{ bytes: number; got: string | undefined }>(client, given, async (hop) => {
+      // A redirect may come after data (a read the data server redirects): each hop starts afresh.
+      await file.truncate(0);
+      const hasher = sum ? checksummer(sum.alg) : undefined;
+      let n = 0;
+      // Written at positions through the descriptor we hold, summed as it passes.
+      const sink = new Writable({
+        write(chunk: Buffer, _e, cb) {
+          file.write(chunk, 0, chunk.length, n).then(() => {
+            n += chunk.length;
+            hasher?.update(chunk);
+            o.onBytes?.(chunk.length);
+            cb();
+          }, cb);
+        },
+      });
+      const r = await runXrd(client, cred, hop, "xrdcp", ["--nopbar", "--silent", hop.wire, "-"], { signal: o.signal, sink });
+      if (r.exitCode !== 0) {
+        if (r.said.redirect) return { redirect: r.said.redirect };
+        throw failure("xrdcp", hop.url, cred.presents, r.exitCode, r.said.tail);
+      }
+      return { done: { bytes: n, got: hasher?.digest() } };
     });
     if (o.size !== undefined && bytes !== o.size)
       throw new TransferError(`size mismatch for ${redact(given)}: got ${bytes} bytes, expected ${o.size}`, true);
-    const got = hasher?.digest();
     if (sum?.expected && got !== undefined && !sameDigest(got, sum.expected))
       throw checksumMismatch(sum.alg, got, sum.expected, `for ${redact(given)}`);
     await rename(dest.dir.at(part), dest.dir.at(dest.name));
@@ -117,7 +155,7 @@ export async function xrootdDownload(client: TransferClient, given: string, dest
   } finally {
     await fh?.close().catch(() => undefined);
     await unlink(dest.dir.at(part)).catch(() => undefined);
-    await cleanup();
+    await cred.cleanup();
   }
 }
 
@@ -131,44 +169,46 @@ async function* readAt(file: UploadSource): AsyncGenerator<Buffer> {
   }
 }
 
-/** Uploads from our descriptor; `--path` creates missing directories, `--force` on overwrite=yes. */
+/**
+ * Uploads from our descriptor (read at positions: each hop sends the file from its start);
+ * `--path` creates missing directories, `--force` on overwrite=yes. The checksum the server
+ * reports is asked of the server that took the file.
+ */
 export async function xrootdUpload(
   client: TransferClient,
   file: UploadSource,
   given: string,
   o: { signal: AbortSignal; overwrite: boolean; checksum?: string | undefined },
 ): Promise<number> {
-  const target = await pinned(client, given);
-  const url = target.url;
-  const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
-  const env = { ...credEnv, ...target.env };
+  const cred = await xrdCredentialEnv(client, given);
   try {
-    const args = ["--nopbar", "--silent", "--path", "--posc", ...(o.overwrite ? ["--force"] : []), "-", url];
-    const proc = execa("xrdcp", args, {
-      env,
-      extendEnv: false,
-      cancelSignal: o.signal,
-      forceKillAfterDelay: 5_000,
-      stdin: "pipe",
-      stderr: "pipe",
-    });
-    await Promise.all([pipeline(Readable.from(readAt(file)), proc.stdin), proc]).catch((e: unknown) => {
-      if (o.signal.aborted) throw e;
-      throw failure("xrdcp to", given, presents, e as Error);
+    const args = ["--nopbar", "--silent", "--path", "--posc", ...(o.overwrite ? ["--force"] : []), "-"];
+    const landed = await followRedirects<Hop>(client, given, async (hop) => {
+      const r = await runXrd(client, cred, hop, "xrdcp", [...args, hop.wire], {
+        signal: o.signal,
+        feed: () => Readable.from(readAt(file)),
+      });
+      if (r.exitCode === 0) return { done: hop };
+      if (r.said.redirect) return { redirect: r.said.redirect };
+      throw failure("xrdcp to", hop.url, cred.presents, r.exitCode, r.said.tail);
     });
     const sum = parseChecksum(o.checksum);
     if (sum?.expected) {
-      const { server, path } = hostAndPath(url);
-      const q = await execa("xrdfs", [server, "query", "checksum", path], { env, extendEnv: false, cancelSignal: o.signal, reject: false });
-      // "adler32 3d1ae86e"; a server without checksums answers an error, which is not a mismatch.
-      const [alg, value] = (q.exitCode === 0 ? String(q.stdout) : "").trim().split(/\s+/);
-      if (alg?.toLowerCase() === sum.alg && value && !sameDigest(value, sum.expected)) {
-        throw checksumMismatch(sum.alg, value, sum.expected, `reported by ${redact(given)} after the upload`);
+      const { path } = hostAndPath(landed.url);
+      const value = await followRedirects<string>(client, landed.url, async (hop) => {
+        const q = await runXrd(client, cred, hop, "xrdfs", [hostAndPath(hop.wire).server, "query", "checksum", path], { signal: o.signal });
+        if (q.exitCode !== 0 && q.said.redirect) return { redirect: q.said.redirect };
+        // "adler32 3d1ae86e"; a server without checksums answers an error, which is not a mismatch.
+        return { done: q.exitCode === 0 ? q.stdout : "" };
+      });
+      const [alg, reported] = value.trim().split(/\s+/);
+      if (alg?.toLowerCase() === sum.alg && reported && !sameDigest(reported, sum.expected)) {
+        throw checksumMismatch(sum.alg, reported, sum.expected, `reported by ${redact(given)} after the upload`);
       }
     }
     return file.size;
   } finally {
-    await cleanup();
+    await cred.cleanup();
   }
 }
 
@@ -183,44 +223,37 @@ export interface XrdStat {
 }
 
 /**
- * `xrdfs <server> stat <path>` with the job's credential, through the same private environment
- * and destination policy as xrdcp. Not found, no permission and a refused authentication are an
- * answer (allowed: false); anything else is a retryable error.
+ * `xrdfs <server> stat <path>` with the job's credential, through the same runner, settings,
+ * redirect checks and destination policy as xrdcp. Not found, no permission and a refused
+ * authentication are an answer (allowed: false); anything else is a retryable error.
  */
 export async function xrootdStat(client: TransferClient, given: string, signal: AbortSignal): Promise<XrdStat> {
-  const target = await pinned(client, given);
-  const { env: credEnv, presents, cleanup } = await xrdCredentialEnv(client, given);
+  const cred = await xrdCredentialEnv(client, given);
   try {
-    const { server, path } = hostAndPath(target.url);
-    const r = await execa("xrdfs", [server, "stat", path], {
-      env: { ...credEnv, ...target.env },
-      extendEnv: false,
-      cancelSignal: signal,
-      forceKillAfterDelay: 5_000,
-      reject: false,
+    const { path } = hostAndPath(given);
+    return await followRedirects(client, given, async (hop): Promise<HopResult<XrdStat>> => {
+      const r = await runXrd(client, cred, hop, "xrdfs", [hostAndPath(hop.wire).server, "stat", path], { signal });
+      const out = r.stdout;
+      if (r.exitCode === 0) {
+        const size = /^Size:\s+(\d+)/m.exec(out)?.[1];
+        return {
+          done: {
+            allowed: true,
+            status: 200,
+            size: size === undefined ? undefined : Number(size),
+            mtime: /^MTime:\s+(.+)$/m.exec(out)?.[1]?.trim(),
+          },
+        };
+      }
+      if (r.said.redirect) return { redirect: r.said.redirect };
+      const text = (r.said.tail || out).trim().split("\n").pop() ?? "";
+      if (/Auth failed|authentication failed/i.test(text))
+        return { done: { allowed: false, status: 401, reason: `authentication refused (${cred.presents}): ${text}` } };
+      if (/No such file|not found/i.test(text)) return { done: { allowed: false, status: 404, reason: text } };
+      if (/Permission denied|not authorized/i.test(text)) return { done: { allowed: false, status: 403, reason: text } };
+      throw new TransferError(`xrdfs stat ${redact(given)}: ${text || `exit ${r.exitCode}`}`, true);
     });
-    if (signal.aborted) signal.throwIfAborted();
-    const out = String(r.stdout);
-    if (r.exitCode === 0) {
-      const size = /^Size:\s+(\d+)/m.exec(out)?.[1];
-      return {
-        allowed: true,
-        status: 200,
-        size: size === undefined ? undefined : Number(size),
-        mtime: /^MTime:\s+(.+)$/m.exec(out)?.[1]?.trim(),
-      };
-    }
-    const text =
-      String(r.stderr || r.stdout || "")
-        .trim()
-        .split("\n")
-        .pop() ?? "";
-    if (/Auth failed|authentication failed/i.test(text))
-      return { allowed: false, status: 401, reason: `authentication refused (${presents}): ${text}` };
-    if (/No such file|not found/i.test(text)) return { allowed: false, status: 404, reason: text };
-    if (/Permission denied|not authorized/i.test(text)) return { allowed: false, status: 403, reason: text };
-    throw new TransferError(`xrdfs stat ${redact(given)}: ${text || `exit ${r.exitCode}`}`, true);
   } finally {
-    await cleanup();
+    await cred.cleanup();
   }
 }
