@@ -1,9 +1,6 @@
 import type { CompiledConfig } from "@ce/config";
 import { runDoctor } from "./index.js";
 
-export const DOCTOR_USAGE = `
-  doctor                                                  check the configuration and this host; every problem with its fix (exit 1 if any)`;
-
 /** `ceadm doctor`: every problem, fatal first, each with its fix; exit 0 only when there is none. */
 export async function doctorCommand(c: CompiledConfig, file: string | undefined, json: boolean, out: (s: string) => void): Promise<number> {
   const problems = await runDoctor(c, file ? { file } : {});

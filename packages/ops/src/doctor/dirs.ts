@@ -138,20 +138,23 @@ export function directoryProblems(c: CompiledConfig, accounts: Account[], role?:
         ),
       );
   }
-  // The process itself must write the control dir (the gateway creates job files there).
-  if (role) {
-    try {
-      accessSync(c.paths.controlDir, constants.W_OK | constants.X_OK);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === "EACCES")
+  // The gateway makes every job's directories under control/jobs: it must write there (a
+  // directory the root JEM made first is root's).
+  if (role === "gateway") {
+    for (const dir of [c.paths.controlDir, join(c.paths.controlDir, "jobs")]) {
+      try {
+        accessSync(dir, constants.W_OK | constants.X_OK);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EACCES") continue;
         out.push(
           fatal(
             "directories",
-            `${c.paths.controlDir} (paths.controlDir) is not writable by the ${role}'s account (uid ${process.getuid?.()})`,
-            `chown -R ce:ce ${c.paths.controlDir}`,
+            `${dir} (paths.controlDir) is not writable by the gateway's account (uid ${process.getuid?.()}): no job can be created`,
+            `chown the gateway's account (ce) ${dir}`,
           ),
         );
+        break;
+      }
     }
   }
   return out;

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { CompiledConfig } from "@ce/config";
 import { connectRedis, describeRedis } from "@ce/store";
-import { fatal, type Problem, warning } from "./problem.js";
+import { fatal, type Problem, reportedByStart, warning } from "./problem.js";
 
 const run = promisify(execFile);
 
@@ -32,11 +32,14 @@ export async function redisProblems(
     try {
       clients = connectRedis(cfg, "ceadm");
     } catch (e) {
+      // The app's own start stops on an unreadable password file, naming it: left to it.
       out.push(
-        fatal(
-          "redis",
-          `redis.users.${role}: ${(e as Error).message}`,
-          `write the ${role}'s Redis password to ${user.passwordFile ?? "a file"} (mode 600, owner ce)`,
+        reportedByStart(
+          fatal(
+            "redis",
+            (e as Error).message.replaceAll("redis.users.jem.", `redis.users.${role}.`),
+            `write the ${role}'s Redis password to ${user.passwordFile ?? "a file"} (mode 600, owner ce)`,
+          ),
         ),
       );
       continue;
