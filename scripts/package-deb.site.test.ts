@@ -1,17 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import {
-  chownSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  readlinkSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -58,7 +47,8 @@ async function nodeDeb(out: string): Promise<string> {
 }
 
 describe.skipIf(!SITE)("the Debian package installed, used, upgraded and purged as a site does", () => {
-  const work = mkdtempSync(join(tmpdir(), "ce-deb-site-"));
+  // Made in beforeAll: a skipped suite still runs this body to collect its tests.
+  const work = join(tmpdir(), `ce-deb-site-${randomBytes(4).toString("hex")}`);
   const root = join(work, "root");
   const client = join(work, "client");
   const ns = `ce-site-${randomBytes(3).toString("hex")}`;
@@ -152,6 +142,7 @@ describe.skipIf(!SITE)("the Debian package installed, used, upgraded and purged 
   });
 
   beforeAll(async () => {
+    mkdirSync(work, { mode: 0o700 });
     // The packages first (N and N+1 are two builds of this tree), and nodejs as this machine has it.
     // CE_TEST_DEB_SITE_DEBS: a directory to keep the two builds in and reuse (iterating on the test).
     const out = process.env.CE_TEST_DEB_SITE_DEBS ?? join(work, "debs");
