@@ -10,9 +10,10 @@
 # (packages/testing/src/gridengine.ts), never the packaged services; gcc compiles the preload shim
 # that keeps those daemons on loopback (scripts/gridengine/loopback-bind.c).
 # bubblewrap runs the payload of an ENV/CONTAINER job in its image, and mmdebstrap builds the test's image.
-# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container (default: all).
+# systemd (systemd-analyze) verifies the units of the Debian package (scripts/package-deb.test.ts); nothing starts it.
+# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container package (default: all).
 set -euo pipefail
-groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd sge arc browser storage monitoring db container)
+groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd sge arc browser storage monitoring db container package)
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
@@ -28,6 +29,7 @@ for g in "${groups[@]}"; do
     build) want+=(make g++ python3) ;;
     db) want+=(postgresql) ;;
     container) want+=(bubblewrap mmdebstrap) ;;
+    package) want+=(systemd) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done

@@ -6,7 +6,7 @@
 // Bulk submissions create many small files; libuv's default pool of 4 threads would be the bottleneck.
 process.env.UV_THREADPOOL_SIZE ??= "16";
 const { announceReady, failStartup, loadConfig } = await import("@ce/config");
-const { createAdminApp, startAdminServer } = await import("@ce/ops");
+const { createAdminApp, startAdminServer, startupChecks } = await import("@ce/ops");
 const { createLogger, startGateway } = await import("./server.js");
 const { onFdStolen } = await import("@ce/sessionfs");
 
@@ -35,6 +35,8 @@ if (process.argv.includes("--check-config")) {
 const logger = createLogger(config);
 // A descriptor closed by a non-owner is a bug that may have misdirected I/O: always a log line.
 onFdStolen((err) => logger.error({ err, fd: err.num, what: err.what }, "descriptor closed by someone else (EBADF on close)"));
+// `ceadm doctor`'s checks: a fatal problem stops the start with its one line, the rest are warnings.
+await startupChecks("gateway", config, logger).catch((e: unknown) => failStartup("gateway", e, config));
 const booted = await (async () => {
   const gw = await startGateway(config, { logger });
   const { services } = gw;

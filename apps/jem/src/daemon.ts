@@ -21,7 +21,7 @@ import { startAdvanceLoop, type AdvanceLoop } from "./advance-loop.js";
 import { startHeartbeat } from "./heartbeat.js";
 import type { JemContext } from "./context.js";
 import { loadSecretBox } from "./credentials.js";
-import { migrateOwnersOnce } from "./owner-migration.js";
+import { migrateOwnersOnce, OWNER_PASS_MS } from "./owner-migration.js";
 import { expiryPass } from "./expiry.js";
 import { readSpec } from "./files.js";
 import { Locks } from "./locks.js";
@@ -179,7 +179,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const poller = startPoller(ctx);
   const recoveryMs = opts.recoveryIntervalMs ?? 30_000;
   await outage.retry(() => recover(ctx));
-  const migration = box ? migrateOwnersOnce(ctx, box) : Promise.resolve();
+  const migration = box ? migrateOwnersOnce(ctx, box, true) : Promise.resolve();
   // Jobs are claimed from the advance set in batches; leases of a dead JEM expire into it again.
   loop.current = startAdvanceLoop(ctx, { leaseMs: ctx.jobLockMs });
   ctx.outsideSlot = loop.current.outsideSlot;
@@ -189,6 +189,11 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   // Periodic passes skip their turn during an outage (the next turn after it redoes the work).
   const recovery = every(recoveryMs, "recovery pass", () => periodicRecovery(ctx), { outage, log });
   const expiry = every(config.jem.expiryIntervalMs, "expiry pass", () => expiryPass(ctx), { outage, log });
+  // Again every hour: an upgrade restarts the JEM before the gateways (docs/operations.md), and
+  // what an old gateway wrote in between is moved by the next pass, not the next JEM start.
+  const ownerPasses = box
+    ? every(OWNER_PASS_MS, "token owner migration", () => migrateOwnersOnce(ctx, box, false), { outage, log })
+    : undefined;
   // Usage records: the terminal move appends them to a stream; this writes them to the database.
   const accounting = startAccounting(config, clients.subscriber(), log, opts.metrics);
   const heartbeat = startHeartbeat(ctx);
@@ -203,7 +208,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
     stop() {
       stopping ??= (async () => {
         log.info("JEM stopping");
-        const passes = Promise.all([expiry.stop(), recovery.stop()]);
+        const passes = Promise.all([expiry.stop(), recovery.stop(), ownerPasses?.stop()]);
         await poller.stop();
         await cacheCleaner?.stop();
         // Transfers are abandoned, not finished: the next JEM's recovery redoes them.

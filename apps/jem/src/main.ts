@@ -1,7 +1,7 @@
 import { announceReady, failStartup, loadConfig } from "@ce/config";
 import { onFdStolen } from "@ce/sessionfs";
 import { connectRedis, type RedisOutage } from "@ce/store";
-import { configuredVos, createAdminApp, createLogger, createMetrics, openQueues, startAdminServer } from "@ce/ops";
+import { configuredVos, createAdminApp, createLogger, createMetrics, openQueues, startAdminServer, startupChecks } from "@ce/ops";
 import { startJem } from "./daemon.js";
 
 /**
@@ -26,6 +26,8 @@ if (process.argv.includes("--check-config")) {
 const log = createLogger("jem", config.logging.level, { pid: process.pid });
 // A descriptor closed by a non-owner is a bug that may have misdirected I/O: always a log line.
 onFdStolen((err) => log.error({ err, fd: err.num, what: err.what }, "descriptor closed by someone else (EBADF on close)"));
+// `ceadm doctor`'s checks: a fatal problem stops the start with its one line, the rest are warnings.
+await startupChecks("jem", config, log).catch((e: unknown) => failStartup("jem", e, config));
 const { clients, queues, jem, admin } = await (async () => {
   // The admin listener's and metrics' own connection (the daemon opens its own in startJem).
   const clients = connectRedis(config.redis, "jem");

@@ -1,6 +1,6 @@
 import { Failure } from "@ce/model";
-import { readFileSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
 import { nearest, schemaKeys, strictDeep } from "./keys.js";
@@ -108,6 +108,11 @@ export function parseConfigFile(file: string): ConfigInput {
   }
 }
 
+/** The JEM's shipped back-end scripts: beside the bundle (scripts/build-app.ts) or in the source tree. */
+const SHIPPED_BACKENDS = existsSync(join(import.meta.dirname, "backends"))
+  ? join(import.meta.dirname, "backends")
+  : resolve(import.meta.dirname, "../../../apps/jem/backends");
+
 /** Validates and compiles. Relative paths are resolved against `baseDir` (the config file's directory or cwd). */
 export function compileConfig(input: ConfigInput, baseDir = process.cwd(), origins: ConfigOrigins = { env: new Map() }): CompiledConfig {
   const parsed = STRICT.safeParse(input);
@@ -144,7 +149,7 @@ export function compileConfig(input: ConfigInput, baseDir = process.cwd(), origi
     jobs: { ...cfg.jobs, defaultQueue },
     lrms: {
       ...cfg.lrms,
-      scriptsDir: abs(cfg.lrms.scriptsDir ?? resolve(import.meta.dirname, "../../../apps/jem/backends")),
+      scriptsDir: abs(cfg.lrms.scriptsDir ?? SHIPPED_BACKENDS),
       callsPerSecond: cfg.lrms.callsPerSecond ?? DEFAULT_LRMS_RATE[cfg.lrms.backend] ?? 20,
     },
     origin: url.origin,

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { serveStatic } from "@hono/node-server/serve-static";
 import { createBullBoard } from "@bull-board/api";
@@ -36,6 +38,7 @@ export interface AdminAppOptions {
 const BOARD_PATH = "/queues";
 const READY_TIMEOUT_MS = 2_000;
 
+const BUNDLED_UI = join(import.meta.dirname, "bull-board-ui");
 /**
  * The admin listener's app: health, readiness, metrics, the bull-board UI and a small JSON API.
  * Served on its own (loopback) listener, never on the user-facing port.
@@ -69,7 +72,9 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
       // The JEM's work list (a sorted set, not a BullMQ queue) next to the BullMQ queues, read-only.
       queues: [new AdvanceBoardAdapter(redis, opts.config.redis.prefix), ...queues.map((q) => new BullMQAdapter(q))],
       serverAdapter: board,
-      options: { uiConfig: { boardTitle: "CE queues" } },
+      // In a bundle (scripts/build-app.ts) the UI's files are beside it: bull-board's own lookup
+      // (require.resolve of @bull-board/ui) needs a node_modules tree.
+      options: { uiConfig: { boardTitle: "CE queues" }, ...(existsSync(BUNDLED_UI) ? { uiBasePath: BUNDLED_UI } : {}) },
     });
     app.route(BOARD_PATH, board.registerPlugin());
   }

@@ -36,7 +36,8 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   stats                                                   jobs per REST state
   cache stats                                             input cache hits, misses, bytes saved, usage per dir
   cache list [--limit N]                                  cached files (reads the cache dirs: run as root)
-  cache clean                                             ask the JEMs for a cleaner pass now${ACCOUNTING_USAGE}
+  cache clean                                             ask the JEMs for a cleaner pass now
+  doctor                                                  check the configuration and this host; every problem with its fix (exit 1 if any)${ACCOUNTING_USAGE}
 ${RTE_USAGE}`;
 
 class UsageError extends Failure<"USAGE"> {
@@ -94,6 +95,10 @@ export async function main(
       out,
       table,
     );
+  // Its own bounded Redis checks: works (and says so) with Redis down.
+  // Loaded on use: its X.509 and account code would slow every other command's start.
+  if (cmd === "doctor")
+    return (await import("./doctor/cli.js")).doctorCommand(config, values.config ?? process.env.CE_CONFIG, values.json, out);
   // Files under the control dir only: works without Redis.
   if (cmd === "rte")
     return rteCommand(config, positionals.slice(1), (json, human) => out(values.json ? JSON.stringify(json, null, 2) : human()), table);

@@ -7,3 +7,4 @@ export * from "./health-metrics.js";
 export * from "./vos.js";
 export * from "./insight.js";
 export * from "./joblog.js";
+export { runDoctor, startupChecks, StartupCheckError, problemLine, type Problem } from "./doctor/index.js";

@@ -25,7 +25,10 @@ import { dirname, join, resolve, sep } from "node:path";
  */
 
 /** The RTEs this CE ships (`ENV/CONTAINER`): packages/store/rte. */
-export const SHIPPED_RTE_DIR = resolve(import.meta.dirname, "../rte");
+// Beside the bundle (scripts/build-app.ts copies it there) or in the source tree.
+export const SHIPPED_RTE_DIR = existsSync(join(import.meta.dirname, "rte"))
+  ? join(import.meta.dirname, "rte")
+  : resolve(import.meta.dirname, "../rte");
 
 /**
  * Where RTEs come from besides `paths.rteDir`, offered by `ceadm rte list` and found by name by

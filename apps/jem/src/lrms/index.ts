@@ -1,4 +1,4 @@
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import type { JobDescription } from "@ce/model";
@@ -14,7 +14,10 @@ export { TokenBucket } from "./rate-limit.js";
 export { parseUsageOutput, type BatchUsage } from "./batch-usage.js";
 
 /** The shipped scripts (fork, slurm, common/job-wrapper.sh). */
-export const SHIPPED_SCRIPTS_DIR = resolve(import.meta.dirname, "../../backends");
+/** The shipped back-end scripts: beside the bundle (scripts/build-app.ts) or in the source tree. */
+export const SHIPPED_SCRIPTS_DIR = existsSync(join(import.meta.dirname, "backends"))
+  ? join(import.meta.dirname, "backends")
+  : resolve(import.meta.dirname, "../../backends");
 
 /** With mapping on, scripts the job's account cannot reach run from a private copy (scripts-copy.ts). */
 function scriptsDirFor(config: CompiledConfig): string {
