@@ -274,7 +274,7 @@ describe.each(BACKENDS)("token and proxy jobs end to end on $name", ({ name, ava
   );
 
   it.skipIf(!ROOT || !available || name !== "fork")(
-    "refused at submission: ENV/PROXY without a proxy, ENV/TOKEN without a token; action=get: the token to its owner only",
+    "refused at submission: ENV/PROXY without a proxy, ENV/TOKEN without a token; action=get: the token to its owner only; the job page names issuer, subject and VO",
     async () => {
       const as = { token };
       const delegated = await issuer.mint({ aud: "https://storage.example.org", sub: "tok-user", scope: "storage.read:/" });
@@ -300,6 +300,19 @@ describe.each(BACKENDS)("token and proxy jobs end to end on $name", ({ name, ava
       expect(refused.status).toBe(403);
       expect(refused.body).toMatch(/compute\.create/);
       expect(refused.body).not.toContain(delegated.split(".")[2]!);
+
+      // The job page of a token job: issuer, subject and the VO from wlcg.groups; never a token.
+      const job = await submit(as, '&(executable="/bin/true")(runtimeenvironment="ENV/TOKEN")', deleg);
+      expect(job["status-code"]).toBe("201");
+      const page = await call(stack, as, "GET", `jobs/${job.id}`, { headers: { accept: "text/html" } });
+      expect(page.status).toBe(200);
+      expect(page.body).toContain(`<dt>Token issuer</dt><dd><span class="mono">${issuer.issuer}</span></dd>`);
+      expect(page.body).toContain('<dt>Token subject</dt><dd><span class="mono">tok-user</span></dd>');
+      expect(page.body).toContain("<dt>VO</dt><dd>dteam</dd>");
+      for (const secret of [token, delegated]) expect(page.body).not.toContain(secret.split(".")[2]!);
+      const info = await call(stack, as, "GET", "info", { headers: { accept: "application/json" } });
+      expect(info.status).toBe(200);
+      expect(info.body).not.toContain(delegated.split(".")[2]!);
     },
     60_000,
   );

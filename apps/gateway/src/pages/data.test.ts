@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { stateLine } from "@ce/controldir";
-import { parseHistory, voOf } from "./data.js";
+import { parseHistory, tokenOwner, voOf } from "./data.js";
 import { sortRows } from "./joblist.js";
 import type { JobRow } from "./data.js";
 
@@ -38,4 +38,11 @@ it("the VO of a job is its primary FQAN's first group", () => {
   expect(voOf(["/vo.example.org"])).toBe("vo.example.org");
   expect(voOf(undefined)).toBe("(none)");
   expect(voOf([])).toBe("(none)");
+});
+
+it("a token job's owner is its issuer and subject (split at the last /); a DN is none", () => {
+  expect(tokenOwner("https://iam.example.org/abc-123")).toEqual({ issuer: "https://iam.example.org", subject: "abc-123" });
+  expect(tokenOwner("https://idp.example/realms/x/u1")).toEqual({ issuer: "https://idp.example/realms/x", subject: "u1" });
+  expect(tokenOwner("/DC=org/DC=test/CN=Alice")).toBeUndefined();
+  expect(tokenOwner("opaque")).toBeUndefined();
 });

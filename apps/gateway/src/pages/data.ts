@@ -196,6 +196,16 @@ export async function voCounts(s: Services, now = Date.now()): Promise<VoCounts>
   return value;
 }
 
+/**
+ * A token owner (`<iss>/<sub>`, as the identity middleware names it) as issuer and subject, split
+ * at the last `/` as the usage record does (@ce/accounting); undefined for a DN.
+ */
+export function tokenOwner(owner: string): { issuer: string; subject: string } | undefined {
+  if (owner.startsWith("/")) return undefined;
+  const slash = owner.lastIndexOf("/");
+  return slash > 0 ? { issuer: owner.slice(0, slash), subject: owner.slice(slash + 1) } : undefined;
+}
+
 /** `/atlas/Role=production` → `atlas`. */
 export function voOf(fqans: readonly string[] | undefined): string {
   return /^\/([^/]+)/.exec(fqans?.[0] ?? "")?.[1] ?? "(none)";

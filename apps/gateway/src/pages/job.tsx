@@ -7,7 +7,7 @@ import { restartRefusal } from "../services/bulk.js";
 import { listCapped, ListingTooLarge } from "../services/session/index.js";
 import { openTarget, SessionFsError } from "../services/session/index.js";
 import { hrefFor } from "../services/session/index.js";
-import { type DiagnoseEntry, diagnoseEntries, jobHistory } from "./data.js";
+import { type DiagnoseEntry, diagnoseEntries, jobHistory, tokenOwner, voOf } from "./data.js";
 import { bytes, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, trail, when } from "./layout.js";
 
 /*
@@ -74,6 +74,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
   const notice = ACTION_NOTICES[c.req.query("done") ?? ""];
   const canKill = !FINAL_REST_STATES.has(job.rest) && job.state !== "CANCELING";
   const canRestart = restartRefusal(job) === undefined;
+  const token = tokenOwner(job.owner);
   const facts: [string, Child][] = [
     ["Job id", <span class="mono">{job.id}</span>],
     [
@@ -84,6 +85,14 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
     ],
     ["Queue", job.queue],
     ["Owner", <span class="mono">{job.owner}</span>],
+    // A token job: who issued the token and to whom, as the usage record has them.
+    ...(token
+      ? ([
+          ["Token issuer", <span class="mono">{token.issuer}</span>],
+          ["Token subject", <span class="mono">{token.subject}</span>],
+        ] as [string, Child][])
+      : []),
+    ["VO", job.fqans?.length ? voOf(job.fqans) : ""],
     ["Local account", job.localUser?.account ?? ""],
     ["Groups (VOMS / token)", job.fqans?.join(", ") ?? ""],
     ["Submitted", <Time ms={job.created} now={now} />],
@@ -97,7 +106,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
     ["Memory used", job.usedMemoryMB !== undefined ? `${job.usedMemoryMB} MB` : ""],
     ["Waiting for uploads", job.awaiting ? `${job.awaiting} (until ${when(job.uploadDeadline)})` : ""],
     ["Restarts left", job.rerun],
-    ["Proxy expires", <Time ms={job.delegationExpires} now={now} />],
+    ["Credential expires (proxy / token)", <Time ms={job.delegationExpires} now={now} />],
     ["Session removed", job.cleanupAt ? <Time ms={job.cleanupAt} now={now} /> : ""],
   ];
 
