@@ -201,6 +201,12 @@ describe.each(BACKENDS)("token and proxy jobs end to end on $name", ({ name, ava
       expect(readFileSync(file, "utf8")).toBe(first);
       expect(statSync(file).mode & 0o777).toBe(0o600);
       expect(statSync(file).uid).toBe(uid);
+      // Not served from the session, whoever runs the gateway (here root): only action=get hands it out.
+      for (const path of [".bearer_token", "./.bearer_token", "x/../.bearer_token"]) {
+        const served = await call(stack, as, "GET", `jobs/${id}/session/${path}`);
+        expect(served.status, path).not.toBe(200);
+        expect(served.body).not.toContain(first.split(".")[2]!);
+      }
 
       const t0 = Date.now();
       const r = await call(stack, as, "POST", `delegations/${deleg}?action=renew`, {

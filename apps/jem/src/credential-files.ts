@@ -1,5 +1,5 @@
 import { removePath, replaceFileIn, SessionFsError } from "@ce/sessionfs";
-import type { JobCredential, JobRecord, RteCredential } from "@ce/store";
+import { SESSION_TOKEN_FILE, type JobCredential, type JobRecord, type RteCredential } from "@ce/store";
 import { jobLog, type JemContext } from "./context.js";
 import type { RunAsJob } from "./lrms/types.js";
 
@@ -25,7 +25,7 @@ import type { RunAsJob } from "./lrms/types.js";
  */
 
 /** The bearer token's file in the session (WLCG bearer-token discovery: BEARER_TOKEN_FILE). */
-export const TOKEN_FILE = ".bearer_token";
+export const TOKEN_FILE = SESSION_TOKEN_FILE;
 /** ENV/PROXY's copy of the proxy in the session (ARC's name). */
 export const SESSION_PROXY_FILE = "user.proxy";
 

@@ -158,6 +158,12 @@ export function declaredParams(script: string): Array<{ name: string; values: st
   return out;
 }
 
+/**
+ * Where a job's bearer token lives in its session (ENV/TOKEN's BEARER_TOKEN_FILE): written by the
+ * JEM (apps/jem credential-files.ts), never served by the gateway's session routes.
+ */
+export const SESSION_TOKEN_FILE = ".bearer_token";
+
 /** A credential an RTE cannot work without: an X.509 proxy or a bearer token. */
 export type RteCredential = "proxy" | "token";
 
