@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { redisTrouble, type JobChange, type JobRecord } from "@ce/store";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
-import { writeCredentialFiles, type WrittenCredentials } from "../credential-files.js";
+import { sessionCredFiles, writeCredentialFiles, type WrittenCredentials } from "../credential-files.js";
 import {
   appendErrors,
   appendPrivate,
@@ -36,7 +36,13 @@ const RETRY_MS = 5_000;
  */
 export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   const adopted = job.localId ?? (await leftoverLocalId(ctx, job.id));
-  if (adopted) return toInlrms(ctx, job, adopted, "Job is passed to LRMS (adopted after restart)");
+  if (adopted) {
+    // The earlier attempt wrote the credential files; which ones the JEM keeps current follows
+    // from the job's RTEs (credWritten stays unknown, so the next renewal replaces them).
+    const needs = jobRteNeeds(job.summary?.rtes ?? [], ctx.config, ctx.config.paths.rteDir);
+    const credFiles = sessionCredFiles(needs).join(",") || undefined;
+    return toInlrms(ctx, job, adopted, "Job is passed to LRMS (adopted after restart)", credFiles ? { credFiles } : {});
+  }
 
   const fail = async (text: string) => moved(await failToFinishing(ctx, job, text, { state: "SUBMIT", cause: "internal" }));
   const backend = backendFor(ctx.backends, job.backend);
