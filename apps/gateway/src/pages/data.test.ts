@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { stateLine } from "@ce/controldir";
-import { parseHistory, tokenOwner, voOf } from "./data.js";
+import { parseHistory, tokenParts, voOf } from "./data.js";
 import { sortRows } from "./joblist.js";
 import type { JobRow } from "./data.js";
 
@@ -40,9 +40,12 @@ it("the VO of a job is its primary FQAN's first group", () => {
   expect(voOf([])).toBe("(none)");
 });
 
-it("a token job's owner is its issuer and subject (split at the last /); a DN is none", () => {
-  expect(tokenOwner("https://iam.example.org/abc-123")).toEqual({ issuer: "https://iam.example.org", subject: "abc-123" });
-  expect(tokenOwner("https://idp.example/realms/x/u1")).toEqual({ issuer: "https://idp.example/realms/x", subject: "u1" });
-  expect(tokenOwner("/DC=org/DC=test/CN=Alice")).toBeUndefined();
-  expect(tokenOwner("opaque")).toBeUndefined();
+it("a token job's owner is its issuer and subject (split at the last /, the sub unescaped); a DN is none", () => {
+  expect(tokenParts("https://iam.example.org/abc-123")).toEqual({ issuer: "https://iam.example.org", subject: "abc-123" });
+  expect(tokenParts("https://idp.example/realms/x/u1")).toEqual({ issuer: "https://idp.example/realms/x", subject: "u1" });
+  expect(tokenParts("/DC=org/DC=test/CN=Alice")).toBeUndefined();
+  expect(tokenParts("opaque")).toBeUndefined();
+  // A sub with `/` or `%` is escaped in the owner (the last `/` separates issuer and subject).
+  expect(tokenParts("https://iam.example.org/r%2Fx%25y")).toEqual({ issuer: "https://iam.example.org", subject: "r/x%y" });
+  expect(tokenParts("https://iam.example.org/bad%zz")).toBeUndefined();
 });

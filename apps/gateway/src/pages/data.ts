@@ -197,13 +197,16 @@ export async function voCounts(s: Services, now = Date.now()): Promise<VoCounts>
 }
 
 /**
- * A token owner (`<iss>/<sub>`, as the identity middleware names it) as issuer and subject, split
- * at the last `/` as the usage record does (@ce/accounting); undefined for a DN.
+ * A token owner (`<iss>/<sub>`, the `sub` with `%` and `/` escaped as %25 and %2F so that the last
+ * `/` separates the two) as issuer and subject; undefined for a DN or a malformed owner. The same
+ * reading as the usage record's (@ce/accounting).
  */
-export function tokenOwner(owner: string): { issuer: string; subject: string } | undefined {
+export function tokenParts(owner: string): { issuer: string; subject: string } | undefined {
   if (owner.startsWith("/")) return undefined;
   const slash = owner.lastIndexOf("/");
-  return slash > 0 ? { issuer: owner.slice(0, slash), subject: owner.slice(slash + 1) } : undefined;
+  const rest = owner.slice(slash + 1);
+  if (slash <= 0 || /%(?!25|2F)/i.test(rest)) return undefined;
+  return { issuer: owner.slice(0, slash), subject: rest.replace(/%2F/gi, "/").replace(/%25/gi, "%") };
 }
 
 /** `/atlas/Role=production` → `atlas`. */

@@ -7,7 +7,7 @@ import { restartRefusal } from "../services/bulk.js";
 import { listCapped, ListingTooLarge } from "../services/session/index.js";
 import { openTarget, SessionFsError } from "../services/session/index.js";
 import { hrefFor } from "../services/session/index.js";
-import { type DiagnoseEntry, diagnoseEntries, jobHistory, tokenOwner, voOf } from "./data.js";
+import { type DiagnoseEntry, diagnoseEntries, jobHistory, tokenParts, voOf } from "./data.js";
 import { bytes, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, trail, when } from "./layout.js";
 
 /*
@@ -74,7 +74,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
   const notice = ACTION_NOTICES[c.req.query("done") ?? ""];
   const canKill = !FINAL_REST_STATES.has(job.rest) && job.state !== "CANCELING";
   const canRestart = restartRefusal(job) === undefined;
-  const token = tokenOwner(job.owner);
+  const token = tokenParts(job.owner);
   const facts: [string, Child][] = [
     ["Job id", <span class="mono">{job.id}</span>],
     [
