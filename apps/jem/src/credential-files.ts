@@ -128,7 +128,7 @@ export async function refreshCredentialFiles(
     await attempt(TOKEN_FILE, () => writeSession(ctx, job, runAs, TOKEN_FILE, cred.token));
   }
   log.info({ delegationId: cred.delegationId, type: cred.type, files: written }, "renewed credential handed to the running job");
-  return { credWritten: cred.storedAt };
+  return { credWritten: cred.storedAt ?? job.credRenewed };
 }
 
 /** Once the batch job is over the token leaves the session (before the stage-out could deliver it). */

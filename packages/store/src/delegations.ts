@@ -27,10 +27,13 @@ export interface DelegationRecord {
 }
 
 /** The credential a job's staging or batch job uses, resolved through one function. */
-/** `storedAt`: when the delegation last changed (ms); a job's files hold the credential of that time. */
+/**
+ * `storedAt`: when the secret was stored (ms), as `credential` reads it; a job's credential files
+ * record it (`credWritten`) to know whether a renewal came after them.
+ */
 export type JobCredential =
-  | { type: "x509"; delegationId: string; proxyPem: string; expires?: number | undefined; storedAt: number }
-  | { type: "jwt"; delegationId: string; token: string; expires?: number | undefined; storedAt: number };
+  | { type: "x509"; delegationId: string; proxyPem: string; expires?: number | undefined; storedAt?: number | undefined }
+  | { type: "jwt"; delegationId: string; token: string; expires?: number | undefined; storedAt?: number | undefined };
 
 /**
  * Delegations in Redis: metadata in clear, private keys / proxies / tokens sealed with AES-256-GCM
