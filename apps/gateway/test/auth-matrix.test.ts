@@ -254,10 +254,10 @@ describe("precedence and identity", () => {
       token,
       headers: { accept: "application/json" },
     });
-    // Its metadata, never the token itself.
+    // The stored token (E9 get), to the token caller with compute.create that delegated it.
     expect(got.status).toBe(200);
-    expect(got.text).not.toContain(token);
-    expect(JSON.parse(got.text)).toMatchObject({ type: "jwt", format: "jwt", issuer: idp.issuer });
+    expect(got.headers["content-type"]).toBe("application/jwt");
+    expect(got.text).toBe(token);
     // Another identity (the proxy user) cannot read it.
     expect((await call(CREDS["valid proxy"]!, "POST", `${loc.slice(t.rest.length)}?action=get`)).status).toBe(404);
   });

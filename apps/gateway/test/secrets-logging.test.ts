@@ -88,6 +88,12 @@ it("no token, delegated token, proxy or key material is logged", async () => {
       })
     ).status,
   ).toBe(200);
+  // Handing the token out (action=get, decisions #36) logs the delegation, never the token.
+  const got = await call("POST", `${j.location!.slice("/arex/rest".length)}?action=get`, {
+    cert: false,
+    headers: { authorization: `Bearer ${good}` },
+  });
+  expect([got.status, got.text]).toEqual([200, delegated]);
 
   const n = await call("POST", "/1.0/delegations?action=new");
   expect(n.status).toBe(201);

@@ -1,4 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { enableRte } from "@ce/store";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { renderFileList } from "@ce/controldir";
 import { ADL, startTestGateway, XRSL, xmlAll, type J, type TestGateway } from "./harness.js";
@@ -90,7 +92,7 @@ describe("per-item failures", () => {
   it("unknown RTE → 500 naming it; known RTE (with and without version) → 201", async () => {
     const r = await post(
       "1.1",
-      `+(${XRSL()}(runtimeenvironment="APPS/NOPE"))(${XRSL()}(runtimeenvironment="APPS/HEP/ATLAS"))(${XRSL()}(runtimeenvironment="ENV/PROXY"))`,
+      `+(${XRSL()}(runtimeenvironment="APPS/NOPE"))(${XRSL()}(runtimeenvironment="APPS/HEP/ATLAS"))(${XRSL()}(runtimeenvironment="APPS/HEP/ATLAS-1.2.3"))`,
     );
     const items = r.json().job;
     expect(items[0]).toEqual({ "status-code": "500", reason: "Requested runtime environment APPS/NOPE is missing" });
@@ -381,5 +383,65 @@ describe("a job waiting for client uploads says which and until when", () => {
     expect(errors.text).toMatch(
       /ACCEPTED -> PREPARING.*\n.*Waiting for client uploads: run\.sh; the job fails unless they are all uploaded by \d{4}-/,
     );
+  });
+});
+
+describe("RTEs that need a credential the job does not bring: per-item 400 naming the RTE and what is missing", () => {
+  let g: TestGateway;
+  let x509: string;
+  let pending: string;
+  let jwt: string;
+  beforeAll(async () => {
+    g = await startTestGateway(inject("redisUrl"), { jobs: { runtimeEnvironments: ["ENV/PROXY"], queues: [{ name: "main" }] } });
+    const { paths } = g.gw.services.config;
+    // A site RTE that reads the job's proxy declares it in its header; ENV/TOKEN is the CE's own.
+    mkdirSync(join(paths.rteDir, "SITE"), { recursive: true });
+    writeFileSync(
+      join(paths.rteDir, "SITE", "GRID-1.0"),
+      '# copies the proxy\n# needs: proxy\ncp "$joboption_controldir/job.$joboption_gridid.proxy" x\n',
+    );
+    const rte = { paths, jobs: { runtimeEnvironments: [], defaultRuntimeEnvironments: [] } };
+    enableRte(rte, "SITE/GRID-1.0");
+    enableRte(rte, "ENV/TOKEN");
+    const d = g.gw.services.delegations;
+    x509 = await d.create(g.pki.dn.alice, "x509", { privateKeyPem: "k" });
+    await d.storeProxy(x509, g.pki.dn.alice, "PROXY", Date.now() + 3_600_000, "PUBLIC");
+    pending = await d.create(g.pki.dn.alice, "x509", { privateKeyPem: "k" }); // a CSR never answered: no proxy yet
+    jwt = await d.create(g.pki.dn.alice, "jwt", { token: "a.b.c" });
+  });
+  afterAll(async () => g?.close());
+
+  const item = async (rte: string, deleg?: string) =>
+    (
+      await g.request("POST", `${g.rest}/1.1/jobs?action=new${deleg ? `&delegation_id=${deleg}` : ""}`, {
+        body: XRSL("c", `(runtimeenvironment="${rte}")`),
+        accept: "application/json",
+      })
+    ).json().job[0] as J;
+
+  it("ENV/PROXY or a site RTE with `# needs: proxy`: refused with a token delegation, none, or a CSR never answered; accepted with a proxy", async () => {
+    for (const rte of ["ENV/PROXY", "SITE/GRID-1.0", "SITE/GRID"]) {
+      const tokenOnly = await item(rte, jwt);
+      expect(tokenOnly["status-code"]).toBe("400");
+      expect(tokenOnly.reason).toBe(
+        `Requested runtime environment ${rte} needs an X.509 proxy, but the job has a token delegation only: delegate a proxy and name it in the job (delegation_id), or do not ask for ${rte}`,
+      );
+      expect(tokenOnly.id).toBeUndefined();
+      expect((await item(rte)).reason).toMatch(
+        new RegExp(`^Requested runtime environment ${rte} needs an X\\.509 proxy, but the job has no delegation`),
+      );
+      expect((await item(rte, pending)).reason).toMatch(/an X\.509 delegation without a stored proxy/);
+      expect((await item(rte, x509))["status-code"]).toBe("201");
+    }
+  });
+
+  it("ENV/TOKEN: refused without a token delegation, accepted with one", async () => {
+    expect(await item("ENV/TOKEN")).toEqual({
+      "status-code": "400",
+      reason:
+        "Requested runtime environment ENV/TOKEN needs a bearer token, but the job has no delegation: delegate a token (action=new&type=jwt with X-Token-Delegation) and name it in the job (delegation_id), or do not ask for ENV/TOKEN",
+    });
+    expect((await item("ENV/TOKEN", x509)).reason).toMatch(/needs a bearer token, but the job has an X\.509 delegation only/);
+    expect((await item("ENV/TOKEN", jwt))["status-code"]).toBe("201");
   });
 });

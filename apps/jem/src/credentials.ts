@@ -2,6 +2,7 @@ import { redisTrouble, type JobCredential, type JobRecord } from "@ce/store";
 import { join } from "node:path";
 import { fileq } from "@ce/controldir";
 import { jobLog, type JemContext } from "./context.js";
+import { removeSessionToken } from "./credential-files.js";
 
 /** The key that seals delegations at rest: the one loader of @ce/store (daemon.ts imports it from here). */
 export { loadSecretBox } from "@ce/store";
@@ -21,21 +22,6 @@ export async function credentialFor(ctx: JemContext, job: JobRecord, delegationI
     jobLog(ctx, job).warn({ err: e, delegationId: id }, "delegation could not be read");
     return undefined;
   }
-}
-
-/** The credential plus, for X.509, the refreshed `proxy` control file (mode 0600) the batch job uses. */
-export async function resolveCredential(
-  ctx: JemContext,
-  job: JobRecord,
-  delegationId?: string,
-): Promise<(JobCredential & { file?: string }) | undefined> {
-  const cred = await credentialFor(ctx, job, delegationId);
-  if (!cred) return undefined;
-  if (cred.type === "x509") {
-    await ctx.control.write(job.id, "proxy", cred.proxyPem, 0o600);
-    return { ...cred, file: ctx.control.file(job.id, "proxy") };
-  }
-  return cred;
 }
 
 /** The WLCG token profile's "any audience": a token any service accepts (a stolen one works everywhere). */
@@ -91,5 +77,6 @@ export async function removeProxyFile(ctx: JemContext, job: JobRecord): Promise<
   // Both copies: the control dir's and the one in the account's batch dir (priv.ts).
   // Both in one message to the file thread, each on its own.
   const batchCopy = ctx.priv ? [fileq.one(["unlink", join(ctx.priv.batchDir(job.id), "proxy")]).catch(warn)] : [];
-  await Promise.all([ctx.control.remove(job.id, "proxy").catch(warn), ...batchCopy]);
+  // The session's bearer token (ENV/TOKEN) goes too, before the stage-out could deliver it.
+  await Promise.all([ctx.control.remove(job.id, "proxy").catch(warn), ...batchCopy, removeSessionToken(ctx, job)]);
 }

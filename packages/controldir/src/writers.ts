@@ -178,11 +178,11 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
     when: "reserved (an A-REX name); nothing writes it",
   },
   proxy: {
-    writers: { [JEM("credentials.ts")]: ["write", "remove"] },
+    writers: { [JEM("credential-files.ts")]: ["write"], [JEM("credentials.ts")]: ["remove"] },
     mode: 0o600,
     readers: "the batch job (X509_USER_PROXY)",
     diagnose: "never",
-    when: "before the batch job starts (refreshed with the delegation); removed when the batch job is over",
+    when: "before the batch job starts, again on each renewal of the delegation while it runs; removed when the batch job is over",
   },
 };
 

@@ -8,6 +8,7 @@ export {
   openRegular,
   openTarget,
   readSmallFile,
+  replaceFileIn,
   type Entry,
   type OpenOptions,
   type Target,

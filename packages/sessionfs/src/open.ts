@@ -1,5 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { open, rename, unlink, type FileHandle } from "node:fs/promises";
 import { classify, Dir, openParent, SessionFsError } from "./dir.js";
 import { closeHandle } from "./fd.js";
 
@@ -111,6 +112,51 @@ export async function openForWrite(root: string, segments: readonly string[]): P
 /** Creates a new file `name` in an open directory (O_EXCL: never an existing entry or link). */
 export async function createFileIn(dir: Dir, name: string, at: string, mode = 0o644): Promise<FileHandle> {
   return open(dir.at(name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, mode).catch((e: unknown) => classify(e, at));
+}
+
+/**
+ * Replaces file `name` at the top of a session directory atomically: the content goes into a new
+ * file of a random name (O_EXCL|O_NOFOLLOW, so never an entry the job planted), which gets its
+ * owner and mode through the descriptor and is then renamed over `name`, all relative to the
+ * directory held open. A reader sees the old file or the new one, never a part of either; a link
+ * or file the job put at `name` is replaced, not followed. For root's writes into a job's session
+ * (credential files): `owner` is the job's account.
+ */
+export async function replaceFileIn(
+  root: string,
+  name: string,
+  content: string | Buffer,
+  o: { mode: number; owner?: { uid: number; gid: number } | undefined },
+): Promise<void> {
+  if (name === "" || name === "." || name === ".." || /[/\0]/.test(name)) throw new SessionFsError("invalid", `/${name}`);
+  let dir: Dir;
+  try {
+    dir = await Dir.open(root);
+  } catch (e) {
+    return classify(e, "/");
+  }
+  const tmp = `.${name}.new-${randomBytes(6).toString("hex")}`;
+  try {
+    const handle = await createFileIn(dir, tmp, `/${tmp}`, 0o600);
+    try {
+      if (o.owner) await handle.chown(o.owner.uid, o.owner.gid);
+      await handle.chmod(o.mode);
+      await handle.writeFile(content);
+    } catch (e) {
+      await closeHandle(handle, `/${tmp}`);
+      await unlink(dir.at(tmp)).catch(() => undefined);
+      throw e;
+    }
+    await closeHandle(handle, `/${tmp}`);
+    try {
+      await rename(dir.at(tmp), dir.at(name));
+    } catch (e) {
+      await unlink(dir.at(tmp)).catch(() => undefined);
+      classify(e, `/${name}`);
+    }
+  } finally {
+    await dir.close();
+  }
 }
 
 export interface Entry {

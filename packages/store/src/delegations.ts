@@ -27,9 +27,13 @@ export interface DelegationRecord {
 }
 
 /** The credential a job's staging or batch job uses, resolved through one function. */
+/**
+ * `storedAt`: when the secret was stored (ms), as `credential` reads it; a job's credential files
+ * record it (`credWritten`) to know whether a renewal came after them.
+ */
 export type JobCredential =
-  | { type: "x509"; delegationId: string; proxyPem: string; expires?: number | undefined }
-  | { type: "jwt"; delegationId: string; token: string; expires?: number | undefined };
+  | { type: "x509"; delegationId: string; proxyPem: string; expires?: number | undefined; storedAt?: number | undefined }
+  | { type: "jwt"; delegationId: string; token: string; expires?: number | undefined; storedAt?: number | undefined };
 
 /** The authenticated data of a sealed delegation secret (`key`, `proxy`, `token`): it cannot be moved to another id or owner. */
 export const delegationAad = (id: string, owner: string, what: string) => `${id}\n${owner}\n${what}`;
@@ -100,6 +104,7 @@ export class DelegationStore {
         [index, score] = [this.pendingIndex(), String(now)];
       } else {
         fields.token = this.box.seal(secret.token, this.aad(did, owner, "token"));
+        fields.stored = String(now);
         if (secret.expires) {
           fields.expires = String(secret.expires);
           [index, score] = [this.expiryIndex(), String(secret.expires)];
@@ -156,6 +161,7 @@ export class DelegationStore {
 
   /** Stores the complete proxy (cert + key + chain) after a verified PUT. */
   async storeProxy(id: string, owner: string, proxyPem: string, expires: number, publicChainPem: string): Promise<void> {
+    const now = Date.now();
     await this.redis
       .multi()
       .hset(this.keys.deleg(id), {
@@ -163,17 +169,23 @@ export class DelegationStore {
         public: publicChainPem,
         expires: String(expires),
         awaiting: "0",
-        updated: String(Date.now()),
+        updated: String(now),
+        stored: String(now),
       })
       .zrem(this.pendingIndex(), id)
       .zadd(this.expiryIndex(), expires, id)
       .exec();
-    await this.propagateExpiry(id, expires);
+    await this.propagateRenewal(id, now, expires);
   }
 
   /** Replaces a jwt delegation's token (renewal); `expires` undefined = unknown (not a JWT). */
   async storeToken(id: string, owner: string, token: string, expires?: number): Promise<void> {
-    const fields: Record<string, string> = { token: this.box.seal(token, this.aad(id, owner, "token")), updated: String(Date.now()) };
+    const now = Date.now();
+    const fields: Record<string, string> = {
+      token: this.box.seal(token, this.aad(id, owner, "token")),
+      updated: String(now),
+      stored: String(now),
+    };
     const m = this.redis.multi();
     if (expires) {
       fields.expires = String(expires);
@@ -182,21 +194,23 @@ export class DelegationStore {
       m.hdel(this.keys.deleg(id), "expires").zrem(this.expiryIndex(), id);
     }
     await m.hset(this.keys.deleg(id), fields).exec();
-    if (expires) await this.propagateExpiry(id, expires);
+    await this.propagateRenewal(id, now, expires);
   }
 
   /**
-   * GLUE2 ProxyExpirationTime of the jobs whose main delegation this is follows a renewal.
-   * Only existing job records are touched (a removed job is not re-created as a stub).
+   * A renewal reaches the jobs whose main delegation this is: their GLUE2 ProxyExpirationTime,
+   * and `credRenewed`, with the ones that may be running rung on the JEM's work list so that
+   * their credential files are replaced. Only existing job records are touched (a removed job is
+   * not re-created as a stub).
    */
-  private async propagateExpiry(id: string, expires: number): Promise<void> {
+  private async propagateRenewal(id: string, storedAt: number, expires: number | undefined): Promise<void> {
     const jobs = await this.jobsOf(id);
     if (jobs.length === 0) return;
     await runScript(
       this.redis,
       "ceDelegExpiry",
       jobs.map((j) => this.keys.job(j)),
-      [id, String(expires)],
+      [id, expires ? String(expires) : "", String(storedAt), this.keys.prefix],
     );
   }
 
@@ -251,14 +265,21 @@ export class DelegationStore {
     if (!delegationId) return undefined;
     const rec = await this.get(delegationId, owner);
     if (!rec) return undefined;
+    // `stored`: when the secret itself was last stored (a pending x509 renewal changes `updated` only).
+    const [sealed, stored] = await this.redis.hmget(this.keys.deleg(delegationId), rec.type === "jwt" ? "token" : "proxy", "stored");
+    const storedAt = Number(stored) || rec.updated;
     if (rec.type === "jwt") {
-      const sealed = await this.redis.hget(this.keys.deleg(delegationId), "token");
       const token = sealed ? this.box.open(sealed, this.aad(delegationId, owner, "token")) : "";
-      return token ? { type: "jwt", delegationId, token, expires: rec.expires } : undefined;
+      return token ? { type: "jwt", delegationId, token, expires: rec.expires, storedAt } : undefined;
     }
-    const sealed = await this.redis.hget(this.keys.deleg(delegationId), "proxy");
     if (!sealed) return undefined;
-    return { type: "x509", delegationId, proxyPem: this.box.open(sealed, this.aad(delegationId, owner, "proxy")), expires: rec.expires };
+    return {
+      type: "x509",
+      delegationId,
+      proxyPem: this.box.open(sealed, this.aad(delegationId, owner, "proxy")),
+      expires: rec.expires,
+      storedAt,
+    };
   }
 }
 

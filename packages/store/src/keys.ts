@@ -203,7 +203,18 @@ export class Keys {
  * `local K = ceKeys(prefix)` then `K.job(id)`, `K.ownerRest(ownerKey, rest)`. scripts.ts prepends
  * this to every script that declares `keysInLua`, so the layout has one owner (this file).
  */
-export const LUA_KEY_METHODS = ["job", "owner", "ownerRest", "ownerStates", "internal", "rest", "delegJobs", "ownerSessionBytes"] as const;
+export const LUA_KEY_METHODS = [
+  "job",
+  "owner",
+  "ownerRest",
+  "ownerStates",
+  "internal",
+  "rest",
+  "delegJobs",
+  "ownerSessionBytes",
+  "advanceDue",
+  "advanceBell",
+] as const;
 
 export function luaKeyPrelude(): string {
   // Placeholders no prefix or argument can contain: \x00 = the prefix, \x01.. = the arguments.

@@ -65,6 +65,15 @@ export interface JobRecord {
   /** Credential expiry of the main delegation (ms), for GLUE2 ProxyExpirationTime. */
   delegationExpires?: number | undefined;
   /**
+   * When the main delegation's credential was last stored by a renewal (ms; lua/deleg-expiry.lua),
+   * and when the credential the job's files hold was stored (set by the JEM as it writes them).
+   * A running job whose `credRenewed` is later than its `credWritten` gets its files replaced.
+   */
+  credRenewed?: number | undefined;
+  credWritten?: number | undefined;
+  /** Credential files the JEM keeps current in the session (`token`, `proxy`; apps/jem credential-files.ts). */
+  credFiles?: string | undefined;
+  /**
    * A job waiting for client uploads: the files still expected (readable, bounded list; @ce/model
    * awaitingText) and when the wait ends (ms). Set at creation, kept current by the JEM.
    */
@@ -121,6 +130,8 @@ const NUM = new Set([
   "cleanupAt",
   "removeAt",
   "delegationExpires",
+  "credRenewed",
+  "credWritten",
   "startedAt",
   "endedAt",
   "usedWallSeconds",

@@ -161,6 +161,61 @@ export function declaredParams(script: string): Array<{ name: string; values: st
   return out;
 }
 
+/**
+ * Where a job's bearer token lives in its session (ENV/TOKEN's BEARER_TOKEN_FILE): written by the
+ * JEM (apps/jem credential-files.ts), never served by the gateway's session routes.
+ */
+export const SESSION_TOKEN_FILE = ".bearer_token";
+
+/** A credential an RTE cannot work without: an X.509 proxy or a bearer token. */
+export type RteCredential = "proxy" | "token";
+
+/**
+ * RTEs known to need a credential without saying so in their header: ARC's own scripts, which run
+ * unmodified (ENV/PROXY copies `<controldir>/job.<id>.proxy` into the session in stage 0).
+ */
+const KNOWN_NEEDS: Record<string, readonly RteCredential[]> = { "ENV/PROXY": ["proxy"] };
+
+/**
+ * What a script's header declares it needs: `# needs: proxy`, `# needs: token` (several words or
+ * lines add up). The header is the comment block the script opens with; what follows is code.
+ */
+export function declaredNeeds(scriptText: string): RteCredential[] {
+  const out = new Set<RteCredential>();
+  for (const line of scriptText.slice(0, 65536).split("\n")) {
+    const t = line.trim();
+    if (t === "" || t.startsWith("#!")) continue;
+    if (!t.startsWith("#")) break;
+    const m = /^#\s*needs:\s*(.*)$/i.exec(t);
+    for (const w of m?.[1]?.toLowerCase().split(/[\s,]+/) ?? []) if (w === "proxy" || w === "token") out.add(w);
+  }
+  return [...out].sort();
+}
+
+/** The credentials RTE `name` needs (its header, or what is known of ARC's own); none when it has no script. */
+export function rteNeeds(cfg: RteConfig, name: string): RteCredential[] {
+  const known = KNOWN_NEEDS[name.replace(/-\d.*$/, "")] ?? [];
+  let text = "";
+  try {
+    const script = rteScript(cfg, name);
+    text = script ? readFileSync(script, "utf8").slice(0, 65536) : "";
+  } catch {
+    text = "";
+  }
+  return [...new Set([...known, ...declaredNeeds(text)])].sort();
+}
+
+const needsCache = new WeakMap<object, { at: number; needs: Map<string, RteCredential[]> }>();
+
+/** rteNeeds, read at most every `ttlMs` per configuration (the gateway asks at every submission). */
+export function rteNeedsCached(cfg: RteConfig, name: string, ttlMs = 5_000, now = Date.now()): RteCredential[] {
+  let hit = needsCache.get(cfg);
+  if (!hit || now - hit.at >= ttlMs) needsCache.set(cfg, (hit = { at: now, needs: new Map() }));
+  let needs = hit.needs.get(name);
+  if (needs === undefined) hit.needs.set(name, (needs = rteNeeds(cfg, name)));
+  return needs;
+}
+
 /** Every RTE script a site could enable: `<rteDir>` and the ARC system dirs (first one wins). */
 export function availableRtes(cfg: RteConfig, systemDirs = SYSTEM_RTE_DIRS): Map<string, string> {
   const out = new Map<string, string>();

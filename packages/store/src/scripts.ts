@@ -18,7 +18,7 @@ export const SCRIPTS = {
   ceRequest: { file: "request", numberOfKeys: 3, bumpsRev: true },
   ceCloseRequests: { file: "close-requests", numberOfKeys: undefined },
   ceDelegCreate: { file: "deleg-create", numberOfKeys: 3 },
-  ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined, bumpsRev: true },
+  ceDelegExpiry: { file: "deleg-expiry", numberOfKeys: undefined, keysInLua: true, bumpsRev: true },
   ceUploadRange: { file: "upload-range", numberOfKeys: 1 },
   ceSessionBytes: { file: "session-bytes", numberOfKeys: 1 },
   ceWindow: { file: "window", numberOfKeys: 1 },

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { Child } from "hono/jsx";
-import { FINAL_REST_STATES, failureWords, secondsInWords, stateInWords } from "@ce/model";
+import { FINAL_REST_STATES, failureWords, parseTokenOwner, secondsInWords, stateInWords } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { restartRefusal } from "../services/bulk.js";
@@ -8,7 +8,7 @@ import { listCapped, ListingTooLarge } from "../services/session/index.js";
 import { openTarget, SessionFsError } from "../services/session/index.js";
 import { hrefFor } from "../services/session/index.js";
 import { noticeFor } from "./actions.js";
-import { type DiagnoseEntry, diagnoseEntries, jobHistory } from "./data.js";
+import { type DiagnoseEntry, diagnoseEntries, jobHistory, voOf } from "./data.js";
 import { downloadHref, textViewHref } from "./fileview.js";
 import { bytes, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, trail, when } from "./layout.js";
 import { FailureBox } from "./failure.js";
@@ -86,6 +86,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
   const notice = noticeFor(c.req.query("done"));
   const canKill = !FINAL_REST_STATES.has(job.rest) && job.state !== "CANCELING";
   const canRestart = restartRefusal(job) === undefined;
+  const token = parseTokenOwner(job.owner);
   const facts: [string, Child][] = [
     ["Job id", <span class="mono">{job.id}</span>],
     [
@@ -96,6 +97,14 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
     ],
     ["Queue", job.queue],
     ["Owner", <span class="mono">{job.owner}</span>],
+    // A token job: who issued the token and to whom, as the usage record has them.
+    ...(token
+      ? ([
+          ["Token issuer", <span class="mono">{token.iss}</span>],
+          ["Token subject", <span class="mono">{token.sub}</span>],
+        ] as [string, Child][])
+      : []),
+    ["VO", job.fqans?.length ? voOf(job.fqans) : ""],
     ["Local account", job.localUser?.account ?? ""],
     ["Groups (VOMS / token)", job.fqans?.join(", ") ?? ""],
     ["Submitted", <Time ms={job.created} now={now} />],
@@ -110,7 +119,7 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
     ["Memory asked for", spec.memoryMB !== undefined ? `${Math.round(spec.memoryMB)} MB` : ""],
     ["Waiting for uploads", job.awaiting ? `${job.awaiting} (until ${when(job.uploadDeadline)})` : ""],
     ["Restarts left", job.rerun],
-    ["Proxy expires", <Time ms={job.delegationExpires} now={now} />],
+    ["Credential expires (proxy / token)", <Time ms={job.delegationExpires} now={now} />],
     ["Session removed", job.cleanupAt ? <Time ms={job.cleanupAt} now={now} /> : ""],
   ];
 

@@ -1,10 +1,10 @@
 import type { Context, Hono } from "hono";
-import { delegationListDoc, el, leaf } from "@ce/glue2";
+import { delegationListDoc } from "@ce/glue2";
 import type { DelegationType } from "@ce/store";
 import type { AppEnv, Services } from "../context.js";
-import { BadRequest, MethodNotAllowed } from "../errors.js";
+import { BadRequest, Forbidden, MethodNotAllowed } from "../errors.js";
 import { respond } from "../render.js";
-import { requireScope } from "../middleware/identity/scopes.js";
+import { missingScope, requireScope } from "../middleware/identity/scopes.js";
 import { mediaType, readTextBody, unsupportedType } from "../services/body.js";
 import { DelegationService } from "../services/delegations.js";
 
@@ -15,13 +15,16 @@ import { DelegationService } from "../services/delegations.js";
  *   new x509 → 201 CSR + Location;  new jwt (1.1) → 201 + Location (strict 200)
  *   PUT chain → 200;  bad chain → 400 naming the failed check;  unknown/foreign id → 404
  *   renew x509 → 201 CSR, also under 1.0 (strict: 1.0 → 200);  renew jwt (1.1) → 200
- *   get → 200 (x509 PEM chain without key / jwt: the token's metadata, never the token);  delete → 202 (strict 200)
+ *   get → 200 (x509 PEM chain without key / jwt: the token as application/jwt, whatever Accept says,
+ *         to an X.509 caller or a token with compute.create; 403 to a read-only token, decisions #36);
+ *   delete → 202 (strict 200)
  *   unknown action or type → 400;  other methods → 405 + Allow
  * Under /rest/1.0 only x509 delegations exist: `type` is ignored and jwt ones are invisible.
  */
 export const COLLECTION_METHODS = ["GET", "HEAD", "POST"] as const;
 export const ITEM_METHODS = ["POST", "PUT"] as const;
 const PEM = "application/x-pem-file";
+const JWT = "application/jwt";
 
 export function delegationRoutes(r: Hono<AppEnv>): void {
   r.all("/:version/delegations", collection);
@@ -137,24 +140,22 @@ async function item(c: Context<AppEnv>): Promise<Response> {
   requireNoBodyType(c);
   if (act === "get") {
     requireScope(c, "jobinfo");
-    const got = await svc.get(owner(c), id, version);
-    if (got.type === "x509") return c.body(got.body, 200, { "Content-Type": PEM, "Cache-Control": "no-store" });
-    // The token itself is never returned (a compute.read reader must not obtain broader rights):
-    // its claims as stated, in the negotiated format.
-    const m = got.meta;
-    const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
-    const doc = el("delegation", [
-      el("id", id),
-      el("type", "jwt"),
-      el("format", m.jwt ? "jwt" : "opaque"),
-      leaf("issuer", m.issuer),
-      leaf("subject", m.subject),
-      ...(m.audience ?? []).map((a) => el("audience", a)),
-      leaf("scope", m.scope),
-      leaf("issued", iso(m.issuedAt)),
-      leaf("expires", iso(m.expires)),
-    ]);
-    return respond(c, doc, { title: "Delegation", forceArrays: ["audience"], headers: { "Cache-Control": "no-store" } });
+    const rec = await svc.find(owner(c), id, version);
+    if (rec.type === "x509") {
+      const pem = await svc.publicChain(owner(c), id);
+      return c.body(pem, 200, { "Content-Type": PEM, "Cache-Control": "no-store" });
+    }
+    // The stored token, as the interface text says, to whoever could have delegated it
+    // (decisions #36): an X.509 caller, or a token caller that may create jobs and delegations.
+    if (missingScope(c.get("services").config, c.get("identity"), "jobcreate"))
+      throw new Forbidden(
+        "The delegated token is given only to a caller that may create delegations: this token lacks scope compute.create",
+        "DELEGATION_TOKEN_SCOPE",
+        { "WWW-Authenticate": 'Bearer error="insufficient_scope", scope="compute.create"' },
+      );
+    const token = await svc.token(owner(c), id);
+    c.get("log").info({ delegationId: id, type: "jwt" }, "delegated token handed out");
+    return c.body(token, 200, { "Content-Type": JWT, "Cache-Control": "no-store" });
   }
   if (act === "delete") {
     requireScope(c, "jobdelete");

@@ -150,19 +150,19 @@ export class DelegationService {
     await this.d.store.storeToken(id, owner, token, jwtExpiry(token));
   }
 
+  /** x509: the public chain of the stored proxy (never the key); empty while none is stored. */
+  async publicChain(owner: string, id: string): Promise<string> {
+    return (await this.d.store.publicPart(id, owner)) ?? "";
+  }
+
   /**
-   * x509: the public chain (never the key). jwt: what the token says of itself, never the token —
-   * a reader needs only compute.read, and the stored token may carry broader rights than that.
+   * jwt: the stored token itself. The route gives it only to a caller that could have delegated
+   * it (decisions #36); never logged.
    */
-  async get(
-    owner: string,
-    id: string,
-    version: ApiVersion,
-  ): Promise<{ type: "x509"; body: string } | { type: "jwt"; meta: TokenMetadata }> {
-    const rec = await this.find(owner, id, version);
-    if (rec.type === "x509") return { type: "x509", body: (await this.d.store.publicPart(id, owner)) ?? "" };
+  async token(owner: string, id: string): Promise<string> {
     const cred = await this.d.store.credential(owner, id);
-    return { type: "jwt", meta: tokenMetadata(cred?.type === "jwt" ? cred.token : "", rec.expires) };
+    if (cred?.type !== "jwt") throw new NotFound("No such delegation", "DELEGATION_NOT_FOUND");
+    return cred.token;
   }
 
   async delete(owner: string, id: string, version: ApiVersion): Promise<void> {
@@ -205,39 +205,6 @@ export function delegatedToken(header: string | undefined): string {
   if (/[\s\x00-\x1f\x7f]/.test(token) || token.length > 64 * 1024)
     throw new BadRequest("X-Token-Delegation does not hold a single token", "DELEGATION_TOKEN_MALFORMED");
   return token;
-}
-
-/** Claims of a delegated token as it states them (the token was stored unverified, as the interface says). */
-export interface TokenMetadata {
-  jwt: boolean;
-  issuer?: string;
-  subject?: string;
-  audience?: string[];
-  scope?: string;
-  issuedAt?: number;
-  expires?: number;
-}
-
-const claim = (v: unknown) => (typeof v === "string" ? v.slice(0, 1024) : undefined);
-
-/** The metadata of a delegated token, read without verification; an opaque token has none. */
-export function tokenMetadata(token: string, expires: number | undefined): TokenMetadata {
-  let c: ReturnType<typeof decodeJwt>;
-  try {
-    c = decodeJwt(token);
-  } catch {
-    return { jwt: false, ...(expires !== undefined ? { expires } : {}) };
-  }
-  const aud =
-    typeof c.aud === "string" ? [c.aud] : Array.isArray(c.aud) ? c.aud.filter((a): a is string => typeof a === "string") : undefined;
-  const m: TokenMetadata = { jwt: true };
-  if (claim(c.iss)) m.issuer = claim(c.iss)!;
-  if (claim(c.sub)) m.subject = claim(c.sub)!;
-  if (aud) m.audience = aud.slice(0, 32).map((a) => a.slice(0, 1024));
-  if (claim(c.scope)) m.scope = claim(c.scope)!;
-  if (typeof c.iat === "number" && Number.isFinite(c.iat)) m.issuedAt = c.iat * 1000;
-  if (expires !== undefined) m.expires = expires;
-  return m;
 }
 
 /** `exp` of a JWT in ms, read without verification (only to expire the record); undefined otherwise. */

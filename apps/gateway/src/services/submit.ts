@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import { awaitingText, clientUploads, type JobDescription, type SettledDescription } from "@ce/model";
 import { ruleMatches } from "@ce/mapping";
-import { JobStore, enabledRtesCached, type JobRecord } from "@ce/store";
+import { JobStore, enabledRtesCached, rteNeedsCached, type DelegationRecord, type JobRecord } from "@ce/store";
 import { JobCommitError, createJobs as storeCreateJobs } from "@ce/controldir";
 import type { Logger } from "pino";
 import type { ApiVersion, Identity, Services } from "../context.js";
@@ -160,6 +160,8 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
     const { main, all } = refs(d);
     const missing = all.find((id) => !found.get(id));
     if (missing) return { kind: "item", item: failed(400, `Delegation ${missing} not found`) };
+    const noCredential = credentialRefusal(config, d, main ? found.get(main) : undefined);
+    if (noCredential) return { kind: "item", item: failed(400, noCredential) };
     return {
       kind: "plan",
       plan: {
@@ -173,6 +175,36 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
       },
     };
   });
+}
+
+/**
+ * Why a job cannot run with the credential it brings (undefined: it can). An RTE that needs a
+ * proxy (ENV/PROXY, or `# needs: proxy` in its header) would find no proxy file without an X.509
+ * delegation that holds one, and ENV/TOKEN (`# needs: token`) no token without a JWT delegation:
+ * such a job could only fail later, so it is refused now, naming the RTE and what is missing.
+ * Only the RTEs the job asks for: a site default applies to every job whatever its credential.
+ */
+export function credentialRefusal(config: Services["config"], d: JobDescription, main: DelegationRecord | undefined): string | undefined {
+  const enabled = enabledRtesCached(config);
+  for (const r of d.runtimeEnvironments) {
+    const wanted = r.version ? `${r.name}-${r.version}` : r.name;
+    const name = enabled.find((c) => c === wanted) ?? enabled.find((c) => rteAvailable(r, [c])) ?? wanted;
+    for (const need of rteNeedsCached(config, name)) {
+      if (need === "proxy" && !(main?.type === "x509" && main.expires !== undefined)) {
+        const has = !main
+          ? "no delegation"
+          : main.type === "jwt"
+            ? "a token delegation only"
+            : "an X.509 delegation without a stored proxy";
+        return `Requested runtime environment ${wanted} needs an X.509 proxy, but the job has ${has}: delegate a proxy and name it in the job (delegation_id), or do not ask for ${wanted}`;
+      }
+      if (need === "token" && main?.type !== "jwt") {
+        const has = main ? "an X.509 delegation only" : "no delegation";
+        return `Requested runtime environment ${wanted} needs a bearer token, but the job has ${has}: delegate a token (action=new&type=jwt with X-Token-Delegation) and name it in the job (delegation_id), or do not ask for ${wanted}`;
+      }
+    }
+  }
+  return undefined;
 }
 
 /** Exact name, `name-version`, or any version of `name` when none was requested. */

@@ -3,7 +3,7 @@
 # (JEM_JOB_ID, JEM_SESSION_DIR, JEM_JOB_DIR, JEM_DIAG_FILE, JEM_DONE_FILE, JEM_EVENT_FILE, JEM_EXECUTABLE,
 # JEM_ARGS=(), JEM_STDIN/STDOUT/STDERR, JEM_ENV=(NAME=value ...), JEM_RTE_NAMES=(),
 # JEM_RTE_PATHS=(), JEM_RTE_OPTS_<i>=(), JEM_RTE_PARAMS_<i>=(KEY=value ...), JEM_EXEC_INPUTS=(),
-# JEM_CREDENTIAL_FILE, JEM_LOCAL_SCRATCH) followed by
+# JEM_CREDENTIAL_FILE, JEM_TOKEN_FILE, JEM_LOCAL_SCRATCH) followed by
 # this file. Back ends run it as is (fork) or inline it after their directives (slurm).
 #
 # It runs the executable in the session dir with the user's environment and RTE stages 1/2,
@@ -152,6 +152,8 @@ if [[ -n ${JEM_LOCAL_SCRATCH:-} ]]; then
     __jem_scratch=$__jem_d
     for __jem_f in ./* ./.[!.]* ./..?*; do
       [[ -e $__jem_f || -L $__jem_f ]] || continue
+      # The token stays in the session, where the JEM replaces it on renewal (BEARER_TOKEN_FILE).
+      [[ -n ${JEM_TOKEN_FILE:-} && $JEM_SESSION_DIR/${__jem_f#./} == "$JEM_TOKEN_FILE" ]] && continue
       mv -f -- "$__jem_f" "$__jem_d/" || __jem_finish 1 "Cannot move the session to local scratch $__jem_d"
     done
     cd -- "$__jem_d" || __jem_finish 1 "Cannot enter local scratch $__jem_d"

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, join, normalize, sep } from "node:path";
 import type { CompiledConfig } from "@ce/config";
 import type { AuxExecutable } from "@ce/model";
-import { defaultRtes, RteError, rteParams, rteScript, type RteConfig } from "@ce/store";
+import { checkRteName, defaultRtes, RteError, rteNeeds, rteParams, rteScript, type RteConfig, type RteCredential } from "@ce/store";
 import { placementFor } from "./placement.js";
 import { BackendError, type BatchJobSpec } from "./types.js";
 
@@ -29,6 +29,8 @@ export interface BatchFile {
   queue: string;
   partition: string;
   credentialFile: string | null;
+  /** The bearer token in the session (ENV/TOKEN: BEARER_TOKEN_FILE); null = the job has none. */
+  tokenFile: string | null;
   resources: {
     wallTimeSeconds: number | null;
     cpuTimeSeconds: number | null;
@@ -119,10 +121,8 @@ function sessionPath(what: string, p: string | undefined): string | null {
  * parameters. A missing one fails the submission, in A-REX's words.
  */
 export function resolveRtes(spec: BatchJobSpec, config: CompiledConfig): BatchFile["runtimeEnvironments"] {
-  const cfg: RteConfig = { paths: { controlDir: config.paths.controlDir, rteDir: spec.rteDir }, jobs: config.jobs };
-  const names = [...spec.runtimeEnvironments];
-  for (const d of defaultRtes(cfg)) if (!names.includes(d)) names.push(d);
-  return names.map((name) => {
+  const cfg = rteConfigOf(config, spec.rteDir);
+  return jobRteNames(spec.runtimeEnvironments, cfg).map((name) => {
     let path: string | undefined;
     try {
       path = rteScript(cfg, name);
@@ -136,6 +136,34 @@ export function resolveRtes(spec: BatchJobSpec, config: CompiledConfig): BatchFi
     );
     return { name, path, options: req?.options ?? [], params: rteParams(cfg, name) };
   });
+}
+
+function rteConfigOf(config: CompiledConfig, rteDir: string): RteConfig {
+  return { paths: { controlDir: config.paths.controlDir, rteDir }, jobs: config.jobs };
+}
+
+/** The RTEs a job runs with: the ones it asked for, then the site's defaults it did not ask for. */
+function jobRteNames(requested: readonly string[], cfg: RteConfig): string[] {
+  const names = [...requested];
+  for (const d of defaultRtes(cfg)) if (!names.includes(d)) names.push(d);
+  return names;
+}
+
+/** The credentials the job's RTEs need (`# needs:` headers, ENV/PROXY), for its credential files. */
+export function jobRteNeeds(requested: readonly string[], config: CompiledConfig, rteDir: string): RteCredential[] {
+  const cfg = rteConfigOf(config, rteDir);
+  const names = jobRteNames(requested, cfg);
+  return [...new Set(names.flatMap((n) => (checkable(n) ? rteNeeds(cfg, n) : [])))].sort();
+}
+
+/** A name rteScript can look up (a bad one fails the submission later, in resolveRtes). */
+function checkable(name: string): boolean {
+  try {
+    checkRteName(name);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Executable as the wrapper runs it: relative → `./x`, absolute and `$VAR/...` kept. */
@@ -190,6 +218,7 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     queue: spec.queue,
     partition: place?.partition ?? spec.partition ?? queueCfg?.partition ?? spec.queue,
     credentialFile: spec.credentialFile ?? null,
+    tokenFile: spec.tokenFile ?? null,
     resources: {
       wallTimeSeconds: d.wallTimeSeconds ?? queueCfg?.defaultWallTimeSeconds ?? null,
       cpuTimeSeconds: d.cpuTimeSeconds ?? null,
@@ -262,6 +291,7 @@ export function renderBatchEnv(b: BatchFile): string {
     `JOB_QUEUE=${shq(b.queue)}`,
     `JOB_PARTITION=${shq(b.partition)}`,
     `JOB_CREDENTIAL_FILE=${str(b.credentialFile)}`,
+    `JOB_TOKEN_FILE=${str(b.tokenFile)}`,
     `JOB_WALLTIME=${num(r.wallTimeSeconds)}`,
     `JOB_CPUTIME=${num(r.cpuTimeSeconds)}`,
     `JOB_MEMORY=${num(r.memoryMB)}`,
@@ -326,6 +356,7 @@ export function renderJobScript(b: BatchFile, body: string): string {
     `JEM_DONE_FILE=${shq(b.doneFile)}`,
     `JEM_EVENT_FILE=${str(b.eventFile)}`,
     `JEM_CREDENTIAL_FILE=${str(b.credentialFile)}`,
+    `JEM_TOKEN_FILE=${str(b.tokenFile)}`,
     `JEM_EXECUTABLE=${str(b.executable)}`,
     `JEM_ARGS=${shArray(b.arguments)}`,
     `JEM_SUCCESS_CODE=${exitCode(b.successExitCode)}`,

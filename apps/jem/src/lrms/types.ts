@@ -26,6 +26,8 @@ export interface BatchJobSpec {
   /** RTE names for this job (requested); configured defaults are appended when missing. */
   runtimeEnvironments: string[];
   credentialFile?: string;
+  /** The job's bearer token in its session (ENV/TOKEN's BEARER_TOKEN_FILE; credential-files.ts). */
+  tokenFile?: string;
   requestId?: string;
   /** Mapping on: scripts run as the job's account and job files are written owned by it (src/priv). */
   runAs?: RunAsJob | undefined;

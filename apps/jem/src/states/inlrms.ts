@@ -6,6 +6,8 @@ import { batchDirOf, batchResult, runAsOf } from "../priv/jobs.js";
 import { moved, WAIT, waitUntil, type Step } from "./step.js";
 import { failToFinishing, failureChange, KILL_TEXT, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
+import { refreshCredentialFiles, renewalPending } from "../credential-files.js";
+import { credentialFor } from "../credentials.js";
 import { describeEnd, isSignalEnd, type FailureCause } from "../lrms/verdict.js";
 
 /** How long a signal-ended job waits for the batch system to say why (Slurm's completing phase). */
@@ -42,7 +44,11 @@ export function completion(files: { done: string | undefined; diag: string | und
 export async function inlrms(ctx: JemContext, job: JobRecord): Promise<Step> {
   if (job.pending) return toFinishing(ctx, job, {}, undefined);
   const files = await batchResult(ctx, job.id);
-  if (files.done === undefined) return job.killRequested ? cancel(ctx, job) : WAIT;
+  if (files.done === undefined) {
+    if (job.killRequested) return cancel(ctx, job);
+    await renewCredentials(ctx, job);
+    return WAIT;
+  }
   await endBatchJob(ctx, job);
 
   const done = completion(files);
@@ -129,6 +135,23 @@ async function toFinishing(
       );
     },
   );
+}
+
+/**
+ * The client renewed the job's delegation while it runs (the renewal rang it): the job's
+ * credential files get the new credential (credential-files.ts), and the record says so.
+ */
+async function renewCredentials(ctx: JemContext, job: JobRecord): Promise<void> {
+  if (!renewalPending(job)) return;
+  let runAs;
+  try {
+    runAs = await runAsOf(ctx, job);
+  } catch (e) {
+    jobLog(ctx, job).warn({ err: e }, "renewed credential not handed to the job: its account is refused");
+    return;
+  }
+  const change = await refreshCredentialFiles(ctx, job, runAs, await credentialFor(ctx, job));
+  if (change) await ctx.jobs.update(job, change, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
 }
 
 /** Nothing of an ended batch job runs on (fork: its cgroup is emptied); a failure is logged, the job goes on. */

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type { JobRecord } from "@ce/store";
+import { redisTrouble, type JobChange, type JobRecord } from "@ce/store";
 import { jobFields, jobLog, type JemContext } from "../context.js";
-import { credentialFor, resolveCredential } from "../credentials.js";
+import { credentialFor } from "../credentials.js";
+import { sessionCredFiles, writeCredentialFiles, type WrittenCredentials } from "../credential-files.js";
 import {
   appendErrors,
   appendPrivate,
@@ -18,6 +19,7 @@ import { BackendError, type Backend, type BatchJobSpec, type RunAsJob, type Subm
 import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
+import { jobRteNeeds } from "../lrms/batch.js";
 import { turnLog } from "../turn-log.js";
 
 /** Attempts of one submission (crash resumes included) after which a timeout or busy answer fails the job. */
@@ -34,7 +36,13 @@ const RETRY_MS = 5_000;
  */
 export async function submit(ctx: JemContext, job: JobRecord): Promise<Step> {
   const adopted = job.localId ?? (await leftoverLocalId(ctx, job.id));
-  if (adopted) return toInlrms(ctx, job, adopted, "Job is passed to LRMS (adopted after restart)");
+  if (adopted) {
+    // The earlier attempt wrote the credential files; which ones the JEM keeps current follows
+    // from the job's RTEs (credWritten stays unknown, so the next renewal replaces them).
+    const needs = jobRteNeeds(job.summary?.rtes ?? [], ctx.config, ctx.config.paths.rteDir);
+    const credFiles = sessionCredFiles(needs).join(",") || undefined;
+    return toInlrms(ctx, job, adopted, "Job is passed to LRMS (adopted after restart)", credFiles ? { credFiles } : {});
+  }
 
   const fail = async (text: string) => moved(await failToFinishing(ctx, job, text, { state: "SUBMIT", cause: "internal" }));
   const backend = backendFor(ctx.backends, job.backend);
@@ -89,7 +97,6 @@ async function submitTo(
       return fail(`Job submission to LRMS failed: cannot run the job as its mapped account: ${(e as Error).message}`.slice(0, 1024));
     }
   }
-  const cred = runAs ? await credentialFor(ctx, job, desc.delegationId) : await resolveCredential(ctx, job, desc.delegationId);
   const spec: BatchJobSpec = {
     jobId: job.id,
     owner: job.owner,
@@ -107,9 +114,20 @@ async function submitTo(
   };
   const partition = ctx.config.jobs.queues.find((q) => q.name === job.queue)?.partition;
   if (partition) spec.partition = partition;
-  // Only an X.509 delegation becomes a proxy file; token jobs never see a proxy path.
-  if (runAs && cred?.type === "x509") spec.credentialFile = await runAs.writeFile("proxy", cred.proxyPem, 0o600);
-  else if (cred && "file" in cred && cred.file && cred.type === "x509") spec.credentialFile = cred.file as string;
+  // The job's credential files (credential-files.ts): an X.509 delegation becomes the batch job's
+  // proxy file, a JWT one the session's token file when an RTE needs it (ENV/TOKEN); token jobs never
+  // see a proxy path.
+  let written: WrittenCredentials;
+  try {
+    const cred = await credentialFor(ctx, job, desc.delegationId);
+    written = await writeCredentialFiles(ctx, job, cred, runAs, jobRteNeeds(spec.runtimeEnvironments, ctx.config, spec.rteDir));
+  } catch (e) {
+    if (redisTrouble(e)) throw e;
+    log.warn({ err: e }, "credential files of the job not written");
+    return fail(`Job submission to LRMS failed: the job's credential files could not be written: ${(e as Error).message}`.slice(0, 1024));
+  }
+  if (written.proxyFile) spec.credentialFile = written.proxyFile;
+  if (written.tokenFile) spec.tokenFile = written.tokenFile;
   if (job.requestId) spec.requestId = job.requestId;
 
   const t0 = Date.now();
@@ -143,7 +161,7 @@ async function submitTo(
     ...(previous ? { resumed: true } : {}),
   });
   await updateLocal(ctx, job.id, { localid: localId });
-  return toInlrms(ctx, job, localId, "Job is passed to LRMS");
+  return toInlrms(ctx, job, localId, "Job is passed to LRMS", written.change);
 }
 
 type Submitted = ReturnType<typeof jobFields> & { backend: string; localId: string; queue: string; ms: number; resumed?: boolean };
@@ -174,8 +192,8 @@ async function noteStage0(ctx: JemContext, id: string, r: SubmitResult): Promise
   if (lines.length > 0) await appendErrors(ctx, id, `${lines.join("\n")}\n`);
 }
 
-async function toInlrms(ctx: JemContext, job: JobRecord, localId: string, reason: string): Promise<Step> {
-  const next = await transition(ctx, job, "INLRMS", { reason, change: { localId, lrms: undefined, startedAt: Date.now() } });
+async function toInlrms(ctx: JemContext, job: JobRecord, localId: string, reason: string, cred: JobChange = {}): Promise<Step> {
+  const next = await transition(ctx, job, "INLRMS", { reason, change: { ...cred, localId, lrms: undefined, startedAt: Date.now() } });
   if (next) await removePrivate(ctx, job.id, "submitting");
   return moved(next);
 }

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { closeHandle } from "@ce/sessionfs";
-import type { JobRecord } from "@ce/store";
+import { SESSION_TOKEN_FILE, type JobRecord } from "@ce/store";
+import { Forbidden } from "../../errors.js";
 import type { Logger } from "pino";
 import type { Services } from "../../context.js";
 import { SessionAccounts } from "./accounting.js";
@@ -48,6 +49,13 @@ export type ReadResult = { kind: "file"; response: Response } | { kind: "dir"; l
 
 /** GET/HEAD: a file is streamed (Range aware, download.ts), a directory is listed (decisions #13). */
 export async function readEntry(req: ReadRequest): Promise<ReadResult> {
+  // The job's bearer token is handed out only by `action=get` of its delegation (decisions #36),
+  // whoever runs the gateway: a compute.read caller must not read it here instead.
+  if (req.path.segments.length === 1 && req.path.segments[0] === SESSION_TOKEN_FILE)
+    throw new Forbidden(
+      `${SESSION_TOKEN_FILE} is the job's bearer token (ENV/TOKEN): it is not served from the session; its delegation's action=get gives it to a caller with compute.create`,
+      "SESSION_TOKEN_FILE",
+    );
   const target = await openTarget(req.root, req.path.segments).catch((e: unknown) => fsError(e, "read"));
   try {
     req.authorize(target.kind);
