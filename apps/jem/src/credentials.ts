@@ -23,21 +23,6 @@ export async function credentialFor(ctx: JemContext, job: JobRecord, delegationI
   }
 }
 
-/** The credential plus, for X.509, the refreshed `proxy` control file (mode 0600) the batch job uses. */
-export async function resolveCredential(
-  ctx: JemContext,
-  job: JobRecord,
-  delegationId?: string,
-): Promise<(JobCredential & { file?: string }) | undefined> {
-  const cred = await credentialFor(ctx, job, delegationId);
-  if (!cred) return undefined;
-  if (cred.type === "x509") {
-    await ctx.control.write(job.id, "proxy", cred.proxyPem, 0o600);
-    return { ...cred, file: ctx.control.file(job.id, "proxy") };
-  }
-  return cred;
-}
-
 /** The WLCG token profile's "any audience": a token any service accepts (a stolen one works everywhere). */
 export const WLCG_ANY_AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any";
 
@@ -84,12 +69,14 @@ export function tokenRefusal(token: string, url: string, allowAny: boolean): str
 
 /**
  * The job's proxy file is for the batch job only (staging reads delegations from the store):
- * once the batch job is over it goes, instead of lying in the control dir until the wipe.
+ * once the batch job is over it goes, instead of lying in the batch dir until the wipe.
  */
 export async function removeProxyFile(ctx: JemContext, job: JobRecord): Promise<void> {
   const warn = (e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed");
-  // Both copies: the control dir's and the one in the account's batch dir (priv.ts).
-  // Both in one message to the file thread, each on its own.
-  const batchCopy = ctx.priv ? [fileq.one(["unlink", join(ctx.priv.batchDir(job.id), "proxy")]).catch(warn)] : [];
-  await Promise.all([ctx.control.remove(job.id, "proxy").catch(warn), ...batchCopy]);
+  // The batch dir's (submit.ts), and a control dir copy an older version wrote there; one
+  // message to the file thread, each on its own. unlink never follows a link the job planted.
+  await Promise.all([
+    fileq.one(["unlink", join(ctx.control.batchDir(job.id), "proxy")]).catch(warn),
+    ctx.control.remove(job.id, "proxy").catch(warn),
+  ]);
 }

@@ -181,8 +181,8 @@ export function buildBatchFile(spec: BatchJobSpec, config: CompiledConfig): Batc
     sessionDir: spec.sessionDir,
     jobDir: spec.jobDir,
     wrapper: join(spec.jobDir, "job.sh"),
-    // The diagnose "comment" file; the wrapper writes diag/lrms_done next to it, so the job dir
-    // must be reachable from the worker nodes anyway.
+    // The batch dir (the JEM's `<session>.lrms`, under the session root the nodes share): the
+    // batch system's output (the diagnose "comment") and the wrapper's diag and lrms_done go there.
     commentFile: join(spec.jobDir, "comment"),
     diagFile: join(spec.jobDir, "diag"),
     doneFile: join(spec.jobDir, "lrms_done"),

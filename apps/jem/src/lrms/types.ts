@@ -16,7 +16,7 @@ export interface BatchJobSpec {
   /** FQANs / token groups recorded at submission (placement rules match on them). */
   fqans?: readonly string[] | undefined;
   sessionDir: string;
-  /** Per-job control directory: batch.json, job.sh, diag, lrms_done and comment live here. */
+  /** The job's batch dir (`<session>.lrms`, ControlDir.batchDir): batch.json, job.sh, diag, lrms_done and comment live here. */
   jobDir: string;
   description: JobDescription;
   queue: string;

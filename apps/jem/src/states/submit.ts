@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { fileq } from "@ce/controldir";
 import type { JobRecord } from "@ce/store";
 import { jobFields, jobLog, type JemContext } from "../context.js";
-import { credentialFor, resolveCredential } from "../credentials.js";
+import { credentialFor } from "../credentials.js";
 import {
   appendErrors,
   appendPrivate,
@@ -74,12 +76,16 @@ async function submitTo(
   // and job. One the earlier attempt did not finish preparing is prepared again (no script ran in it).
   // Either way the back end writes the batch files again (temporary name + rename) before it runs.
   let runAs: RunAsJob | undefined;
-  let jobDir = ctx.control.jobDir(job.id);
-  if (ctx.priv) {
+  let jobDir = ctx.control.batchDir(job.id);
+  if (!ctx.priv) {
+    // Mapping off: the batch dir is the CE's own (an earlier attempt's is kept, as above).
+    await mkdir(jobDir, { mode: 0o700 }).catch((e: unknown) => {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    });
+  } else {
     try {
       const as = await ctx.priv.accountFor(job.id, job.localUser);
-      if (previous && (await ctx.priv.batchDirReady(job.id, as))) jobDir = ctx.priv.batchDir(job.id);
-      else {
+      if (!previous || !(await ctx.priv.batchDirReady(job.id, as))) {
         await ctx.priv.prepareSession(job.id, as);
         jobDir = await ctx.priv.prepareBatchDir(job.id, as);
       }
@@ -89,7 +95,7 @@ async function submitTo(
       return fail(`Job submission to LRMS failed: cannot run the job as its mapped account: ${(e as Error).message}`.slice(0, 1024));
     }
   }
-  const cred = runAs ? await credentialFor(ctx, job, desc.delegationId) : await resolveCredential(ctx, job, desc.delegationId);
+  const cred = await credentialFor(ctx, job, desc.delegationId);
   const spec: BatchJobSpec = {
     jobId: job.id,
     owner: job.owner,
@@ -107,9 +113,12 @@ async function submitTo(
   };
   const partition = ctx.config.jobs.queues.find((q) => q.name === job.queue)?.partition;
   if (partition) spec.partition = partition;
-  // Only an X.509 delegation becomes a proxy file; token jobs never see a proxy path.
-  if (runAs && cred?.type === "x509") spec.credentialFile = await runAs.writeFile("proxy", cred.proxyPem, 0o600);
-  else if (cred && "file" in cred && cred.file && cred.type === "x509") spec.credentialFile = cred.file as string;
+  // Only an X.509 delegation becomes a proxy file, in the batch dir (the batch job's own: the
+  // control dir is not on the node); token jobs never see a proxy path.
+  if (cred?.type === "x509")
+    spec.credentialFile = runAs
+      ? await runAs.writeFile("proxy", cred.proxyPem, 0o600)
+      : await writeBatchFile(jobDir, "proxy", cred.proxyPem, 0o600);
   if (job.requestId) spec.requestId = job.requestId;
 
   const t0 = Date.now();
@@ -164,6 +173,13 @@ export const logSubmitted = turnLog<Submitted>("submitted to the batch system", 
     ...(resumed.length ? { resumed } : {}),
   };
 });
+
+/** A batch file of the CE's own batch dir (mapping off): a fresh temporary name, then rename; no link followed. */
+async function writeBatchFile(dir: string, name: string, content: string, mode: number): Promise<string> {
+  const path = `${dir}/${name}`;
+  await fileq.one(["write", path, content, mode]);
+  return path;
+}
 
 /** What RTE stage 0 printed and changed goes to the job's `errors` (diagnose file, `arcstat -l` readers). */
 async function noteStage0(ctx: JemContext, id: string, r: SubmitResult): Promise<void> {
