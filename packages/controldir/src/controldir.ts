@@ -46,13 +46,17 @@ export class ControlDir {
   // checked id and a fixed name (path.join on every control-file access showed in profiles).
   private readonly jobsPrefix: string;
   private readonly sessionPrefix: string;
+  /** Where batch dirs and doorbells live (`paths.batchRoot`): the session root unless configured apart. */
+  readonly batchRoot: string;
 
   constructor(
     readonly root: string,
     readonly sessionRoot: string,
+    batchRoot?: string,
   ) {
     this.jobsPrefix = join(root, "jobs", "x").slice(0, -1);
     this.sessionPrefix = join(sessionRoot, "x").slice(0, -1);
+    this.batchRoot = batchRoot ?? sessionRoot;
   }
 
   jobDir(id: string): string {
@@ -78,7 +82,8 @@ export class ControlDir {
    * outputs), and the wrapper's files are the CE's to read.
    */
   batchDir(id: string): string {
-    return `${this.sessionDir(id)}.lrms`;
+    if (!JOB_ID_RE.test(id)) throw new Error(`not a job id: ${JSON.stringify(id).slice(0, 80)}`);
+    return join(this.batchRoot, `${id}.lrms`);
   }
 
   /**
@@ -89,7 +94,7 @@ export class ControlDir {
    * nothing of the control dir.
    */
   eventsDir(): string {
-    return join(this.sessionRoot, ".events");
+    return join(this.batchRoot, ".events");
   }
 
   eventFile(id: string): string {
@@ -107,12 +112,14 @@ export class ControlDir {
   async ensureRoots(): Promise<void> {
     await mkdir(join(this.root, "jobs"), { recursive: true, mode: 0o700 });
     await mkdir(this.sessionRoot, { recursive: true, mode: 0o711 });
+    await mkdir(this.batchRoot, { recursive: true, mode: 0o711 });
     await mkdir(this.eventsDir(), { recursive: true, mode: 0o1733 });
     const modes: Array<[string, number]> = [
       [this.root, 0o700],
       [join(this.root, "jobs"), 0o700],
       [this.eventsDir(), 0o1733],
       [this.sessionRoot, 0o711],
+      [this.batchRoot, 0o711],
     ];
     // Not ours (a site-made volume root): the site set its modes.
     for (const [dir, mode] of modes) await chmod(dir, mode).catch(() => undefined);
@@ -215,12 +222,15 @@ export class ControlDir {
         }
       }
     }
-    for (const name of await readdir(this.sessionRoot).catch(() => [] as string[])) {
-      // `<id>` or `<id>.lrms`: a batch dir whose session is gone is still the job's.
-      const id = name.endsWith(".lrms") ? name.slice(0, -5) : name;
-      if (!JOB_ID_RE.test(id) || seen.has(id)) continue;
-      seen.add(id);
-      yield { id, mtimeMs: Math.max(await mtime(this.sessionDir(id)), await mtime(this.batchDir(id))) };
+    const roots = this.batchRoot === this.sessionRoot ? [this.sessionRoot] : [this.sessionRoot, this.batchRoot];
+    for (const root of roots) {
+      for (const name of await readdir(root).catch(() => [] as string[])) {
+        // `<id>` or `<id>.lrms`: a batch dir whose session is gone is still the job's.
+        const id = name.endsWith(".lrms") ? name.slice(0, -5) : name;
+        if (!JOB_ID_RE.test(id) || seen.has(id)) continue;
+        seen.add(id);
+        yield { id, mtimeMs: Math.max(await mtime(this.sessionDir(id)), await mtime(this.batchDir(id))) };
+      }
     }
   }
 

@@ -64,14 +64,17 @@ export class Privileged {
         'mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see docs/security.md "Privilege separation")',
       );
     }
-    // Jobs reach their session and batch dirs (both under the session root) by path: every
-    // ancestor must be traversable. The control dir is the CE's alone: no job needs it.
-    for (let d = dirname(control.sessionRoot); ; d = dirname(d)) {
-      if (((await stat(d)).mode & 0o001) === 0)
-        throw new Error(
-          `mapping is on but ${d} is not traversable by other users (o+x), so mapped accounts cannot reach ${control.sessionRoot}: chmod o+x ${d}`,
-        );
-      if (d === dirname(d)) break;
+    // Jobs reach their batch dirs (and, with a shared session, their session dirs) by path:
+    // every ancestor must be traversable. The control dir is the CE's alone: no job needs it.
+    const roots = config.lrms?.sharedSession === false ? [control.batchRoot] : [control.sessionRoot, control.batchRoot];
+    for (const root of new Set(roots)) {
+      for (let d = dirname(root); ; d = dirname(d)) {
+        if (((await stat(d)).mode & 0o001) === 0)
+          throw new Error(
+            `mapping is on but ${d} is not traversable by other users (o+x), so mapped accounts cannot reach ${root}: chmod o+x ${d}`,
+          );
+        if (d === dirname(d)) break;
+      }
     }
     // The CE's own account is whoever owns the control dir (the gateway's account in compose).
     const owner = await stat(control.root);

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir } from "node:fs/promises";
-import { fileq } from "@ce/controldir";
+import { mkdir, readFile } from "node:fs/promises";
+import { fileq, newNodeCapability, storeNodeCapabilityOp } from "@ce/controldir";
 import type { JobRecord } from "@ce/store";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
@@ -16,7 +16,7 @@ import {
   utcStamp,
 } from "../files.js";
 import type { Expected } from "../lrms/micro-batch.js";
-import { BackendError, type Backend, type BatchJobSpec, type RunAsJob, type SubmitResult } from "../lrms/types.js";
+import { BackendError, type Backend, type BatchJobSpec, type NodeTransfer, type RunAsJob, type SubmitResult } from "../lrms/types.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
@@ -120,6 +120,14 @@ async function submitTo(
       ? await runAs.writeFile("proxy", cred.proxyPem, 0o600)
       : await writeBatchFile(jobDir, "proxy", cred.proxyPem, 0o600);
   if (job.requestId) spec.requestId = job.requestId;
+  if (!ctx.config.lrms.sharedSession) {
+    try {
+      spec.node = await nodeTransfer(ctx, job.id);
+    } catch (e) {
+      log.warn({ err: e }, "the nothing-shared settings are not usable");
+      return fail(`Job submission to LRMS failed: ${(e as Error).message}`.slice(0, 1024));
+    }
+  }
 
   const t0 = Date.now();
   log.debug({ backend: backend.name }, "submitting to the batch system");
@@ -173,6 +181,28 @@ export const logSubmitted = turnLog<Submitted>("submitted to the batch system", 
     ...(resumed.length ? { resumed } : {}),
   };
 });
+
+/**
+ * `lrms.sharedSession: false`: a fresh capability for this job (its hash replaces an earlier
+ * attempt's, so a resubmission's batch script holds the only one that opens anything), the CE's
+ * URL and the CA the node trusts it with.
+ */
+async function nodeTransfer(ctx: JemContext, id: string): Promise<NodeTransfer> {
+  const caFile = ctx.config.lrms.nodeCaFile;
+  if (!caFile) throw new Error("lrms.sharedSession is false but lrms.nodeCaFile (the CA a node trusts the CE with) is not set");
+  const caPem = await readFile(caFile, "utf8").catch((e: unknown) => {
+    throw new Error(`lrms.nodeCaFile ${caFile} cannot be read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  });
+  if (!caPem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`lrms.nodeCaFile ${caFile} holds no PEM certificate`);
+  const cap = newNodeCapability();
+  await fileq.one(storeNodeCapabilityOp(ctx.control, id, cap.hash));
+  return {
+    url: `${ctx.config.endpoint.url.replace(/\/+$/, "")}/node/1/jobs/${id}`,
+    caPem,
+    capability: cap.token,
+    scratchDir: ctx.config.lrms.scratchDir,
+  };
+}
 
 /** A batch file of the CE's own batch dir (mapping off): a fresh temporary name, then rename; no link followed. */
 async function writeBatchFile(dir: string, name: string, content: string, mode: number): Promise<string> {
