@@ -5,14 +5,16 @@
  * fetches the inputs into `lrms.scratchDir` over HTTPS (curl) and sends the outputs, diag and exit
  * code back through the gateway's node route. A job with uploaded inputs finishes with its
  * outputs; `exit 3` is FAILED with exit code 3; the diag carries the bytes moved; every token-like
- * string the job can see opens nothing of another job. Real fork and Slurm back ends, a whole CE,
- * a real account (root only).
+ * string the job can see opens nothing of another job; a job the batch system kills for its wall
+ * time is reported as such. Real fork, Slurm and Grid Engine back ends, a whole CE, a real account
+ * (root only).
  */
 import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { TestAccounts } from "@ce/mapping/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { HAS_GRIDENGINE, startGridEngine, type GridEngineCluster } from "@ce/testing/gridengine";
 import { HAS_SLURM, startSlurm, type SlurmCluster } from "@ce/testing/slurm";
 import { startStack, type Stack } from "@ce/testing/stack";
 import { stackClient } from "@ce/testing/stack-client";
@@ -33,7 +35,13 @@ for p in "$1" "$2"; do if ls -- "$p" >/dev/null 2>&1; then echo "ls $p: OK"; els
 pwd > where.txt
 `;
 
-function suite(backend: "fork" | "slurm", start: () => Promise<{ env: NodeJS.ProcessEnv; stop(): void }>) {
+interface Opts {
+  /** xRSL that makes the batch system kill the job for its wall time; none: not tested here. */
+  walltime?: string;
+  config?: Record<string, unknown>;
+}
+
+function suite(backend: "fork" | "slurm" | "sge", start: () => Promise<{ env: NodeJS.ProcessEnv; stop(): void }>, o: Opts = {}) {
   const accounts = new TestAccounts();
   let stack: Stack;
   let cluster: { env: NodeJS.ProcessEnv; stop(): void } | undefined;
@@ -42,7 +50,7 @@ function suite(backend: "fork" | "slurm", start: () => Promise<{ env: NodeJS.Pro
   let scratch: string;
 
   beforeAll(async () => {
-    acct = await accounts.add(backend === "slurm" ? "ns" : "nf");
+    acct = await accounts.add({ fork: "nf", slurm: "ns", sge: "ng" }[backend]);
     cluster = await start();
     scratch = `/tmp/ce-nofs-${backend}-${process.pid}`;
     mkdirSync(scratch, { recursive: true });
@@ -58,6 +66,7 @@ function suite(backend: "fork" | "slurm", start: () => Promise<{ env: NodeJS.Pro
         mapping: { rules: [{ match: "*", user: acct }] },
         lrms: { sharedSession: false, scratchDir: scratch, nodeCaFile: "pki/ca/ca.pem" },
         paths: { batchRoot: "batch" },
+        ...o.config,
       },
     });
     for (const d of ["control", "session"]) {
@@ -138,6 +147,16 @@ function suite(backend: "fork" | "slurm", start: () => Promise<{ env: NodeJS.Pro
     expect(await c.waitState(sub.id!, ["FINISHED", "FAILED", "KILLED"], 180_000)).toBe("FAILED");
     expect(get(sub.id!, "diagnose/diag").body).toMatch(/^exitcode=3$/m);
   }, 240_000);
+  it.skipIf(!o.walltime)(
+    "a job the batch system kills for its wall time is reported as such",
+    async () => {
+      const sub = c.submit(`&(executable="/bin/sleep")(arguments="300")(jobname="nofs-wall")${o.walltime ?? ""}`);
+      expect(sub.id, sub.body).toBeDefined();
+      expect(await c.waitState(sub.id!, ["FINISHED", "FAILED", "KILLED"], 240_000)).toBe("FAILED");
+      expect(get(sub.id!, "diagnose/failed").body).toMatch(/Walltime exceeded/);
+    },
+    300_000,
+  );
 }
 
 describe.skipIf(!ROOT)("nothing shared: fork", () => {
@@ -146,8 +165,25 @@ describe.skipIf(!ROOT)("nothing shared: fork", () => {
 
 describe.skipIf(!ROOT || !HAS_SLURM)("nothing shared: Slurm", () => {
   let slurm: SlurmCluster;
-  suite("slurm", async () => {
-    slurm = await startSlurm(`/tmp/ce-slurm-n${process.pid}`);
-    return { env: { SLURM_CONF: slurm.conf }, stop: () => slurm.stop() };
-  });
+  suite(
+    "slurm",
+    async () => {
+      slurm = await startSlurm(`/tmp/ce-slurm-n${process.pid}`);
+      return { env: { SLURM_CONF: slurm.conf }, stop: () => slurm.stop() };
+    },
+    { walltime: `(walltime="1")` },
+  );
+});
+
+describe.skipIf(!ROOT || !HAS_GRIDENGINE)("nothing shared: Grid Engine", () => {
+  let sge: GridEngineCluster;
+  suite(
+    "sge",
+    async () => {
+      sge = await startGridEngine(`/tmp/ce-sge-n${process.pid}`, { queues: ["main", "short"], slots: 4 });
+      return { env: sge.env, stop: () => sge.stop() };
+    },
+    // A job in "short" gets a 4 s h_rt: Grid Engine's kill comes within seconds.
+    { walltime: `(queue="short")`, config: { jobs: { queues: [{ name: "main" }, { name: "short", defaultWallTimeSeconds: 4 }] } } },
+  );
 });
