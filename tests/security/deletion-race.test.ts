@@ -1,6 +1,6 @@
 /**
  * Root deletes a job's files (clean, expiry, the lost-record sweep) inside a tree the job's account
- * can write: its batch dir `<jobdir>/lrms` (2770, the account's). The job fills `lrms/d` with
+ * can write: its batch dir `<session>.lrms` (2770, the account's). The job fills its `d` with
  * 20,000 files, waits until the deletion is inside `d`, renames `d` away and puts a symlink to a
  * victim directory in its place. A deletion by path then goes through the link and removes the
  * victim's files as root; the JEM's deletion holds directories by descriptor and never follows a
@@ -59,7 +59,7 @@ function next<T>(key: string): Promise<T> {
 }
 
 /**
- * A victim directory (what root must never delete) and a job whose `lrms/d` is filled while it
+ * A victim directory (what root must never delete) and a job whose batch dir's `d` is filled while it
  * runs and armed against the victim once it is FINISHED; undefined when the JEM removed the
  * job's files before the trap was set (a round without an attack).
  */
@@ -72,7 +72,7 @@ async function armedJob(
   for (const n of VICTIM_FILES) await writeFile(join(victim, n), "precious");
   const id = await submitTestJob(env, shellJob("true"), lifetime === undefined ? {} : { lifetime });
   // The batch dir as it is with mapping on: the job's account owns it and everything in it.
-  const d = join(env.control.jobDir(id), "lrms", "d");
+  const d = join(env.control.batchDir(id), "d");
   const filled = next<{ filled: boolean }>("filled");
   attacker.send({ fill: d, names: VICTIM_FILES, pad: PAD });
   if (!(await filled).filled) return undefined;
@@ -101,6 +101,7 @@ describe("deletion race in the job's batch dir", () => {
       await waitForRest(env, job.id, "GONE", 60_000);
       await victimIntact(job.victim);
       await waitFor("job dir removed", async () => !existsSync(env.control.jobDir(job.id)), 20_000);
+      expect(existsSync(env.control.batchDir(job.id))).toBe(false);
     }
     // The attack must actually have run (the swap landed while the deletion was inside d).
     expect(swaps).toBeGreaterThan(0);
@@ -114,9 +115,9 @@ describe("deletion race in the job's batch dir", () => {
       if ((await job.swapped).swapped) swaps++;
       await waitForRest(env, job.id, "WIPED", 60_000);
       // The wipe follows the WIPED transition in the same pass: wait for it, then look.
-      await waitFor("batch dir removed", async () => !existsSync(join(env.control.jobDir(job.id), "lrms")), 20_000).catch(() => undefined);
+      await waitFor("batch dir removed", async () => !existsSync(env.control.batchDir(job.id)), 20_000).catch(() => undefined);
       await victimIntact(job.victim);
-      expect(existsSync(join(env.control.jobDir(job.id), "lrms"))).toBe(false);
+      expect(existsSync(env.control.batchDir(job.id))).toBe(false);
     }
     expect(swaps).toBeGreaterThan(0);
   }, 600_000);

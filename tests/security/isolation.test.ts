@@ -51,8 +51,8 @@ own=${JSON.stringify(join(s, "control", "jobs"))}/\${GRID_GLOBAL_JOBID:0:2}/\${G
 p other-session-file ${s}/session/${other.id}/mine.txt
 l other-session ${s}/session/${other.id}
 w other-session ${s}/session/${other.id}/planted
-p other-proxy ${otherJob}/lrms/proxy
-l other-batch ${otherJob}/lrms
+p other-proxy ${s}/session/${other.id}.lrms/proxy
+l other-batch ${s}/session/${other.id}.lrms
 p other-local ${otherJob}/local
 p tls-key ${s}/pki/host/key.pem
 p ca-key ${s}/pki/ca-private/ca.key
@@ -63,13 +63,13 @@ p redis-jem-password ${s}/secrets/redis-jem.password
 l secrets ${s}/secrets
 l control ${s}/control
 l control-jobs ${s}/control/jobs
-l control-events ${s}/control/events
 l session-root ${s}/session
+l events ${s}/session/.events
 l own-jobdir "$own"
 p own-local "$own/local"
 p own-description "$own/description"
 w own-status "$own/status"
-l own-batch "$own/lrms"
+l own-batch ${s}/session/$GRID_GLOBAL_JOBID.lrms
 echo "redis:$(redis-cli -h 127.0.0.1 -p ${redisPort} get x 2>&1 | head -1)"
 echo "job wrote this" > result.txt
 mkdir -p sub && echo nested > sub/n.txt
@@ -159,8 +159,8 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
     const c1 = client(stack, { cert: a.X509_USER_CERT!, key: a.X509_USER_KEY! });
     await c1.waitState(s, ["RUNNING"]);
 
-    // S's proxy: the account's own file, 0600, in its batch dir.
-    const proxy = statSync(join(jobDirOf(stack.state, s), "lrms", "proxy"));
+    // S's proxy: the account's own file, 0600, in its batch dir beside the session.
+    const proxy = statSync(join(stack.state, "session", `${s}.lrms`, "proxy"));
     expect(proxy.uid).toBe(uidOf(pool[0]!));
     expect(proxy.mode & 0o777).toBe(0o600);
 
@@ -215,16 +215,18 @@ describe.skipIf(!ROOT)("jobs run as mapped accounts and reach nothing of the CE'
       "ls:secrets",
       "ls:control",
       "ls:control-jobs",
-      "ls:control-events",
       "ls:session-root",
+      "ls:events",
       "ls:own-jobdir",
       "cat:own-local",
       "cat:own-description",
       "write:own-status",
     ];
     for (const k of denied) expect.soft(r[k], `${k} in\n${out}`).toBe("DENIED");
-    // Its own batch dir (job.sh, comment, diag) is the one part of the control dir it reaches.
+    // Its own batch dir (job.sh, comment, diag), beside its session, is what it reaches; the
+    // control dir is the CE's alone (0700).
     expect(r["ls:own-batch"]).toBe("OK");
+    expect(statSync(join(stack.state, "control")).mode & 0o777).toBe(0o700);
     expect(out).toMatch(/^redis:NOAUTH/m);
     expect(existsPlanted(stack, ids.s)).toBe(false);
   });

@@ -14,6 +14,7 @@ import { jobRoutes } from "./routes/jobs.js";
 import { sessionRoutes } from "./routes/session.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { delegationRoutes } from "./routes/delegations.js";
+import { nodeRoutes } from "./routes/node.js";
 import { applyRuntimeInternals } from "./runtime-internals.js";
 import { resolveDotSegments } from "./services/session/index.js";
 import { landingPage } from "./pages/landing.js";
@@ -83,6 +84,8 @@ export function createApp(services: Services): Hono<AppEnv> {
     throw new NotFound("Functionality Not Supported", "FUNCTIONALITY_NOT_SUPPORTED");
   });
   app.route(rest, r);
+  // Batch jobs on nodes that share no file system with the CE, with their job's capability (routes/node.ts).
+  app.route(`${services.config.mountPath}/node/1`, nodeRoutes());
   // The endpoint URL itself (what /info publishes): a browser is sent on to the landing page.
   app.get(services.config.mountPath || "/", (c, next) =>
     isPageRequest(c) ? c.redirect(`${rest}/${SUPPORTED_VERSIONS.at(-1)}`, 302) : next(),

@@ -109,7 +109,7 @@ export async function createServices(config: CompiledConfig, logger: Logger): Pr
   // once here, bounded — a gateway booting while Redis is away answers 503 until it is back.
   await redisReady(redis, 10_000);
   const prefix = config.redis.prefix;
-  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
+  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot, config.paths.batchRoot);
   await control.ensureRoots();
   let trust: TrustStore;
   try {

@@ -1,4 +1,5 @@
 import { removePath, replaceFileIn, SessionFsError } from "@ce/sessionfs";
+import { fileq } from "@ce/controldir";
 import { SESSION_TOKEN_FILE, type JobCredential, type JobRecord, type RteCredential } from "@ce/store";
 import { jobLog, type JemContext } from "./context.js";
 import type { RunAsJob } from "./lrms/types.js";
@@ -46,13 +47,16 @@ function ownerOf(ctx: JemContext, runAs: RunAsJob | undefined): { uid: number; g
 }
 
 /**
- * The batch job's proxy file, replaced atomically: in the account's batch dir (mapping on), else the
- * control dir's `proxy`. Its path is what the wrapper exports as X509_USER_PROXY.
+ * The batch job's proxy file, replaced atomically, in the job's batch dir beside the session (the
+ * control dir is not on the node): written as the account with mapping on, else by the CE into its
+ * own batch dir (a fresh temporary name, then rename; no link followed). Its path is what the
+ * wrapper exports as X509_USER_PROXY.
  */
 async function writeBatchProxy(ctx: JemContext, job: JobRecord, runAs: RunAsJob | undefined, pem: string): Promise<string> {
   if (runAs) return runAs.writeFile("proxy", pem, 0o600);
-  await ctx.control.write(job.id, "proxy", pem, 0o600);
-  return ctx.control.file(job.id, "proxy");
+  const path = `${ctx.control.batchDir(job.id)}/proxy`;
+  await fileq.one(["write", path, pem, 0o600]);
+  return path;
 }
 
 async function writeSession(ctx: JemContext, job: JobRecord, runAs: RunAsJob | undefined, name: string, content: string): Promise<string> {

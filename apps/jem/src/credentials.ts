@@ -70,13 +70,16 @@ export function tokenRefusal(token: string, url: string, allowAny: boolean): str
 
 /**
  * The job's proxy file is for the batch job only (staging reads delegations from the store):
- * once the batch job is over it goes, instead of lying in the control dir until the wipe.
+ * once the batch job is over it goes, instead of lying in the batch dir until the wipe.
  */
 export async function removeProxyFile(ctx: JemContext, job: JobRecord): Promise<void> {
   const warn = (e: unknown) => jobLog(ctx, job).warn({ err: e }, "proxy file not removed");
-  // Both copies: the control dir's and the one in the account's batch dir (priv.ts).
-  // Both in one message to the file thread, each on its own.
-  const batchCopy = ctx.priv ? [fileq.one(["unlink", join(ctx.priv.batchDir(job.id), "proxy")]).catch(warn)] : [];
-  // The session's bearer token (ENV/TOKEN) goes too, before the stage-out could deliver it.
-  await Promise.all([ctx.control.remove(job.id, "proxy").catch(warn), ...batchCopy, removeSessionToken(ctx, job)]);
+  // The batch dir's (credential-files.ts), a control dir copy an older version wrote there, and the
+  // session's bearer token (ENV/TOKEN), before the stage-out could deliver it; each on its own.
+  // unlink never follows a link the job planted.
+  await Promise.all([
+    fileq.one(["unlink", join(ctx.control.batchDir(job.id), "proxy")]).catch(warn),
+    ctx.control.remove(job.id, "proxy").catch(warn),
+    removeSessionToken(ctx, job),
+  ]);
 }

@@ -89,7 +89,7 @@ export async function startJem(config: CompiledConfig, opts: JemOptions = {}): P
   const outage = createOutage(redis, prefix, log, { afterEpisode: () => afterOutage.ring?.() });
   for (const conn of [redis, sub])
     conn.on("error", (e: unknown) => warnUnlessOutage(outage, log, e, "redis connection error")).on("ready", () => outage.nudge());
-  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot);
+  const control = new ControlDir(config.paths.controlDir, config.paths.sessionRoot, config.paths.batchRoot);
   await control.ensureRoots();
   // The file thread (@ce/controldir files.ts) starts now, not in the first burst of jobs.
   await fileq.one(["exists", control.root]);

@@ -18,6 +18,7 @@ import { Dir, removeEntry, SessionFsError } from "@ce/sessionfs";
 import { JOB_ID_RE, fileq } from "@ce/controldir";
 import type { JemContext } from "./context.js";
 import { exists } from "./files.js";
+import { batchEnded } from "./priv/collect.js";
 import { warnUnlessOutage } from "./outage.js";
 
 /**
@@ -39,8 +40,8 @@ function isDirError(r: PromiseSettledResult<unknown>): boolean {
 }
 
 /**
- * Completion detection for batch jobs. The job wrapper writes `<jobdir>/lrms_done` and then rings a
- * doorbell: an empty file `<control>/events/<jobId>`. One inotify watch on that flat directory
+ * Completion detection for batch jobs. The job wrapper writes `lrms_done` in its batch dir and then
+ * rings a doorbell: an empty file `<sessionRoot>/.events/<jobId>` (the control dir is not the job's). One inotify watch on that flat directory
  * (`fs.watch`) names each new entry, so the cost does not grow with the number of active jobs, and
  * the watch keeps no state per entry: a name that is not a job id costs one regex test and is
  * forgotten. Doorbells arriving together are answered together: one ring (Redis call) for all,
@@ -193,11 +194,7 @@ export function startWatcher(ctx: JemContext, opts: { useEvents: boolean }) {
       const ids = [...(await ctx.jobs.idsInState("INLRMS")), ...(await ctx.jobs.idsInState("CANCELING"))];
       const done: string[] = [];
       for (const id of ids) {
-        if (
-          (await exists(ctx.control.file(id, "lrms_done"))) ||
-          (ctx.priv !== undefined && (await exists(`${ctx.priv.batchDir(id)}/lrms_done`)))
-        )
-          done.push(id);
+        if ((await exists(ctx.control.file(id, "lrms_done"))) || (await batchEnded(ctx.control, id))) done.push(id);
       }
       if (done.length > 0) await kick(done, "lrms-done-scan");
     } finally {

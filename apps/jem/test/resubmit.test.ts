@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { TestAccounts } from "@ce/mapping/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Jem } from "../src/daemon.js";
@@ -9,7 +9,7 @@ import { letJemSee, output, shellJob, submitTestJob, testEnv, testJem, waitForRe
 /**
  * A JEM killed during a submission leaves the `submitting` marker and whatever it had written; the
  * next attempt must rebuild what the back end needs instead of trusting it (issue 29: "Job
- * submission to LRMS failed: cannot read …/lrms/batch.env" after a crash soak). The state a kill
+ * submission to LRMS failed: cannot read …/batch.env" after a crash soak). The state a kill
  * inside prepare-batch leaves: the batch dir made (by the CE, 0700) but not yet handed to the
  * account, no batch files in it. Mapping on, a real account (root only).
  */
@@ -41,13 +41,13 @@ describe.skipIf(!ROOT)("a submission resumed after a JEM crash", () => {
       { localUser },
       { notify: false },
     );
-    // What the dead JEM left: an attempt recorded, the job dir levels traversable, the batch dir made
-    // but still the CE's (killed between mkdir and chown), a temporary batch file never renamed.
+    // What the dead JEM left: an attempt recorded, the batch dir made but still the CE's (killed
+    // between mkdir and chown), a temporary batch file never renamed.
     const jobDir = env.control.jobDir(id);
     writeFileSync(join(jobDir, "submitting"), `20250101000000Z 4242 tag=${id}.deadbeef\n`, { mode: 0o600 });
-    for (const d of [dirname(dirname(jobDir)), dirname(jobDir), jobDir]) chmodSync(d, 0o711);
-    mkdirSync(join(jobDir, "lrms"), { mode: 0o700 });
-    writeFileSync(join(jobDir, "lrms", "batch.env.tmp-4242-x"), "JOB_ID='", { mode: 0o600 });
+    const batch = env.control.batchDir(id);
+    mkdirSync(batch, { mode: 0o700 });
+    writeFileSync(join(batch, "batch.env.tmp-4242-x"), "JOB_ID='", { mode: 0o600 });
 
     jem = await testJem(env);
     await letJemSee(env, id);

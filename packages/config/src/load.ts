@@ -8,7 +8,7 @@ import { configSchema, type Config, type ConfigInput } from "./schema.js";
 
 /** Configuration after defaults are applied and every derived value is resolved (absolute paths, default queue). */
 export interface CompiledConfig extends Config {
-  paths: Config["paths"] & { stateDir: string; controlDir: string; sessionRoot: string; rteDir: string };
+  paths: Config["paths"] & { stateDir: string; controlDir: string; sessionRoot: string; batchRoot: string; rteDir: string };
   auth: Config["auth"] & { caDir: string; voms: Config["auth"]["voms"] & { dir: string; hostNames: string[] } };
   jobs: Config["jobs"] & { defaultQueue: string };
   lrms: Config["lrms"] & { scriptsDir: string; callsPerSecond: number };
@@ -134,6 +134,7 @@ export function compileConfig(input: ConfigInput, baseDir = process.cwd(), origi
       stateDir,
       controlDir: abs(cfg.paths.controlDir ?? `${stateDir}/control`),
       sessionRoot: abs(cfg.paths.sessionRoot ?? `${stateDir}/session`),
+      batchRoot: abs(cfg.paths.batchRoot ?? cfg.paths.sessionRoot ?? `${stateDir}/session`),
       rteDir: abs(cfg.paths.rteDir ?? `${stateDir}/rte`),
     },
     redis: { ...cfg.redis, users: redisUsers(cfg, stateDir, abs) },
@@ -151,6 +152,7 @@ export function compileConfig(input: ConfigInput, baseDir = process.cwd(), origi
       ...cfg.lrms,
       scriptsDir: abs(cfg.lrms.scriptsDir ?? SHIPPED_BACKENDS),
       callsPerSecond: cfg.lrms.callsPerSecond ?? DEFAULT_LRMS_RATE[cfg.lrms.backend] ?? 20,
+      ...(cfg.lrms.nodeCaFile ? { nodeCaFile: abs(cfg.lrms.nodeCaFile) } : {}),
     },
     origin: url.origin,
     mountPath: url.pathname.replace(/\/+$/, ""),

@@ -98,6 +98,13 @@ export const configSchema = z.object({
       controlDir: z.string().optional(),
       /** Session directory root (shared between gateways, JEMs and worker nodes). Default: <stateDir>/session */
       sessionRoot: z.string().optional(),
+      /**
+       * Where the batch jobs' own dirs (`<id>.lrms`: job script, proxy, diag, lrms_done) and the
+       * completion doorbells (`.events/`) live. Default: the session root, shared with the worker
+       * nodes. With `lrms.sharedSession: false` a head-node directory (0711) keeps them apart, so
+       * the session root can be the CE's alone (docs/operations.md "What the worker nodes share").
+       */
+      batchRoot: z.string().optional(),
       /** Runtime environment scripts: <rteDir>/<NAME> (names may contain `/`). Default: <stateDir>/rte */
       rteDir: z.string().optional(),
     })
@@ -416,6 +423,25 @@ export const configSchema = z.object({
        */
       callsPerSecond: z.number().min(0).optional(),
       scriptTimeoutMs: z.number().int().positive().default(60_000),
+      /**
+       * Whether the worker nodes share the session root with the CE (docs/operations.md "What the
+       * worker nodes share"). false: nothing is shared; the batch script carries the CE's URL
+       * (`endpoint.url`), the CA to trust it (`nodeCaFile`) and a capability for its one job, and
+       * the wrapper fetches the inputs over HTTPS into `scratchDir` and sends the outputs, its
+       * diag and the exit code back, with curl.
+       */
+      sharedSession: z.boolean().default(true),
+      /**
+       * Node-local directory the wrapper works in when `sharedSession` is false (a private
+       * `<scratchDir>/<job id>.XXXXXX` per job, removed at its end); also where the batch system
+       * starts the job there. An absolute path present on every node.
+       */
+      scratchDir: z
+        .string()
+        .regex(/^\/[A-Za-z0-9_.\/-]*$/, "an absolute path of plain characters")
+        .default("/tmp"),
+      /** PEM file of the CA(s) a node trusts the CE's `endpoint.url` with (`sharedSession: false`); required then. */
+      nodeCaFile: z.string().optional(),
       /** Containment and limits of the fork back end (docs/fork-containment.md). */
       fork: z
         .object({

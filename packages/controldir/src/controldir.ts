@@ -46,13 +46,17 @@ export class ControlDir {
   // checked id and a fixed name (path.join on every control-file access showed in profiles).
   private readonly jobsPrefix: string;
   private readonly sessionPrefix: string;
+  /** Where batch dirs and doorbells live (`paths.batchRoot`): the session root unless configured apart. */
+  readonly batchRoot: string;
 
   constructor(
     readonly root: string,
     readonly sessionRoot: string,
+    batchRoot?: string,
   ) {
     this.jobsPrefix = join(root, "jobs", "x").slice(0, -1);
     this.sessionPrefix = join(sessionRoot, "x").slice(0, -1);
+    this.batchRoot = batchRoot ?? sessionRoot;
   }
 
   jobDir(id: string): string {
@@ -70,12 +74,27 @@ export class ControlDir {
   }
 
   /**
+   * The batch job's own directory, beside its session dir as A-REX keeps `<session>.diag`: the
+   * job script, the batch system's output (`comment`), `diag`, the end marker `lrms_done` and the
+   * job's proxy. Everything a batch job writes is under the session root, the one file system a
+   * worker node shares with the CE; the control dir stays private to the head node. Not inside
+   * the session dir: that is the user's (served, listed, counted against the quota, returned as
+   * outputs), and the wrapper's files are the CE's to read.
+   */
+  batchDir(id: string): string {
+    if (!JOB_ID_RE.test(id)) throw new Error(`not a job id: ${JSON.stringify(id).slice(0, 80)}`);
+    return join(this.batchRoot, `${id}.lrms`);
+  }
+
+  /**
    * Flat directory of completion doorbells: a batch job drops `<id>` here after writing its
    * `lrms_done`, so one watch on one directory (`fs.watch`) sees every completion however many
    * jobs are active. The per-job `lrms_done` stays the truth; the doorbell only says "look".
+   * Under the session root (not a job id, so never taken for a session): a batch job reaches
+   * nothing of the control dir.
    */
   eventsDir(): string {
-    return join(this.root, "events");
+    return join(this.batchRoot, ".events");
   }
 
   eventFile(id: string): string {
@@ -84,19 +103,23 @@ export class ControlDir {
   }
 
   /**
-   * Roots with the modes of docs/security.md "Privilege separation": control, jobs and the session root are
-   * traverse-only for others (0711: a job reaches its own batch and session dir by name, lists
-   * nothing); events is write-only for others (1733: a batch job rings its doorbell, sees no other).
+   * Roots with the modes of docs/security.md "Privilege separation": the control dir and `jobs/`
+   * are the CE's alone (0700: no batch job needs them, docs/operations.md "What the worker nodes
+   * share"); the session root is traverse-only for others (0711: a job reaches its own session and
+   * batch dir by name, lists nothing); events is write-only for others (1733: a batch job rings
+   * its doorbell, sees no other).
    */
   async ensureRoots(): Promise<void> {
-    await mkdir(join(this.root, "jobs"), { recursive: true, mode: 0o711 });
-    await mkdir(this.eventsDir(), { recursive: true, mode: 0o1733 });
+    await mkdir(join(this.root, "jobs"), { recursive: true, mode: 0o700 });
     await mkdir(this.sessionRoot, { recursive: true, mode: 0o711 });
+    await mkdir(this.batchRoot, { recursive: true, mode: 0o711 });
+    await mkdir(this.eventsDir(), { recursive: true, mode: 0o1733 });
     const modes: Array<[string, number]> = [
-      [this.root, 0o711],
-      [join(this.root, "jobs"), 0o711],
+      [this.root, 0o700],
+      [join(this.root, "jobs"), 0o700],
       [this.eventsDir(), 0o1733],
       [this.sessionRoot, 0o711],
+      [this.batchRoot, 0o711],
     ];
     // Not ours (a site-made volume root): the site set its modes.
     for (const [dir, mode] of modes) await chmod(dir, mode).catch(() => undefined);
@@ -173,14 +196,15 @@ export class ControlDir {
     await removeTreeAt(this.sessionDir(id));
   }
 
-  /** Session and job dir (whose `lrms/` the job's account owns), removed as removeSession does. */
+  /** Session, batch and job dir, removed as removeSession does (the account owns the first two). */
   async removeAll(id: string): Promise<void> {
     await this.removeSession(id);
+    await removeTreeAt(this.batchDir(id));
     await removeTreeAt(this.jobDir(id));
   }
 
   /**
-   * Every job id that has a control dir or a session dir, with the newest mtime of the two
+   * Every job id that has a control dir, a session dir or a batch dir, with the newest mtime of them
    * (ms). For the lost-record sweep: one pass over the fan-out, O(jobs) but run rarely. Names
    * that are not job ids are not ours and are skipped.
    */
@@ -193,12 +217,20 @@ export class ControlDir {
         for (const id of await readdir(join(jobs, a, b)).catch(() => [] as string[])) {
           if (!JOB_ID_RE.test(id) || id.slice(0, 2) !== a || id.slice(2, 4) !== b) continue;
           seen.add(id);
-          yield { id, mtimeMs: Math.max(await mtime(join(jobs, a, b, id)), await mtime(this.sessionDir(id))) };
+          const times = await Promise.all([mtime(join(jobs, a, b, id)), mtime(this.sessionDir(id)), mtime(this.batchDir(id))]);
+          yield { id, mtimeMs: Math.max(...times) };
         }
       }
     }
-    for (const id of await readdir(this.sessionRoot).catch(() => [] as string[])) {
-      if (JOB_ID_RE.test(id) && !seen.has(id)) yield { id, mtimeMs: await mtime(this.sessionDir(id)) };
+    const roots = this.batchRoot === this.sessionRoot ? [this.sessionRoot] : [this.sessionRoot, this.batchRoot];
+    for (const root of roots) {
+      for (const name of await readdir(root).catch(() => [] as string[])) {
+        // `<id>` or `<id>.lrms`: a batch dir whose session is gone is still the job's.
+        const id = name.endsWith(".lrms") ? name.slice(0, -5) : name;
+        if (!JOB_ID_RE.test(id) || seen.has(id)) continue;
+        seen.add(id);
+        yield { id, mtimeMs: Math.max(await mtime(this.sessionDir(id)), await mtime(this.batchDir(id))) };
+      }
     }
   }
 

@@ -19,7 +19,6 @@ const NAMES = new Set(Object.keys(CONTROL_FILES));
 
 /** Modules that take a control file's path for something other than a read operation, and why that is no write. */
 const PATH_USES: Record<string, string> = {
-  "apps/jem/src/credential-files.ts": "hands the `proxy` path to the batch job as X509_USER_PROXY (it reads it)",
   "apps/jem/src/poller.ts": "`lrms_done` path checked with exists() before the poller creates it through control.create",
   "apps/jem/src/priv/priv.ts": "readSmall() of `local` (the mapping), by path on the file thread",
   "packages/ops/src/joblog.ts": "ceadm reads `errors` (the job log) by path",

@@ -130,15 +130,16 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
     when: "appended for each transfer (input and output records)",
   },
   diag: {
-    writers: { [JEM("priv/priv.ts")]: ["write"] },
-    batchJob: "the job wrapper writes it at the job's end (mapping off: here; mapping on: in its batch dir, copied here by priv.ts)",
+    writers: { [JEM("priv/collect.ts")]: ["write"] },
+    batchJob:
+      "the job wrapper writes it at the job's end in its batch dir `<session>.lrms`; priv/collect.ts copies it here (no link followed, capped)",
     mode: 0o600,
     readers: "JEM (usage, exit code), diagnose",
     diagnose: "file",
     when: "at the batch job's end",
   },
   comment: {
-    writers: { [JEM("priv/priv.ts")]: ["write"] },
+    writers: { [JEM("priv/collect.ts")]: ["write"] },
     batchJob: "the job wrapper (as diag)",
     mode: 0o600,
     readers: "diagnose",
@@ -155,9 +156,9 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
   lrms_done: {
     writers: {
       [JEM("files.ts")]: ["create", "write", "remove"],
-      [JEM("priv/priv.ts")]: ["write"],
+      [JEM("priv/collect.ts")]: ["write"],
     },
-    batchJob: "the job wrapper writes it last at the job's end (mapping on: in its batch dir, copied here by priv.ts)",
+    batchJob: "the job wrapper writes it last at the job's end in its batch dir `<session>.lrms`; priv/collect.ts copies it here",
     mode: 0o600,
     readers: "JEM (the batch job is over, its exit code)",
     diagnose: "never",
@@ -178,11 +179,11 @@ export const CONTROL_FILES: { readonly [F in ControlFile]: ControlFileSpec } = {
     when: "reserved (an A-REX name); nothing writes it",
   },
   proxy: {
-    writers: { [JEM("credential-files.ts")]: ["write"], [JEM("credentials.ts")]: ["remove"] },
+    writers: { [JEM("credentials.ts")]: ["remove"] },
     mode: 0o600,
-    readers: "the batch job (X509_USER_PROXY)",
+    readers: "nobody",
     diagnose: "never",
-    when: "before the batch job starts, again on each renewal of the delegation while it runs; removed when the batch job is over",
+    when: "no longer written: the batch job's proxy is in its batch dir `<session>.lrms` (credential-files.ts), rewritten on each renewal; one an older version left is removed when the batch job is over",
   },
 };
 

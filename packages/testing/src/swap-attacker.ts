@@ -2,7 +2,7 @@
  * The job's side of the deletion race (tests/security/deletion-race.test.ts), in a process of its
  * own so that it runs while the JEM deletes. `fill` creates a directory of many files; `arm`
  * watches it (inotify) and, on the first entry the deleter removes, renames the directory away
- * and puts a symlink to the victim in its place: what a job's account can do in its `lrms/`.
+ * and puts a symlink to the victim in its place: what a job's account can do in its batch dir `<session>.lrms`.
  */
 import { mkdirSync, renameSync, symlinkSync, watch, writeFileSync } from "node:fs";
 

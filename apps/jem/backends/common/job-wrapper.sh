@@ -11,6 +11,27 @@
 # Values are never eval'ed: arrays are expanded as "${X[@]}", variables exported as "NAME=value".
 # No `set -e`/`-u`: RTE scripts are sourced into this shell and may rely on lax defaults.
 
+# Nothing shared (lrms.sharedSession: false; the header then sets JEM_NODE_URL, JEM_NODE_CA,
+# JEM_NODE_CAP, JEM_NODE_SCRATCH, none exported): the job works in a private node-local dir,
+# `work/` for the session and `batch/` for what would be the batch dir, fetches its inputs from the
+# CE and sends outputs, diag and lrms_done back (remote.sh-style helpers below, curl only). The
+# capability goes to curl in a 0600 config file, never on a command line.
+__jem_remote=""
+if [[ -n ${JEM_NODE_URL:-} ]]; then
+  __jem_remote=$(mktemp -d "${JEM_NODE_SCRATCH:-/tmp}/ce-$JEM_JOB_ID.XXXXXX") || { echo "jem-wrapper: cannot create a scratch dir in $JEM_NODE_SCRATCH" >&2; exit 1; }
+  mkdir -m 0700 -- "$__jem_remote/work" "$__jem_remote/batch" || exit 1
+  exec >>"$__jem_remote/batch/comment" 2>&1
+  (umask 077; printf '%s' "$JEM_NODE_CA" >"$__jem_remote/batch/ca.pem"; printf 'header = "Authorization: Bearer %s"\n' "$JEM_NODE_CAP" >"$__jem_remote/batch/curl.cfg")
+  unset JEM_NODE_CAP JEM_NODE_CA
+  JEM_SESSION_DIR=$__jem_remote/work
+  JEM_JOB_DIR=$__jem_remote/batch
+  JEM_DIAG_FILE=$__jem_remote/batch/diag
+  JEM_DONE_FILE=$__jem_remote/batch/lrms_done
+  JEM_EVENT_FILE=""
+  JEM_CREDENTIAL_FILE=""
+fi
+__jem_in_bytes=0 __jem_in_ms=0 __jem_out_bytes=0 __jem_out_ms=0
+
 # Builtins instead of date/hostname: every fork counts when a node runs many short jobs.
 __jem_now() { TZ=UTC0 printf -v "$1" '%(%Y%m%d%H%M%S)TZ' -1; } # VAR <- now, YYYYMMDDHHMMSSZ
 __jem_start_s=${EPOCHSECONDS:-$(date +%s)}
@@ -74,12 +95,66 @@ __jem_scratch_back() {
   return $ok
 }
 
+# --- nothing shared: transfers with the CE (the gateway's node route) ---
+__jem_curl() {
+  curl -sS --fail --retry 3 --retry-delay 2 --connect-timeout 30 --proto =https \
+    --cacert "$__jem_remote/batch/ca.pem" -K "$__jem_remote/batch/curl.cfg" "$@"
+}
+__jem_urlenc() { # REPLY <- PATH percent-encoded byte by byte (slashes kept)
+  local LC_ALL=C s=$1 c i out=""
+  for ((i = 0; i < ${#s}; i++)); do
+    c=${s:i:1}
+    case $c in [A-Za-z0-9._~/-]) out+=$c ;; *) printf -v c '%%%02X' "'$c"; out+=$c ;; esac
+  done
+  REPLY=$out
+}
+__jem_add_xfer() { # DIRECTION "<bytes> <seconds>" from curl -w
+  local b=${2%% *} t=${2#* } sec frac ms
+  [[ $b =~ ^[0-9]+$ ]] || b=0
+  if [[ $t =~ ^([0-9]+)(\.([0-9]*))?$ ]]; then sec=${BASH_REMATCH[1]}; frac=${BASH_REMATCH[3]}000; else sec=0 frac=000; fi
+  ms=$(( 10#$sec * 1000 + 10#${frac:0:3} ))
+  if [[ $1 == in ]]; then (( __jem_in_bytes += b, __jem_in_ms += ms )); else (( __jem_out_bytes += b, __jem_out_ms += ms )); fi
+}
+__jem_fetch_inputs() {
+  local list=$JEM_JOB_DIR/inputs f w
+  __jem_curl -o "$list" "$JEM_NODE_URL/files" || return 1
+  while IFS= read -r -d '' f; do
+    [[ $f == */* ]] && { mkdir -p -- "$JEM_SESSION_DIR/${f%/*}" || return 1; }
+    __jem_urlenc "$f"
+    w=$(__jem_curl -o "$JEM_SESSION_DIR/$f" -w '%{size_download} %{time_total}' "$JEM_NODE_URL/session/$REPLY") || return 1
+    __jem_add_xfer in "$w"
+  done <"$list"
+  # What is newer than this when the job ends is sent back.
+  : >"$JEM_JOB_DIR/inputs.done"
+}
+__jem_send_outputs() {
+  local f w ok=0
+  [[ -e $JEM_JOB_DIR/inputs.done ]] || return 0
+  while IFS= read -r -d '' f; do
+    f=${f#./}
+    __jem_urlenc "$f"
+    if w=$(__jem_curl -T "$JEM_SESSION_DIR/$f" -o /dev/null -w '%{size_upload} %{time_total}' "$JEM_NODE_URL/session/$REPLY"); then
+      __jem_add_xfer out "$w"
+    else
+      __jem_log "could not send $f to the CE"; ok=1
+    fi
+  done < <(cd -- "$JEM_SESSION_DIR" && find . -type f -newer "$JEM_JOB_DIR/inputs.done" -print0)
+  return $ok
+}
+__jem_send_fact() { # NAME
+  [[ -f $JEM_JOB_DIR/$1 ]] && __jem_curl -T "$JEM_JOB_DIR/$1" -o /dev/null "$JEM_NODE_URL/batch/$1"
+}
+
 __jem_finish() { # CODE MESSAGE
   local code=$1 msg=$2 end_s end extra user kernel line
   __jem_done=1
   if ! __jem_scratch_back; then
     (( code == 0 )) && code=1
     msg="Could not move the job's files back from local scratch${msg:+; $msg}"
+  fi
+  if [[ -n $__jem_remote ]] && ! __jem_send_outputs; then
+    (( code == 0 )) && code=1
+    msg="Could not send the job's outputs to the CE${msg:+; $msg}"
   fi
   end_s=${EPOCHSECONDS:-$(date +%s)}
   extra="WallTime=$((end_s - __jem_start_s))s"$'\n'
@@ -98,6 +173,8 @@ __jem_finish() { # CODE MESSAGE
     fi
   fi
   __jem_now end
+  [[ -n $__jem_remote ]] &&
+    extra+="NodeInputBytes=$__jem_in_bytes"$'\n'"NodeInputMs=$__jem_in_ms"$'\n'"NodeOutputBytes=$__jem_out_bytes"$'\n'"NodeOutputMs=$__jem_out_ms"$'\n'
   extra+="LRMSEndTime=$end"$'\n'"exitcode=$code"$'\n'
   # The kernel killed a process for the job's memory limit (fork's cgroup counts it): say so.
   (( code != 0 )) && __jem_oom && msg="Memory exceeded: the job used more memory than it asked for"
@@ -105,6 +182,11 @@ __jem_finish() { # CODE MESSAGE
   __jem_write "$JEM_DONE_FILE" "$code $msg"$'\n'
   # Ring the JEM's doorbell (best effort: the JEM's periodic scan finds lrms_done anyway).
   [[ -n ${JEM_EVENT_FILE:-} ]] && : >"$JEM_EVENT_FILE" 2>/dev/null
+  if [[ -n $__jem_remote ]]; then
+    # lrms_done last (the gateway rings the doorbell for it); the scratch goes whatever happened.
+    __jem_send_fact comment; __jem_send_fact diag; __jem_send_fact lrms_done || __jem_log "could not send lrms_done to the CE"
+    cd / && rm -rf -- "$__jem_remote"
+  fi
   exit "$code"
 }
 
@@ -124,6 +206,9 @@ umask 0007
 [[ -s $__jem_timefile ]] && : >"$__jem_timefile"
 __jem_diag ""
 cd -- "$JEM_SESSION_DIR" || __jem_finish 1 "Cannot enter session directory"
+if [[ -n $__jem_remote ]] && ! __jem_fetch_inputs; then
+  __jem_finish 1 "Could not fetch the job's input files from the CE"
+fi
 : "${PATH:=/usr/local/bin:/usr/bin:/bin}"
 export PATH
 

@@ -274,7 +274,7 @@ export class ScriptBackend implements Backend {
       let batch = buildBatchFile(spec, this.opts.config);
       const rte = batch.runtimeEnvironments.length > 0 ? await this.stage0(batch, write, spec.runAs) : undefined;
       if (rte) batch = rte.batch;
-      const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir));
+      const script = renderJobScript(batch, loadWrapperBody(this.opts.wrapperDir), spec.node);
       // Independent files, all written before any script reads them: together (one file-thread message with mapping on).
       await Promise.all([
         write("batch.json", `${JSON.stringify(batch, null, 2)}\n`, 0o600),

@@ -8,6 +8,18 @@ import type { Expected } from "./micro-batch.js";
  * implementation drives the script contract of apps/jem/backends/README.md.
  */
 
+/** The nothing-shared layout's settings for one batch job. */
+export interface NodeTransfer {
+  /** `<endpoint.url>/node/1/jobs/<id>`. */
+  url: string;
+  /** PEM of the CA(s) the node trusts that URL with. */
+  caPem: string;
+  /** The job's capability (secret). */
+  capability: string;
+  /** `lrms.scratchDir`. */
+  scratchDir: string;
+}
+
 export interface BatchJobSpec {
   jobId: string;
   /** Completion doorbell the wrapper touches after writing lrms_done (ControlDir.eventFile). */
@@ -16,7 +28,7 @@ export interface BatchJobSpec {
   /** FQANs / token groups recorded at submission (placement rules match on them). */
   fqans?: readonly string[] | undefined;
   sessionDir: string;
-  /** Per-job control directory: batch.json, job.sh, diag, lrms_done and comment live here. */
+  /** The job's batch dir (`<session>.lrms`, ControlDir.batchDir): batch.json, job.sh, diag, lrms_done and comment live here. */
   jobDir: string;
   description: JobDescription;
   queue: string;
@@ -29,6 +41,11 @@ export interface BatchJobSpec {
   /** The job's bearer token in its session (ENV/TOKEN's BEARER_TOKEN_FILE; credential-files.ts). */
   tokenFile?: string;
   requestId?: string;
+  /**
+   * `lrms.sharedSession: false`: what the wrapper needs to fetch and send the job's files over
+   * HTTPS (routes/node.ts of the gateway). Only in job.sh (never in batch.json/batch.env or a log).
+   */
+  node?: NodeTransfer | undefined;
   /** Mapping on: scripts run as the job's account and job files are written owned by it (src/priv). */
   runAs?: RunAsJob | undefined;
   /**

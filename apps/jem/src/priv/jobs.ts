@@ -1,18 +1,19 @@
 import type { AccountScrub, JobRecord } from "@ce/store";
-import { fileq } from "@ce/controldir";
 import type { JemContext } from "../context.js";
 import { accountScrubber } from "../contain/scrub.js";
 import type { RunAsJob } from "../lrms/types.js";
+import { collectBatchFiles } from "./collect.js";
 
 /**
- * The state handlers' view of the privileged component: with mapping on (`ctx.priv`), a job's
- * batch files live in its account's batch dir and its scripts run as the account; with mapping
- * off (developer mode) everything stays in the job dir and runs as the CE.
+ * The state handlers' view of the privileged component: with mapping on (`ctx.priv`) a job's
+ * scripts run as its account, which owns its batch dir; with mapping off (developer mode)
+ * everything runs as the CE. Either way the batch dir is `<session>.lrms` (ControlDir.batchDir),
+ * and what the batch job writes there reaches the job dir only through collect.ts.
  */
 
 /** Where the back end writes and reads the job's batch files (job.sh, comment, diag, lrms_done). */
 export function batchDirOf(ctx: JemContext, jobId: string): string {
-  return ctx.priv ? ctx.priv.batchDir(jobId) : ctx.control.jobDir(jobId);
+  return ctx.control.batchDir(jobId);
 }
 
 /** The job's account for the back end; undefined with mapping off. Throws PrivRefused with the reason. */
@@ -21,9 +22,9 @@ export async function runAsOf(ctx: JemContext, job: Pick<JobRecord, "id" | "loca
   return ctx.priv.forJob(job.id, await ctx.priv.accountFor(job.id, job.localUser));
 }
 
-/** Copies lrms_done/diag/comment the batch job wrote into the job dir (no-op with mapping off). */
+/** Copies lrms_done/diag/comment the batch job wrote into the job dir. */
 export async function collectBatch(ctx: JemContext, jobId: string): Promise<void> {
-  await ctx.priv?.collect(jobId);
+  await batchResult(ctx, jobId);
 }
 
 /**
@@ -31,16 +32,9 @@ export async function collectBatch(ctx: JemContext, jobId: string): Promise<void
  * batch job has not ended): what the INLRMS and CANCELING handlers read, without reading twice.
  */
 export async function batchResult(ctx: JemContext, jobId: string): Promise<{ done: string | undefined; diag: string | undefined }> {
-  if (ctx.priv) {
-    // Not ended in the batch dir: `done` is the job dir's marker if the poller wrote one.
-    const { done, diag } = await ctx.priv.collectFiles(jobId);
-    return { done, diag };
-  }
-  const [done, diag] = (await fileq.run([
-    ["read", ctx.control.file(jobId, "lrms_done")],
-    ["read", ctx.control.file(jobId, "diag")],
-  ])) as Array<string | null>;
-  return { done: done ?? undefined, diag: diag ?? undefined };
+  const { done, diag, refused } = await collectBatchFiles(ctx.control, jobId);
+  if (refused.length > 0) ctx.log.warn({ jobId, refused }, "batch files the job left were not read");
+  return { done, diag };
 }
 
 const scrubbers = new WeakMap<JemContext, AccountScrub | undefined>();

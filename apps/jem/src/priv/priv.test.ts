@@ -173,9 +173,12 @@ describe.skipIf(!ROOT)("the privileged component", () => {
     expect(statSync(outside).mode & 0o777).toBe(0o600);
 
     const batch = await priv.prepareBatchDir(ID, as);
+    expect(batch).toBe(`${session}.lrms`);
     expect(statSync(batch).uid).toBe(as.uid);
     expect(statSync(batch).mode & 0o7777).toBe(0o2770);
-    expect(statSync(control.jobDir(ID)).mode & 0o777).toBe(0o711);
+    // The control dir stays the CE's alone: nothing in it is opened up for the batch job.
+    expect(statSync(control.root).mode & 0o777).toBe(0o700);
+    expect(statSync(control.jobDir(ID)).mode & 0o777).toBe(0o700);
     const proxy = await priv.writeFile(ID, as, "proxy", "PEM", 0o600);
     expect(statSync(proxy).uid).toBe(as.uid);
     expect(statSync(proxy).mode & 0o777).toBe(0o600);
@@ -194,6 +197,18 @@ describe.skipIf(!ROOT)("the privileged component", () => {
     expect(await control.read(ID, "lrms_done")).toBe("0 \n");
     expect(await control.read(ID, "diag")).toBeUndefined();
     expect(readFileSync(control.file(ID, "comment"), "utf8")).toBe("wrapper output\n");
+
+    // A hard link to a file the account can reach is refused too; a huge comment costs its tail only.
+    rmSync(join(batch, "diag"));
+    writeFileSync(join(batch, "other"), "exitcode=0\n");
+    execFileSync("ln", [join(batch, "other"), join(batch, "diag")]);
+    writeFileSync(join(batch, "comment"), `${"x".repeat(3 * 1024 * 1024)}end of output\n`);
+    await control.remove(ID, "diag");
+    expect(await priv.collect(ID)).toBe(true);
+    expect(await control.read(ID, "diag")).toBeUndefined();
+    const comment = readFileSync(control.file(ID, "comment"), "utf8");
+    expect(comment.length).toBe(1024 * 1024);
+    expect(comment.endsWith("end of output\n")).toBe(true);
     chmodSync(outside, 0o600);
   });
 });

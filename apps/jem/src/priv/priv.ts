@@ -8,6 +8,7 @@ import { accountProblem, lookupAccounts, ownUids, parseGridMap, poolAccounts, ty
 import type { LocalUser } from "@ce/model";
 import { type ControlDir, JOB_ID_RE, parseKeyValues, fileq, type FsOp } from "@ce/controldir";
 import type { RunAsJob } from "../lrms/types.js";
+import { collectBatchFiles } from "./collect.js";
 import { removeTree } from "./rootfs.js";
 import { handOverTree, SessionFsError, type HandOverReport } from "@ce/sessionfs";
 
@@ -26,9 +27,6 @@ export interface RunAs {
   gid: number;
 }
 
-/** Sub-directory of the job's control dir owned by the account: job.sh, comment, diag, lrms_done, proxy. */
-export const BATCH_SUBDIR = "lrms";
-
 export class PrivRefused extends Failure<"PRIV_REFUSED"> {
   constructor(message: string) {
     super("PRIV_REFUSED", message);
@@ -36,7 +34,6 @@ export class PrivRefused extends Failure<"PRIV_REFUSED"> {
 }
 
 const SMALL = 64 * 1024;
-const COMMENT_MAX = 1024 * 1024;
 /**
  * An account lookup (two `getent` runs: ~10 ms of process start-up each in a JEM of this size) is
  * shared by the jobs that need it within this time: a burst of 100 jobs of one account costs one.
@@ -72,8 +69,10 @@ export class Privileged {
         'mapping is configured but the JEM does not run as root: it cannot run jobs as mapped accounts (run the JEM as root, see docs/security.md "Privilege separation")',
       );
     }
-    // Jobs reach their session and batch dirs by path: every ancestor must be traversable.
-    for (const root of [control.root, control.sessionRoot]) {
+    // Jobs reach their batch dirs (and, with a shared session, their session dirs) by path:
+    // every ancestor must be traversable. The control dir is the CE's alone: no job needs it.
+    const roots = config.lrms?.sharedSession === false ? [control.batchRoot] : [control.sessionRoot, control.batchRoot];
+    for (const root of new Set(roots)) {
       for (let d = dirname(root); ; d = dirname(d)) {
         if (((await stat(d)).mode & 0o001) === 0)
           throw new Error(
@@ -188,7 +187,7 @@ export class Privileged {
   }
 
   batchDir(jobId: string): string {
-    return join(this.control.jobDir(jobId), BATCH_SUBDIR);
+    return this.control.batchDir(jobId);
   }
 
   /**
@@ -222,15 +221,17 @@ export class Privileged {
     else if (report.walked >= 10_000 || ms >= 1_000) log?.info({ ...report, ms }, "session handed over");
   }
 
-  /** prepare-batch: a fresh `<jobdir>/lrms` owned by the account (2770, CE group); the job dir itself becomes traversable (0711). */
+  /**
+   * prepare-batch: a fresh `<session>.lrms` owned by the account (2770, CE group), beside the
+   * session dir under the traverse-only session root: the job reaches it by name, the control dir
+   * not at all.
+   */
   async prepareBatchDir(jobId: string, as: RunAs): Promise<string> {
-    const jobDir = this.control.jobDir(jobId);
-    // The job reaches <jobdir>/lrms by name through traverse-only levels; it lists and reads nothing else.
     const dir = this.batchDir(jobId);
     const make: FsOp = ["mkdirOwned", dir, as.uid, this.ceGid, 0o2770];
     try {
       // One file-thread call when there is no batch dir yet (the usual case).
-      await fileq.run([...[dirname(dirname(jobDir)), dirname(jobDir), jobDir].map((d): FsOp => ["chmodDir", d, 0o711]), make]);
+      await fileq.one(make);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       // A fresh one: an earlier attempt's is removed without following any link in it.
@@ -262,36 +263,11 @@ export class Privileged {
 
   /**
    * Copies what the batch job wrote (lrms_done, diag, comment) from the account's batch dir into
-   * the CE's job dir, where diagnose and the state handlers read them. Regular files only, no
-   * link followed, bounded sizes. True when the batch job has finished (lrms_done present).
+   * the CE's job dir (collect.ts: by descriptor, no link followed, capped). True when the batch
+   * job has finished (lrms_done present).
    */
   async collect(jobId: string): Promise<boolean> {
-    return (await this.collectFiles(jobId)).ended;
-  }
-
-  /**
-   * collect, answering lrms_done and diag as the job dir now holds them (one file-thread round
-   * trip, two when something is copied); `ended` false while the batch job runs (then `done` is the
-   * job dir's own marker, if the poller wrote one).
-   */
-  async collectFiles(jobId: string): Promise<{ ended: boolean; done: string | undefined; diag: string | undefined }> {
-    const dir = this.batchDir(jobId);
-    // lrms_done first: the wrapper writes diag before it, so diag is complete once it is there.
-    const [done, diag, comment, have, haveDiag] = (await fileq.run([
-      ["readSmall", join(dir, "lrms_done"), SMALL, false],
-      ["readSmall", join(dir, "diag"), SMALL, true],
-      ["readSmall", join(dir, "comment"), COMMENT_MAX, true],
-      ["read", this.control.file(jobId, "lrms_done")],
-      ["read", this.control.file(jobId, "diag")],
-    ])) as Array<string | null>;
-    if (done == null) return { ended: false, done: have ?? undefined, diag: haveDiag ?? undefined };
-    // lrms_done last: a reader that finds it finds diag and comment copied.
-    const writes: FsOp[] = [];
-    if (diag !== null && diag !== undefined) writes.push(this.control.writeOp(jobId, "diag", diag));
-    if (comment !== null && comment !== undefined) writes.push(this.control.writeOp(jobId, "comment", comment));
-    if (have === null || have === undefined) writes.push(this.control.writeOp(jobId, "lrms_done", done));
-    if (writes.length > 0) await fileq.run(writes);
-    return { ended: true, done: have ?? done, diag: diag ?? haveDiag ?? undefined };
+    return (await collectBatchFiles(this.control, jobId)).ended;
   }
 }
 

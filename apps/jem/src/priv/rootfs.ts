@@ -4,7 +4,7 @@ import type { ControlDir } from "@ce/controldir";
 
 /**
  * The JEM's root file operations on whole trees a job's account can write: its session dir and
- * its batch dir (`<jobdir>/lrms`), as part of the job dir. Every deletion starts from a directory
+ * its batch dir (`<session>.lrms`, beside it). Every deletion starts from a directory
  * of the CE (the session root, a fan-out level, the job dir) opened with O_DIRECTORY|O_NOFOLLOW
  * and goes down by descriptor (@ce/sessionfs `removePath`/`removeEntry`): a link is unlinked,
  * never followed, and a directory the job moves while the deletion is inside it stops the walk
@@ -46,20 +46,22 @@ export function removeTree(path: string): Promise<void> {
   });
 }
 
-/** The session dir of a job, removed without following any link the job left in it. */
-export function removeSession(control: ControlDir, id: string): Promise<void> {
-  return removeTree(control.sessionDir(id));
+/** The session dir of a job and its batch dir beside it, removed without following any link the job left in them. */
+export async function removeSession(control: ControlDir, id: string): Promise<void> {
+  await removeTree(control.sessionDir(id));
+  await removeTree(control.batchDir(id));
 }
 
-/** Every file of a job: its session dir, then its job dir with the batch dir inside. */
+/** Every file of a job: its session and batch dir, then its job dir. */
 export async function removeJobFiles(control: ControlDir, id: string): Promise<void> {
   await removeSession(control, id);
   await removeTree(control.jobDir(id));
 }
 
 /**
- * The job dir reduced to the names in `keep` (expiry's WIPED state): every other entry, the
- * batch dir included, removed relative to the job dir's descriptor, never through a link.
+ * The job dir reduced to the names in `keep` (expiry's WIPED state): every other entry removed
+ * relative to the job dir's descriptor, never through a link (a job dir of an older version held
+ * the batch dir `lrms/`, the account's).
  */
 export async function reduceJobDir(control: ControlDir, id: string, keep: ReadonlySet<string>): Promise<void> {
   const path = control.jobDir(id);

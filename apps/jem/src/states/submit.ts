@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { mkdir, readFile } from "node:fs/promises";
+import { fileq, newNodeCapability, storeNodeCapabilityOp } from "@ce/controldir";
 import { redisTrouble, type JobChange, type JobRecord } from "@ce/store";
 import { jobFields, jobLog, type JemContext } from "../context.js";
 import { credentialFor } from "../credentials.js";
@@ -15,7 +17,7 @@ import {
   utcStamp,
 } from "../files.js";
 import type { Expected } from "../lrms/micro-batch.js";
-import { BackendError, type Backend, type BatchJobSpec, type RunAsJob, type SubmitResult } from "../lrms/types.js";
+import { BackendError, type Backend, type BatchJobSpec, type NodeTransfer, type RunAsJob, type SubmitResult } from "../lrms/types.js";
 import { moved, waitUntil, type Step } from "./step.js";
 import { failToFinishing, transition } from "./transition.js";
 import { backendFor } from "../lrms/index.js";
@@ -82,12 +84,16 @@ async function submitTo(
   // and job. One the earlier attempt did not finish preparing is prepared again (no script ran in it).
   // Either way the back end writes the batch files again (temporary name + rename) before it runs.
   let runAs: RunAsJob | undefined;
-  let jobDir = ctx.control.jobDir(job.id);
-  if (ctx.priv) {
+  let jobDir = ctx.control.batchDir(job.id);
+  if (!ctx.priv) {
+    // Mapping off: the batch dir is the CE's own (an earlier attempt's is kept, as above).
+    await mkdir(jobDir, { mode: 0o700 }).catch((e: unknown) => {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    });
+  } else {
     try {
       const as = await ctx.priv.accountFor(job.id, job.localUser);
-      if (previous && (await ctx.priv.batchDirReady(job.id, as))) jobDir = ctx.priv.batchDir(job.id);
-      else {
+      if (!previous || !(await ctx.priv.batchDirReady(job.id, as))) {
         await ctx.priv.prepareSession(job.id, as, log);
         jobDir = await ctx.priv.prepareBatchDir(job.id, as);
       }
@@ -129,6 +135,14 @@ async function submitTo(
   if (written.proxyFile) spec.credentialFile = written.proxyFile;
   if (written.tokenFile) spec.tokenFile = written.tokenFile;
   if (job.requestId) spec.requestId = job.requestId;
+  if (!ctx.config.lrms.sharedSession) {
+    try {
+      spec.node = await nodeTransfer(ctx, job.id);
+    } catch (e) {
+      log.warn({ err: e }, "the nothing-shared settings are not usable");
+      return fail(`Job submission to LRMS failed: ${(e as Error).message}`.slice(0, 1024));
+    }
+  }
 
   const t0 = Date.now();
   log.debug({ backend: backend.name }, "submitting to the batch system");
@@ -182,6 +196,28 @@ export const logSubmitted = turnLog<Submitted>("submitted to the batch system", 
     ...(resumed.length ? { resumed } : {}),
   };
 });
+
+/**
+ * `lrms.sharedSession: false`: a fresh capability for this job (its hash replaces an earlier
+ * attempt's, so a resubmission's batch script holds the only one that opens anything), the CE's
+ * URL and the CA the node trusts it with.
+ */
+async function nodeTransfer(ctx: JemContext, id: string): Promise<NodeTransfer> {
+  const caFile = ctx.config.lrms.nodeCaFile;
+  if (!caFile) throw new Error("lrms.sharedSession is false but lrms.nodeCaFile (the CA a node trusts the CE with) is not set");
+  const caPem = await readFile(caFile, "utf8").catch((e: unknown) => {
+    throw new Error(`lrms.nodeCaFile ${caFile} cannot be read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  });
+  if (!caPem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`lrms.nodeCaFile ${caFile} holds no PEM certificate`);
+  const cap = newNodeCapability();
+  await fileq.one(storeNodeCapabilityOp(ctx.control, id, cap.hash));
+  return {
+    url: `${ctx.config.endpoint.url.replace(/\/+$/, "")}/node/1/jobs/${id}`,
+    caPem,
+    capability: cap.token,
+    scratchDir: ctx.config.lrms.scratchDir,
+  };
+}
 
 /** What RTE stage 0 printed and changed goes to the job's `errors` (diagnose file, `arcstat -l` readers). */
 async function noteStage0(ctx: JemContext, id: string, r: SubmitResult): Promise<void> {
