@@ -90,7 +90,7 @@ export function directoryProblems(c: CompiledConfig, accounts: Account[], role?:
         fatal(
           "directories",
           `${d.path} (${d.key}) is world-writable (mode ${octal(own.st.mode)}): every job can create and replace files in it`,
-          `chmod o-w ${d.path}${d.key === "paths.controlDir" || d.key === "paths.sessionRoot" ? ` (the CE sets 0711)` : ""}`,
+          `chmod o-w ${d.path}${d.key === "paths.controlDir" ? ` (the CE sets 0700)` : d.key === "paths.sessionRoot" ? ` (the CE sets 0711)` : ""}`,
         ),
       );
     for (const l of links.slice(0, -1))
