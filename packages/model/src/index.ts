@@ -42,3 +42,4 @@ export {
 export type { LocalUser } from "./localuser.js";
 export { awaitingMessage, awaitingText, clientUploads } from "./uploads.js";
 export { legacyTokenOwner, parseTokenOwner, tokenOwner, type LegacyOwner } from "./owner.js";
+export { LRMS_REASON_MAX, WAITING_LRMS_STATES, lrmsReasonText, shownLrmsReason } from "./lrms-reason.js";

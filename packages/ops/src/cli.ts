@@ -8,6 +8,7 @@ import { AdminOps, OpsError, openQueues, QUEUE_COUNT_STATES } from "./ops.js";
 import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli-accounting.js";
 import { iso, table } from "./cli/format.js";
 import * as jobs from "./cli/jobs.js";
+import { pendingList } from "./cli/pending.js";
 import { summaryCommand } from "./cli/summary.js";
 import { RTE_USAGE, rteCommand, RteUsageError } from "./rte-cli.js";
 
@@ -19,6 +20,7 @@ import { RTE_USAGE, rteCommand, RteUsageError } from "./rte-cli.js";
 const USAGE = `usage: ceadm [--json] [--config FILE] <command>
 
   jobs list [--owner DN] [--state S[,S...]] [--limit N]   jobs, newest first (AGE = time in state)
+  jobs list --pending [--owner DN] [--limit N]            jobs waiting in the batch system, with its reason
   jobs show [--all] <id>                                  one job: state and failure first
   jobs stuck [--older-than 30m|6h|2d] [--state S,...]     jobs past an age in their internal state
   jobs log [--log FILE] <id>                              state history and the JEM's log lines of a job
@@ -61,6 +63,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
       log: { type: "string" },
       by: { type: "string" },
       active: { type: "boolean", default: false },
+      pending: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -102,7 +105,7 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
 
     switch (cmd) {
       case "jobs": {
-        if (sub === "list") return await jobs.listJobs(c);
+        if (sub === "list") return values.pending ? await pendingList(c) : await jobs.listJobs(c);
         if (sub === "stuck") return await jobs.stuck(c);
         if (!arg) throw new UsageError(`jobs ${sub ?? ""}: a job id is required`);
         if (sub === "show") return await jobs.show(c, arg);
