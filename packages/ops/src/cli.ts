@@ -9,6 +9,7 @@ import { ACCOUNTING_USAGE, AccountingUsageError, accountingCommand } from "./cli
 import { iso, table } from "./cli/format.js";
 import * as jobs from "./cli/jobs.js";
 import { pendingList } from "./cli/pending.js";
+import { ExplainUsageError, explain, renderExplanation } from "./cli/explain.js";
 import { summaryCommand } from "./cli/summary.js";
 import { RTE_USAGE, rteCommand, RteUsageError } from "./rte-cli.js";
 
@@ -26,6 +27,8 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   jobs log [--log FILE] <id>                              state history and the JEM's log lines of a job
   jobs kill <id>                                          queue a kill (as REST would)
   jobs clean <id>                                         queue a clean
+  explain [--dn DN] [--fqan FQAN]... [--token FILE] [--queue Q] FILE
+                                                          what the CE would do with this job (exit 0 accept, 1 refuse)
   summary [--by vo,owner,state] [--active] [--limit N]    jobs per VO / owner / state and REST state
   drain on|off|status                                     refuse / accept new jobs
   queues                                                  BullMQ job counts per queue and the work list
@@ -64,6 +67,10 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
       by: { type: "string" },
       active: { type: "boolean", default: false },
       pending: { type: "boolean", default: false },
+      dn: { type: "string" },
+      fqan: { type: "string", multiple: true },
+      token: { type: "string" },
+      queue: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -119,6 +126,17 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
       }
       case "summary":
         return await summaryCommand(c);
+      case "explain": {
+        const e = await explain(config, redis, ops, {
+          dn: values.dn,
+          fqan: values.fqan,
+          token: values.token,
+          queue: values.queue,
+          file: sub,
+        });
+        print(e, () => renderExplanation(e));
+        return e.accepted ? 0 : 1;
+      }
       case "drain": {
         if (sub !== "on" && sub !== "off" && sub !== "status") throw new UsageError("drain on|off|status");
         const st = sub === "status" ? await ops.drainStatus() : await ops.setDrain(sub === "on");
@@ -198,6 +216,7 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
         e instanceof UsageError ||
         e instanceof AccountingUsageError ||
         e instanceof RteUsageError ||
+        e instanceof ExplainUsageError ||
         (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
       process.stderr.write(`ceadm: ${(e as Error).message}\n${usage ? USAGE : ""}`);
       process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError || e instanceof RteError ? 1 : 3);
