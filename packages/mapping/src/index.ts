@@ -33,3 +33,4 @@ export async function sweepLeases(redis: Redis, prefix: string, mapping?: Mappin
 }
 export { type AccessDecision, type QueueDecision, accessDecision, queueDecision, rteAvailable } from "./admission.js";
 export { type Placement, jobIdentity, placementFor } from "./placement.js";
+export { DestinationRefused, type DestinationPolicy, destinationPolicy, parseCidr } from "./destinations.js";

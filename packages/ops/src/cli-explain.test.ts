@@ -45,6 +45,10 @@ beforeAll(async () => {
   );
   writeFileSync(join(dir, "job.xrsl"), '&(executable="/bin/true")(jobname="explained")');
   writeFileSync(join(dir, "atlas.xrsl"), '&(executable="/bin/true")(queue="atlasq")');
+  writeFileSync(
+    join(dir, "staging.xrsl"),
+    '&(executable="/bin/true")(inputfiles=("a" "http://127.0.0.1:8080/a")("b" "https://192.0.2.10/b"))(outputfiles=("c" "davs://10.1.2.3/c"))',
+  );
   writeFileSync(join(dir, "nowhere.xrsl"), '&(executable="/bin/true")(queue="nowhere")');
 }, 60_000);
 afterAll(async () => {
@@ -98,6 +102,14 @@ describe("ceadm explain", () => {
       expect(unmapped.stdout).toMatch(/REFUSED mapping\s+identity .* matches no mapping rule.*\[NO_MAPPING\]/);
     }
   }, 120_000);
+
+  it("names each staging URL the destination policy would refuse, with the stager's reason", async () => {
+    const r = await ceadm("explain", "--dn", DN, "--fqan", "/atlas", join(dir, "staging.xrsl"));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/REFUSED staging\s+input a: 127\.0\.0\.1 is loopback \(staging\.allowNetworks does not include it\)/);
+    expect(r.stdout).toMatch(/ok\s+staging\s+input b: https:\/\/192\.0\.2\.10 allowed/);
+    expect(r.stdout).toMatch(/REFUSED staging\s+output c: 10\.1\.2\.3 is private/);
+  }, 60_000);
 
   it("a token's issuer, subject and groups are the identity; a missing file or identity is a usage error", async () => {
     const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64url");

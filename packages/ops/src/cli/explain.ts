@@ -2,6 +2,8 @@ import { readFile } from "node:fs/promises";
 import type { CompiledConfig } from "@ce/config";
 import {
   accessDecision,
+  DestinationRefused,
+  destinationPolicy,
   jobIdentity,
   Mapper,
   MappingConfigError,
@@ -121,26 +123,30 @@ export async function explain(
   });
   common.push(await mappingStep(config, redis, id, opts.mapper));
 
-  const jobs = settled.map((it, index) => {
-    const steps: Step[] = [...common];
-    if (!it.ok) {
-      steps.push({ step: "description", ok: false, rule: "description syntax and limits", detail: it.error.message });
-      return { index, accepted: false, steps };
-    }
-    const d = it.description;
-    steps.push({ step: "description", ok: true, detail: `${d.language}: executable ${d.executable ?? "(none)"}` });
-    const q = queueDecision(config, id, d, a.queue);
-    steps.push({ step: "queue", ok: q.ok, rule: q.rule, detail: q.ok ? `queue ${q.queue}` : `${q.reason} (${q.status})` });
-    if (q.ok) steps.push(batchStep(config, id, d, q.queue));
-    steps.push({
-      step: "runtime-environments",
-      ok: true,
-      detail: d.runtimeEnvironments.length
-        ? `requested ${d.runtimeEnvironments.map((r) => (r.version ? `${r.name}-${r.version}` : r.name)).join(", ")}; defaults ${config.jobs.defaultRuntimeEnvironments.join(", ") || "none"}`
-        : `none requested; defaults ${config.jobs.defaultRuntimeEnvironments.join(", ") || "none"}`,
-    });
-    return { index, name: d.jobName, accepted: steps.every((s) => s.ok), steps };
-  });
+  const policy = destinationPolicy(config);
+  const jobs = await Promise.all(
+    settled.map(async (it, index) => {
+      const steps: Step[] = [...common];
+      if (!it.ok) {
+        steps.push({ step: "description", ok: false, rule: "description syntax and limits", detail: it.error.message });
+        return { index, accepted: false, steps };
+      }
+      const d = it.description;
+      steps.push({ step: "description", ok: true, detail: `${d.language}: executable ${d.executable ?? "(none)"}` });
+      const q = queueDecision(config, id, d, a.queue);
+      steps.push({ step: "queue", ok: q.ok, rule: q.rule, detail: q.ok ? `queue ${q.queue}` : `${q.reason} (${q.status})` });
+      if (q.ok) steps.push(batchStep(config, id, d, q.queue));
+      steps.push({
+        step: "runtime-environments",
+        ok: true,
+        detail: d.runtimeEnvironments.length
+          ? `requested ${d.runtimeEnvironments.map((r) => (r.version ? `${r.name}-${r.version}` : r.name)).join(", ")}; defaults ${config.jobs.defaultRuntimeEnvironments.join(", ") || "none"}`
+          : `none requested; defaults ${config.jobs.defaultRuntimeEnvironments.join(", ") || "none"}`,
+      });
+      steps.push(...(await stagingSteps(policy, d)));
+      return { index, name: d.jobName as string | undefined, accepted: steps.every((s) => s.ok), steps };
+    }),
+  );
   return {
     identity: { subject: id.subject, kind: id.kind, fqans: [...(id.fqans ?? [])], vos: [...(id.vos ?? [])] },
     accepted: jobs.length > 0 && jobs.every((j) => j.accepted),
@@ -170,6 +176,48 @@ async function mappingStep(config: CompiledConfig, redis: Redis, id: MatchIdenti
     if (e instanceof MappingRefused) return { step: "mapping", ok: false, rule: e.code, detail: `${e.message} (${e.status})` };
     throw e;
   }
+}
+
+// The port each scheme connects to when the URL names none (as the stager's protocols do).
+const DEFAULT_PORTS: Record<string, number> = { "http:": 80, "dav:": 80, "https:": 443, "davs:": 443, "root:": 1094, "roots:": 1094 };
+
+/**
+ * Each staging URL the destination policy (staging.allowNetworks, the CE's own listeners) would
+ * refuse, with the stager's own reason: the JEM's DestinationPolicy resolves the host as staging
+ * would. URLs of other schemes (file:, rucio:, …) are left to their protocols at run time.
+ */
+async function stagingSteps(policy: ReturnType<typeof destinationPolicy>, d: JobDescription): Promise<Step[]> {
+  const urls = [
+    ...d.inputFiles.filter((f) => f.source).map((f) => ({ what: `input ${f.name}`, url: f.source! })),
+    ...d.outputFiles.filter((f) => f.target).map((f) => ({ what: `output ${f.name}`, url: f.target! })),
+  ];
+  const steps: Step[] = [];
+  for (const { what, url } of urls) {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      continue; // the description parser has refused unusable URLs already
+    }
+    const port = Number(u.port) || DEFAULT_PORTS[u.protocol];
+    if (!port || !u.hostname) continue;
+    try {
+      await policy.resolve(u.hostname, port);
+      steps.push({ step: "staging", ok: true, detail: `${what}: ${u.protocol}//${u.host} allowed` });
+    } catch (e) {
+      if (!(e instanceof DestinationRefused)) {
+        steps.push({
+          step: "staging",
+          ok: false,
+          rule: "DNS",
+          detail: `${what}: ${u.hostname} does not resolve (${(e as Error).message})`,
+        });
+        continue;
+      }
+      steps.push({ step: "staging", ok: false, rule: "staging.allowNetworks", detail: `${what}: ${e.reason}` });
+    }
+  }
+  return steps;
 }
 
 /** Where the batch system would put the job: Slurm partition, account, QOS (lrms.slurm.placement), or the Grid Engine queue. */
