@@ -15,14 +15,15 @@ interface Polled {
   localId: string;
   backend: string;
   lrms?: LrmsState | undefined;
+  lrmsReason?: string | undefined;
 }
 
-const FIELDS = ["state", "pending", "localId", "backend", "lrms"] as const;
+const FIELDS = ["state", "pending", "localId", "backend", "lrms", "lrmsReason"] as const;
 
 /**
  * The batch poll loop: one `backend.poll` per cycle per back end covering every INLRMS and
  * CANCELING job, by whichever JEM holds the poll lease. `active` refreshes the REST sub-state
- * (decisions #16); `done` without `lrms_done` means the batch system ended the job, so the JEM
+ * (decisions #16) and the batch system's reason a waiting job waits (`lrmsReason`); `done` without `lrms_done` means the batch system ended the job, so the JEM
  * writes the marker (after a grace period for wrappers on slow shared file systems); `unknown`
  * never finishes a job (a batch system that cannot answer is no evidence that the job ended).
  */
@@ -41,7 +42,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
     const rows = await ctx.jobs.fieldsOf(ids, FIELDS);
     const byBackend = new Map<string, Polled[]>();
     rows.forEach((v, i) => {
-      const [state, pending, localId, backend, lrms] = v;
+      const [state, pending, localId, backend, lrms, lrmsReason] = v;
       if (!localId || !state || pending === "1") return;
       const p: Polled = {
         id: ids[i]!,
@@ -50,6 +51,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
         localId,
         backend: backend ?? "",
         lrms: (lrms ?? undefined) as LrmsState | undefined,
+        lrmsReason: lrmsReason || undefined,
       };
       const list = byBackend.get(p.backend) ?? [];
       list.push(p);
@@ -79,7 +81,8 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
           }
           if (s.kind === "active") {
             firstDone.delete(j.id);
-            if (j.state === "INLRMS" && j.lrms !== s.lrms) await setLrms(ctx, j, s.lrms);
+            // The reason rides on the same bulk answer: no extra call per job, one write when it changed.
+            if (j.state === "INLRMS" && (j.lrms !== s.lrms || j.lrmsReason !== s.reason)) await setLrms(ctx, j, s.lrms, s.reason);
             return;
           }
           await onDone(j, s);
@@ -138,7 +141,7 @@ export function startPoller(ctx: JemContext): { stop(): Promise<void>; pollOnce(
 }
 
 /** Sub-state change from the poll, through the one owner of record state changes. */
-async function setLrms(ctx: JemContext, j: Polled, lrms: LrmsState): Promise<void> {
+async function setLrms(ctx: JemContext, j: Polled, lrms: LrmsState, reason: string | undefined): Promise<void> {
   const current = await ctx.jobs.get(j.id);
-  if (current) await setLrmsSubstate(ctx, current, lrms);
+  if (current) await setLrmsSubstate(ctx, current, lrms, reason);
 }

@@ -92,11 +92,17 @@ describe.skipIf(!HAS_SLURM)("real Slurm back end", () => {
     async () => {
       const job = makeJob(root, { executable: "/bin/true", startTime: new Date(Date.now() + 600_000) });
       const { localId } = await backend.submit(job);
-      expect(await poll1(job.jobId, localId, job.jobDir)).toEqual({ kind: "active", lrms: "QUEUING" });
+      // Slurm's own reason comes with the state (squeue %r): the begin time, then the admin's hold.
+      expect(await until(job.jobId, localId, job.jobDir, (s) => s.kind === "active" && s.reason !== undefined, 10_000)).toEqual({
+        kind: "active",
+        lrms: "QUEUING",
+        reason: "BeginTime",
+      });
       slurmCmd("scontrol", "hold", localId);
       expect(await until(job.jobId, localId, job.jobDir, (s) => s.kind === "active" && s.lrms === "HELD", 10_000)).toEqual({
         kind: "active",
         lrms: "HELD",
+        reason: "JobHeldAdmin",
       });
       await backend.cancel(localId, job);
       expect(await until(job.jobId, localId, job.jobDir, isDone)).toEqual({ kind: "done", exitCode: 271, message: "Job was cancelled" });

@@ -33,6 +33,12 @@ export interface ActivityInput {
   localOwner?: string | undefined;
   /** VOMS FQANs / token groups at submission, primary first: published as `OtherInfo: FQAN=…`. */
   fqans?: readonly string[] | undefined;
+  /**
+   * Why the job waits in the batch system, as the batch system states it: published as
+   * `OtherInfo: LRMSReason=…` (machine-readable; the caller also puts `LRMS: …` into OtherMessages,
+   * which `arcstat -l` prints). docs/interface.md, "The batch system's reason".
+   */
+  lrmsReason?: string | undefined;
   /** Seconds. */
   requestedTotalWallTime?: number | undefined;
   /** Seconds. */
@@ -114,6 +120,7 @@ export function walkActivity(input: ActivityInput, sink: ActivitySink): void {
   leaf("Name", input.name);
   sink.el("OtherInfo", `SubmittedVia=${ARCREST_INTERFACE}`);
   if (input.fqans) for (const f of input.fqans) leaf("OtherInfo", `FQAN=${f}`);
+  if (input.lrmsReason) leaf("OtherInfo", `LRMSReason=${input.lrmsReason}`);
   sink.el("Type", "single");
   sink.el("IDFromEndpoint", glueIds.idFromEndpoint(input.id));
   leaf("LocalIDFromManager", input.localIdFromManager);

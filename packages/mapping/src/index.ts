@@ -31,3 +31,6 @@ export async function onJobWiped(
 export async function sweepLeases(redis: Redis, prefix: string, mapping?: MappingConfig, scrub?: AccountScrub): Promise<number> {
   return new PoolLeases(redis, prefix).sweep((mapping?.leaseGraceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000, Date.now(), 10_000, scrub);
 }
+export { type AccessDecision, type QueueDecision, accessDecision, queueDecision, rteAvailable } from "./admission.js";
+export { type Placement, jobIdentity, placementFor } from "./placement.js";
+export { DestinationRefused, type DestinationPolicy, destinationPolicy, parseCidr } from "./destinations.js";

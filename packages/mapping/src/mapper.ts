@@ -127,14 +127,20 @@ export class Mapper {
     for (const [n, a] of await this.lookup(missing)) this.accounts.set(n, a);
   }
 
-  /** The mapping for one submission; throws `MappingRefused` with the reason. */
-  async map(id: MatchIdentity): Promise<LocalUser> {
+  /**
+   * The mapping for one submission; throws `MappingRefused` with the reason. `dryRun` (`ceadm
+   * explain`): the same rules in the same order, but a pool rule only looks which account it would
+   * lease (PoolLeases.peek) and takes none.
+   */
+  async map(id: MatchIdentity, opts: { dryRun?: boolean } = {}): Promise<LocalUser> {
     for (const r of this.rules) {
       if (!allMatch(r.match, id)) continue;
       const t = r.target;
       if (t.kind === "user") return result(t.account, r.label);
       if (t.kind === "pool") {
-        const name = await this.leases.lease(id.subject, t.name, t.accounts);
+        const name = opts.dryRun
+          ? await this.leases.peek(id.subject, t.name, t.accounts)
+          : await this.leases.lease(id.subject, t.name, t.accounts);
         if (!name)
           throw new MappingRefused(
             503,

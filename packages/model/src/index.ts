@@ -43,3 +43,4 @@ export type { LocalUser } from "./localuser.js";
 export { awaitingMessage, awaitingText, clientUploads } from "./uploads.js";
 export { legacyTokenOwner, parseTokenOwner, tokenOwner, type LegacyOwner } from "./owner.js";
 export { NO_VO, failureWords, stateInWords, secondsInWords, bytesInWords, type FailureWords, type FailureFacts } from "./words.js";
+export { LRMS_REASON_MAX, WAITING_LRMS_STATES, lrmsReasonText, shownLrmsReason } from "./lrms-reason.js";

@@ -10,6 +10,8 @@ import { iso, size, table } from "./cli/format.js";
 import { colourWanted } from "./cli/colour.js";
 import { chooseConfigFile } from "./cli/config-file.js";
 import * as jobs from "./cli/jobs.js";
+import { pendingList } from "./cli/pending.js";
+import { ExplainUsageError, explain, renderExplanation } from "./cli/explain.js";
 import { summaryCommand } from "./cli/summary.js";
 import { RTE_USAGE, rteCommand, RteUsageError } from "./rte-cli.js";
 
@@ -25,11 +27,14 @@ const USAGE = `usage: ceadm [--json] [--config FILE] <command>
   (configuration: --config, else CE_CONFIG, else the nearest .ce/ce.yaml up from here)
 
   jobs list [--owner DN] [--state S[,S...]] [--limit N]   jobs, newest first (AGE = time in state)
+  jobs list --pending [--owner DN] [--limit N]            jobs waiting in the batch system, with its reason
   jobs show [--all] <id>                                  one job: state and failure first
   jobs stuck [--older-than 30m|6h|2d] [--state S,...]     jobs past an age in their internal state
   jobs log [--log FILE] <id>                              state history and the JEM's log lines of a job
   jobs kill <id>                                          queue a kill (as REST would)
   jobs clean <id>                                         queue a clean
+  explain [--dn DN] [--fqan FQAN]... [--token FILE] [--queue Q] FILE
+                                                          what the CE would do with this job (exit 0 accept, 1 refuse)
   summary [--by vo,owner,state] [--active] [--limit N]    jobs per VO / owner / state and REST state
   drain on|off|status                                     refuse / accept new jobs
   queues                                                  BullMQ job counts per queue and the work list
@@ -72,6 +77,11 @@ export async function main(
       log: { type: "string" },
       by: { type: "string" },
       active: { type: "boolean", default: false },
+      pending: { type: "boolean", default: false },
+      dn: { type: "string" },
+      fqan: { type: "string", multiple: true },
+      token: { type: "string" },
+      queue: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -122,7 +132,7 @@ export async function main(
 
     switch (cmd) {
       case "jobs": {
-        if (sub === "list") return await jobs.listJobs(c);
+        if (sub === "list") return values.pending ? await pendingList(c) : await jobs.listJobs(c);
         if (sub === "stuck") return await jobs.stuck(c);
         if (!arg) throw new UsageError(`jobs ${sub ?? ""}: a job id is required`);
         if (sub === "show") return await jobs.show(c, arg);
@@ -136,6 +146,17 @@ export async function main(
       }
       case "summary":
         return await summaryCommand(c);
+      case "explain": {
+        const e = await explain(config, redis, ops, {
+          dn: values.dn,
+          fqan: values.fqan,
+          token: values.token,
+          queue: values.queue,
+          file: sub,
+        });
+        print(e, () => renderExplanation(e));
+        return e.accepted ? 0 : 1;
+      }
       case "drain": {
         if (sub !== "on" && sub !== "off" && sub !== "status") throw new UsageError("drain on|off|status");
         const st = sub === "status" ? await ops.drainStatus() : await ops.setDrain(sub === "on");
@@ -217,6 +238,7 @@ if (process.argv[1] && import.meta.filename === process.argv[1]) {
         e instanceof UsageError ||
         e instanceof AccountingUsageError ||
         e instanceof RteUsageError ||
+        e instanceof ExplainUsageError ||
         (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
       process.stderr.write(`ceadm: ${(e as Error).message}\n${usage ? USAGE : ""}`);
       process.exit(usage ? 2 : e instanceof OpsError || e instanceof ConfigError || e instanceof RteError ? 1 : 3);

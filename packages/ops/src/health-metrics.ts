@@ -1,6 +1,14 @@
 import { Gauge, type Registry } from "prom-client";
 import type { Redis } from "ioredis";
-import { ACTIVE_INTERNAL_STATES, JemHeartbeats, readJobAges, type JemBeat, type StateAges } from "@ce/store";
+import {
+  ACTIVE_INTERNAL_STATES,
+  JemHeartbeats,
+  readJobAges,
+  readPendingByReason,
+  type JemBeat,
+  type PendingByReason,
+  type StateAges,
+} from "@ce/store";
 
 /**
  * Health gauges read from Redis at scrape time, so every process's /metrics shows them (a stopped
@@ -29,6 +37,11 @@ export const HEALTH_METRIC_CATALOG = {
     name: "ce_job_oldest_age_seconds",
     help: "Time the oldest job not parked (pending) has spent in its internal state; 0 when there is none",
     labelNames: ["state"],
+  },
+  lrmsPending: {
+    name: "ce_lrms_pending_jobs",
+    help: 'Jobs waiting in the batch system per queue, VO (the configured VOs, other, none) and the batch system\'s reason (Slurm %r, Grid Engine scheduling info; "none" when it gave none)',
+    labelNames: ["queue", "vo", "reason"],
   },
   // The label keeps the series absent when no active job has a delegation (a label-less gauge would say 0, i.e. 1970).
   delegationExpiry: {
@@ -125,6 +138,21 @@ export function registerHealthMetrics(registry: Registry, o: HealthMetricsOption
       const all = await beatsOrNone();
       this.reset();
       for (const b of all) this.set({ jem: b.jem }, b.everyMs / 1000);
+    },
+  });
+
+  // Same walk cost as the ages (one HMGET per INLRMS job), same cache period.
+  const readPending = cachedRead(o.agesCacheMs ?? 10_000, () =>
+    withDeadline(readPendingByReason(o.redis, o.prefix, vos), timeout, "pending reasons"),
+  );
+  new Gauge({
+    ...HEALTH_METRIC_CATALOG.lrmsPending,
+    labelNames: ["queue", "vo", "reason"],
+    ...reg,
+    async collect() {
+      const rows = await readPending().catch((): PendingByReason[] => []);
+      this.reset();
+      for (const r of rows) this.set({ queue: r.queue, vo: r.vo || "none", reason: r.reason }, r.jobs);
     },
   });
 

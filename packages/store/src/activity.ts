@@ -1,4 +1,4 @@
-import { awaitingMessage, glueStates, toRestState, type InternalState } from "@ce/model";
+import { awaitingMessage, glueStates, shownLrmsReason, toRestState, type InternalState } from "@ce/model";
 import type { JobRecord } from "./jobs.js";
 
 /**
@@ -21,6 +21,8 @@ export interface ActivityFacts {
   /** The mapped local account (GLUE2 LocalOwner). */
   localOwner?: string | undefined;
   fqans?: readonly string[] | undefined;
+  /** The batch system's reason the job waits (OtherInfo `LRMSReason=…`, OtherMessages `LRMS: …`). */
+  lrmsReason?: string | undefined;
   requestedTotalWallTime?: number | undefined;
   requestedTotalCpuTime?: number | undefined;
   requestedSlots?: number | undefined;
@@ -54,6 +56,7 @@ export const ACTIVITY_FIELDS = [
   "pending",
   "outcome",
   "lrms",
+  "lrmsReason",
   "rest",
   "jobName",
   "language",
@@ -91,6 +94,7 @@ const date = (ms: number | undefined) => (ms !== undefined && Number.isFinite(ms
 export function activityInputFor(record: ActivityRecord, opts: { hostname: string; now?: Date }): ActivityFacts {
   const s = record.summary ?? {};
   const slots = s.slots ?? 1;
+  const lrmsReason = shownLrmsReason(record);
   return {
     id: record.id,
     hostname: opts.hostname,
@@ -125,7 +129,13 @@ export function activityInputFor(record: ActivityRecord, opts: { hostname: strin
     workingAreaEraseTime: date(record.cleanupAt),
     proxyExpirationTime: date(record.delegationExpires),
     submissionHost: record.clientHost,
-    otherMessages: waitingForUploads(record) ? [awaitingMessage(record.awaiting!, record.uploadDeadline)] : undefined,
+    lrmsReason,
+    otherMessages: waitingForUploads(record)
+      ? [awaitingMessage(record.awaiting!, record.uploadDeadline)]
+      : // `arcstat -l` prints OtherMessages ("Other Messages: LRMS: JobHeldAdmin"), A-REX's form for batch-system words.
+        lrmsReason
+        ? [`LRMS: ${lrmsReason}`]
+        : undefined,
   };
 }
 

@@ -21,3 +21,4 @@ export * from "./leases.js";
 export * from "./migrate-owners.js";
 export * from "./maplimit.js";
 export * from "./rte.js";
+export * from "./lrms-pending.js";

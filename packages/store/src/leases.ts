@@ -42,6 +42,21 @@ export class PoolLeases {
   }
 
   /**
+   * The account `lease` would give now, without taking or renewing anything (`ceadm explain`):
+   * the identity's current account of the pool, else the first free one (or one it already holds
+   * through another pool), else undefined. Read-only, so a concurrent lease may answer otherwise.
+   */
+  async peek(identity: string, pool: string, accounts: readonly string[]): Promise<string | undefined> {
+    const k = this.keys;
+    const cur = await this.redis.hget(k.mapHeld(identity), pool);
+    if (cur && accounts.includes(cur) && (await this.redis.hget(k.mapLeases(), cur)) === identity) return cur;
+    if (accounts.length === 0) return undefined;
+    const holders = await this.redis.hmget(k.mapLeases(), ...accounts);
+    const i = holders.findIndex((h) => h === null || h === identity);
+    return i >= 0 ? accounts[i] : undefined;
+  }
+
+  /**
    * Releases the identity's leases when it has no job left but WIPED ones and the grace time has
    * passed. With `scrub`, each account it holds is first made clean (only once the release is due,
    * so a running job is never touched); one that cannot be keeps every lease of the identity.

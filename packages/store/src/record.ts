@@ -18,6 +18,12 @@ export interface JobRecord {
   pending: boolean;
   outcome?: Outcome | undefined;
   lrms?: LrmsState | undefined;
+  /**
+   * Why the job waits in the batch system, as the batch system states it (Slurm `%r`, Grid
+   * Engine's scheduling info; @ce/model lrmsReasonText), refreshed by the JEM's bulk poll. Shown
+   * only while `lrms` is a waiting sub-state (@ce/model shownLrmsReason).
+   */
+  lrmsReason?: string | undefined;
   /** Derived from the fields above with `toRestState`, stored so the indexes match it. */
   rest: RestState;
   queue: string;

@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
 import type { Stats } from "node:fs";
-import { type JobRecord } from "@ce/store";
+import { type JobRecord, type PendingByReason, readPendingByReason } from "@ce/store";
 import { type ControlFile, DIAGNOSE_FILES, type DiagnoseFile, RENDERED_ON_REQUEST } from "@ce/controldir";
 import { NO_VO, REST_STATES, type RestState } from "@ce/model";
 import type { Services } from "../context.js";
@@ -198,6 +198,19 @@ export async function voCounts(s: Services, now = Date.now()): Promise<VoCounts>
   }
   const value: VoCounts = { byVo, active };
   voCache = { at: now, key: s, value };
+  return value;
+}
+
+let pendingCache: { at: number; key: Services; value: PendingByReason[] } | undefined;
+
+/**
+ * Jobs waiting in the batch system per queue, VO and the batch system's reason (issue 36; the same
+ * sums as `ce_lrms_pending_jobs`): one HMGET per INLRMS job, so kept for VO_CACHE_MS like voCounts.
+ */
+export async function pendingReasons(s: Services, now = Date.now()): Promise<PendingByReason[]> {
+  if (pendingCache && pendingCache.key === s && now - pendingCache.at < VO_CACHE_MS) return pendingCache.value;
+  const value = await readPendingByReason(s.jobs.redis, s.config.redis.prefix);
+  pendingCache = { at: now, key: s, value };
   return value;
 }
 

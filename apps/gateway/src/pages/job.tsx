@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { Child } from "hono/jsx";
-import { FINAL_REST_STATES, failureWords, parseTokenOwner, secondsInWords, stateInWords } from "@ce/model";
+import { FINAL_REST_STATES, failureWords, parseTokenOwner, secondsInWords, shownLrmsReason, stateInWords } from "@ce/model";
 import type { JobRecord } from "@ce/store";
 import type { AppEnv } from "../context.js";
 import { restartRefusal } from "../services/bulk.js";
@@ -95,6 +95,8 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
         <StateBadge state={job.rest} /> <span class="muted small">since {when(job.stateSince)}</span>
       </>,
     ],
+    // The batch system's own words for why the job waits (Slurm %r, Grid Engine scheduling info).
+    ["Waiting in the batch system because", shownLrmsReason(job) ?? ""],
     ["Queue", job.queue],
     ["Owner", <span class="mono">{job.owner}</span>],
     // A token job: who issued the token and to whom, as the usage record has them.

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { failureWords, REST_STATES, type RestState } from "@ce/model";
 import type { AppEnv } from "../context.js";
 import { isDraining, vosOfRules } from "../services/info.js";
-import { RECENT_FAILURE_MS, recentFailures, VO_COLUMNS, type VoColumn, voCounts } from "./data.js";
+import { pendingReasons, RECENT_FAILURE_MS, recentFailures, VO_COLUMNS, type VoColumn, voCounts } from "./data.js";
 import { ago, jobHref, Layout, restBase, sendPage, shortDn, StateBadge, Time, trail } from "./layout.js";
 
 /*
@@ -24,12 +24,13 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
   const owner = c.get("identity").subject;
   const base = restBase(c);
   const now = Date.now();
-  const [draining, byRest, vos, mine, failures] = await Promise.all([
+  const [draining, byRest, vos, mine, failures, pending] = await Promise.all([
     isDraining(s),
     s.jobs.countByRest(REST_STATES),
     voCounts(s, now),
     s.jobs.list(owner, REST_STATES),
     recentFailures(s, owner, now),
+    pendingReasons(s, now),
   ]);
   const host = new URL(config.endpoint.url).hostname;
   const myByState = new Map<RestState, number>();
@@ -155,6 +156,35 @@ export async function landingPage(c: Context<AppEnv>): Promise<Response> {
                   {cols.map((k) => (
                     <td class="num">{row[k]}</td>
                   ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <h2>Why jobs wait in the batch system</h2>
+      {pending.length === 0 ? (
+        <p class="muted">No job is waiting in the batch system.</p>
+      ) : (
+        <div class="scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Queue</th>
+                <th scope="col">VO</th>
+                <th scope="col">Reason (as the batch system states it)</th>
+                <th scope="col" class="num">
+                  Jobs
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {pending.map((p) => (
+                <tr>
+                  <td class="mono">{p.queue}</td>
+                  <td class="mono">{p.vo || "(none)"}</td>
+                  <td class="mono">{p.reason}</td>
+                  <td class="num">{p.jobs}</td>
                 </tr>
               ))}
             </tbody>

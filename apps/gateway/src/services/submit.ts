@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BulkItem } from "@ce/glue2";
 import { awaitingText, clientUploads, type JobDescription, type SettledDescription } from "@ce/model";
-import { ruleMatches } from "@ce/mapping";
+import { queueDecision, rteAvailable } from "@ce/mapping";
 import { JobStore, enabledRtesCached, rteNeedsCached, type DelegationRecord, type JobRecord } from "@ce/store";
 import { JobCommitError, createJobs as storeCreateJobs } from "@ce/controldir";
 import type { Logger } from "pino";
@@ -138,25 +138,10 @@ async function checkDescriptions(s: Services, req: SubmitRequest, settled: Settl
   return settled.map((it, index): Outcome => {
     if (!it.ok) return { kind: "item", item: failed(400, clip(it.error.message)) };
     const d = it.description;
-    const queueName = d.queue ?? req.queue ?? config.jobs.defaultQueue;
-    const queue = config.jobs.queues.find((q) => q.name === queueName);
-    if (!queue) return { kind: "item", item: failed(400, `Requested queue ${queueName} does not exist on this CE`) };
-    if (queue.allow.length > 0 && !queue.allow.some((r) => ruleMatches(r, req.identity))) {
-      return { kind: "item", item: failed(403, `Requested queue ${queueName} is not allowed for this user`) };
-    }
-    // A valid request this queue's policy refuses (another queue may take it): 403, as a queue not allowed.
-    if (d.gpus && queue.maxGpusPerJob !== undefined && d.gpus > queue.maxGpusPerJob) {
-      const limit =
-        queue.maxGpusPerJob === 0
-          ? `queue ${queueName} has no GPUs (maxGpusPerJob 0)`
-          : `queue ${queueName} allows at most ${queue.maxGpusPerJob} per job (maxGpusPerJob)`;
-      return { kind: "item", item: failed(403, `Requested ${d.gpus} GPU(s); ${limit}`) };
-    }
-    const missingRte = d.runtimeEnvironments.find((r) => !rteAvailable(r, enabledRtesCached(config)));
-    if (missingRte) {
-      const name = missingRte.version ? `${missingRte.name}-${missingRte.version}` : missingRte.name;
-      return { kind: "item", item: failed(500, `Requested runtime environment ${name} is missing`) };
-    }
+    // Queue, its allow rule, GPU cap and RTEs: the one decision `ceadm explain` reports too.
+    const q = queueDecision(config, req.identity, d, req.queue);
+    if (!q.ok) return { kind: "item", item: failed(q.status, q.reason) };
+    const queueName = q.queue;
     const { main, all } = refs(d);
     const missing = all.find((id) => !found.get(id));
     if (missing) return { kind: "item", item: failed(400, `Delegation ${missing} not found`) };
@@ -205,12 +190,6 @@ export function credentialRefusal(config: Services["config"], d: JobDescription,
     }
   }
   return undefined;
-}
-
-/** Exact name, `name-version`, or any version of `name` when none was requested. */
-export function rteAvailable(r: { name: string; version?: string | undefined }, configured: readonly string[]): boolean {
-  const wanted = r.version ? `${r.name}-${r.version}` : r.name;
-  return configured.some((c) => c === wanted || (!r.version && c.startsWith(`${r.name}-`) && /^\d/.test(c.slice(r.name.length + 1))));
 }
 
 /** Files → one atomic create → bind → notify. Returns one result per plan, in order. */

@@ -128,8 +128,8 @@ describe("poll", () => {
     );
     expect(Object.fromEntries(m)).toEqual({
       job0: { kind: "active", lrms: "RUNNING" },
-      job1: { kind: "active", lrms: "QUEUING" },
-      job2: { kind: "active", lrms: "HELD" },
+      job1: { kind: "active", lrms: "QUEUING", reason: "Priority" },
+      job2: { kind: "active", lrms: "HELD", reason: "JobHeldAdmin" },
       job3: { kind: "done", exitCode: 3, message: "failed on purpose" },
       job4: { kind: "done", exitCode: 0, message: "" },
       job5: { kind: "unknown", reason: "Job missing from SLURM" },
@@ -176,6 +176,30 @@ describe("parsers", () => {
       j4: { kind: "unknown", reason: expect.stringContaining("nothing") },
     });
     expect(bad).toEqual(["x y z", "j9 RUNNING"]);
+  });
+
+  it("parsePollOutput keeps a waiting job's reason, one bounded printable line; none for running jobs", () => {
+    const long = "x".repeat(500);
+    const { states } = parsePollOutput(
+      [
+        "q1 QUEUING QOSMaxJobsPerUserLimit",
+        "q2 HELD JobHeldAdmin\u0007\u001b[31m <b>",
+        `q3 QUEUING ${long}`,
+        "q4 QUEUING None",
+        "q5 RUNNING some node name",
+        "q6 OTHER REQUEUE_HOLD",
+      ].join("\n"),
+      ["q1", "q2", "q3", "q4", "q5", "q6"],
+    );
+    expect(states.get("q1")).toEqual({ kind: "active", lrms: "QUEUING", reason: "QOSMaxJobsPerUserLimit" });
+    // Control characters become blanks (the text reaches XML, HTML and metric labels, escaped there).
+    expect(states.get("q2")).toEqual({ kind: "active", lrms: "HELD", reason: "JobHeldAdmin [31m <b>" });
+    const r3 = states.get("q3");
+    expect(r3?.kind === "active" && r3.reason?.length).toBe(160);
+    // Slurm's "None" says "no reason".
+    expect(states.get("q4")).toEqual({ kind: "active", lrms: "QUEUING" });
+    expect(states.get("q5")).toEqual({ kind: "active", lrms: "RUNNING" });
+    expect(states.get("q6")).toEqual({ kind: "active", lrms: "OTHER", reason: "REQUEUE_HOLD" });
   });
 
   it("parseBulkOutput", () => {

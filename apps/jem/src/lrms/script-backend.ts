@@ -3,7 +3,7 @@ import { accessSync, constants } from "node:fs";
 import { chmod, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CompiledConfig } from "@ce/config";
-import { LRMS_STATES, type LrmsState } from "@ce/model";
+import { LRMS_STATES, WAITING_LRMS_STATES, lrmsReasonText, type LrmsState } from "@ce/model";
 import type { Logger } from "pino";
 import { parseUsageOutput, type BatchUsage } from "./batch-usage.js";
 import { buildBatchFile, loadWrapperBody, renderBatchEnv, renderJobScript, type BatchFile } from "./batch.js";
@@ -75,7 +75,10 @@ export function parsePollOutput(stdout: string, jobIds: readonly string[]): { st
     } else if (state === "UNKNOWN") {
       states.set(jobId, { kind: "unknown", reason: rest || "batch system does not know the job" });
     } else if ((LRMS_STATES as readonly string[]).includes(state)) {
-      states.set(jobId, { kind: "active", lrms: state as LrmsState });
+      const lrms = state as LrmsState;
+      // The free text of a waiting job is the batch system's reason (docs: backends/README.md, poll).
+      const reason = WAITING_LRMS_STATES.has(lrms) ? lrmsReasonText(rest) : undefined;
+      states.set(jobId, reason ? { kind: "active", lrms, reason } : { kind: "active", lrms });
     } else {
       bad.push(line.slice(0, 200));
     }

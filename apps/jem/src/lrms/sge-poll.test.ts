@@ -81,10 +81,41 @@ describe("sge poll", () => {
       ]),
     );
     writeFileSync(join(bin, "accounting"), "");
+    // qstat -j of the waiting jobs (issue 36): scheduling info where schedd_job_info is on, the error reason of an error state.
+    writeFileSync(
+      join(bin, "qstat.j"),
+      [
+        "==============================================================",
+        "job_number:                 1",
+        "owner:                      u",
+        'scheduling info:            queue instance "all.q@n1" dropped because it is full',
+        '                            cannot run in PE "mpi" because it only offers 0 slots',
+        "==============================================================",
+        "job_number:                 3",
+        "scheduling info:            (Collecting of scheduler job information is turned off)",
+        "==============================================================",
+        "job_number:                 4",
+        "error reason    1:          12/02/2026 10:00:00 [0:42]: error: can't chdir to /nowhere",
+        "scheduling info:            (Collecting of scheduler job information is turned off)",
+        "",
+      ].join("\n"),
+    );
     const m = await backend.poll(jobsFor([1, 2, 3, 4, 5, 6, 7]));
     const lrms = Object.fromEntries([...m].map(([k, v]) => [k, v.kind === "active" ? v.lrms : v.kind]));
     expect(lrms).toEqual({ j1: "QUEUING", j2: "RUNNING", j3: "HELD", j4: "HELD", j5: "EXITINGLRMS", j6: "HELD", j7: "RUNNING" });
-    expect(readFileSync(join(bin, "qstat.calls"), "utf8").trim().split("\n")).toEqual(["-u * -xml"]);
+    expect(m.get("j1")).toEqual({
+      kind: "active",
+      lrms: "QUEUING",
+      reason: 'queue instance "all.q@n1" dropped because it is full; cannot run in PE "mpi" because it only offers 0 slots',
+    });
+    expect(m.get("j3")).toEqual({ kind: "active", lrms: "HELD", reason: "hqw" });
+    expect(m.get("j4")).toEqual({
+      kind: "active",
+      lrms: "HELD",
+      reason: "error state Eqw: 12/02/2026 10:00:00 [0:42]: error: can't chdir to /nowhere",
+    });
+    // One qstat for the states and one -j for every waiting job together: never one call per job.
+    expect(readFileSync(join(bin, "qstat.calls"), "utf8").trim().split("\n")).toEqual(["-u * -xml", "-j 1,3,4"]);
   });
 
   it("words the accounting records of ended jobs", async () => {

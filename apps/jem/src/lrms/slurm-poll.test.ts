@@ -103,20 +103,21 @@ describe("slurm poll", () => {
     writeFileSync(join(jobs[9]!.jobDir, "cancelled"), "");
     const m = await backend.poll(jobs);
     const want: Record<string, PollState> = {
-      j101: { kind: "active", lrms: "QUEUING" },
-      j102: { kind: "active", lrms: "HELD" },
-      j103: { kind: "active", lrms: "HELD" },
+      // The batch system's reason for a waiting job, as squeue's %r states it (issue 36).
+      j101: { kind: "active", lrms: "QUEUING", reason: "Priority" },
+      j102: { kind: "active", lrms: "HELD", reason: "JobHeldAdmin" },
+      j103: { kind: "active", lrms: "HELD", reason: "JobHeldUser" },
       j104: { kind: "active", lrms: "RUNNING" },
-      j105: { kind: "active", lrms: "HELD" },
+      j105: { kind: "active", lrms: "HELD", reason: "suspended" },
       j106: { kind: "active", lrms: "EXITINGLRMS" },
-      j107: { kind: "active", lrms: "QUEUING" },
+      j107: { kind: "active", lrms: "QUEUING", reason: "configuring" },
       j108: { kind: "done", exitCode: 0, message: "" },
       j109: { kind: "done", exitCode: 3, message: "" },
       j110: { kind: "done", exitCode: 271, message: "Job was cancelled" },
       j111: { kind: "done", exitCode: 271, message: "Walltime exceeded: the batch system ended the job at its time limit (Slurm TIMEOUT)" },
       j112: { kind: "done", exitCode: -1, message: "Node failure: the node running the job failed (Slurm NODE_FAIL)" },
       j113: { kind: "done", exitCode: 265, message: "Memory exceeded: the job used more memory than it asked for (Slurm OUT_OF_MEMORY)" },
-      j114: { kind: "active", lrms: "OTHER" },
+      j114: { kind: "active", lrms: "OTHER", reason: "REQUEUE_HOLD" },
       j115: { kind: "done", exitCode: 265, message: "Job failed" },
       j116: { kind: "done", exitCode: 271, message: "Cancelled in the batch system by an administrator (Slurm CANCELLED)" },
     };

@@ -99,7 +99,18 @@ export interface SubmitResult {
  * INLRMS and asks again (a failed batch query must never look like "finished").
  */
 export type PollState =
-  { kind: "active"; lrms: LrmsState } | { kind: "done"; exitCode: number; message: string } | { kind: "unknown"; reason: string };
+  | {
+      kind: "active";
+      lrms: LrmsState;
+      /**
+       * Why a waiting job waits, as the batch system states it (Slurm `%r`: `Priority`,
+       * `JobHeldAdmin`, …; Grid Engine's scheduling info): only for QUEUING, HELD and OTHER, absent
+       * when the back end printed none. Sanitized (`lrmsReasonText`).
+       */
+      reason?: string;
+    }
+  | { kind: "done"; exitCode: number; message: string }
+  | { kind: "unknown"; reason: string };
 
 export interface Backend {
   readonly name: string;

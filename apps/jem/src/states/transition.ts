@@ -119,13 +119,15 @@ function refuseIllegal(ctx: JemContext, job: JobRecord, to: InternalState, pendi
 }
 
 /**
- * The batch poll's INLRMS sub-state (QUEUING, RUNNING, ...): not a state move, so no table check
+ * The batch poll's INLRMS sub-state (QUEUING, RUNNING, ...) and the batch system's reason a waiting job waits: not a state move, so no table check
  * and no `errors` line, but the CAS pins `state` to INLRMS (not pending) as read, so it can never
  * change the state or overwrite a move made meanwhile. Returns the new record, or undefined.
  */
-export async function setLrmsSubstate(ctx: JemContext, job: JobRecord, lrms: LrmsState): Promise<JobRecord | undefined> {
+export async function setLrmsSubstate(ctx: JemContext, job: JobRecord, lrms: LrmsState, reason?: string): Promise<JobRecord | undefined> {
   if (job.state !== "INLRMS" || job.pending) return undefined;
-  const next = await ctx.jobs.update(job, { lrms }, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
+  // "" clears a reason the batch system no longer gives (an empty field reads as absent).
+  const change = reason === undefined && job.lrmsReason === undefined ? { lrms } : { lrms, lrmsReason: reason ?? "" };
+  const next = await ctx.jobs.update(job, change, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
   return next;
 }
 

@@ -1,5 +1,5 @@
 import type { CompiledConfig } from "@ce/config";
-import { ruleMatches } from "@ce/mapping";
+import { accessDecision, ruleMatches } from "@ce/mapping";
 import type { Identity } from "../../context.js";
 
 // The rule matcher lives in @ce/mapping: the access policy and the identity mapping share it.
@@ -15,11 +15,9 @@ import type { Identity } from "../../context.js";
  * boot code refuse such a configuration.
  */
 export function checkAccessPolicy(config: CompiledConfig, id: Identity): string | undefined {
-  const { allow, deny } = config.auth;
-  const hit = deny.find((r) => ruleMatches(r, id));
-  if (hit) return `identity ${id.subject} matches deny rule ${hit}`;
-  if (allow.length === 0) return undefined;
-  return matchesAny(allow, id) ? undefined : `identity ${id.subject} matches no allow rule`;
+  // The decision is shared with `ceadm explain` (@ce/mapping admission.ts).
+  const d = accessDecision(config, id);
+  return d.ok ? undefined : d.reason;
 }
 
 /** True when some rule admits the identity (per-queue `allow` lists use this; empty = nobody). */
