@@ -72,6 +72,8 @@ export interface Reply {
   statusMessage: string;
   headers: IncomingHttpHeaders;
   text: string;
+  /** The body's bytes (for binary answers: archives, files). */
+  body: Buffer;
   json<T = J>(): T;
 }
 
@@ -152,12 +154,14 @@ export async function startTestGateway(
         const chunks: Buffer[] = [];
         res.on("data", (d: Buffer) => chunks.push(d));
         res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
+          const body = Buffer.concat(chunks);
+          const text = body.toString("utf8");
           resolve({
             status: res.statusCode ?? 0,
             statusMessage: res.statusMessage ?? "",
             headers: res.headers,
             text,
+            body,
             json: () => JSON.parse(text),
           });
         });

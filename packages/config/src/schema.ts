@@ -192,6 +192,11 @@ export const configSchema = z.object({
           requestsInFlight: z.number().int().nonnegative().default(64),
           /** Entries one session directory listing (GET, PROPFIND Depth 1) may return; more → 507. */
           listingEntries: z.number().int().positive().default(10_000),
+          /**
+           * Bytes of files one "download all" archive of a session directory (a page's tar link) may
+           * hold; more → 507 ARCHIVE_TOO_LARGE before a byte is sent. At most 8 GiB − 1 (ustar sizes).
+           */
+          archiveBytes: bytes.max(0o77777777777).default(4 * 1024 * 1024 * 1024),
           /** Disjoint byte ranges tracked per partially uploaded file (Content-Range PUTs); more → 409. */
           uploadRanges: z.number().int().positive().default(1_024),
           /** Files of one job with partial-upload bookkeeping at once; more → 409. */
