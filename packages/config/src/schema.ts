@@ -603,6 +603,8 @@ export const configSchema = z.object({
       /** Bearer token for the admin listener. Dev default generated on first start. */
       token: z.string().optional(),
       tokenFile: z.string().optional(),
+      /** Where the site publishes the operator documentation: linked from the admin listener's index page. */
+      docsUrl: z.string().url().optional(),
     })
     .default({}),
 
