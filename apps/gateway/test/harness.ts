@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import type { Redis } from "ioredis";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { createCA, createProxy, issueHostCert, issueUserCert, writeCADir, type TestCredential } from "@ce/x509/testing";
 import { startGateway, type GatewayHandle } from "../src/server.js";
@@ -127,13 +127,15 @@ export async function startTestGateway(
   redisUrl: string,
   overrides: ConfigInput = {},
   shared?: { prefix: string; stateDir: string; encryptionKey: string },
+  /** The gateway's logger (tests that read its lines); silent by default. */
+  logger: Logger = pino({ level: "silent" }),
 ): Promise<TestGateway> {
   const pki = createPki();
   const stateDir = shared?.stateDir ?? mkdtempSync(join(tmpdir(), "ce-gw-"));
   const prefix = shared?.prefix ?? newPrefix();
   const withKey = shared ? { ...overrides, delegations: { ...overrides.delegations, encryptionKey: shared.encryptionKey } } : overrides;
   const config = testConfig(redisUrl, stateDir, prefix, pki, withKey);
-  const gw = await startGateway(config, { logger: pino({ level: "silent" }), drainMs: 200 });
+  const gw = await startGateway(config, { logger, drainMs: 200 });
   const agents = new Map<CredName, Agent>();
   const agent = (as: CredName) => {
     let a = agents.get(as);
