@@ -1,3 +1,4 @@
+/** @jsxImportSource hono/jsx */
 import { Layout, renderPage } from "./frame.js";
 import type { Role } from "./metrics.js";
 
