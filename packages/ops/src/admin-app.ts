@@ -53,7 +53,7 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
   const token = opts.token ?? resolveAdminToken(opts.config);
   if (!token) logger?.warn("admin token not configured: the admin listener answers only /healthz");
 
-  const board = opts.board ?? role === "jem";
+  const withBoard = opts.board ?? role === "jem";
 
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ status: "ok", role }));
@@ -64,7 +64,7 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
     c.body(
       adminIndexPage({
         role,
-        board,
+        board: withBoard,
         jemPort: opts.config.admin.jemPort,
         endpointUrl: opts.config.endpoint?.url,
         docsUrl: opts.config.admin.docsUrl,
@@ -85,16 +85,16 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
     return c.body(await registry.metrics());
   });
 
-  if (board) {
-    const boardApp = new HonoAdapter(serveStatic);
-    boardApp.setBasePath(BOARD_PATH);
+  if (withBoard) {
+    const board = new HonoAdapter(serveStatic);
+    board.setBasePath(BOARD_PATH);
     createBullBoard({
       // The JEM's work list (a sorted set, not a BullMQ queue) next to the BullMQ queues, read-only.
       queues: [new AdvanceBoardAdapter(redis, opts.config.redis.prefix), ...queues.map((q) => new BullMQAdapter(q))],
-      serverAdapter: boardApp,
+      serverAdapter: board,
       options: { uiConfig: { boardTitle: "CE queues" } },
     });
-    app.route(BOARD_PATH, boardApp.registerPlugin());
+    app.route(BOARD_PATH, board.registerPlugin());
   }
 
   const api = new Hono();
