@@ -1,3 +1,5 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { BrowserContext, Page } from "playwright-core";
@@ -475,7 +477,33 @@ describe.skipIf(!HAVE_CHROMIUM)("HTML pages in headless Chromium (client certifi
     await page.goBack();
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download out.txt" }).click()]);
     expect(download.suggestedFilename()).toBe("out.txt");
+    // "Download all": the job's outputs as one tar, saved under the job's id, read back by GNU tar.
+    const [all] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download all (tar)" }).click()]);
+    expect(all.suggestedFilename()).toBe(`${jobs.listing}.tar`);
+    const saved = `${stack.state}/all-${jobs.listing}.tar`;
+    await all.saveAs(saved);
+    const names = execFileSync("tar", ["-tf", saved], { encoding: "utf8" }).trim().split("\n");
+    for (const n of ["out.txt", "err.txt", "sub/inner.txt", "sub/deep/d.txt", XSS_IMG, ODD_NAME])
+      expect(names).toContain(`${jobs.listing}/${n}`);
     expectQuiet(watch);
+  });
+
+  it("the admin listener's index: the token once, then the links to health, metrics, the queue view and the docs, in the pages' frame", async () => {
+    const jemPort = /jemPort: (\d+)/.exec(readFileSync(stack.config, "utf8"))?.[1];
+    expect(jemPort).toBeDefined();
+    const admin = `http://127.0.0.1:${jemPort}`;
+    const res = await page.goto(`${admin}/`);
+    expect(res?.status()).toBe(401);
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("The admin token is needed");
+    await page.goto(`${admin}/?token=${encodeURIComponent(stack.adminToken)}`);
+    expect(page.url()).toBe(`${admin}/`);
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("CE admin: jem");
+    for (const name of ["/healthz", "/readyz", "/metrics", "/queues", "/api/stats"])
+      expect(await page.getByRole("link", { name, exact: true }).isVisible(), name).toBe(true);
+    expect(await page.locator("header nav.crumbs").count()).toBe(1);
+    await screenshot(page, "admin-index");
+    await page.getByRole("link", { name: "/metrics", exact: true }).click();
+    expect(await page.textContent("body")).toContain("ce_jobs");
   });
 
   it("Clean asks first: one click leaves the job; the confirmation removes it and lands on the list", async () => {

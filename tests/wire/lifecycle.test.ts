@@ -37,12 +37,14 @@ beforeAll(async () => {
           const chunks: Buffer[] = [];
           res.on("data", (d: Buffer) => chunks.push(d));
           res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
+            const body = Buffer.concat(chunks);
+            const text = body.toString("utf8");
             resolve({
               status: res.statusCode ?? 0,
               statusMessage: res.statusMessage ?? "",
               headers: res.headers,
               text,
+              body,
               json: () => JSON.parse(text),
             });
           });

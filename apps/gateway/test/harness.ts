@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import type { Redis } from "ioredis";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { compileConfig, type CompiledConfig, type ConfigInput } from "@ce/config";
 import { createCA, createProxy, issueHostCert, issueUserCert, writeCADir, type TestCredential } from "@ce/x509/testing";
 import { startGateway, type GatewayHandle } from "../src/server.js";
@@ -72,6 +72,8 @@ export interface Reply {
   statusMessage: string;
   headers: IncomingHttpHeaders;
   text: string;
+  /** The body's bytes (for binary answers: archives, files). */
+  body: Buffer;
   json<T = J>(): T;
 }
 
@@ -126,13 +128,15 @@ export async function startTestGateway(
   redisUrl: string,
   overrides: ConfigInput = {},
   shared?: { prefix: string; stateDir: string; encryptionKey: string },
+  /** The gateway's logger (tests that read its lines); silent by default. */
+  logger: Logger = pino({ level: "silent" }),
 ): Promise<TestGateway> {
   const pki = createPki();
   const stateDir = shared?.stateDir ?? mkdtempSync(join(tmpdir(), "ce-gw-"));
   const prefix = shared?.prefix ?? newPrefix();
   const withKey = shared ? { ...overrides, delegations: { ...overrides.delegations, encryptionKey: shared.encryptionKey } } : overrides;
   const config = testConfig(redisUrl, stateDir, prefix, pki, withKey);
-  const gw = await startGateway(config, { logger: pino({ level: "silent" }), drainMs: 200 });
+  const gw = await startGateway(config, { logger, drainMs: 200 });
   const agents = new Map<CredName, Agent>();
   const agent = (as: CredName) => {
     let a = agents.get(as);
@@ -153,12 +157,14 @@ export async function startTestGateway(
         const chunks: Buffer[] = [];
         res.on("data", (d: Buffer) => chunks.push(d));
         res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
+          const body = Buffer.concat(chunks);
+          const text = body.toString("utf8");
           resolve({
             status: res.statusCode ?? 0,
             statusMessage: res.statusMessage ?? "",
             headers: res.headers,
             text,
+            body,
             json: () => JSON.parse(text),
           });
         });

@@ -252,3 +252,44 @@ describe("a session file from a page's link: as text, or as a download; programs
     expect((await t.request("GET", `${base}?view=html`)).status).toBe(400);
   });
 });
+
+describe("download all: the job's session files as one tar from the job page's link", () => {
+  it("the job page links it; the archive is application/x-tar, an attachment, nosniff; symlinks stay out; programs are unchanged", async () => {
+    const { mkdirSync, symlinkSync, writeFileSync, mkdtempSync } = await import("node:fs");
+    const { execFileSync } = await import("node:child_process");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const root = t.gw.services.control.sessionDir(other);
+    writeFileSync(`${root}/result.txt`, "42\n");
+    mkdirSync(`${root}/logs`, { recursive: true });
+    writeFileSync(`${root}/logs/run.log`, "ran\n");
+    symlinkSync("/etc/passwd", `${root}/passwd`);
+    const page = await t.request("GET", `${t.rest}/1.1/jobs/${other}`);
+    const href = `${t.rest}/1.1/jobs/${other}/session/?download=tar`;
+    expect(page.text).toContain(`href="${href}"`);
+    const r = await t.request("GET", href);
+    expect(r.status).toBe(200);
+    expect(r.headers["content-type"]).toBe("application/x-tar");
+    expect(r.headers["content-disposition"]).toBe(`attachment; filename="${other}.tar"`);
+    expect(r.headers["x-content-type-options"]).toBe("nosniff");
+    expect(Number(r.headers["content-length"])).toBe(r.body.length);
+    const dir = mkdtempSync(join(tmpdir(), "ce-pages-tar-"));
+    writeFileSync(join(dir, "a.tar"), r.body);
+    const list = execFileSync("tar", ["-tf", join(dir, "a.tar")], { encoding: "utf8" })
+      .trim()
+      .split("\n");
+    expect(list).toContain(`${other}/result.txt`);
+    expect(list).toContain(`${other}/logs/run.log`);
+    expect(list.some((n) => n.includes("passwd"))).toBe(false);
+    // The listing page of a subdirectory links its own archive; a file cannot be archived.
+    const listing = await t.request("GET", `${t.rest}/1.1/jobs/${other}/session/logs/`);
+    expect(listing.text).toContain(`href="${t.rest}/1.1/jobs/${other}/session/logs/?download=tar"`);
+    const onFile = await t.request("GET", `${t.rest}/1.1/jobs/${other}/session/result.txt?download=tar`);
+    expect(onFile.status).toBe(400);
+    expect(onFile.headers["x-error-code"]).toBe("BAD_ARCHIVE");
+    // Another owner's job is not found; a program without the parameter gets the listing as before.
+    expect((await t.request("GET", href, { as: "bob" })).status).toBe(404);
+    const json = await t.request("GET", `${t.rest}/1.1/jobs/${other}/session/`, { accept: "application/json" });
+    expect(json.headers["content-type"]).toContain("application/json");
+  });
+});

@@ -220,6 +220,11 @@ export const configSchema = z.object({
           requestsInFlight: z.number().int().nonnegative().default(64),
           /** Entries one session directory listing (GET, PROPFIND Depth 1) may return; more → 507. */
           listingEntries: z.number().int().positive().default(10_000),
+          /**
+           * Bytes of files one "download all" archive of a session directory (a page's tar link) may
+           * hold; more → 507 ARCHIVE_TOO_LARGE before a byte is sent. At most 8 GiB − 1 (ustar sizes).
+           */
+          archiveBytes: bytes.max(0o77777777777).default(4 * 1024 * 1024 * 1024),
           /** Disjoint byte ranges tracked per partially uploaded file (Content-Range PUTs); more → 409. */
           uploadRanges: z.number().int().positive().default(1_024),
           /** Files of one job with partial-upload bookkeeping at once; more → 409. */
@@ -645,6 +650,8 @@ export const configSchema = z.object({
       /** Bearer token for the admin listener. Dev default generated on first start. */
       token: z.string().optional(),
       tokenFile: z.string().optional(),
+      /** Where the site publishes the operator documentation: linked from the admin listener's index page. */
+      docsUrl: z.string().url().optional(),
     })
     .default({}),
 

@@ -166,6 +166,57 @@ describe("admin app", () => {
     expect((await adv.scoreOf("b1")).due).toBeGreaterThan(Date.now());
   });
 
+  it("/ is an index page in the pages' frame linking health, metrics, the queue view, the API and the docs", async () => {
+    const html = { accept: "text/html,application/xhtml+xml" };
+    const res = await app.request("/", { headers: { ...auth, ...html } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    const page = await res.text();
+    for (const href of ["/healthz", "/readyz", "/metrics", "/queues", "/api/stats", "/api/jobs"])
+      expect(page, href).toContain(`href="${href}"`);
+    expect(page).toContain("docs/operations.md");
+    expect(page).toContain('nav class="crumbs"'); // the CE's frame
+    // A gateway's index has no board: it says where the queue view is; the docs and the CE's pages are links when configured.
+    const config = {
+      admin: { token, jemPort: 8445, docsUrl: "https://ce.example.org/docs/" },
+      redis: { url: inject("redisUrl"), prefix },
+      endpoint: { url: "https://ce.example.org/arex" },
+    };
+    const gw = createAdminApp({
+      config,
+      redis,
+      registry: createMetrics({ role: "gateway", redis, prefix, defaultMetrics: false }).registry,
+      role: "gateway",
+      ready: async () => true,
+    });
+    const gwPage = await (await gw.request("/", { headers: auth })).text();
+    expect(gwPage).not.toContain('href="/queues"');
+    expect(gwPage).toContain("port <code>8445</code>");
+    expect(gwPage).toContain('href="https://ce.example.org/docs/"');
+    expect(gwPage).toContain('href="https://ce.example.org/arex/rest/1.1"');
+  });
+
+  it("a browser without the token gets a page saying how to give it; programs keep the JSON 401", async () => {
+    const html = { accept: "text/html,application/xhtml+xml" };
+    const page = await app.request("/", { headers: html });
+    expect(page.status).toBe(401);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(await page.text()).toContain("?token=");
+    const wrong = await app.request("/?token=wrong", { headers: html });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toContain("not this listener");
+    const json = await app.request("/");
+    expect(json.status).toBe(401);
+    expect(await json.json()).toEqual({ error: "unauthorized" });
+    // With the token once, the browser is sent to the index without it.
+    const first = await app.request(`/?token=${encodeURIComponent(token)}`, { headers: html });
+    expect(first.status).toBe(303);
+    expect(first.headers.get("location")).toBe("/");
+  });
+
   it("listens on loopback and closes", async () => {
     const server = await startAdminServer(app, { port: 0 });
     try {

@@ -14,13 +14,19 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { CompiledConfig } from "@ce/config";
 import { AdvanceBoardAdapter } from "./advance-board.js";
+import { ADMIN_PAGE_HEADERS, adminIndexPage, tokenHelpPage } from "./admin-index.js";
 import { adminAuth, resolveAdminToken } from "./auth.js";
 import { AdminOps, OpsError } from "./ops.js";
 import type { Role } from "./metrics.js";
 
 export interface AdminAppOptions {
   /** Only the token and the key prefix are read (structural, so tests need no full config). */
-  config: { admin: Pick<CompiledConfig["admin"], "token" | "tokenFile">; redis: Pick<CompiledConfig["redis"], "prefix"> };
+  config: {
+    admin: Pick<CompiledConfig["admin"], "token" | "tokenFile"> & Partial<Pick<CompiledConfig["admin"], "jemPort" | "docsUrl">>;
+    redis: Pick<CompiledConfig["redis"], "prefix">;
+    /** For the index page's link to the CE's pages for people. */
+    endpoint?: Pick<CompiledConfig["endpoint"], "url"> | undefined;
+  };
   redis: Redis;
   /** BullMQ queues (the JEM's staging queue): shown in /queues (JEM), counted in /api/queues. */
   queues?: readonly Queue[] | undefined;
@@ -50,9 +56,26 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
   const token = opts.token ?? resolveAdminToken(opts.config);
   if (!token) logger?.warn("admin token not configured: the admin listener answers only /healthz");
 
+  const withBoard = opts.board ?? role === "jem";
+
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ status: "ok", role }));
-  app.use("*", adminAuth(token, { skip: (p) => p === "/healthz" }));
+  app.use("*", adminAuth(token, { skip: (p) => p === "/healthz", page: (wrong) => tokenHelpPage(role, wrong) }));
+
+  // What is here, for a person (JSON clients never ask for `/`).
+  app.get("/", (c) =>
+    c.body(
+      adminIndexPage({
+        role,
+        board: withBoard,
+        jemPort: opts.config.admin.jemPort,
+        endpointUrl: opts.config.endpoint?.url,
+        docsUrl: opts.config.admin.docsUrl,
+      }),
+      200,
+      ADMIN_PAGE_HEADERS,
+    ),
+  );
 
   app.get("/readyz", async (c) => {
     const [redisOk, roleOk] = await Promise.all([withTimeout(redis.ping().then((r) => r === "PONG")), withTimeout(opts.ready())]);
@@ -65,7 +88,7 @@ export function createAdminApp(opts: AdminAppOptions): Hono {
     return c.body(await registry.metrics());
   });
 
-  if (opts.board ?? role === "jem") {
+  if (withBoard) {
     const board = new HonoAdapter(serveStatic);
     board.setBasePath(BOARD_PATH);
     createBullBoard({

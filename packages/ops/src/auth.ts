@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import type { CompiledConfig } from "@ce/config";
+import { ADMIN_PAGE_HEADERS } from "./admin-index.js";
 
 /** Cookie set after a valid `?token=` so the bull-board UI (a browser) can load its API calls. */
 export const ADMIN_COOKIE = "ce_admin";
@@ -32,8 +33,12 @@ function cookieValue(token: string): string {
   return createHmac("sha256", token).update("ce-admin-cookie-v1").digest("base64url");
 }
 
-function unauthorized(c: Context) {
+/** A person's browser (a page navigation) rather than a program or bull-board's own API calls. */
+export const wantsPage = (c: Context) => c.req.method === "GET" && (c.req.header("accept") ?? "").includes("text/html");
+
+function unauthorized(c: Context, page?: (wrong: boolean) => string, wrong = false) {
   c.header("WWW-Authenticate", 'Bearer realm="ce-admin"');
+  if (page && wantsPage(c)) return c.body(page(wrong), 401, ADMIN_PAGE_HEADERS);
   return c.json({ error: "unauthorized" }, 401);
 }
 
@@ -42,7 +47,14 @@ function unauthorized(c: Context) {
  * cookie, or `?token=` once: that sets an HttpOnly SameSite=Strict cookie and redirects to the
  * same URL without the token, so it does not stay in the browser history.
  */
-export function adminAuth(token: string | undefined, opts: { skip?: (path: string) => boolean } = {}): MiddlewareHandler {
+export function adminAuth(
+  token: string | undefined,
+  opts: {
+    skip?: (path: string) => boolean;
+    /** The page a browser gets instead of the JSON 401 (`wrong`: a `?token=` that did not match). */
+    page?: (wrong: boolean) => string;
+  } = {},
+): MiddlewareHandler {
   const expectedCookie = token ? cookieValue(token) : undefined;
   return async (c, next) => {
     if (opts.skip?.(c.req.path)) return next();
@@ -55,7 +67,7 @@ export function adminAuth(token: string | undefined, opts: { skip?: (path: strin
     }
     const query = c.req.query("token");
     if (query !== undefined) {
-      if (!tokensEqual(query, token)) return unauthorized(c);
+      if (!tokensEqual(query, token)) return unauthorized(c, opts.page, true);
       const url = new URL(c.req.url);
       url.searchParams.delete("token");
       setCookie(c, ADMIN_COOKIE, expectedCookie, {
@@ -69,6 +81,6 @@ export function adminAuth(token: string | undefined, opts: { skip?: (path: strin
     }
     const cookie = getCookie(c, ADMIN_COOKIE);
     if (cookie && tokensEqual(cookie, expectedCookie)) return next();
-    return unauthorized(c);
+    return unauthorized(c, opts.page);
   };
 }

@@ -196,6 +196,16 @@ export async function jobPage(c: Context<AppEnv>, job: JobRecord): Promise<Respo
       ) : (
         <FileTable entries={files.entries.slice(0, FILES_SHOWN)} href={(e) => hrefFor(sessionRoot, [e.name], e.dir)} now={now} />
       )}
+      {files.entries.length > 0 ? (
+        <p>
+          <a href={`${sessionRoot}/?download=tar`} download>
+            Download all (tar)
+          </a>{" "}
+          <span class="muted">every file of the session directory in one archive</span>
+        </p>
+      ) : (
+        ""
+      )}
       {files.entries.length > FILES_SHOWN ? (
         <p>
           <a href={`${sessionRoot}/`}>All {files.entries.length} entries</a>

@@ -38,6 +38,17 @@ export function sessionListingPage(
     >
       <p>
         <a href={self}>Job page</a> · <a href={`${self}/diagnose`}>Diagnose files</a>
+        {entries.length > 0 ? (
+          <>
+            {" "}
+            ·{" "}
+            <a href={`${hrefFor(p.rootHref, p.segments, true)}?download=tar`} download>
+              Download all (tar)
+            </a>
+          </>
+        ) : (
+          ""
+        )}
       </p>
       <FileTable entries={entries} href={(e) => hrefFor(p.rootHref, [...p.segments, e.name], e.dir)} now={Date.now()} parent={parent} />
     </Layout>,

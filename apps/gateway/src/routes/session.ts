@@ -7,6 +7,7 @@ import { sessionListingPage } from "../pages/session.js";
 import { filePresentation } from "../pages/fileview.js";
 import { formatOf, respond } from "../render.js";
 import {
+  archiveResponse,
   deleteEntry,
   jobWithSession,
   ownedJob,
@@ -61,6 +62,19 @@ async function read(c: Context<AppEnv>, id: string, head: boolean): Promise<Resp
   const services = c.get("services");
   const job = await jobWithSession(c, id);
   const p = sessionPath(c, id);
+  // The job page's "download all" link; REST clients never ask.
+  if (c.req.query("download") === "tar") {
+    requireScope(c, "dataread");
+    return archiveResponse({
+      root: services.control.sessionDir(job.id),
+      segments: p.segments,
+      top: job.id,
+      maxBytes: services.config.gateway.limits.archiveBytes,
+      maxEntries: services.config.gateway.limits.listingEntries,
+      head,
+      log: c.get("log"),
+    });
+  }
   const found = await readEntry({
     root: services.control.sessionDir(job.id),
     path: p,

@@ -284,7 +284,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
         holdUntil: hold?.until,
         lease: localUser?.pool ? { account: localUser.account, identity: req.identity.subject } : undefined,
         notify: (committed) => {
-          req.hold?.created(Date.now() + config.jobs.uploadTimeoutSeconds * 1000);
+          req.hold?.created(Date.now() + config.jobs.uploadTimeoutSeconds * 1000, committed.length);
           return afterCommit(s, req, committed);
         },
         warn: (what, err, jobId) => req.log.warn({ err, jobId }, what),
@@ -298,6 +298,7 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
   }
   const { outcomes, committed, limitedBy } = result;
   if (records.length > committed.length) s.metrics?.countSubmission("rejected", records.length - committed.length);
+  if (limitedBy) logLimit(req, limitedBy, outcomes.filter((o) => o === "limited").length, committed.length, config);
   const restOf = new Map(committed.map((r) => [r.id, r.rest]));
   return records.map((r, i) => {
     if (outcomes[i] === "created") return created(r.id, restOf.get(r.id) ?? r.rest);
@@ -314,6 +315,31 @@ async function createJobs(s: Services, req: SubmitRequest, plans: Plan[], minReq
       );
     return failed(503, `No more jobs allowed: the CE job limit (${config.jobs.maxTotal}) is reached`);
   });
+}
+
+/**
+ * A limit refused jobs of this request: one line for the request with the count (a bulk of 1,000
+ * refused by the owner quota is one line, not 1,000). Info: the owner is told in each item's
+ * reason; it is the operator's only when it happens a lot.
+ */
+function logLimit(
+  req: SubmitRequest,
+  limitedBy: "total" | "owner" | "lease",
+  refused: number,
+  created: number,
+  config: Services["config"],
+): void {
+  if (refused === 0) return;
+  const limit =
+    limitedBy === "owner"
+      ? `quotas.jobsPerOwner (${config.quotas.jobsPerOwner})`
+      : limitedBy === "total"
+        ? `jobs.maxTotal (${config.jobs.maxTotal})`
+        : "the pool account lease (released meanwhile)";
+  req.log.info(
+    { refused, created, limit: limitedBy, owner: req.identity.subject },
+    `submission: ${refused} job(s) not created, ${limit} reached; ${created} created`,
+  );
 }
 
 /** Delegation binding and the JEM wake-up. The job exists already: failures are logged, not fatal. */

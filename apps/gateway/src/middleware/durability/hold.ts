@@ -14,6 +14,8 @@ export class RequestHold {
   private stamp?: { key: string; until: number };
   private readonly ids = new Set<string>();
   private admittedDue = 0;
+  /** Jobs the create committed (created() is called only when there are some). */
+  private committed = 0;
   private ended = false;
 
   /**
@@ -35,9 +37,13 @@ export class RequestHold {
     return (this.stamp ??= { key: SubmissionHolds.newKey(), until: Date.now() + this.holdMs });
   }
 
-  /** After the commit: when the jobs admitted at creation are due once released (their upload deadline). */
-  created(admittedDue: number): void {
+  /**
+   * After a commit that created `jobs` jobs: when the jobs admitted at creation are due once
+   * released (their upload deadline).
+   */
+  created(admittedDue: number, jobs: number): void {
     this.admittedDue = admittedDue;
+    this.committed += jobs;
   }
 
   get used(): boolean {
@@ -51,6 +57,12 @@ export class RequestHold {
    */
   async releaseAfter(outgoing: ServerResponse | undefined): Promise<void> {
     if (!this.stamp) return;
+    // A 201 whose every item was refused (a quota, a limit): no record carries the hold, so there
+    // is nothing to release or withdraw, and nothing to report as withdrawn.
+    if (this.committed === 0) {
+      this.ended = true;
+      return;
+    }
     if (!outgoing) return this.release();
     // Closed already: neither event would come, and the answer cannot be written any more.
     if (outgoing.destroyed) return this.withdraw("the connection closed before the answer was written");
@@ -87,8 +99,8 @@ export class RequestHold {
           // Later attempts find the hold gone when an earlier one did release it.
           if (attempt === 1)
             this.log?.warn(
-              { hold: s.key, jobs: this.ids.size },
-              "submission answered 201 but its hold had already ended: its jobs were withdrawn and fail without running",
+              { hold: s.key, jobs: this.committed },
+              `submission answered 201 but its hold had already ended: its ${this.committed} job(s) were withdrawn and fail without running`,
             );
           return;
         }

@@ -6,6 +6,7 @@ export { deleteEntry, propfindEntry, putFile, readEntry, type ReadResult } from 
 export { jobWithSession, ownedJob } from "./job.js";
 export { parseSessionPath, rawTargetPath, type SessionPath } from "./path.js";
 export { fileResponse } from "./download.js";
+export { archiveResponse } from "./archive.js";
 // For the HTML pages (pages/job.tsx, pages/session.tsx) and the router (app.ts).
 export { listCapped, ListingTooLarge } from "./propfind.js";
 export { openTarget, SessionFsError, type Entry } from "./fs.js";
