@@ -10,7 +10,8 @@
 # (packages/testing/src/gridengine.ts), never the packaged services; gcc compiles the preload shim
 # that keeps those daemons on loopback (scripts/gridengine/loopback-bind.c).
 # bubblewrap runs the payload of an ENV/CONTAINER job in its image, and mmdebstrap builds the test's image.
-# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container (default: all).
+# valgrind (group bench, not in the default list: benchmarks only) counts instructions for bench/instr.
+# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container bench (default: all but bench).
 set -euo pipefail
 groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd sge arc browser storage monitoring db container)
 want=()
@@ -28,6 +29,7 @@ for g in "${groups[@]}"; do
     build) want+=(make g++ python3) ;;
     db) want+=(postgresql) ;;
     container) want+=(bubblewrap mmdebstrap) ;;
+    bench) want+=(valgrind) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done
