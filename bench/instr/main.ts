@@ -4,6 +4,7 @@
  * `pnpm bench:check`: the same on the small sizes, compared with bench/baseline.json; exits 1 when
  * a figure grew more than BENCH_CHECK_TOLERANCE (0.10) over its baseline, naming it with both
  * numbers. `pnpm bench:check --update` writes the measured figures as the new baseline.
+ * `--from=bench/results/instr-<time>.json` takes the figures of an earlier run instead of measuring.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,18 +22,30 @@ if (update && process.env.BENCH_INSTR_ONLY) {
   console.error("bench:check --update measures every figure: unset BENCH_INSTR_ONLY");
   process.exit(2);
 }
+// --from=<bench/results/instr-*.json>: compare (or make the baseline from) a run already made.
+const from = process.argv.find((a) => a.startsWith("--from="))?.slice("--from=".length);
 const t0 = Date.now();
 const before = machine();
-const figures = await measure(SMALL, log);
+const earlier = from
+  ? (JSON.parse(readFileSync(from, "utf8")) as { figures: Record<string, Figure>; versions: Record<string, string> })
+  : undefined;
+const figures = earlier ? earlier.figures : await measure(SMALL, log);
 const seconds = Math.round((Date.now() - t0) / 1000);
 const fmt = (n: number) => n.toLocaleString("en-US");
 console.log(`| operation | process | instructions per unit | unit | wall ms (median of one round, under valgrind) |`);
 console.log(`|---|---|---|---|---|`);
 for (const [k, f] of Object.entries(figures)) console.log(`| ${k} | ${f.process} | ${fmt(f.instructions)} | ${f.unit} | ${f.wallMs} |`);
-const result = { bench: "instr", sizes: SMALL, figures, seconds, machine: { before, after: machine() }, versions: versions() };
+const result = {
+  bench: "instr",
+  sizes: SMALL,
+  figures,
+  seconds,
+  machine: { before, after: machine() },
+  versions: earlier?.versions ?? versions(),
+};
 const dir = join(ROOT, "bench/results");
 mkdirSync(dir, { recursive: true });
-writeFileSync(join(dir, `instr-${new Date().toISOString().replace(/[:.]/g, "-")}.json`), `${JSON.stringify(result, null, 1)}\n`);
+if (!from) writeFileSync(join(dir, `instr-${new Date().toISOString().replace(/[:.]/g, "-")}.json`), `${JSON.stringify(result, null, 1)}\n`);
 console.log(
   JSON.stringify({ bench: "instr", seconds, figures: Object.fromEntries(Object.entries(figures).map(([k, f]) => [k, f.instructions])) }),
 );
@@ -71,3 +84,5 @@ if (update) {
   }
   console.log(`bench:check: ${Object.keys(base).filter(wanted).length} figures within ${TOLERANCE * 100} % of the baseline (${seconds} s)`);
 }
+// Nothing is left to wait for (the CE is stopped); a leftover handle must not keep the command alive.
+process.exit(0);
