@@ -51,6 +51,11 @@ console.log(
 );
 
 if (update) {
+  // Figures the old baseline marks unchecked stay so (bench/README.md says why).
+  const old = existsSync(BASELINE)
+    ? (JSON.parse(readFileSync(BASELINE, "utf8")) as { figures: Record<string, { checked?: boolean }> }).figures
+    : {};
+  for (const [k, f] of Object.entries(figures)) if (old[k]?.checked === false) Object.assign(f, { checked: false });
   const baseline = {
     note: "instructions per unit, bench/instr (pnpm bench:check --update)",
     sizes: SMALL,
@@ -66,8 +71,14 @@ if (update) {
   }
   const base = (JSON.parse(readFileSync(BASELINE, "utf8")) as { figures: Record<string, Figure> }).figures;
   const grown: string[] = [];
-  for (const [k, b] of Object.entries(base)) {
+  for (const [k, b] of Object.entries(base) as Array<[string, Figure & { checked?: boolean }]>) {
     if (!wanted(k)) continue;
+    if (b.checked === false) {
+      console.log(
+        `bench:check: ${k}: ${fmt(figures[k]?.instructions ?? NaN)} (not checked: it moves more than the tolerance between runs, bench/README.md)`,
+      );
+      continue;
+    }
     const now = figures[k];
     if (!now) {
       grown.push(`${k}: in the baseline but not measured`);
@@ -82,7 +93,8 @@ if (update) {
     console.error(`bench:check: FAILED, grew more than ${TOLERANCE * 100} % over bench/baseline.json:\n  ${grown.join("\n  ")}`);
     process.exit(1);
   }
-  console.log(`bench:check: ${Object.keys(base).filter(wanted).length} figures within ${TOLERANCE * 100} % of the baseline (${seconds} s)`);
+  const checked = Object.entries(base).filter(([k, b]) => wanted(k) && (b as { checked?: boolean }).checked !== false).length;
+  console.log(`bench:check: ${checked} checked figures within ${TOLERANCE * 100} % of the baseline (${seconds} s)`);
 }
 // Nothing is left to wait for (the CE is stopped); a leftover handle must not keep the command alive.
 process.exit(0);
