@@ -11,7 +11,8 @@
 # that keeps those daemons on loopback (scripts/gridengine/loopback-bind.c).
 # bubblewrap runs the payload of an ENV/CONTAINER job in its image, and mmdebstrap builds the test's image.
 # systemd (systemd-analyze) verifies the units of the Debian package (scripts/package-deb.test.ts); nothing starts it.
-# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container package (default: all).
+# valgrind (group bench, not in the default list: benchmarks only) counts instructions for bench/instr.
+# Pass package groups: base build slurm slurmdbd sge arc browser storage monitoring db container package bench (default: all but bench).
 set -euo pipefail
 groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(base build slurm slurmdbd sge arc browser storage monitoring db container package)
 want=()
@@ -30,6 +31,7 @@ for g in "${groups[@]}"; do
     db) want+=(postgresql) ;;
     container) want+=(bubblewrap mmdebstrap) ;;
     package) want+=(systemd) ;;
+    bench) want+=(valgrind) ;;
     *) echo "unknown group $g" >&2; exit 2 ;;
   esac
 done

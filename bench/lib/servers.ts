@@ -36,7 +36,7 @@ function exited(child: ChildProcess): Promise<void> {
  */
 export async function startCe(
   state: string,
-  o: { refPki?: string; extraEnv?: Record<string, string>; log?: (s: string) => void } = {},
+  o: { refPki?: string; extraEnv?: Record<string, string>; log?: (s: string) => void; startTimeoutS?: number } = {},
 ): Promise<Server> {
   const [port, redisPort, adminPort, jemPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const base = `https://localhost:${port}/arex`;
@@ -69,7 +69,11 @@ export async function startCe(
   const t0 = Date.now();
   while (!out.includes("CE running")) {
     if (child.exitCode !== null) throw new Error(`./ce start exited ${child.exitCode}:\n${out}\n${tailLogs(join(state, "logs"))}`);
-    if (Date.now() - t0 > 180_000) throw new Error(`./ce start did not come up in 180 s:\n${out}`);
+    const limitS = o.startTimeoutS ?? 180;
+    if (Date.now() - t0 > limitS * 1000) {
+      child.kill("SIGTERM"); // the supervisor stops what it started
+      throw new Error(`./ce start did not come up in ${limitS} s:\n${out}`);
+    }
     await sleep(200);
   }
   const kids = readdirSync("/proc")

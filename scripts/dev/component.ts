@@ -49,7 +49,13 @@ export class Component {
     rmSync(this.readyFile, { force: true });
     const fd = openSync(this.log, "a", 0o600);
     this.logOffset = fstatSync(fd).size;
-    const child = spawn(process.execPath, this.args, {
+    // Benchmarks only (bench/instr): CE_DEV_WRAP_<NAME> is a command put in front of node (valgrind's
+    // callgrind for instruction counts), CE_DEV_NODE_ARGS_<NAME> node flags added before the others.
+    const words = (v: string | undefined) => (v ?? "").split(/\s+/).filter(Boolean);
+    const wrap = words(this.env[`CE_DEV_WRAP_${this.name.toUpperCase()}`]);
+    const argv = [process.execPath, ...words(this.env[`CE_DEV_NODE_ARGS_${this.name.toUpperCase()}`]), ...this.args];
+    const [cmd, ...args] = [...wrap, ...argv];
+    const child = spawn(cmd!, args, {
       env: { ...this.env, CE_READY_FILE: this.readyFile },
       stdio: ["ignore", fd, fd],
       detached: true,
