@@ -3,6 +3,7 @@ import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SESSION_TOKEN_FILE } from "@ce/store";
 import { archiveResponse } from "./archive.js";
 import { fileHeader, paxRecord, safeName } from "./tar.js";
 
@@ -70,6 +71,15 @@ describe("session archive", () => {
     const { out, list } = await extract(await request());
     expect(list).toEqual([`${JOB}/ok`]);
     expect(readFileSync(join(out, JOB, "ok"), "utf8")).toBe("ok\n");
+  });
+
+  it("leaves out the job's bearer token file, which the session never serves", async () => {
+    writeFileSync(join(session, "out.txt"), "hello\n");
+    writeFileSync(join(session, SESSION_TOKEN_FILE), "eyJ.secret.token\n");
+    mkdirSync(join(session, "sub"));
+    writeFileSync(join(session, "sub", SESSION_TOKEN_FILE), "a file of the job's own, kept\n");
+    const { list } = await extract(await request());
+    expect(list.sort()).toEqual([`${JOB}/out.txt`, `${JOB}/sub/${SESSION_TOKEN_FILE}`]);
   });
 
   it("a subdirectory is archived from there; a file is refused with a reason", async () => {

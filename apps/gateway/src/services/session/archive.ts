@@ -1,5 +1,6 @@
 import { bytesInWords } from "@ce/model";
 import { closeHandle, walkFiles } from "@ce/sessionfs";
+import { SESSION_TOKEN_FILE } from "@ce/store";
 import type { FileHandle } from "node:fs/promises";
 import type { Logger } from "pino";
 import { BadRequest, CeError } from "../../errors.js";
@@ -83,6 +84,9 @@ async function planArchive(req: ArchiveRequest): Promise<Planned[]> {
   for (const rel of walk.files) {
     // The walk's paths start at the session root; the archive's at the directory asked for.
     const at = rel.split("/").filter((p) => p !== "");
+    // The job's bearer token (ENV/TOKEN) is never served from the session (operations.ts), so
+    // not in its archive either: a compute.read caller must not obtain it this way.
+    if (at.length === 1 && at[0] === SESSION_TOKEN_FILE) continue;
     const inside = at.slice(base);
     const name = [req.top, ...inside].join("/");
     let stat;
