@@ -151,7 +151,8 @@ async function renewCredentials(ctx: JemContext, job: JobRecord): Promise<void> 
     return;
   }
   const change = await refreshCredentialFiles(ctx, job, runAs, await credentialFor(ctx, job));
-  if (change) await ctx.jobs.update(job, change, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
+  if (change)
+    await ctx.jobs.update(job, { credWritten: change.credWritten }, { state: "INLRMS", pending: "0", stateSince: String(job.stateSince) });
 }
 
 /** Nothing of an ended batch job runs on (fork: its cgroup is emptied); a failure is logged, the job goes on. */
