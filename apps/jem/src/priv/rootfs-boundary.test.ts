@@ -72,8 +72,16 @@ const EXCEPTIONS: Record<string, { names: string[]; why: string }> = {
     why: "a download's part file named relative to the session directory descriptor (Dir.at), never by path",
   },
   "staging/protocols/xrootd-auth.ts": {
-    names: ["mkdtemp", "writeFile", "rm", "rmSync", "symlink"],
-    why: "the xrootd client's private environment (the job's proxy or token, the CA directory) in fresh mkdtemp dirs (root's, 0700) that no job can reach, removed after the transfer or at exit",
+    names: ["mkdtemp", "writeFile", "rm", "rmSync", "symlink", "chmod"],
+    why: "the combined CA directory the tools verify servers with: a fresh mkdtemp dir (root's; made 0755 so the jobs' accounts running the tools can read the public certificates in it, nothing else), written only by root, removed at exit",
+  },
+  "staging/tools.ts": {
+    names: ["mkdtemp", "chmod", "mkdir", "writeFile", "chown"],
+    why: "a tool run's private credential directory: a fresh mkdtemp dir (root's, 0711) holding one 0700 dir that stays root's while root writes the job's own credential into it (O_EXCL); only then are its files and the dir chowned to the account, so nothing the account could swap in is ever followed; removed with the descriptor-relative removeTree",
+  },
+  "states/submit.ts": {
+    names: ["mkdir"],
+    why: "mapping off only (no accounts, no root boundary): the CE's own batch dir for the job",
   },
   "staging/http.ts": {
     names: ["rename", "unlink"],
