@@ -13,7 +13,7 @@ import {
   queueDecision,
   shortFqan,
 } from "@ce/mapping";
-import { type JobDescription, parseDescriptionsSettled, tokenOwner } from "@ce/model";
+import { Failure, type JobDescription, parseDescriptionsSettled, tokenOwner } from "@ce/model";
 import { JobStore } from "@ce/store";
 import type { Redis } from "ioredis";
 import type { AdminOps } from "../ops.js";
@@ -26,7 +26,11 @@ import type { AdminOps } from "../ops.js";
  * limits), so the answer cannot drift from the real path. Exit 0: accepted; 1: refused, naming the rule.
  */
 
-export class ExplainUsageError extends Error {}
+export class ExplainUsageError extends Failure<"EXPLAIN_USAGE"> {
+  constructor(message: string) {
+    super("EXPLAIN_USAGE", message);
+  }
+}
 
 export interface ExplainArgs {
   dn?: string | undefined;

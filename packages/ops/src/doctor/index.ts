@@ -1,3 +1,4 @@
+import { Failure } from "@ce/model";
 import type { CompiledConfig } from "@ce/config";
 import { accountProblems } from "./accounts.js";
 import { directoryProblems, diskProblems } from "./dirs.js";
@@ -41,14 +42,14 @@ export async function runDoctor(c: CompiledConfig, o: DoctorOptions = {}): Promi
 }
 
 /** A start refused by a fatal doctor problem; its message is the problem's line (and the rest, counted). */
-export class StartupCheckError extends Error {
+export class StartupCheckError extends Failure<"STARTUP_CHECK"> {
   constructor(readonly problems: Problem[]) {
     super(
+      "STARTUP_CHECK",
       problems.length === 1
         ? problemLine(problems[0]!)
         : `${problemLine(problems[0]!)} (and ${problems.length - 1} more: ${problems.slice(1).map(problemLine).join(" | ")})`,
     );
-    this.name = "StartupCheckError";
   }
 }
 
