@@ -72,7 +72,9 @@ export async function buildApp(app: string, outDir = join(ROOT, "apps", app, "di
     }
     cpSync(dir, join(outDir, "lua"), { recursive: true });
   }
-  cpSync(join(ROOT, "apps/jem/backends"), join(outDir, "backends"), { recursive: true });
+  // The gateway's image is built from its own sources only (deploy/gateway.Dockerfile): no JEM
+  // back ends there, and the gateway never runs them.
+  if (existsSync(join(ROOT, "apps/jem/backends"))) cpSync(join(ROOT, "apps/jem/backends"), join(outDir, "backends"), { recursive: true });
   cpSync(join(ROOT, "packages/store/rte"), join(outDir, "rte"), { recursive: true });
   // The JEM's /queues page: bull-board's static UI files (admin-app.ts looks for them here).
   if (app === "jem") {
