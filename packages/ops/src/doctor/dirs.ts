@@ -63,14 +63,17 @@ interface Dir {
  */
 export function directoryProblems(c: CompiledConfig, accounts: Account[], role?: "gateway" | "jem"): Problem[] {
   const out: Problem[] = [];
+  // Nothing shared (lrms.sharedSession false): jobs reach their files over HTTPS from the node, never
+  // by path, so the session root and caches may be closed to the accounts (0700 root).
+  const byPath = c.lrms.sharedSession !== false;
   const dirs: Dir[] = [
     { path: c.paths.controlDir, key: "paths.controlDir", traverse: false },
     { path: join(c.paths.controlDir, "jobs"), key: "paths.controlDir/jobs", traverse: false },
-    { path: c.paths.sessionRoot, key: "paths.sessionRoot", traverse: true, consequence: "no job can reach its session directory" },
+    { path: c.paths.sessionRoot, key: "paths.sessionRoot", traverse: byPath, consequence: "no job can reach its session directory" },
     ...c.staging.cache.dirs.map((d, i) => ({
       path: d.path,
       key: `staging.cache.dirs[${i}]`,
-      traverse: true,
+      traverse: byPath,
       consequence: "every job with a cached input fails (the executable exits with code 1)",
     })),
   ];
@@ -134,7 +137,7 @@ export function directoryProblems(c: CompiledConfig, accounts: Account[], role?:
         warning(
           "directories",
           `${d.path} (${d.key}, mode ${octal(own.st.mode)}) can be listed by the mapped account${listers.length > 1 ? "s" : ""} ${names(listers)}: a job sees every other job's id`,
-          `chmod 0711 ${d.path}`,
+          `chmod ${d.key.startsWith("paths.controlDir") ? "0700" : "0711"} ${d.path}`,
         ),
       );
   }
