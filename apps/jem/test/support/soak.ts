@@ -64,7 +64,7 @@ async function writeJemConfig(env: TestEnv): Promise<string> {
 async function startMain(configFile: string, logFile: string, extraEnv: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", MAIN], {
     cwd: ROOT,
-    env: { ...process.env, ...extraEnv, CE_CONFIG: configFile },
+    env: { ...process.env, ...extraEnv, CE_CONFIG: configFile, CE_DEV_MAPPING: "off" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const out = createWriteStream(logFile, { flags: "a" });

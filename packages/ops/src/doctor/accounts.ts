@@ -63,7 +63,8 @@ export async function accountProblems(c: CompiledConfig, role?: "gateway" | "jem
   const problems: Problem[] = [];
   // Mapping off means jobs run as the JEM's own account: for a JEM as root (the package's unit),
   // as root. The developer mode (`./ce start` not as root) runs them as the developer.
-  if (!c.mapping && role !== "gateway" && process.getuid?.() === 0)
+  // CE_DEV_MAPPING=off is the explicit developer opt-in for exactly that (docs/security.md).
+  if (!c.mapping && role !== "gateway" && process.getuid?.() === 0 && process.env.CE_DEV_MAPPING !== "off")
     problems.push(
       fatal(
         "accounts",
