@@ -71,6 +71,8 @@ async function startMain(configFile: string, logFile: string, extraEnv: Record<s
   child.stderr!.pipe(out, { end: false });
   await new Promise<void>((resolveReady, reject) => {
     let buf = "";
+    let errTail = "";
+    child.stderr!.on("data", (d: Buffer) => (errTail = (errTail + d.toString()).slice(-2048)));
     const onData = (d: Buffer) => {
       out.write(d);
       buf = (buf + d.toString()).slice(-4096);
@@ -79,7 +81,8 @@ async function startMain(configFile: string, logFile: string, extraEnv: Record<s
       }
     };
     child.stdout!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`JEM exited early (${code}); log: ${logFile}`)));
+    // The log file goes with the test's state dir: the reason travels in the error.
+    child.once("exit", (code) => reject(new Error(`JEM exited early (${code}); log: ${logFile}\n${errTail}${buf.slice(-1024)}`)));
   });
   child.stdout!.removeAllListeners("data");
   child.stdout!.pipe(out, { end: false });

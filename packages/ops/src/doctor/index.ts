@@ -28,7 +28,7 @@ export async function runDoctor(c: CompiledConfig, o: DoctorOptions = {}): Promi
   const { problems: accounts, accounts: mapped } = await accountProblems(c, o.role);
   const [redis, batch] = await Promise.all([redisProblems(c, timeoutMs, o.role ? [o.role] : undefined), batchProblems(c, timeoutMs)]);
   const all = [
-    ...endpointProblems(c, file),
+    ...endpointProblems(c, file, o.role),
     ...hostCertProblems(c, o.now),
     ...caDirProblems(c, o.now),
     ...vomsDirProblems(c),

@@ -19,7 +19,7 @@ const day = (d: Date) => d.toISOString().slice(0, 10);
 const PLACEHOLDER_HOST = /(^|\.)example(\.(org|com|net))?$/i;
 
 /** The endpoint and the TLS files: unset or still the placeholder of the shipped configuration. */
-export function endpointProblems(c: CompiledConfig, file: string): Problem[] {
+export function endpointProblems(c: CompiledConfig, file: string, role?: "gateway" | "jem"): Problem[] {
   const out: Problem[] = [];
   const host = new URL(c.endpoint.url).hostname;
   if (PLACEHOLDER_HOST.test(host))
@@ -30,7 +30,8 @@ export function endpointProblems(c: CompiledConfig, file: string): Problem[] {
         `set endpoint.url in ${file} to this CE's public URL (https://<host name>:443/arex)`,
       ),
     );
-  if (!c.gateway.plainHttp.enabled && (!c.gateway.tls.certFile || !c.gateway.tls.keyFile))
+  // The gateway's own TLS settings: a JEM serves no HTTPS and does not need them.
+  if (role !== "jem" && !c.gateway.plainHttp.enabled && (!c.gateway.tls.certFile || !c.gateway.tls.keyFile))
     out.push(
       fatal(
         "config",
